@@ -1,0 +1,53 @@
+"""What a final normalisation layer does to input scale and direction (S4.5)."""
+
+import torch
+
+from latent_instruments.errors import require_finite
+
+
+def relative_norm_change(norm: torch.nn.Module, x: torch.Tensor, x_other: torch.Tensor) -> torch.Tensor:
+    """| ||norm(x_other)|| - ||norm(x)|| | / ||norm(x)||, per vector.
+
+    Args:
+        norm: a normalisation module (LayerNorm, RMSNorm) over the last axis.
+        x, x_other: inputs, shape (n, d_model).
+    Returns:
+        shape (n,), dimensionless (0.01 = 1 %).
+    Raises:
+        NonFiniteError: if an input or output holds NaN or inf.
+    """
+    require_finite(x, "normalisation input")
+    require_finite(x_other, "perturbed normalisation input")
+    with torch.no_grad():
+        a = norm(x).double().norm(dim=-1)
+        b = norm(x_other).double().norm(dim=-1)
+    require_finite(a, "normalisation output norm")
+    return (b - a).abs() / a
+
+
+def rotate_to_cosine(x: torch.Tensor, cosine: float, generator: torch.Generator) -> torch.Tensor:
+    """Vectors at exactly the given cosine to ``x``, with the same norm.
+
+    Mixes each row of ``x`` with a random direction orthogonal to it, so the
+    direction change of S4.5 (cosine 0.52) is reached exactly rather than by
+    the source's noise level.
+
+    Args:
+        x: shape (n, d_model).
+        cosine: target cosine similarity in [-1, 1].
+        generator: seeds the random orthogonal directions.
+    Returns:
+        shape (n, d_model), float of x's dtype.
+    Raises:
+        ValueError: if cosine is outside [-1, 1].
+    """
+    if not -1.0 <= cosine <= 1.0:
+        raise ValueError(f"cosine must be in [-1, 1], got {cosine}")
+    x64 = x.double()
+    unit = x64 / x64.norm(dim=-1, keepdim=True)
+    noise = torch.randn(x.shape, generator=generator, dtype=torch.float64)
+    ortho = noise - (noise * unit).sum(-1, keepdim=True) * unit
+    ortho = ortho / ortho.norm(dim=-1, keepdim=True)
+    sine = (1.0 - cosine**2) ** 0.5
+    turned = cosine * unit + sine * ortho
+    return (turned * x64.norm(dim=-1, keepdim=True)).to(x.dtype)

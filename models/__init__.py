@@ -1,0 +1,1 @@
+"""Model side of latent-claims: corpus, tokenizers, trainer, zoo, architecture adapters."""

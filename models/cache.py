@@ -1,0 +1,57 @@
+"""The on-disk cache (corpus, tokenizers, checkpoints) and atomic writes."""
+
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+def cache_root() -> Path:
+    """The cache directory: ``$LATENT_CLAIMS_CACHE`` or ``~/.cache/latent-claims``.
+
+    Everything in it is keyed by content hashes, so it is safe to share
+    between checkouts and to carry to another machine.
+    """
+    root = Path(os.environ.get("LATENT_CLAIMS_CACHE") or Path.home() / ".cache" / "latent-claims")
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that readers see the old file or the whole new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """UTF-8 text version of :func:`atomic_write_bytes`."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+@contextmanager
+def atomic_directory(final: Path) -> Iterator[Path]:
+    """Yield a scratch directory that becomes ``final`` only if the block succeeds.
+
+    Raises:
+        FileExistsError: if ``final`` already exists (nothing is overwritten).
+    """
+    if final.exists():
+        raise FileExistsError(f"{final} already exists; remove it yourself if it should be rebuilt")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.", suffix=".tmp"))
+    try:
+        yield scratch
+        os.replace(scratch, final)
+    except BaseException:
+        for child in sorted(scratch.rglob("*"), reverse=True):
+            child.rmdir() if child.is_dir() else child.unlink()
+        scratch.rmdir()
+        raise

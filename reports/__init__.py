@@ -1,0 +1,1 @@
+"""Reports of latent-claims: claim records, results.json, report.md/html, baseline comparison."""

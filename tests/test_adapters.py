@@ -1,0 +1,71 @@
+"""The adapters' canonical activations, checked before any claim trusts them."""
+
+import pytest
+import torch
+from transformers import GPTJConfig, GPTJForCausalLM
+
+from models.adapters import UnsupportedArchitectureError, adapter_for
+from models.capture import ablated_logits, block_output_fn, run_with_cache
+from tests.conftest import tiny_model
+
+IDS = torch.randint(0, 50, (3, 12), generator=torch.Generator().manual_seed(0))
+
+
+def test_resid_post_is_resid_pre_plus_attn_out_plus_mlp_out(arch):
+    model = tiny_model(arch)
+    cache = run_with_cache(model, adapter_for(model), IDS)
+    for i in range(cache.n_blocks):
+        total = cache[f"blocks.{i}.hook_resid_pre"] + cache[f"blocks.{i}.hook_attn_out"] + cache[f"blocks.{i}.hook_mlp_out"]
+        torch.testing.assert_close(cache[f"blocks.{i}.hook_resid_post"], total, atol=1e-5, rtol=0)
+
+
+def test_stream_matches_hf_hidden_states_and_logits(arch):
+    model = tiny_model(arch)
+    cache = run_with_cache(model, adapter_for(model), IDS)
+    with torch.no_grad():
+        out = model(input_ids=IDS, output_hidden_states=True)
+    for i in range(cache.n_blocks):
+        torch.testing.assert_close(cache[f"blocks.{i}.hook_resid_pre"], out.hidden_states[i])
+    torch.testing.assert_close(cache[f"blocks.{cache.n_blocks - 1}.hook_resid_post"], cache["ln_final.hook_in"])
+    torch.testing.assert_close(cache.logits, out.logits)
+
+
+def test_learned_positions_only_where_the_architecture_has_them(arch):
+    model = tiny_model(arch)
+    cache = run_with_cache(model, adapter_for(model), IDS)
+    labels = [label for label, _ in cache.hidden_states()]
+    assert ("embed+pos" in labels) == (arch in ("gpt2", "opt"))
+    assert labels[-1] == f"block {cache.n_blocks}"
+
+
+def test_dropping_the_last_mlp_leaves_the_unembedded_resid_mid(arch):
+    model = tiny_model(arch)
+    adapter = adapter_for(model)
+    cache = run_with_cache(model, adapter, IDS)
+    last = cache.n_blocks - 1
+    with torch.no_grad():
+        expected = model.get_output_embeddings()(model.get_submodule(adapter.final_norm)(cache[f"blocks.{last}.hook_resid_mid"]))
+    torch.testing.assert_close(ablated_logits(model, adapter, IDS, last, "mlp"), expected, atol=1e-5, rtol=1e-4)
+
+
+def test_block_output_fn_matches_the_captured_first_block(arch):
+    model = tiny_model(arch)
+    adapter = adapter_for(model)
+    cache = run_with_cache(model, adapter, IDS)
+    embeddings = model.get_input_embeddings()(IDS)
+    with torch.no_grad():
+        torch.testing.assert_close(block_output_fn(model, adapter, 0, IDS.shape[1])(embeddings), cache["blocks.0.hook_resid_post"])
+
+
+def test_unknown_architecture_fails_loudly_with_its_name():
+    model = GPTJForCausalLM(GPTJConfig(n_embd=32, n_layer=1, n_head=2, vocab_size=50, n_positions=32, rotary_dim=8))
+    with pytest.raises(UnsupportedArchitectureError, match="'gptj'.*supported: gpt2, gpt_neox, llama, opt"):
+        adapter_for(model)
+
+
+def test_nan_activations_are_an_error():
+    model = tiny_model("gpt2")
+    with torch.no_grad():
+        model.transformer.h[0].mlp.c_fc.weight[0, 0] = float("nan")
+    with pytest.raises(ValueError, match="non-finite"):
+        run_with_cache(model, adapter_for(model), IDS)
