@@ -10,7 +10,7 @@ import torch
 from fixtures.ledger import load_ledger
 from fixtures.settings import Settings, resolve_settings
 from fixtures.stash import POOL_KEY, RECORDS_KEY, REPORT_KEY, SETTINGS_KEY
-from models.zoo import UnknownModelError, default_names, resolve, valid_names
+from models.zoo import ModelLoadError, UnknownModelError, default_names, resolve
 from reports import writer
 
 pytest_plugins = ["fixtures.zoo", "fixtures.recording"]
@@ -43,7 +43,7 @@ def pytest_configure(config: pytest.Config) -> None:
     for name in settings.models:
         try:
             resolve(name)
-        except UnknownModelError as err:
+        except (UnknownModelError, ModelLoadError) as err:
             raise pytest.UsageError(str(err)) from None
     config.stash[SETTINGS_KEY] = settings
     config.stash[RECORDS_KEY] = []

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 
 from models.adapters import Adapter, adapter_for
@@ -127,6 +128,7 @@ def resolve(name: str) -> ZooEntry:
 
     Raises:
         UnknownModelError: listing the valid names.
+        ModelLoadError: for a path that is not a HF model folder.
     """
     if name.endswith(TWIN_SUFFIX):
         base = resolve(name[: -len(TWIN_SUFFIX)])
@@ -137,7 +139,13 @@ def resolve(name: str) -> ZooEntry:
         return ZOO[name]
     if name.startswith("hf:"):
         return ZooEntry(name, "hf", source=name[3:])
-    if Path(name).is_dir() or (name.count("/") == 1 and not name.startswith((".", "/"))):
+    if name.startswith((".", "/", "~")) or Path(name).exists():
+        folder = Path(name).expanduser()
+        if not (folder / "config.json").is_file():
+            raise ModelLoadError(f"{name!r} is not a Hugging Face model folder (no config.json there); "
+                                 "save one with model.save_pretrained(folder) and tokenizer.save_pretrained(folder)")
+        return ZooEntry(name, "hf", source=str(folder))
+    if name.count("/") == 1:
         return ZooEntry(name, "hf", source=name)
     raise UnknownModelError(f"unknown model {name!r}; valid names: {', '.join(valid_names())}")
 
@@ -153,7 +161,7 @@ def _hf_model(source: str, **kwargs) -> PreTrainedModel:
         return AutoModelForCausalLM.from_pretrained(
             source, trust_remote_code=False, attn_implementation="eager", **kwargs
         )
-    except (OSError, ValueError, EnvironmentError) as err:
+    except (OSError, ValueError, RuntimeError, SafetensorError) as err:
         where = "local folder" if Path(source).exists() else "hub id"
         raise ModelLoadError(
             f"could not load {source!r} ({where}): {err}\n"

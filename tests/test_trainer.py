@@ -1,0 +1,53 @@
+"""The trainer: a recipe makes a cached, self-describing safetensors checkpoint."""
+
+import json
+from dataclasses import replace
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from models.corpus import load_text_file
+from models.recipes import TINY
+from models.trainer import checkpoint_dir, train
+from models.tokenization import CharTokenizer
+
+TEXT = "Now is the winter of our discontent\nMade glorious summer by this sun of York;\n" * 200
+MICRO = replace(TINY[0], name="micro", n_layer=1, n_embd=16, n_head=2, context=16, steps=6, batch=4, eval_every=3, lr_drop_step=4)
+
+
+@pytest.fixture
+def corpus(tmp_path, monkeypatch):
+    monkeypatch.setenv("LATENT_CLAIMS_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "c.txt"
+    path.write_text(TEXT, encoding="utf-8")
+    return load_text_file(path)
+
+
+def test_checkpoint_carries_recipe_tokenizer_and_loss_curve(corpus):
+    folder = train(MICRO, corpus)
+    assert json.loads((folder / "recipe.json").read_text())["name"] == "micro"
+    assert json.loads((folder / "tokenizer.json").read_text())["kind"] == "char"
+    curve = json.loads((folder / "loss_curve.json").read_text())["curve"]
+    assert [point["step"] for point in curve] == [3, 6]
+    assert "lm_head.weight" in load_file(folder / "model.safetensors")  # untied head is saved
+
+
+def test_cached_checkpoint_is_not_retrained(corpus):
+    folder = train(MICRO, corpus)
+    stamp = (folder / "model.safetensors").stat().st_mtime_ns
+    assert train(MICRO, corpus) == folder
+    assert (folder / "model.safetensors").stat().st_mtime_ns == stamp
+
+
+def test_same_recipe_same_weights(corpus, tmp_path, monkeypatch):
+    first = load_file(train(MICRO, corpus) / "model.safetensors")
+    monkeypatch.setenv("LATENT_CLAIMS_CACHE", str(tmp_path / "other-cache"))
+    second = load_file(train(MICRO, corpus) / "model.safetensors")
+    assert all(torch.equal(first[k], second[k]) for k in first)
+
+
+def test_key_depends_on_recipe_and_corpus(corpus):
+    tok = CharTokenizer.from_corpus(corpus)
+    assert checkpoint_dir(MICRO, corpus, tok) != checkpoint_dir(replace(MICRO, seed=1442), corpus, tok)
+    assert MICRO.key(corpus.sha256, tok.to_json()) != MICRO.key("0" * 64, tok.to_json())
