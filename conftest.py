@@ -9,7 +9,8 @@ import torch
 
 from fixtures.ledger import load_ledger
 from fixtures.settings import Settings, resolve_settings
-from fixtures.stash import POOL_KEY, RECORDS_KEY, REPORT_KEY, SETTINGS_KEY
+from fixtures.stash import LAST_USE_KEY, POOL_KEY, RECORDS_KEY, REPORT_KEY, SETTINGS_KEY
+from fixtures.zoo import pool_names
 from models.zoo import ModelLoadError, UnknownModelError, default_names, resolve
 from reports import writer
 
@@ -93,6 +94,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         found = ledger.get((marker.args[0], params.params["model_name"], variant))
         if found:
             item.add_marker(pytest.mark.xfail(strict=True, reason=f"{found.why} (would change: {found.would_change})"))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Note each model's last test, so the pool can free it after that (memory stays bounded)."""
+    last: dict[str, str] = {}
+    for item in session.items:
+        for name in pool_names(item):
+            last[name] = item.nodeid
+    session.config.stash[LAST_USE_KEY] = last
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem) -> None:
+    pool = item.config.stash.get(POOL_KEY, None)
+    if pool is not None:
+        for name in pool_names(item):
+            if item.config.stash[LAST_USE_KEY].get(name) == item.nodeid:
+                pool.release(name)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

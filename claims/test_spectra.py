@@ -29,20 +29,21 @@ def _start_layer(labels: list[str]) -> int:
 
 
 def _straightening(freqs: torch.Tensor, psd: np.ndarray, start: int) -> float:
-    """RMS distance from a power law (decades) at the start layer minus at the last block."""
+    """R² of the log-log power-law fit at the last block minus at the start layer."""
     mean = torch.from_numpy(psd.mean(axis=0))  # (n_layers, n_freq)
-    return fit_power_law(freqs, mean[start]).rms_residual - fit_power_law(freqs, mean[-1]).rms_residual
+    return fit_power_law(freqs, mean[-1]).r_squared - fit_power_law(freqs, mean[start]).r_squared
 
 
 @pytest.mark.claim("S0.3", "S0 Fig 2 (trained OPT-125m); control S0.5, Fig 3")
 @pytest.mark.models("trained", "hf")
 def test_power_law_straightens_with_depth(model_name, activations, twin_activations, claim, settings):
-    """S0.3: the log-log spectrum is closer to a straight line after the last block than at the block input.
+    """S0.3: the log-log spectrum is closer to a power law after the last block than at the first block's input.
 
-    Straightness is the RMS residual (decades) of a least-squares line through
-    log10 power against log10 frequency; the mean spectrum is over sequences
-    and d_model, so sequences are the bootstrap unit (paired with the twin's
-    spectra of the same token ids).
+    Power-law straightness is the R² of a least-squares line through log10
+    power against log10 frequency. R² rather than the residual alone: a flat
+    (white) spectrum is "straight" with exponent 0 and would pass vacuously.
+    The mean spectrum is over sequences and d_model, so sequences are the
+    bootstrap unit (paired with the twin's spectra of the same token ids).
     """
     labels, freqs, psd = _per_sequence_spectra(activations.cache)
     twin_labels, _, twin_psd = _per_sequence_spectra(twin_activations.cache)
@@ -60,12 +61,12 @@ def test_power_law_straightens_with_depth(model_name, activations, twin_activati
     claim.record(
         model_name,
         [
-            Check.of(f"straightening: RMS from a power law, {labels[start]} minus {labels[-1]}", trained, "decades", ">", 0.0,
+            Check.of(f"straightening: power-law R², {labels[-1]} minus {labels[start]}", trained, "R²", ">", 0.0,
                      "S0 Fig 2 shows the trained model's spectra straightening from the embedding(+position) layer "
-                     "to the last block but gives no number; the threshold is the claim itself (a positive drop), "
-                     "cleared by the low end of a 95 % bootstrap interval over sequences; no further margin, as "
+                     "to the last block but gives no number; the threshold is the claim itself (a positive gain in "
+                     "R²), cleared by the low end of a 95 % bootstrap interval over sequences; no further margin, as "
                      "the source offers none to derive one from"),
-            Check.of("learned: straightening of the model minus its untrained twin", learned, "decades", ">", 0.0,
+            Check.of("learned: straightening of the model minus its untrained twin's", learned, "R²", ">", 0.0,
                      "S0.5 / Fig 3: the randomly initialised OPT-125m's spectra do not straighten; a straightening "
                      "that the untrained twin shows as much would be architecture, not learning", role="control"),
         ],
@@ -75,10 +76,11 @@ def test_power_law_straightens_with_depth(model_name, activations, twin_activati
             "complex FFT). Fit over all non-zero frequencies."
         ),
         details={
+            "r_squared_by_layer": {k: f.r_squared for k, f in fits.items()},
+            "twin_r_squared_by_layer": {k: f.r_squared for k, f in twin_fits.items()},
             "rms_residual_by_layer": {k: f.rms_residual for k, f in fits.items()},
             "slope_by_layer": {k: f.slope for k, f in fits.items()},
             "span_decades_by_layer": {k: f.span_decades for k, f in fits.items()},
-            "twin_rms_residual_by_layer": {k: f.rms_residual for k, f in twin_fits.items()},
         },
         plot={
             "kind": "spectra",

@@ -48,7 +48,11 @@ class PowerLawFit:
         slope: exponent -alpha of psd ~ f^slope (dimensionless).
         intercept: log10 power at f = 1 cycle/token.
         rms_residual: root-mean-square distance of log10 psd from the line, in
-            decades; 0 for an exact power law. This is the "straightness" of S0.3.
+            decades; 0 for an exact power law.
+        r_squared: fraction of the variance of log10 psd that the line explains,
+            in [0, 1]: 1 for an exact power law with non-zero exponent, near 0
+            for a flat (white) spectrum, which is "straight" only trivially.
+            This is the power-law straightness of S0.3.
         span_decades: log10(max psd / min psd) of the fitted line over the
             fitted band, the "orders of magnitude" of S0.4.
     """
@@ -56,6 +60,7 @@ class PowerLawFit:
     slope: float
     intercept: float
     rms_residual: float
+    r_squared: float
     span_decades: float
 
 
@@ -82,10 +87,11 @@ def fit_power_law(freqs: torch.Tensor, psd: torch.Tensor) -> PowerLawFit:
     design = torch.stack([x, torch.ones_like(x)], dim=1)
     coef = torch.linalg.lstsq(design, y.unsqueeze(1)).solution.squeeze(1)
     line = design @ coef
-    rms = (y - line).square().mean().sqrt().item()
+    residual = (y - line).square().mean()
     return PowerLawFit(
         slope=coef[0].item(),
         intercept=coef[1].item(),
-        rms_residual=rms,
+        rms_residual=residual.sqrt().item(),
+        r_squared=(1 - residual / (y - y.mean()).square().mean().clamp_min(1e-300)).item(),
         span_decades=(line.max() - line.min()).item(),
     )

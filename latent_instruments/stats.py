@@ -1,5 +1,6 @@
 """Uncertainty helpers: bootstrap over prompts (every averaged claim statistic)."""
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -32,10 +33,14 @@ def bootstrap(
     n_resamples: int = 1000,
     confidence: float = 0.95,
 ) -> Estimate:
-    """Percentile bootstrap of ``statistic`` over the first axis of ``units``.
+    """Bias-corrected (BCa) bootstrap of ``statistic`` over the first axis of ``units``.
 
     Resamples whole units (rows) with replacement, so paired measurements
-    stored along the other axes stay paired. Uses ``scipy.stats.bootstrap``.
+    stored along the other axes stay paired. Uses ``scipy.stats.bootstrap``
+    with BCa, which corrects the bias of nonlinear statistics (a fit to a
+    mean spectrum, a ratio of means) that would leave a percentile interval
+    beside the value; where BCa is undefined (every resample equal) the
+    percentile interval is used.
 
     Args:
         units: shape (n_units, ...); one row per prompt or sequence.
@@ -54,14 +59,22 @@ def bootstrap(
     value = float(statistic(units))
     if not np.isfinite(value):
         raise ValueError(f"statistic is not finite ({value}) on the full sample")
-    result = stats.bootstrap(
-        (np.arange(units.shape[0]),),
-        lambda idx: statistic(units[idx.astype(int)]),
-        vectorized=False,
-        n_resamples=n_resamples,
-        confidence_level=confidence,
-        method="percentile",
-        rng=np.random.default_rng(seed),
-    )
-    ci = result.confidence_interval
+
+    def interval(method: str):
+        return stats.bootstrap(
+            (np.arange(units.shape[0]),),
+            lambda idx: statistic(units[idx.astype(int)]),
+            vectorized=False,
+            n_resamples=n_resamples,
+            confidence_level=confidence,
+            method=method,
+            rng=np.random.default_rng(seed),
+        ).confidence_interval
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)  # BCa's acceleration is 0/0 on degenerate data
+        ci = interval("BCa")
+    if not (np.isfinite(ci.low) and np.isfinite(ci.high)):
+        ci = interval("percentile")
     return Estimate(value=value, low=float(ci.low), high=float(ci.high), confidence=confidence, n=units.shape[0])

@@ -38,6 +38,8 @@ def test_power_law_signal_gives_back_its_exponent(alpha):
     fit = fit_power_law(freqs, psd.mean(0))
     assert fit.slope == pytest.approx(-alpha, abs=1e-6)
     assert fit.rms_residual < 1e-6
+    if alpha > 0.1:
+        assert fit.r_squared == pytest.approx(1.0, abs=1e-6)
 
 
 def test_span_counts_decades_of_the_fitted_line():
@@ -50,7 +52,9 @@ def test_span_counts_decades_of_the_fitted_line():
 def test_white_noise_is_flat():
     noise = torch.randn(64, 513, 32, generator=torch.Generator().manual_seed(1))
     freqs, psd = power_spectral_density(noise)
-    assert abs(fit_power_law(freqs, psd.mean(0)).slope) < 0.05
+    fit = fit_power_law(freqs, psd.mean(0))
+    assert abs(fit.slope) < 0.05
+    assert fit.r_squared < 0.2  # straight, but no power law: R² sees that
 
 
 def test_a_low_frequency_bump_is_less_straight():
@@ -62,6 +66,7 @@ def test_a_low_frequency_bump_is_less_straight():
     _, psd_bumped = power_spectral_density(bumped)
     straight, curved = fit_power_law(freqs, psd_clean.mean(0)), fit_power_law(freqs, psd_bumped.mean(0))
     assert curved.rms_residual > straight.rms_residual + 0.1
+    assert curved.r_squared < straight.r_squared - 0.1
 
 
 def test_nan_is_an_error_not_a_number():
