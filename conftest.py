@@ -5,12 +5,16 @@ written by ``reports.writer``, which the session hooks only hand off to.
 """
 
 import pytest
-import torch
+
+pytest.register_assert_rewrite("fixtures")  # before importing them: fixtures.zoo is also a plugin below
+
+import torch  # noqa: E402
 
 from fixtures.ledger import load_ledger
 from fixtures.settings import Settings, resolve_settings
 from fixtures.stash import LAST_USE_KEY, POOL_KEY, RECORDS_KEY, REPORT_KEY, SETTINGS_KEY
 from fixtures.zoo import pool_names
+from models.runtime import pin_cpu_threads
 from models.zoo import ModelLoadError, UnknownModelError, default_names, resolve
 from reports import writer
 
@@ -48,6 +52,7 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(str(err)) from None
     config.stash[SETTINGS_KEY] = settings
     config.stash[RECORDS_KEY] = []
+    pin_cpu_threads()
     torch.manual_seed(settings.seed)
 
 

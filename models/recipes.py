@@ -10,6 +10,11 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass
 
+# Part of every checkpoint key: bump it when the trainer's numerics change, so
+# that cached checkpoints made by older code are not mistaken for new ones.
+# 2: CPU thread count pinned (models.runtime.pin_cpu_threads).
+TRAINER_VERSION = 2
+
 
 @dataclass(frozen=True)
 class Recipe:
@@ -30,8 +35,8 @@ class Recipe:
     eval_every: int  # steps between validation-loss evaluations (loss curve resolution)
 
     def key(self, corpus_sha256: str, tokenizer_json: str) -> str:
-        """Cache key: 16 hex digits of sha256 over recipe, corpus and tokenizer."""
-        blob = json.dumps([asdict(self), corpus_sha256, tokenizer_json], sort_keys=True)
+        """Cache key: 16 hex digits of sha256 over trainer version, recipe, corpus and tokenizer."""
+        blob = json.dumps([TRAINER_VERSION, asdict(self), corpus_sha256, tokenizer_json], sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 

@@ -21,6 +21,7 @@ from transformers import GPT2Config, GPT2LMHeadModel
 from models.cache import atomic_directory, cache_root
 from models.corpus import Corpus
 from models.recipes import Recipe
+from models.runtime import pin_cpu_threads
 from models.tokenization import CharTokenizer
 
 
@@ -75,6 +76,7 @@ def train(recipe: Recipe, corpus: Corpus, device: str = "cpu") -> Path:
     final = checkpoint_dir(recipe, corpus, tokenizer)
     if (final / "model.safetensors").exists():
         return final
+    pin_cpu_threads()
     torch.manual_seed(recipe.seed)
     model = GPT2LMHeadModel(gpt2_config(recipe, tokenizer.vocab_size)).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=recipe.lr)

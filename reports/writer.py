@@ -94,13 +94,11 @@ def _matrix(doc: dict) -> tuple[list[str], list[list[str]]]:
     models = list(dict.fromkeys(r["model"] for r in doc["records"]))
     cells: dict[tuple[str, str], list[str]] = {}
     for r in doc["records"]:
-        mark = "holds" if r["verdict"] == "holds" else "FAILS"
-        note = "" if r["as_expected"] else " (UNEXPECTED)" if r["expected"] == "holds" else " (expected to fail: now holds)"
-        if r["verdict"] == "fails" and r["as_expected"]:
-            note = " (expected)"
+        verdict = {("holds", "holds"): "holds", ("fails", "fails"): "fails (ledger)",
+                   ("fails", "holds"): "FAILS (unexpected)", ("holds", "fails"): "HOLDS (ledger expects fails)"}
         variant = r["details"].get("variant")
         cells.setdefault((r["claim"], r["model"]), []).append(
-            f"{mark}{note} {r['checks'][0]['margin']:+.3g}" + (f" [{variant}]" if variant else ""))
+            f"{verdict[r['verdict'], r['expected']]} {r['checks'][0]['margin']:+.3g}" + (f" [{variant}]" if variant else ""))
     rows = [[c] + ["<br>".join(cells.get((c, m), ["·"])) for m in models] for c in claims]
     return ["claim"] + models, rows
 

@@ -69,3 +69,13 @@ def test_nan_activations_are_an_error():
         model.transformer.h[0].mlp.c_fc.weight[0, 0] = float("nan")
     with pytest.raises(ValueError, match="non-finite"):
         run_with_cache(model, adapter_for(model), IDS)
+
+
+def test_attention_pattern_on_request_is_a_causal_simplex(arch):
+    model = tiny_model(arch)
+    adapter = adapter_for(model)
+    assert "blocks.0.attn.hook_pattern" not in run_with_cache(model, adapter, IDS)
+    pattern = run_with_cache(model, adapter, IDS, attention_pattern=True)["blocks.1.attn.hook_pattern"]
+    assert pattern.shape == (3, 2, 12, 12)
+    torch.testing.assert_close(pattern.sum(-1), torch.ones(3, 2, 12))
+    assert (pattern.triu(diagonal=1) == 0).all()

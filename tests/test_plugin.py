@@ -1,5 +1,7 @@
 """The pytest plugin seen from the command line: options, collection errors, the ledger."""
 
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -50,3 +52,35 @@ def test_a_broken_ledger_is_named(tmp_path, content, message):
     path.write_text(content)
     with pytest.raises(ValueError, match=message):
         load_ledger(path)
+
+
+def test_claims_run_on_a_local_hf_folder(tmp_path):
+    """`pytest claims -m gpu --model FOLDER` runs the applicable claims on it and writes the report."""
+    from tests.test_zoo import save_hf_folder
+
+    folder = save_hf_folder(tmp_path / "my-gpt2", arch="gpt2")
+    done = pytest_run("claims", "-m", "gpu", "--model", str(folder), "--report-dir", str(tmp_path / "reports"),
+                      "--junitxml", str(tmp_path / "junit.xml"), "-p", "no:cacheprovider", "-q", "-rs")
+    assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]  # a random model may fail claims
+    results = json.loads((tmp_path / "reports" / "latest" / "results.json").read_text())
+    assert {r["claim"] for r in results["records"]} == {"S0.3", "S4.2", "S4.5"}
+    assert {r["model"] for r in results["records"]} == {str(folder)}
+    assert results["models"][str(folder)]["role"] == "hf"
+    assert '<property name="claim_record"' in (tmp_path / "junit.xml").read_text()
+
+
+def test_an_interrupted_run_still_writes_what_it_measured(tmp_path):
+    """Ctrl-C after the first claim test: the report exists, says so, and holds that test's record."""
+    (tmp_path / "interrupt_after_first.py").write_text(
+        "def pytest_runtest_teardown(item, nextitem):\n    raise KeyboardInterrupt\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "claims/test_feedforward.py", "-m", "gpu", "--model", "tiny-w96",
+         "--report-dir", str(tmp_path / "reports"), "-p", "interrupt_after_first", "-p", "no:cacheprovider", "-q"],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+    )
+    assert done.returncode == 2, done.stdout[-2000:]
+    results = json.loads((tmp_path / "reports" / "latest" / "results.json").read_text())
+    assert results["interrupted"] is True
+    assert [r["claim"] for r in results["records"]] == ["S4.2"]

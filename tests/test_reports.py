@@ -34,7 +34,7 @@ def test_run_writes_three_files_and_points_latest(tmp_path):
     assert [r["verdict"] for r in doc["records"]] == ["holds", "fails"]
     assert doc["records"][0]["checks"][0]["margin"] == pytest.approx(0.19)
     assert "data:image/png;base64," in (folder / "report.html").read_text()
-    assert "| S0.3 | holds" in (folder / "report.md").read_text()
+    assert "| S0.3 | holds +0.19 | FAILS (unexpected) -0.11 |" in (folder / "report.md").read_text()
 
 
 def test_a_second_run_gets_its_own_folder_and_an_interruption_is_marked(tmp_path):
