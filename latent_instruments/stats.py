@@ -14,7 +14,7 @@ class Estimate:
 
     Attributes:
         value: the statistic on the full sample.
-        low, high: percentile bootstrap interval bounds (same units as value).
+        low, high: bootstrap interval bounds (same units as value).
         confidence: the interval's level, e.g. 0.95.
         n: number of resampling units (prompts, sequences, seeds).
     """

@@ -196,8 +196,8 @@ def load(entry: ZooEntry, corpus: Corpus, device: str, dtype: torch.dtype, seed:
     if entry.recipe is not None:  # trained, or the twin of a trained model
         folder = train(entry.recipe, corpus, device=device)
         tokenizer = CharTokenizer(**{"alphabet": json.loads((folder / "tokenizer.json").read_text())["alphabet"]})
-        info = json.loads((folder / "loss_curve.json").read_text())
         if entry.role == "trained":
+            info = json.loads((folder / "loss_curve.json").read_text())
             model, source = _hf_model(str(folder), use_safetensors=True), str(folder)
         else:
             model, source = _from_config(AutoConfig.from_pretrained(folder), seed), f"config of {folder}"

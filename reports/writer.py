@@ -37,6 +37,14 @@ def git_revision() -> str:
         return "unknown"
 
 
+def replay_command(settings) -> str:
+    """The claims command that reproduces this run's numbers on the same machine."""
+    models = "".join(f" --model {m}" for m in settings.models)
+    corpus = f" --corpus {settings.corpus}" if settings.corpus else ""
+    dtype = str(settings.dtype).removeprefix("torch.")
+    return f"pytest claims -m gpu --zoo {settings.zoo} --device {settings.device} --dtype {dtype} --seed {settings.seed}{corpus}{models}"
+
+
 def _versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -68,6 +76,7 @@ def results(settings, records: list[ClaimRecord], pool, exitstatus: int, run_id:
         "run_id": run_id,
         "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "command": ["pytest", *sys.argv[1:]],
+        "replay": replay_command(settings),
         "interrupted": exitstatus == 2,
         "exit_status": int(exitstatus),
         "seed": settings.seed,
@@ -97,8 +106,9 @@ def _matrix(doc: dict) -> tuple[list[str], list[list[str]]]:
         verdict = {("holds", "holds"): "holds", ("fails", "fails"): "fails (ledger)",
                    ("fails", "holds"): "FAILS (unexpected)", ("holds", "fails"): "HOLDS (ledger expects fails)"}
         variant = r["details"].get("variant")
+        worst = min(c["margin"] for c in r["checks"])
         cells.setdefault((r["claim"], r["model"]), []).append(
-            f"{verdict[r['verdict'], r['expected']]} {r['checks'][0]['margin']:+.3g}" + (f" [{variant}]" if variant else ""))
+            f"{verdict[r['verdict'], r['expected']]} {worst:+.3g}" + (f" [{variant}]" if variant else ""))
     rows = [[c] + ["<br>".join(cells.get((c, m), ["·"])) for m in models] for c in claims]
     return ["claim"] + models, rows
 
@@ -131,7 +141,7 @@ def _header_lines(doc: dict) -> list[str]:
         f"zoo {doc['zoo']} · device {doc['device']['device']} ({doc['device'].get('gpu', platform.machine())}) · "
         f"dtype {doc['device']['dtype']} · seed {doc['seed']} · wall {doc['wall_seconds']} s · peak RSS {doc['peak_rss_mib']} MiB",
         f"python {v['python']} · torch {v['torch']} · transformers {v['transformers']} · tokenizers {v['tokenizers']}",
-        "replay: " + " ".join(doc["command"]),
+        "replay: " + doc["replay"],
     ]
 
 
@@ -162,7 +172,7 @@ def render_markdown(doc: dict) -> str:
     out = ["# latent-claims report", "", *[f"{line}  " for line in _header_lines(doc)], ""]
     if doc["baseline"]:
         out += ["## Changes since the baseline", "", *_baseline_lines(doc), ""]
-    out += ["## Verdicts (claims × models; margin of the claim's first check)", "", _md_table(*_matrix(doc)), ""]
+    out += ["## Verdicts (claims × models; smallest margin over the claim's checks)", "", _md_table(*_matrix(doc)), ""]
     out += ["## Models", "", _md_table(*_model_rows(doc)), ""]
     for claim in dict.fromkeys(r["claim"] for r in doc["records"]):
         out += [f"## {claim}", ""]
@@ -191,7 +201,7 @@ def render_html(doc: dict) -> str:
              "<h1>latent-claims report</h1>", *[f"<div class='meta'>{esc(line)}</div>" for line in _header_lines(doc)]]
     if doc["baseline"]:
         parts += ["<h2>Changes since the baseline</h2><ul>", *[f"<li>{esc(line.lstrip('- '))}</li>" for line in _baseline_lines(doc)], "</ul>"]
-    parts += ["<h2>Verdicts</h2><p class='meta'>claims × models; the number is the margin of the claim's first check</p>",
+    parts += ["<h2>Verdicts</h2><p class='meta'>claims × models; the number is the smallest margin over the claim's checks</p>",
               _html_table(*_matrix(doc)), "<h2>Models</h2>", _html_table(*_model_rows(doc))]
     for r in doc["records"]:
         expected = f" — expected to fail: {r['expected_reason']}" if r["expected"] == "fails" else ""
