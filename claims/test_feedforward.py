@@ -76,6 +76,7 @@ def test_ffn_output_dominates_each_block(model_name, subject, activations, claim
         },
         plot={
             "kind": "block_bars",
+            "title": f"S4.2 on {model_name}: Hellinger distance to the full model per ablated block",
             "blocks": blocks,
             "series": {
                 label: {k: [getattr(row[key], attr) for row in per_block] for k, attr in (("value", "value"), ("low", "low"), ("high", "high"))}

@@ -95,6 +95,7 @@ def test_wider_models_invert_better(model_name, variant, pool, claim, settings):
         },
         plot={
             "kind": "ladder",
+            "title": f"S3.5 on {model_name} ({variant}): recovery from block 1's output",
             "widths": widths,
             "series": {
                 f"trained ({variant})": {"value": [e.value for e in per_rung], "low": [e.low for e in per_rung], "high": [e.high for e in per_rung]},

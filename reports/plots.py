@@ -39,7 +39,8 @@ def spectra(plot: dict) -> str:
 def block_bars(plot: dict) -> str:
     """S4.2: per-block Hellinger distance with attention or FFN output dropped, with 95 % intervals.
 
-    plot: {"blocks": [1..L], "series": {label: {"value": [...], "low": [...], "high": [...]}}, "source": {...}}.
+    plot: {"title": ..., "blocks": [1..L], "series": {label: {"value": [...], "low": [...], "high": [...]}},
+           "source": {label: [...]} (drawn only where the block count matches the source's 6)}.
     """
     blocks, series = plot["blocks"], plot["series"]
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
@@ -50,7 +51,7 @@ def block_bars(plot: dict) -> str:
         ax.bar(xs, s["value"], width, yerr=errs, capsize=3, label=label)
     for label, values in plot.get("source", {}).items():
         ax.plot(blocks, values, "k--" if "FFN" in label else "k:", marker="x", label=label)
-    ax.set(xlabel="block", ylabel="Hellinger distance to the full model", xticks=blocks)
+    ax.set(title=plot.get("title", ""), xlabel="block", ylabel="Hellinger distance to the full model", xticks=blocks)
     ax.legend(fontsize=7)
     return _png(fig)
 
@@ -58,14 +59,14 @@ def block_bars(plot: dict) -> str:
 def ladder(plot: dict) -> str:
     """S3.5: token recovery accuracy against width, with 95 % intervals.
 
-    plot: {"widths": [...], "series": {label: {"value": [...], "low": [...], "high": [...]}}}.
+    plot: {"title": ..., "widths": [...], "series": {label: {"value": [...], "low": [...], "high": [...]}}}.
     """
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     for label, s in plot["series"].items():
         errs = [[v - lo for v, lo in zip(s["value"], s["low"])], [hi - v for v, hi in zip(s["value"], s["high"])]]
         ax.errorbar(plot["widths"], s["value"], yerr=errs, marker="o", capsize=3, label=label)
-    ax.set(xlabel="d_model", ylabel="token recovery accuracy", ylim=(-0.02, 1.02), xscale="log", xticks=plot["widths"])
-    ax.set_xticklabels([str(w) for w in plot["widths"]])
+    ax.set(title=plot.get("title", ""), xlabel="d_model", ylabel="token recovery accuracy", ylim=(-0.02, 1.02),
+           xticks=plot["widths"])
     ax.legend(fontsize=7)
     return _png(fig)
 
