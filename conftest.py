@@ -8,6 +8,7 @@ import pytest
 
 pytest.register_assert_rewrite("fixtures")  # before importing them: fixtures.zoo is also a plugin below
 
+import hypothesis  # noqa: E402
 import torch  # noqa: E402
 
 from fixtures.ledger import load_ledger
@@ -22,6 +23,7 @@ pytest_plugins = ["fixtures.zoo", "fixtures.recording"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """Options in the 'latent-claims' group."""
     group = parser.getgroup("latent-claims", "latent-claims: which models, where, and where the report goes")
     group.addoption("--zoo", dest="lc_zoo", default="auto", choices=("auto", "tiny", "full"),
                     help="model zoo profile: tiny (CPU, minutes), full (S4's recipe, GPU); auto: full with CUDA")
@@ -41,6 +43,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Register markers, resolve settings, validate --model names, seed torch."""
     config.addinivalue_line("markers", "gpu: a claim test over model fixtures; runs on CUDA when there is one")
     config.addinivalue_line("markers", "claim(id, source): the claim a test checks, e.g. claim('S0.3', 'S0 Fig 2')")
     config.addinivalue_line("markers", "models(*roles): zoo roles a claim runs on: trained, untrained, reference, hf, ladder")
@@ -54,9 +57,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[RECORDS_KEY] = []
     pin_cpu_threads()
     torch.manual_seed(settings.seed)
+    # hypothesis draws its examples from the run's seed too: same command, same examples
+    hypothesis.settings.register_profile("latent-claims", derandomize=True, database=None)
+    hypothesis.settings.load_profile("latent-claims")
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
+    """Seed, zoo, device, versions and the replay command: what makes a run replayable."""
     import transformers
 
     s = config.stash[SETTINGS_KEY]
@@ -112,6 +119,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.hookimpl(trylast=True)  # after the test's own fixtures let go of the model
 def pytest_runtest_teardown(item: pytest.Item, nextitem) -> None:
+    """Free models that no remaining test needs."""
     pool = item.config.stash.get(POOL_KEY, None)
     if pool is not None:
         for name in pool_names(item):
@@ -120,10 +128,12 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Hand the records to the report writer (also after an interruption)."""
     stash = session.config.stash
     if stash[RECORDS_KEY]:
         stash[REPORT_KEY] = writer.write_run(stash[SETTINGS_KEY], stash[RECORDS_KEY], stash.get(POOL_KEY, None), exitstatus)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    """Hand off to the report module's summary."""
     writer.summarize(terminalreporter, config.stash[RECORDS_KEY], config.stash.get(REPORT_KEY, None))

@@ -17,6 +17,7 @@ from models.trainer import train
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the exit status (2 when the corpus cannot be had)."""
     parser = argparse.ArgumentParser(prog="python -m models", description=__doc__)
     parser.add_argument("command", choices=["prepare"])
     parser.add_argument("--zoo", choices=["auto", *PROFILES], default="auto")

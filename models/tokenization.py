@@ -34,6 +34,7 @@ class CharTokenizer:
 
     @property
     def vocab_size(self) -> int:
+        """Number of tokens (the alphabet's length)."""
         return len(self.alphabet)
 
     def encode(self, text: str) -> list[int]:
@@ -49,9 +50,11 @@ class CharTokenizer:
             raise ValueError(f"character {err.args[0]!r} is not in this tokenizer's alphabet") from None
 
     def decode(self, ids) -> str:
+        """Text of a sequence of token ids."""
         return "".join(self.alphabet[i] for i in ids)
 
     def to_json(self) -> str:
+        """The tokenizer as stored in a checkpoint's tokenizer.json (part of the cache key)."""
         return json.dumps({"kind": "char", "alphabet": self.alphabet})
 
 
@@ -63,12 +66,15 @@ class BPETokenizer:
 
     @property
     def vocab_size(self) -> int:
+        """Number of tokens, special ones included."""
         return self.tokenizer.get_vocab_size()
 
     def encode(self, text: str) -> list[int]:
+        """Token ids of ``text``."""
         return self.tokenizer.encode(text).ids
 
     def decode(self, ids) -> str:
+        """Text of a sequence of token ids."""
         return self.tokenizer.decode(list(ids))
 
 
@@ -99,10 +105,13 @@ class HFTokenizer:
 
     @property
     def vocab_size(self) -> int:
+        """Number of tokens, added ones included."""
         return len(self.tokenizer)
 
     def encode(self, text: str) -> list[int]:
+        """Token ids of ``text``, without BOS/EOS (prompts are windows of running text)."""
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
     def decode(self, ids) -> str:
+        """Text of a sequence of token ids."""
         return self.tokenizer.decode(list(ids))

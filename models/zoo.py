@@ -88,14 +88,17 @@ class LoadedModel:
 
     @property
     def name(self) -> str:
+        """Its zoo name."""
         return self.entry.name
 
     @property
     def n_params(self) -> int:
+        """Number of parameters (tied weights counted once)."""
         return sum(p.numel() for p in self.model.parameters())
 
     @property
     def d_model(self) -> int:
+        """Width of the residual stream."""
         return self.model.get_input_embeddings().weight.shape[1]
 
     @property

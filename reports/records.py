@@ -37,6 +37,7 @@ class Check:
 
     @property
     def passed(self) -> bool:
+        """Whether the interval clears the threshold (margin > 0)."""
         return self.margin > 0
 
     @classmethod
@@ -83,6 +84,7 @@ class ClaimRecord:
 
     @property
     def primary(self) -> Check:
+        """The claim's first check, its headline statistic."""
         return self.checks[0]
 
     def to_json(self) -> dict:

@@ -51,3 +51,14 @@ def test_key_depends_on_recipe_and_corpus(corpus):
     tok = CharTokenizer.from_corpus(corpus)
     assert checkpoint_dir(MICRO, corpus, tok) != checkpoint_dir(replace(MICRO, seed=1442), corpus, tok)
     assert MICRO.key(corpus.sha256, tok.to_json()) != MICRO.key("0" * 64, tok.to_json())
+
+
+def test_full_profile_is_s4s_recipe():
+    """S4's model facts (CLAIMS.md): 6 blocks, 384 wide, 6 heads, context 256, dropout 0.2,
+    AdamW 3e-4 for 3500 steps then 3e-5, batch 64, seed 1337; 4500 steps in all."""
+    from models.recipes import FULL, MAIN_MODEL
+
+    s4 = next(r for r in FULL if r.name == MAIN_MODEL["full"])
+    assert (s4.n_layer, s4.n_embd, s4.n_head, s4.context, s4.dropout) == (6, 384, 6, 256, 0.2)
+    assert (s4.lr, s4.lr_drop_step, s4.lr_final, s4.batch, s4.seed, s4.steps) == (3e-4, 3500, 3e-5, 64, 1337, 4500)
+    assert [r.n_embd for r in FULL] == [192, 384, 768]
