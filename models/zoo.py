@@ -159,19 +159,26 @@ def default_names(profile: str) -> list[str]:
     return trained + [t + TWIN_SUFFIX for t in trained] + list(REFERENCES) + [f"{profile}-ladder"]
 
 
+LOAD_ERRORS = (OSError, ValueError, RuntimeError, SafetensorError)
+
+
+def _load_error(source: str, what: str, err: Exception) -> ModelLoadError:
+    where = "local folder" if Path(source).exists() else "hub id"
+    return ModelLoadError(
+        f"could not load the {what} of {source!r} ({where}): {err}\n"
+        "A hub id needs the hub or a copy in the HF cache: download it where there is network and pass "
+        "the folder instead. A folder must hold config.json, model.safetensors (or a .bin loadable with "
+        "weights_only=True) and the tokenizer files; a corrupt file must be re-saved."
+    )
+
+
 def _hf_model(source: str, **kwargs) -> PreTrainedModel:
     try:
         return AutoModelForCausalLM.from_pretrained(
             source, trust_remote_code=False, attn_implementation="eager", **kwargs
         )
-    except (OSError, ValueError, RuntimeError, SafetensorError) as err:
-        where = "local folder" if Path(source).exists() else "hub id"
-        raise ModelLoadError(
-            f"could not load {source!r} ({where}): {err}\n"
-            "A hub id needs the hub (unreachable here) or a copy in the HF cache: download it where there "
-            "is network and pass the folder instead. A folder must hold config.json and model.safetensors "
-            "(or a .bin loadable with weights_only=True); a corrupt file must be re-saved."
-        ) from err
+    except LOAD_ERRORS as err:
+        raise _load_error(source, "model", err) from err
 
 
 def _from_config(config, seed: int) -> PreTrainedModel:
@@ -212,8 +219,8 @@ def load(entry: ZooEntry, corpus: Corpus, device: str, dtype: torch.dtype, seed:
         hf_id = entry.source
         try:
             tokenizer = HFTokenizer(AutoTokenizer.from_pretrained(hf_id, trust_remote_code=False))
-        except (OSError, ValueError) as err:
-            raise ModelLoadError(f"could not load the tokenizer of {hf_id!r}: {err}") from err
+        except LOAD_ERRORS as err:
+            raise _load_error(hf_id, "tokenizer", err) from err
         if entry.role == "hf":
             model = _hf_model(hf_id)
         else:
