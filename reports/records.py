@@ -83,15 +83,16 @@ class ClaimRecord:
         return "holds" if all(c.passed for c in self.checks) else "fails"
 
     @property
-    def primary(self) -> Check:
-        """The claim's first check, its headline statistic."""
-        return self.checks[0]
+    def deciding(self) -> Check:
+        """The check with the smallest margin: the one that decides the verdict."""
+        return min(self.checks, key=lambda c: c.margin)
 
     def to_json(self) -> dict:
         """The record as results.json stores it (see reports/SCHEMA.md)."""
         out = asdict(self)
         out["verdict"] = self.verdict
         out["as_expected"] = self.verdict == self.expected
+        out["worst_margin"] = self.deciding.margin
         for check, raw in zip(self.checks, out["checks"]):
             raw["margin"] = check.margin
             raw["passed"] = check.passed

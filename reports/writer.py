@@ -41,8 +41,7 @@ def replay_command(settings) -> str:
     """The claims command that reproduces this run's numbers on the same machine."""
     models = "".join(f" --model {m}" for m in settings.models)
     corpus = f" --corpus {settings.corpus}" if settings.corpus else ""
-    dtype = str(settings.dtype).removeprefix("torch.")
-    return f"pytest claims -m gpu --zoo {settings.zoo} --device {settings.device} --dtype {dtype} --seed {settings.seed}{corpus}{models}"
+    return f"pytest claims -m gpu --zoo {settings.zoo} --device {settings.device} --dtype {settings.dtype_name} --seed {settings.seed}{corpus}{models}"
 
 
 def _versions() -> dict[str, str]:
@@ -60,7 +59,7 @@ def _versions() -> dict[str, str]:
 def _device(settings) -> dict:
     import torch
 
-    out = {"device": settings.device, "dtype": str(settings.dtype).removeprefix("torch."),
+    out = {"device": settings.device, "dtype": settings.dtype_name,
            "cpu_count": os.cpu_count(), "platform": platform.platform()}
     if settings.device.startswith("cuda"):
         out["gpu"] = torch.cuda.get_device_name(settings.device)
@@ -106,9 +105,8 @@ def _matrix(doc: dict) -> tuple[list[str], list[list[str]]]:
         verdict = {("holds", "holds"): "holds", ("fails", "fails"): "fails (ledger)",
                    ("fails", "holds"): "FAILS (unexpected)", ("holds", "fails"): "HOLDS (ledger expects fails)"}
         variant = r["details"].get("variant")
-        worst = min(c["margin"] for c in r["checks"])
         cells.setdefault((r["claim"], r["model"]), []).append(
-            f"{verdict[r['verdict'], r['expected']]} {worst:+.3g}" + (f" [{variant}]" if variant else ""))
+            f"{verdict[r['verdict'], r['expected']]} {r['worst_margin']:+.3g}" + (f" [{variant}]" if variant else ""))
     rows = [[c] + ["<br>".join(cells.get((c, m), ["·"])) for m in models] for c in claims]
     return ["claim"] + models, rows
 
@@ -256,7 +254,7 @@ def summarize(terminal, records: list[ClaimRecord], folder: Path | None) -> None
     terminal.section("latent-claims verdicts")
     for r in records:
         expected = "" if r.verdict == r.expected else f"  (expected {r.expected})"
-        worst = min(r.checks, key=lambda c: c.margin)
+        worst = r.deciding
         terminal.write_line(f"{r.claim:6} {r.model:28} {r.verdict:6} worst margin {worst.margin:+.4g} ({worst.name}){expected}")
     if folder:
         terminal.write_line(f"report: {folder}/report.html (results.json, report.md beside it)")
