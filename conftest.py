@@ -1,8 +1,13 @@
-"""The latent-claims pytest plugin: options, markers, model parametrization, ledger, report.
+"""The latent-claims pytest plugin: options, markers, model parametrization, ledger, outcomes, report.
 
-State lives in typed stash keys (``fixtures.stash``); the report itself is
-written by ``reports.writer``, which the session hooks only hand off to.
+State lives in typed stash keys (``fixtures.stash``). Each claim test's record
+travels in its test report's ``user_properties`` (``fixtures.recording``), so
+a serial run and a pytest-xdist run collect records the same way, on the
+controller, which alone writes the report (``reports.writer``).
 """
+
+import functools
+import json
 
 import pytest
 
@@ -11,42 +16,37 @@ pytest.register_assert_rewrite("fixtures")  # before importing them: fixtures.zo
 import hypothesis  # noqa: E402
 import torch  # noqa: E402
 
-from fixtures.ledger import load_ledger
-from fixtures.settings import Settings, resolve_settings
-from fixtures.stash import LAST_USE_KEY, POOL_KEY, RECORDS_KEY, REPORT_KEY, SETTINGS_KEY
-from fixtures.zoo import pool_names
-from models.runtime import pin_cpu_threads
-from models.zoo import ModelLoadError, UnknownModelError, default_names, resolve
-from reports import writer
+from fixtures import recording  # noqa: E402
+from fixtures.catalogue import ClaimMarker, catalogue_json, load_catalogue  # noqa: E402
+from fixtures.ledger import load_ledger  # noqa: E402
+from fixtures.settings import Settings, add_options, resolve_settings  # noqa: E402
+from fixtures.stash import (EXPECTATION_KEY, LAST_USE_KEY, NEEDS_KEY, POOL_KEY, RECORDS_KEY,  # noqa: E402
+                            REPORT_KEY, SETTINGS_KEY)
+from fixtures.verdicts import ClaimDoesNotHold, classify  # noqa: E402
+from fixtures.zoo import ACTIVATION_FIXTURES, pool_names  # noqa: E402
+from models.capture import check_patterns  # noqa: E402
+from models.corpus import load_corpus  # noqa: E402
+from models.runtime import pin_cpu_threads  # noqa: E402
+from models.zoo import ROLES, ModelLoadError, UnknownModelError, default_names, fingerprint, resolve  # noqa: E402
+from reports import writer  # noqa: E402
 
 pytest_plugins = ["fixtures.zoo", "fixtures.recording"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """Options in the 'latent-claims' group."""
-    group = parser.getgroup("latent-claims", "latent-claims: which models, where, and where the report goes")
-    group.addoption("--zoo", dest="lc_zoo", default="auto", choices=("auto", "tiny", "full"),
-                    help="model zoo profile: tiny (CPU, minutes), full (S4's recipe, GPU); auto: full with CUDA")
-    group.addoption("--model", dest="lc_models", action="append", metavar="NAME",
-                    help="run on this model instead of the zoo (repeatable): a zoo name, NAME:untrained, "
-                         "hf:ID, ORG/NAME or a local HF folder")
-    group.addoption("--device", dest="lc_device", default="auto", help="auto|cpu|cuda[:N] (default auto)")
-    group.addoption("--dtype", dest="lc_dtype", default="float32", choices=("float32", "bfloat16", "float16"),
-                    help="precision the models run in (default float32)")
-    group.addoption("--seed", dest="lc_seed", type=int, default=0, help="seed of every random draw (default 0)")
-    group.addoption("--corpus", dest="lc_corpus", metavar="PATH",
-                    help="a UTF-8 text file to use instead of the Shakespeare corpus")
-    group.addoption("--report-dir", dest="lc_report_dir", default="reports", metavar="DIR",
-                    help="folder under which each run writes its report folder and the 'latest' link")
-    group.addoption("--baseline", dest="lc_baseline", metavar="PATH",
-                    help="an earlier results.json: list verdict changes and moved statistics at the top")
+    """Options in the 'latent-claims' group (``fixtures.settings``)."""
+    add_options(parser.getgroup("latent-claims", "latent-claims: which models, where, and where the report goes"))
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Register markers, resolve settings, validate --model names, seed torch."""
+    """Register markers, resolve settings, validate --model names, seed torch; keep one model's tests on one worker."""
     config.addinivalue_line("markers", "gpu: a claim test over model fixtures; runs on CUDA when there is one")
-    config.addinivalue_line("markers", "claim(id, source): the claim a test checks, e.g. claim('S0.3', 'S0 Fig 2')")
-    config.addinivalue_line("markers", "models(*roles): zoo roles a claim runs on: trained, untrained, reference, hf, ladder")
+    config.addinivalue_line("markers", "claim(id, version=N): the catalogued claim a test checks and its procedure version")
+    config.addinivalue_line("markers", f"models(*roles, twin=False): subjects a claim runs on, roles: {', '.join(ROLES)}; "
+                                       "twin=True also loads each model's untrained twin")
+    config.addinivalue_line("markers", "needs(*names): canonical activations (fnmatch patterns) the test reads")
+    if getattr(config.option, "dist", "no") == "load":  # pytest-xdist's -n: group by model instead
+        config.option.dist = "loadgroup"
     settings = resolve_settings(config)
     for name in settings.models:
         try:
@@ -55,6 +55,7 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(str(err)) from None
     config.stash[SETTINGS_KEY] = settings
     config.stash[RECORDS_KEY] = []
+    config.pluginmanager.register(Collector(config), "latent-claims-collector")
     pin_cpu_threads()
     torch.manual_seed(settings.seed)
     # hypothesis draws its examples from the run's seed too: same command, same examples
@@ -81,40 +82,94 @@ def settings(request) -> Settings:
     return request.config.stash[SETTINGS_KEY]
 
 
+def _checked_markers(metafunc: pytest.Metafunc) -> tuple[tuple[str, ...], bool]:
+    """Validate a test's claim, models and needs markers; return (roles, twin).
+
+    Raises:
+        pytest.UsageError: naming the test and what is wrong (a collection error, before any model is touched).
+    """
+    where = metafunc.definition.nodeid
+    if metafunc.definition.get_closest_marker("claim"):
+        ClaimMarker.of(metafunc.definition)
+    marker = metafunc.definition.get_closest_marker("models")
+    if marker is None:
+        raise pytest.UsageError(f"{where} takes model_name but has no @pytest.mark.models(...)")
+    unknown = [r for r in marker.args if r not in ROLES]
+    if unknown or not marker.args or set(marker.kwargs) - {"twin"}:
+        raise pytest.UsageError(f"{where}: @pytest.mark.models{marker.args} names unknown roles {unknown} or "
+                                f"arguments {sorted(set(marker.kwargs) - {'twin'})}; roles: {', '.join(ROLES)}; twin=True|False")
+    needs = metafunc.definition.get_closest_marker("needs")
+    if needs is None and set(ACTIVATION_FIXTURES) & set(metafunc.fixturenames):
+        raise pytest.UsageError(f"{where} reads activations but declares none: add @pytest.mark.needs(...) "
+                                "with canonical names, e.g. 'blocks.*.hook_resid_post', 'logits'")
+    try:
+        check_patterns(needs.args if needs else ())
+    except ValueError as err:
+        raise pytest.UsageError(f"{where}: {err}") from None
+    return marker.args, bool(marker.kwargs.get("twin", False))
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Parametrize ``model_name`` with the selected models whose role the claim accepts."""
     if "model_name" not in metafunc.fixturenames:
         return
-    marker = metafunc.definition.get_closest_marker("models")
-    if marker is None:
-        raise pytest.UsageError(f"{metafunc.definition.nodeid} takes model_name but has no @pytest.mark.models(...)")
+    roles, _ = _checked_markers(metafunc)
     s = metafunc.config.stash[SETTINGS_KEY]
     names = s.models or default_names(s.zoo)
-    chosen = [n for n in names if resolve(n).role in marker.args]
+    chosen = [n for n in names if resolve(n).role in roles]
     # session scope makes pytest run all tests of one model together, so the pool holds few models at once
     metafunc.parametrize("model_name", chosen, ids=chosen, scope="session")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Apply the expected-verdicts ledger as strict xfails."""
-    ledger = load_ledger()
+    """Apply the ledger as strict xfails bound to model fingerprints; one xdist group per model."""
+    settings, ledger = config.stash[SETTINGS_KEY], load_ledger()
+
+    @functools.cache
+    def fingerprint_of(name: str) -> str:
+        return fingerprint(resolve(name), load_corpus(settings.corpus), settings.seed)
+
     for item in items:
-        marker, params = item.get_closest_marker("claim"), getattr(item, "callspec", None)
-        if marker is None or params is None or "model_name" not in params.params:
+        model, params = recording.subject_params(item)
+        if not model:
             continue
-        variant = str(params.params.get("variant", ""))
-        found = ledger.get((marker.args[0], params.params["model_name"], variant))
-        if found:
-            item.add_marker(pytest.mark.xfail(strict=True, reason=f"{found.why} (would change: {found.would_change})"))
+        item.add_marker(pytest.mark.xdist_group(model))
+        marker = item.get_closest_marker("claim")
+        found = marker and ledger.get((marker.args[0], model, "-".join(params.values())))
+        if not found:
+            continue
+        if found.fingerprint != fingerprint_of(model):
+            item.warn(pytest.PytestWarning(
+                f"ledger entry {found.claim} on {model} was measured on model {found.fingerprint}, "
+                f"this run's {model} is {fingerprint_of(model)}: the entry does not apply"))
+            continue
+        item.stash[EXPECTATION_KEY] = found
+        item.add_marker(pytest.mark.xfail(strict=True, raises=ClaimDoesNotHold, reason=found.reason))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Note each model's last test, so the pool can free it after that (memory stays bounded)."""
+    """Note each model's last test (the pool frees it after that) and what its tests need captured."""
     last: dict[str, str] = {}
+    needs: dict[str, set[str]] = {}
     for item in session.items:
+        marker = item.get_closest_marker("needs")
         for name in pool_names(item):
             last[name] = item.nodeid
+            needs.setdefault(name, set()).update(marker.args if marker else ())
     session.config.stash[LAST_USE_KEY] = last
+    session.config.stash[NEEDS_KEY] = needs
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """Give each claim test its outcome where it ends, and put its record on the report."""
+    report = yield
+    if item.get_closest_marker("claim") and "model_name" in getattr(item, "fixturenames", ()):
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            recording.attach(item, report, *classify(report, call.excinfo))
+        elif report.when == "teardown":
+            recording.slim_for_junit(report)
+    return report
 
 
 @pytest.hookimpl(trylast=True)  # after the test's own fixtures let go of the model
@@ -127,11 +182,45 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem) -> None:
                 pool.release(name)
 
 
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Hand the records to the report writer (also after an interruption)."""
-    stash = session.config.stash
-    if stash[RECORDS_KEY]:
-        stash[REPORT_KEY] = writer.write_run(stash[SETTINGS_KEY], stash[RECORDS_KEY], stash.get(POOL_KEY, None), exitstatus)
+class Collector:
+    """Collects records and model facts on the process that writes the report.
+
+    Records come from test reports (this process's own, or forwarded by
+    pytest-xdist workers); model facts from the pool, or from each worker's
+    ``workeroutput`` when it finishes.
+    """
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        self.models: dict[str, dict] = {}
+        self.peak_rss_mib = 0.0
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.config.stash[RECORDS_KEY].extend(recording.records_of(report))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error) -> None:
+        out = getattr(node, "workeroutput", {})
+        self.models.update(json.loads(out.get("latent_claims_models", "{}")))
+        self.peak_rss_mib = max(self.peak_rss_mib, out.get("latent_claims_peak_rss_mib", 0.0))
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        """Workers hand their model facts to the controller; the controller (or a serial run) writes the report."""
+        stash, pool = self.config.stash, self.config.stash.get(POOL_KEY, None)
+        if pool is not None:
+            self.models.update(pool.describe())
+        self.peak_rss_mib = max(self.peak_rss_mib, writer.peak_rss_mib())
+        if hasattr(self.config, "workerinput"):
+            self.config.workeroutput["latent_claims_models"] = json.dumps(self.models)
+            self.config.workeroutput["latent_claims_peak_rss_mib"] = self.peak_rss_mib
+        elif stash[RECORDS_KEY]:
+            stash[REPORT_KEY] = writer.write_run(stash[SETTINGS_KEY], stash[RECORDS_KEY], self.models,
+                                                 int(exitstatus), self.peak_rss_mib, catalogue_json())
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Check the catalogue parses before any test runs."""
+    load_catalogue()
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:

@@ -34,9 +34,10 @@ def pseudo_inverse_decode(
     Args:
         embeddings: shape (batch, seq, d_model).
         embedding_matrix: W_E, shape (vocab, d_model).
-        allowed: optional bool mask, shape (batch, vocab) or (vocab,).
+        allowed: optional bool mask, shape (batch, vocab) or (vocab,); moved
+            to the embeddings' device if it is on another.
     Returns:
-        token ids, shape (batch, seq), int64.
+        token ids, shape (batch, seq), int64, on the embeddings' device.
     Raises:
         NonFiniteError: if embeddings hold NaN or inf.
     """
@@ -44,7 +45,8 @@ def pseudo_inverse_decode(
     pinv = torch.linalg.pinv(embedding_matrix.double())  # (d_model, vocab)
     coords = embeddings.double() @ pinv  # (batch, seq, vocab)
     if allowed is not None:
-        mask = allowed if allowed.dim() == 2 else allowed.unsqueeze(0)
+        mask = allowed.to(coords.device)
+        mask = mask if mask.dim() == 2 else mask.unsqueeze(0)
         coords = coords.masked_fill(~mask.unsqueeze(1), float("-inf"))
     return coords.argmax(dim=-1)
 
@@ -90,9 +92,11 @@ def invert_by_gradient_descent(
         steps: N, the number of gradient-descent steps.
         lr: initial step as a fraction of ``embedding_scale``; decays linearly
             to lr / 100 at step N as in source S3.
-        generator: seeds the random start and the shift noise.
+        generator: seeds the random start and the shift noise, drawn on the
+            generator's device and moved to the target's, so a seed gives
+            the same draws whatever device the target is on.
     Returns:
-        InversionResult.
+        InversionResult, its tensors on the target's device.
     Raises:
         ValueError: if steps < 1.
         NonFiniteError: if the layer output becomes NaN or inf.
@@ -102,7 +106,8 @@ def invert_by_gradient_descent(
     shape, dtype, device = target_embeddings.shape, target_embeddings.dtype, target_embeddings.device
 
     def noise() -> torch.Tensor:
-        return torch.randn(shape, generator=generator, dtype=dtype).to(device) / shape[-1] ** 0.5
+        # Drawn on the generator's device, then moved: same seed, same start and shift on every device.
+        return torch.randn(shape, generator=generator, dtype=dtype, device=generator.device).to(device) / shape[-1] ** 0.5
 
     with torch.no_grad():
         target = layer_output(target_embeddings)

@@ -35,9 +35,11 @@ def rotate_to_cosine(x: torch.Tensor, cosine: float, generator: torch.Generator)
     Args:
         x: shape (n, d_model).
         cosine: target cosine similarity in [-1, 1].
-        generator: seeds the random orthogonal directions.
+        generator: seeds the random orthogonal directions; the noise is drawn
+            on the generator's device and moved to x's, so a seed gives the
+            same directions whatever device x is on.
     Returns:
-        shape (n, d_model), float of x's dtype.
+        shape (n, d_model), float of x's dtype, on x's device.
     Raises:
         ValueError: if cosine is outside [-1, 1].
     """
@@ -45,7 +47,8 @@ def rotate_to_cosine(x: torch.Tensor, cosine: float, generator: torch.Generator)
         raise ValueError(f"cosine must be in [-1, 1], got {cosine}")
     x64 = x.double()
     unit = x64 / x64.norm(dim=-1, keepdim=True)
-    noise = torch.randn(x.shape, generator=generator, dtype=torch.float64)
+    # Drawn on the generator's device, then moved: same seed, same numbers on every device of x.
+    noise = torch.randn(x.shape, generator=generator, dtype=torch.float64, device=generator.device).to(x.device)
     ortho = noise - (noise * unit).sum(-1, keepdim=True) * unit
     ortho = ortho / ortho.norm(dim=-1, keepdim=True)
     sine = (1.0 - cosine**2) ** 0.5

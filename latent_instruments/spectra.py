@@ -24,7 +24,7 @@ def power_spectral_density(hidden: torch.Tensor, drop_first: int = 1) -> tuple[t
         (freqs, psd): freqs shape (n_freq,), in cycles per token, from
         ``torch.fft.rfftfreq``; psd shape (batch, n_freq), float64, the power
         |rfft|^2 averaged over d_model (one spectrum per sequence, so callers
-        can bootstrap over sequences).
+        can bootstrap over sequences). Both on ``hidden``'s device.
     Raises:
         ValueError: if fewer than 4 positions remain.
         NonFiniteError: if ``hidden`` holds NaN or inf.
@@ -37,7 +37,7 @@ def power_spectral_density(hidden: torch.Tensor, drop_first: int = 1) -> tuple[t
     require_finite(x, "hidden states")
     spectrum = torch.fft.rfft(x, dim=1)  # (batch, n_freq, d_model)
     psd = spectrum.abs().square().mean(dim=2)  # (batch, n_freq)
-    return torch.fft.rfftfreq(x.shape[1], dtype=torch.float64), psd
+    return torch.fft.rfftfreq(x.shape[1], dtype=torch.float64, device=x.device), psd
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,8 @@ def fit_power_law(freqs: torch.Tensor, psd: torch.Tensor) -> PowerLawFit:
     """Fit log10 psd = slope * log10 f + intercept over the non-zero frequencies.
 
     Args:
-        freqs: shape (n_freq,), cycles per token; the zero (DC) bin is excluded.
+        freqs: shape (n_freq,), cycles per token; the zero (DC) bin is excluded;
+            moved to psd's device, where the fit is computed.
         psd: shape (n_freq,), positive power.
     Returns:
         PowerLawFit of the line.
@@ -77,6 +78,7 @@ def fit_power_law(freqs: torch.Tensor, psd: torch.Tensor) -> PowerLawFit:
         NonFiniteError: if psd holds NaN or inf.
     """
     require_finite(psd, "power spectral density")
+    freqs = freqs.to(psd.device)
     keep = freqs > 0
     f, p = freqs[keep].double(), psd[keep].double()
     if f.numel() < 3:

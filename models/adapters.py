@@ -10,6 +10,9 @@ Canonical names follow TransformerLens:
     blocks.{i}.hook_mlp_out         feed-forward (FFN/MLP) output added to the stream (batch, seq, d_model)
     blocks.{i}.hook_resid_post      block output (batch, seq, d_model)
     blocks.{i}.attn.hook_pattern    attention pattern (batch, heads, seq_q, seq_k), only on request
+    blocks.{i}.attn.hook_q|k|v      per-head query/key/value projections (batch, seq, heads, d_head), only
+                                    on request; before rotary embedding and score scaling; k and v have
+                                    the key-value head count (grouped-query attention)
     ln_final.hook_in                final norm input (batch, seq, d_model)
     ln_final.hook_normalized        final norm output (batch, seq, d_model)
 
@@ -40,6 +43,9 @@ class Adapter:
         attn: attention module, relative to a block; output[0] is attn_out.
         mlp: FFN module (or its last linear), relative to a block; output is mlp_out.
         final_norm: the norm after the last block (LayerNorm or RMSNorm).
+        qkv: query/key/value projections relative to a block: three paths (q, k, v), or one fused path.
+        qkv_layout: for a fused projection, how its last axis is laid out: "concat" ([q | k | v], GPT-2)
+            or "per_head" (per head [q_h | k_h | v_h], GPT-NeoX); "" for separate projections.
 
     The token embedding (weight W_E, (vocab, d_model)) and the output head are
     found through HF's own ``get_input_embeddings`` / ``get_output_embeddings``.
@@ -51,6 +57,8 @@ class Adapter:
     attn: str
     mlp: str
     final_norm: str
+    qkv: tuple[str, ...] = ()
+    qkv_layout: str = ""
 
     def block_list(self, model: nn.Module) -> nn.ModuleList:
         """The model's blocks, in order."""
@@ -61,11 +69,15 @@ class Adapter:
 ADAPTERS: dict[str, Adapter] = {
     a.model_type: a
     for a in (
-        Adapter("gpt2", "transformer.wpe", "transformer.h", "attn", "mlp", "transformer.ln_f"),
+        Adapter("gpt2", "transformer.wpe", "transformer.h", "attn", "mlp", "transformer.ln_f",
+                ("attn.c_attn",), "concat"),
         # OPT's FFN is inline in the layer (fc1 -> act -> fc2): fc2's output is mlp_out
-        Adapter("opt", "model.decoder.embed_positions", "model.decoder.layers", "self_attn", "fc2", "model.decoder.final_layer_norm"),
-        Adapter("gpt_neox", None, "gpt_neox.layers", "attention", "mlp", "gpt_neox.final_layer_norm"),
-        Adapter("llama", None, "model.layers", "self_attn", "mlp", "model.norm"),
+        Adapter("opt", "model.decoder.embed_positions", "model.decoder.layers", "self_attn", "fc2", "model.decoder.final_layer_norm",
+                ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj")),
+        Adapter("gpt_neox", None, "gpt_neox.layers", "attention", "mlp", "gpt_neox.final_layer_norm",
+                ("attention.query_key_value",), "per_head"),
+        Adapter("llama", None, "model.layers", "self_attn", "mlp", "model.norm",
+                ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj")),
     )
 }
 

@@ -1,11 +1,15 @@
 """Activation capture, truncated forward passes and block ablations via adapters.
 
-One forward pass per model and prompt batch fills an :class:`ActivationCache`
-with every canonical activation (see ``models.adapters``); the claims share
-it through the ``activations`` fixture.
+Claims declare the activations they need (``@pytest.mark.needs``, canonical
+names or ``fnmatch`` patterns such as ``blocks.*.hook_resid_post``); the pool
+captures, per model, the union of what the selected tests need, with one
+forward pass of the prompt batch (in micro-batches when the device runs out
+of memory), and shares it through the ``activations`` fixture. See
+``models.adapters`` for the canonical names.
 """
 
-from collections.abc import Iterator
+import fnmatch
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -16,6 +20,92 @@ from latent_instruments.ablation import subtract_child_output
 from latent_instruments.errors import require_finite
 from models.adapters import Adapter
 
+LOGITS = "logits"  # (batch, seq, vocab), float32: a need like any activation name
+BLOCK_TEMPLATES = ("hook_resid_pre", "hook_attn_out", "hook_resid_mid", "hook_mlp_out", "hook_resid_post",
+                   "attn.hook_pattern", "attn.hook_q", "attn.hook_k", "attn.hook_v")
+ON_REQUEST = ("attn.hook_pattern", "attn.hook_q", "attn.hook_k", "attn.hook_v")  # not in the default capture
+
+
+def canonical_names(adapter: Adapter, n_blocks: int) -> list[str]:
+    """Every name a capture of this architecture can hold, including ``logits`` and the on-request ones."""
+    names = ["hook_embed"] + (["hook_pos_embed"] if adapter.pos_embed else [])
+    names += [f"blocks.{i}.{t}" for i in range(n_blocks) for t in BLOCK_TEMPLATES
+              if adapter.qkv or not t.startswith("attn.hook_") or t == "attn.hook_pattern"]
+    return names + ["ln_final.hook_in", "ln_final.hook_normalized", LOGITS]
+
+
+def default_names(adapter: Adapter, n_blocks: int) -> list[str]:
+    """What a capture without a filter holds: every canonical name except the on-request ones."""
+    return [n for n in canonical_names(adapter, n_blocks) if not n.endswith(ON_REQUEST)]
+
+
+def check_patterns(patterns: Iterable[str]) -> None:
+    """Raise ValueError naming a pattern that matches no canonical name of any architecture.
+
+    Raises:
+        ValueError: listing the canonical names, for a typo such as ``blocks.*.hook_resid``.
+    """
+    generic = canonical_names(Adapter("any", "pos", "blocks", "attn", "mlp", "norm", ("q", "k", "v")), 2)
+    generic = [n.replace("blocks.0.", "blocks.{i}.").replace("blocks.1.", "blocks.{i}.") for n in generic]
+    for pattern in patterns:
+        probe = pattern.replace("{i}", "0")
+        if not any(fnmatch.fnmatchcase(n.replace("{i}", "0"), probe) for n in generic):
+            raise ValueError(f"needs pattern {pattern!r} matches no canonical activation; names: "
+                             + ", ".join(dict.fromkeys(generic)))
+
+
+def select(adapter: Adapter, n_blocks: int, patterns: Iterable[str] | None) -> set[str]:
+    """The concrete names a capture must hold for these patterns (None: the default names)."""
+    available = canonical_names(adapter, n_blocks)
+    if patterns is None:
+        return set(default_names(adapter, n_blocks))
+    return {n for n in available if any(fnmatch.fnmatchcase(n, p) for p in patterns)}
+
+
+@dataclass
+class ActivationCache:
+    """Canonical activations of one forward pass.
+
+    Attributes:
+        activations: canonical name -> tensor (see ``models.adapters``), detached.
+        logits: (batch, seq, vocab), float32, or None where no claim needed them.
+        n_blocks: number of transformer blocks.
+        learned_positions: whether the model adds learned position embeddings before block 1.
+    """
+
+    activations: dict[str, torch.Tensor] = field(default_factory=dict)
+    logits: torch.Tensor | None = None
+    n_blocks: int = 0
+    learned_positions: bool = False
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        if name == LOGITS and self.logits is not None:
+            return self.logits
+        if name not in self.activations:
+            raise KeyError(f"no activation {name!r} captured; have: {', '.join(sorted(self.activations))}. "
+                           "Declare it with @pytest.mark.needs(...) on the claim test")
+        return self.activations[name]
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.activations or (name == LOGITS and self.logits is not None)
+
+    def hidden_states(self) -> list[tuple[str, torch.Tensor]]:
+        """The residual stream by depth, as S0 plots it.
+
+        Needs ``hook_embed``, ``blocks.0.hook_resid_pre`` and ``blocks.*.hook_resid_post``.
+
+        Returns:
+            [(label, (batch, seq, d_model))]: token embeddings ("embed"), the
+            first block's input ("embed+pos" where positions are learned,
+            otherwise omitted as identical to "embed"), then each block's
+            resid_post ("block 1" .. "block L").
+        """
+        layers = [("embed", self["hook_embed"])]
+        if self.learned_positions:
+            layers.append(("embed+pos", self["blocks.0.hook_resid_pre"]))
+        layers += [(f"block {i + 1}", self[f"blocks.{i}.hook_resid_post"]) for i in range(self.n_blocks)]
+        return layers
+
 
 def _tensor(output) -> torch.Tensor:
     return output[0] if isinstance(output, tuple) else output
@@ -25,48 +115,26 @@ def _block_input(args, kwargs) -> torch.Tensor:
     return args[0] if args else kwargs["hidden_states"]
 
 
-@dataclass
-class ActivationCache:
-    """Canonical activations of one forward pass.
-
-    Attributes:
-        activations: canonical name -> tensor (see ``models.adapters``), detached.
-        logits: (batch, seq, vocab), float32.
-        n_blocks: number of transformer blocks.
-    """
-
-    activations: dict[str, torch.Tensor] = field(default_factory=dict)
-    logits: torch.Tensor | None = None
-    n_blocks: int = 0
-
-    def __getitem__(self, name: str) -> torch.Tensor:
-        if name not in self.activations:
-            raise KeyError(f"no activation {name!r} captured; have: {', '.join(sorted(self.activations))}")
-        return self.activations[name]
-
-    def __contains__(self, name: str) -> bool:
-        return name in self.activations
-
-    def hidden_states(self) -> list[tuple[str, torch.Tensor]]:
-        """The residual stream by depth, as S0 plots it.
-
-        Returns:
-            [(label, (batch, seq, d_model))]: token embeddings ("embed"), the
-            first block's input ("embed+pos" where positions are learned,
-            otherwise omitted as identical to "embed"), then each block's
-            resid_post ("block 1" .. "block L").
-        """
-        layers = [("embed", self["hook_embed"])]
-        if "hook_pos_embed" in self:
-            layers.append(("embed+pos", self["blocks.0.hook_resid_pre"]))
-        layers += [(f"block {i + 1}", self[f"blocks.{i}.hook_resid_post"]) for i in range(self.n_blocks)]
-        return layers
+def _split_qkv(adapter: Adapter, config, outputs: list[torch.Tensor]) -> tuple[torch.Tensor, ...]:
+    """(q, k, v), each (batch, seq, heads, d_head), from the projection outputs of one block."""
+    heads = getattr(config, "num_attention_heads", None) or config.n_head
+    kv_heads = getattr(config, "num_key_value_heads", None) or heads
+    if adapter.qkv_layout == "per_head":  # GPT-NeoX: (batch, seq, heads * 3 * d_head)
+        fused = outputs[0]
+        return tuple(fused.reshape(*fused.shape[:2], heads, -1).chunk(3, dim=-1))
+    q, k, v = outputs[0].chunk(3, dim=-1) if adapter.qkv_layout == "concat" else outputs
+    return (q.reshape(*q.shape[:2], heads, -1), k.reshape(*k.shape[:2], kv_heads, -1),
+            v.reshape(*v.shape[:2], kv_heads, -1))
 
 
 @contextmanager
-def _hooks(model: nn.Module, adapter: Adapter, store: dict[str, torch.Tensor]) -> Iterator[None]:
+def _hooks(model: nn.Module, adapter: Adapter, wanted: set[str], store: dict[str, torch.Tensor],
+           offload: bool) -> Iterator[None]:
+    """Forward hooks that put the ``wanted`` activations (and what derived ones need) into ``store``."""
+
     def save(name, tensor):
-        store[name] = tensor.detach()
+        tensor = tensor.detach()
+        store[name] = tensor.to("cpu", non_blocking=True) if offload else tensor
 
     def post(name):
         return lambda _m, _a, out: save(name, _tensor(out))
@@ -74,21 +142,26 @@ def _hooks(model: nn.Module, adapter: Adapter, store: dict[str, torch.Tensor]) -
     def pre(name):
         return lambda _m, args, kwargs: save(name, _block_input(args, kwargs))
 
-    handles = [model.get_input_embeddings().register_forward_hook(post("hook_embed"))]
+    def hook(module, name, kind):
+        if name in wanted:
+            handles.append(module.register_forward_pre_hook(pre(name), with_kwargs=True) if kind == "pre"
+                           else module.register_forward_hook(post(name)))
+
+    handles: list = []
+    hook(model.get_input_embeddings(), "hook_embed", "post")
     if adapter.pos_embed:
-        handles.append(model.get_submodule(adapter.pos_embed).register_forward_hook(post("hook_pos_embed")))
+        hook(model.get_submodule(adapter.pos_embed), "hook_pos_embed", "post")
     for i, block in enumerate(adapter.block_list(model)):
-        handles += [
-            block.register_forward_pre_hook(pre(f"blocks.{i}.hook_resid_pre"), with_kwargs=True),
-            block.get_submodule(adapter.attn).register_forward_hook(post(f"blocks.{i}.hook_attn_out")),
-            block.get_submodule(adapter.mlp).register_forward_hook(post(f"blocks.{i}.hook_mlp_out")),
-            block.register_forward_hook(post(f"blocks.{i}.hook_resid_post")),
-        ]
+        hook(block, f"blocks.{i}.hook_resid_pre", "pre")
+        hook(block.get_submodule(adapter.attn), f"blocks.{i}.hook_attn_out", "post")
+        hook(block.get_submodule(adapter.mlp), f"blocks.{i}.hook_mlp_out", "post")
+        hook(block, f"blocks.{i}.hook_resid_post", "post")
+        if wanted & {f"blocks.{i}.attn.hook_{x}" for x in "qkv"}:
+            for j, path in enumerate(adapter.qkv):
+                handles.append(block.get_submodule(path).register_forward_hook(post(f"blocks.{i}.attn.qkv{j}")))
     norm = model.get_submodule(adapter.final_norm)
-    handles += [
-        norm.register_forward_pre_hook(pre("ln_final.hook_in"), with_kwargs=True),
-        norm.register_forward_hook(post("ln_final.hook_normalized")),
-    ]
+    hook(norm, "ln_final.hook_in", "pre")
+    hook(norm, "ln_final.hook_normalized", "post")
     try:
         yield
     finally:
@@ -96,39 +169,92 @@ def _hooks(model: nn.Module, adapter: Adapter, store: dict[str, torch.Tensor]) -
             handle.remove()
 
 
-def run_with_cache(
-    model: nn.Module, adapter: Adapter, input_ids: torch.Tensor, attention_pattern: bool = False
-) -> ActivationCache:
-    """One forward pass that captures every canonical activation.
+def _check_finite(tensor: torch.Tensor, what: str) -> None:
+    """One reduction per tensor; the full count (``require_finite``) only when the sum is not finite."""
+    if not torch.isfinite(tensor.sum(dtype=torch.float32)):
+        require_finite(tensor, what)
+
+
+def _forward(model: nn.Module, adapter: Adapter, input_ids: torch.Tensor, wanted: set[str], offload: bool) -> dict:
+    """One forward pass of one (micro-)batch: the wanted activations, derived ones included, and logits."""
+    n_blocks = len(adapter.block_list(model))
+    hooked = set(wanted)
+    for i in range(n_blocks):
+        if f"blocks.{i}.hook_resid_mid" in wanted:
+            hooked |= {f"blocks.{i}.hook_resid_pre", f"blocks.{i}.hook_attn_out"}
+    store: dict[str, torch.Tensor] = {}
+    patterns = any(n.endswith("attn.hook_pattern") for n in wanted)
+    kwargs = {"output_attentions": True} if patterns else {}
+    if LOGITS not in wanted:
+        kwargs["logits_to_keep"] = 1  # the head's matmul over the vocabulary is skipped where no claim needs it
+    with torch.no_grad(), _hooks(model, adapter, hooked, store, offload):
+        out = model(input_ids=input_ids, use_cache=False, **kwargs)
+    batch, seq = input_ids.shape
+    for i in range(n_blocks):
+        mlp = f"blocks.{i}.hook_mlp_out"
+        if mlp in store:
+            store[mlp] = store[mlp].reshape(batch, seq, -1)  # OPT's fc2 works on (batch * seq, d_model)
+        if f"blocks.{i}.hook_resid_mid" in wanted:
+            store[f"blocks.{i}.hook_resid_mid"] = store[f"blocks.{i}.hook_resid_pre"] + store[f"blocks.{i}.hook_attn_out"]
+        projections = [store.pop(f"blocks.{i}.attn.qkv{j}") for j in range(len(adapter.qkv)) if f"blocks.{i}.attn.qkv{j}" in store]
+        if projections:
+            for x, tensor in zip("qkv", _split_qkv(adapter, model.config, projections)):
+                if f"blocks.{i}.attn.hook_{x}" in wanted:
+                    store[f"blocks.{i}.attn.hook_{x}"] = tensor
+        if f"blocks.{i}.attn.hook_pattern" in wanted:
+            store[f"blocks.{i}.attn.hook_pattern"] = out.attentions[i].detach().to("cpu" if offload else out.attentions[i].device)
+    store = {name: tensor for name, tensor in store.items() if name in wanted}
+    if LOGITS in wanted:
+        logits = out.logits.detach().float()
+        store[LOGITS] = logits.cpu() if offload else logits
+    return store
+
+
+def run_with_cache(model: nn.Module, adapter: Adapter, input_ids: torch.Tensor, names: Iterable[str] | None = None,
+                   micro_batch: int | None = None, offload: bool = False) -> ActivationCache:
+    """Forward passes that capture the named canonical activations.
 
     Args:
         model: a HF causal LM in eval mode.
         adapter: its adapter (``models.adapters.adapter_for``).
-        input_ids: (batch, seq) token ids on the model's device.
-        attention_pattern: also capture ``blocks.{i}.attn.hook_pattern``
-            (batch, heads, seq, seq); needs the eager attention implementation
-            and memory quadratic in seq, so it is off by default.
+        input_ids: (batch, seq) token ids on the model's input device.
+        names: canonical names or fnmatch patterns (``blocks.*.hook_mlp_out``, ``logits``); None captures
+            the default names (everything but attention patterns and q/k/v). Attention patterns need the
+            eager attention implementation and memory quadratic in seq.
+        micro_batch: sequences per forward pass; None runs the whole batch and, when the device runs out
+            of memory, halves the micro-batch until it fits.
+        offload: keep the captured tensors on the CPU (for models larger than their device's spare memory,
+            or split over devices with a device_map).
     Returns:
-        ActivationCache.
+        ActivationCache with the (batch, ...) tensors concatenated over micro-batches.
     Raises:
         NonFiniteError: if any captured activation or the logits hold NaN/inf.
+        torch.OutOfMemoryError: if even one sequence does not fit.
     """
-    store: dict[str, torch.Tensor] = {}
-    with torch.no_grad(), _hooks(model, adapter, store):
-        out = model(input_ids=input_ids, output_attentions=attention_pattern, use_cache=False)
     n_blocks = len(adapter.block_list(model))
-    for i in range(n_blocks):
-        shape = store[f"blocks.{i}.hook_resid_pre"].shape
-        store[f"blocks.{i}.hook_mlp_out"] = store[f"blocks.{i}.hook_mlp_out"].reshape(shape)  # OPT: (batch * seq, d)
-        store[f"blocks.{i}.hook_resid_mid"] = store[f"blocks.{i}.hook_resid_pre"] + store[f"blocks.{i}.hook_attn_out"]
-    if attention_pattern:
-        for i, pattern in enumerate(out.attentions):
-            store[f"blocks.{i}.attn.hook_pattern"] = pattern.detach()
+    wanted = select(adapter, n_blocks, None if names is None else list(names))
+    size = micro_batch or input_ids.shape[0]
+    while True:
+        try:
+            parts = [_forward(model, adapter, input_ids[start : start + size], wanted, offload)
+                     for start in range(0, input_ids.shape[0], size)]
+            break
+        except torch.OutOfMemoryError:
+            if micro_batch is not None or size == 1:
+                raise
+            size = (size + 1) // 2
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+    sizes = [len(ids) for ids in input_ids.split(size)]
+
+    def joined(name):  # GPT-2's position embeddings are (1, seq, d_model) whatever the batch: not concatenated
+        per_batch = all(p[name].shape[0] == n for p, n in zip(parts, sizes))
+        return torch.cat([p[name] for p in parts]) if len(parts) > 1 and per_batch else parts[0][name]
+
+    store = {name: joined(name) for name in parts[0]}
     for name, tensor in store.items():
-        require_finite(tensor, f"activation {name}")
-    logits = out.logits.detach().float()
-    require_finite(logits, "logits")
-    return ActivationCache(store, logits, n_blocks)
+        _check_finite(tensor, "logits" if name == LOGITS else f"activation {name}")
+    return ActivationCache(store, store.pop(LOGITS, None), n_blocks, adapter.pos_embed is not None)
 
 
 class _Stop(Exception):

@@ -8,7 +8,7 @@ output head, AdamW lr 3e-4 for 3500 steps then 3e-5, batch 64, seed 1337.
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 # Part of every checkpoint key: bump it when the trainer's numerics change, so
 # that cached checkpoints made by older code are not mistaken for new ones.
@@ -63,3 +63,26 @@ FULL = _ladder(
 
 PROFILES: dict[str, tuple[Recipe, ...]] = {"tiny": TINY, "full": FULL}
 MAIN_MODEL = {"tiny": "tiny-w128", "full": "s4-w384"}  # the profile's stand-in for S4's model
+
+SIBLING_SEEDS = (1442, 88, 99999)  # S4's alternate seeds (main: 1337)
+DEPTHS = {"tiny": (2, 8), "full": (3, 12)}  # n_layer of the depth variants, beside the main model's
+
+
+def _main(profile: str) -> Recipe:
+    return next(r for r in PROFILES[profile] if r.name == MAIN_MODEL[profile])
+
+
+# Groups of recipes a claim can take as one subject (models.zoo): kind -> profile -> members.
+# Members outside PROFILES are trained on first use, not by `python -m models prepare`.
+GROUP_RECIPES: dict[str, dict[str, tuple[Recipe, ...]]] = {
+    "ladder": PROFILES,  # size ladder: one recipe at growing width (S3.5)
+    "siblings": {  # seed siblings: the main recipe at S4's four seeds (S4.7's noise floor)
+        p: (_main(p), *(replace(_main(p), name=f"{_main(p).name}-seed{s}", seed=s) for s in SIBLING_SEEDS))
+        for p in PROFILES
+    },
+    "depths": {  # depth variants: the main recipe at other block counts (S3.4, S0 by depth)
+        p: tuple(sorted((_main(p), *(replace(_main(p), name=f"{_main(p).name}-d{d}", n_layer=d) for d in DEPTHS[p])),
+                        key=lambda r: r.n_layer))
+        for p in PROFILES
+    },
+}

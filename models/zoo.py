@@ -1,4 +1,4 @@
-"""The model zoo: names, roles and loaders.
+"""The model zoo: names, roles, groups, fingerprints and loaders.
 
 Names (``--model NAME``, repeatable; ``--zoo tiny|full`` picks the default set):
 
@@ -7,12 +7,17 @@ Names (``--model NAME``, repeatable; ``--zoo tiny|full`` picks the default set):
     NAME:untrained                   the untrained twin of any model: same config, seeded random init
     ref-opt-125m, ref-gpt2-small,    random-init reference architectures from models/configs/
     ref-pythia-160m, ref-llama-small
-    tiny-ladder, full-ladder         the size ladder as one subject (S3.5)
+    PROFILE-ladder                   group: the size ladder (S3.5)
+    PROFILE-siblings                 group: the main recipe at S4's four seeds (S4.7)
+    PROFILE-depths                   group: the main recipe at other depths
     hf:ID, ORG/NAME, or a folder     any Hugging Face causal LM: hub id or local HF folder
 
-Roles: "trained", "untrained", "reference", "hf", "ladder".
+Roles: "trained", "untrained", "reference", "hf", and the group kinds
+"ladder", "siblings", "depths". A group is one subject made of member models;
+its members are loaded, captured and freed like any model.
 """
 
+import hashlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -24,13 +29,16 @@ from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, PreTra
 
 from models.adapters import Adapter, adapter_for
 from models.corpus import Corpus
-from models.recipes import PROFILES, Recipe
+from models.recipes import GROUP_RECIPES, PROFILES, Recipe
 from models.tokenization import CharTokenizer, HFTokenizer, train_bpe
-from models.trainer import train
+from models.trainer import checkpoint_dir, train
 
 CONFIGS = Path(__file__).parent / "configs"
 REFERENCES = {f"ref-{p.stem}": p for p in sorted(CONFIGS.glob("*.json"))}
 TWIN_SUFFIX = ":untrained"
+MODEL_ROLES = ("trained", "untrained", "reference", "hf")
+GROUP_KINDS = tuple(GROUP_RECIPES)  # "ladder", "siblings", "depths"
+ROLES = MODEL_ROLES + GROUP_KINDS
 
 
 class UnknownModelError(ValueError):
@@ -47,10 +55,10 @@ class ZooEntry:
 
     Attributes:
         name: the zoo name, as reports show it.
-        role: "trained", "untrained", "reference", "hf" or "ladder".
+        role: one of ``ROLES``.
         recipe: the training recipe for trained models (and their twins).
         source: HF id, folder or config path for "hf"/"reference" entries.
-        members: for a "ladder", its rungs' names from narrow to wide.
+        members: for a group, its members' names in the group's order (narrow to wide, shallow to deep).
     """
 
     name: str
@@ -63,6 +71,11 @@ class ZooEntry:
     def twin(self) -> str:
         """The name of this model's untrained twin."""
         return self.name + TWIN_SUFFIX
+
+    @property
+    def is_group(self) -> bool:
+        """Whether this subject is a group of models (``GROUP_KINDS``)."""
+        return self.role in GROUP_KINDS
 
 
 @dataclass
@@ -102,6 +115,12 @@ class LoadedModel:
         return self.model.get_input_embeddings().weight.shape[1]
 
     @property
+    def input_device(self) -> torch.device:
+        """Where token ids go: the input embedding's device (the CPU where accelerate offloaded it)."""
+        device = self.model.get_input_embeddings().weight.device
+        return torch.device("cpu") if device.type == "meta" else device
+
+    @property
     def context(self) -> int:
         """Longest usable sequence (learned-position models cannot go past it)."""
         return int(getattr(self.model.config, "n_positions", None) or self.model.config.max_position_embeddings)
@@ -109,10 +128,11 @@ class LoadedModel:
 
 def _zoo_entries() -> dict[str, ZooEntry]:
     entries: dict[str, ZooEntry] = {}
-    for profile, recipes in PROFILES.items():
-        for recipe in recipes:
-            entries[recipe.name] = ZooEntry(recipe.name, "trained", recipe=recipe)
-        entries[f"{profile}-ladder"] = ZooEntry(f"{profile}-ladder", "ladder", members=tuple(r.name for r in recipes))
+    for kind, profiles in GROUP_RECIPES.items():
+        for profile, recipes in profiles.items():
+            for recipe in recipes:
+                entries[recipe.name] = ZooEntry(recipe.name, "trained", recipe=recipe)
+            entries[f"{profile}-{kind}"] = ZooEntry(f"{profile}-{kind}", kind, members=tuple(r.name for r in recipes))
     for name, path in REFERENCES.items():
         entries[name] = ZooEntry(name, "reference", source=str(path))
     return entries
@@ -135,7 +155,7 @@ def resolve(name: str) -> ZooEntry:
     """
     if name.endswith(TWIN_SUFFIX):
         base = resolve(name[: -len(TWIN_SUFFIX)])
-        if base.role in ("ladder", "untrained"):
+        if base.is_group or base.role == "untrained":
             raise UnknownModelError(f"{name!r}: a {base.role} has no untrained twin")
         return ZooEntry(name, "untrained", recipe=base.recipe, source=base.source)
     if name in ZOO:
@@ -154,9 +174,46 @@ def resolve(name: str) -> ZooEntry:
 
 
 def default_names(profile: str) -> list[str]:
-    """The zoo of a profile: its trained ladder, their twins, the references and the ladder."""
+    """The zoo of a profile: its trained ladder, their twins, the references and the profile's groups."""
     trained = [r.name for r in PROFILES[profile]]
-    return trained + [t + TWIN_SUFFIX for t in trained] + list(REFERENCES) + [f"{profile}-ladder"]
+    return trained + [t + TWIN_SUFFIX for t in trained] + list(REFERENCES) + [f"{profile}-{k}" for k in GROUP_KINDS]
+
+
+def _sha256_files(paths: list[Path]) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(paths):
+        with path.open("rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 24), b""):
+                digest.update(chunk)
+    return digest.hexdigest()[:16]
+
+
+def fingerprint(entry: ZooEntry, corpus: Corpus, seed: int) -> str:
+    """What a model is, beyond its name: the ledger binds expected verdicts to it.
+
+    - trained zoo model: its checkpoint folder name, ``NAME-KEY`` (KEY hashes recipe, corpus, tokenizer,
+      trainer version);
+    - random init (twins, references): what it is initialised from, plus ``seed``;
+    - HF folder: sha256 of its weight files (read once; seconds per GB); hub id: ``hub:ID``;
+    - group: its members' fingerprints joined by "+".
+
+    Raises:
+        ModelLoadError: for a folder without weight files.
+    """
+    if entry.is_group:
+        return "+".join(fingerprint(resolve(m), corpus, seed) for m in entry.members)
+    twin = f":untrained:seed{seed}" if entry.role == "untrained" else ""
+    if entry.recipe is not None:
+        return checkpoint_dir(entry.recipe, corpus, CharTokenizer.from_corpus(corpus)).name + twin
+    source = Path(entry.source)
+    if entry.source in {str(p) for p in REFERENCES.values()}:
+        return f"{source.stem}-{hashlib.sha256(source.read_bytes()).hexdigest()[:16]}:seed{seed}"
+    if source.is_dir():
+        weights = [*source.glob("*.safetensors"), *source.glob("*.bin")]
+        if not weights:
+            raise ModelLoadError(f"{entry.source}: no *.safetensors or *.bin weight files to fingerprint")
+        return f"weights-{_sha256_files(weights)}" + twin
+    return f"hub:{entry.source}" + twin
 
 
 LOAD_ERRORS = (OSError, ValueError, RuntimeError, SafetensorError)
@@ -172,10 +229,10 @@ def _load_error(source: str, what: str, err: Exception) -> ModelLoadError:
     )
 
 
-def _hf_model(source: str, **kwargs) -> PreTrainedModel:
+def _hf_model(source: str, placement: dict | None = None, **kwargs) -> PreTrainedModel:
     try:
         return AutoModelForCausalLM.from_pretrained(
-            source, trust_remote_code=False, attn_implementation="eager", **kwargs
+            source, trust_remote_code=False, attn_implementation="eager", **(placement or {}), **kwargs
         )
     except LOAD_ERRORS as err:
         raise _load_error(source, "model", err) from err
@@ -187,28 +244,37 @@ def _from_config(config, seed: int) -> PreTrainedModel:
     return AutoModelForCausalLM.from_config(config, trust_remote_code=False, attn_implementation="eager")
 
 
-def load(entry: ZooEntry, corpus: Corpus, device: str, dtype: torch.dtype, seed: int) -> LoadedModel:
+def load(entry: ZooEntry, corpus: Corpus, device: str, dtype: torch.dtype, seed: int,
+         device_map: str | None = None, max_memory: dict | None = None, offload_folder: str | None = None) -> LoadedModel:
     """Build, train (if not cached) or load one zoo entry.
 
     Args:
-        entry: from :func:`resolve`; not a ladder.
+        entry: from :func:`resolve`; not a group.
         corpus: trains trained models and the BPE of reference models.
         device, dtype: where and in what precision the model runs.
         seed: seeds random init of twins and reference models.
+        device_map: for models loaded from a folder (trained, hf): accelerate's placement, e.g. "auto",
+            which splits a model too large for one device over the GPUs, the CPU and ``offload_folder``;
+            None puts the whole model on ``device``. Random-init models always go to ``device``.
+        max_memory: accelerate's per-device limits, e.g. {"cpu": "200MB"} (with ``device_map``).
+        offload_folder: where accelerate may offload weights to disk (with ``device_map``).
     Raises:
         ModelLoadError: missing, corrupt or unreachable checkpoint.
         UnsupportedArchitectureError: no adapter for the architecture.
+        ValueError: for a group.
     """
     started = time.perf_counter()
     info: dict = {}
-    if entry.role == "ladder":
-        raise ValueError(f"{entry.name} is a ladder; load its members")
+    placement = {"device_map": device_map, "max_memory": max_memory, "offload_folder": offload_folder,
+                 "dtype": dtype} if device_map else None
+    if entry.is_group:
+        raise ValueError(f"{entry.name} is a group of models; load its members")
     if entry.recipe is not None:  # trained, or the twin of a trained model
         folder = train(entry.recipe, corpus, device=device)
         tokenizer = CharTokenizer(**{"alphabet": json.loads((folder / "tokenizer.json").read_text())["alphabet"]})
         if entry.role == "trained":
             info = json.loads((folder / "loss_curve.json").read_text())
-            model, source = _hf_model(str(folder), use_safetensors=True), str(folder)
+            model, source = _hf_model(str(folder), placement, use_safetensors=True), str(folder)
         else:
             model, source = _from_config(AutoConfig.from_pretrained(folder), seed), f"config of {folder}"
     elif entry.source in {str(p) for p in REFERENCES.values()}:  # a reference, or its (identical) twin
@@ -222,10 +288,12 @@ def load(entry: ZooEntry, corpus: Corpus, device: str, dtype: torch.dtype, seed:
         except LOAD_ERRORS as err:
             raise _load_error(hf_id, "tokenizer", err) from err
         if entry.role == "hf":
-            model = _hf_model(hf_id)
+            model = _hf_model(hf_id, placement)
         else:
             model = _from_config(AutoConfig.from_pretrained(hf_id, trust_remote_code=False), seed)
         source = hf_id
     adapter = adapter_for(model)
-    model = model.to(device=device, dtype=dtype).eval()
+    if getattr(model, "hf_device_map", None) is None:  # accelerate placed a device_map model already
+        model = model.to(device=device, dtype=dtype)
+    model.eval()
     return LoadedModel(entry, model, adapter, tokenizer, source, time.perf_counter() - started, info)

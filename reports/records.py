@@ -1,8 +1,19 @@
-"""What a claim test records: checks with statistic, uncertainty, threshold, margin, verdict."""
+"""What a claim test records: checks with statistic, uncertainty, threshold, margin, and the outcome.
 
+The outcome vocabulary (``OUTCOMES``) is the one the report, the terminal
+summary and results.json use; ``RED`` are the outcomes that fail the run.
+"""
+
+import math
 from dataclasses import asdict, dataclass, field
 
 from latent_instruments.stats import Estimate
+
+HOLDS, FAILS, FAILS_AS_EXPECTED = "holds", "fails", "fails as expected"
+HOLDS_UNEXPECTEDLY, CONTROL_FAILED, NOT_INFORMATIVE, ERROR = (
+    "holds unexpectedly", "control failed", "not informative", "error")
+OUTCOMES = (HOLDS, FAILS, FAILS_AS_EXPECTED, HOLDS_UNEXPECTEDLY, CONTROL_FAILED, NOT_INFORMATIVE, ERROR)
+RED = frozenset({FAILS, HOLDS_UNEXPECTEDLY, CONTROL_FAILED, ERROR})
 
 
 @dataclass(frozen=True)
@@ -10,7 +21,7 @@ class Check:
     """One comparison of a measured statistic with a threshold.
 
     Attributes:
-        name: what is measured, e.g. "straightening (RMS drop, embed+pos -> last block)".
+        name: what is measured, e.g. "min over blocks of H(no FFN) / H(no attention)".
         value: the statistic on the full sample.
         ci_low, ci_high: its bootstrap interval (equal to value when exact).
         unit: e.g. "decades", "Hellinger", "fraction".
@@ -40,60 +51,77 @@ class Check:
         """Whether the interval clears the threshold (margin > 0)."""
         return self.margin > 0
 
+    @property
+    def finite(self) -> bool:
+        """Whether value, interval and threshold are all finite numbers (NaN is never a verdict)."""
+        return all(math.isfinite(x) for x in (self.value, self.ci_low, self.ci_high, self.threshold))
+
     @classmethod
     def of(cls, name: str, estimate: Estimate, unit: str, comparison: str, threshold: float, derivation: str,
            role: str = "claim") -> "Check":
-        """A check from a bootstrap :class:`Estimate`."""
+        """A check from a bootstrap :class:`Estimate`.
+
+        Raises:
+            ValueError: for a comparison other than ">" or "<", or a role other than "claim" or "control".
+        """
         if comparison not in (">", "<"):
             raise ValueError(f"comparison must be '>' or '<', got {comparison!r}")
+        if role not in ("claim", "control"):
+            raise ValueError(f"role must be 'claim' or 'control', got {role!r}")
         return cls(name, estimate.value, estimate.low, estimate.high, unit, comparison, threshold, derivation, role)
 
 
 @dataclass
 class ClaimRecord:
-    """Everything the report shows of one claim on one model.
+    """Everything the report shows of one claim test on one subject.
 
     Attributes:
-        claim: claim id, e.g. "S0.3".
-        source: the source section, e.g. "S0 Fig 2".
-        model: the zoo name of the subject.
+        claim: claim id, e.g. "S0.3" (claims/catalogue.toml).
+        version: the claim test's procedure version (``@pytest.mark.claim(id, version=N)``).
+        model: the zoo name of the subject (a group name for group claims).
         test: the pytest node id.
-        checks: the claim's checks and its controls; the verdict needs all.
-        procedure: how the measurement differs from the source's, if at all.
-        details: further numbers shown in the report (per-layer, per-block).
-        plot: data for the HTML report's figure, or None.
-        expected: "holds", or "fails" where the ledger expects it to fail.
+        params: the test's other parameters (e.g. {"variant": "restricted"}).
+        checks: the claim's checks and its controls.
+        procedure: how the measurement was made and how it differs from the source's.
+        details: further numbers shown in the report as tables (per layer, per block, per rung).
+        plot: data for the report's figure (``reports.plots``), or None.
+        expected: "holds", or "fails" where the ledger expects the claim to fail on this model.
         expected_reason: the ledger's reason.
+        outcome: one of ``OUTCOMES``; set when the test ends (see ``fixtures.verdicts``).
+        message: why, for every outcome but "holds": the failed checks, the skip reason or the error.
     """
 
     claim: str
-    source: str
+    version: int
     model: str
     test: str
-    checks: list[Check]
+    params: dict = field(default_factory=dict)
+    checks: list[Check] = field(default_factory=list)
     procedure: str = ""
     details: dict = field(default_factory=dict)
     plot: dict | None = None
     expected: str = "holds"
     expected_reason: str = ""
+    outcome: str = ""
+    message: str = ""
+
+    def failed(self, role: str) -> list[Check]:
+        """The checks of ``role`` ("claim" or "control") that did not pass."""
+        return [c for c in self.checks if c.role == role and not c.passed]
 
     @property
-    def verdict(self) -> str:
-        """"holds" if every check passed, else "fails"."""
-        return "holds" if all(c.passed for c in self.checks) else "fails"
-
-    @property
-    def deciding(self) -> Check:
-        """The check with the smallest margin: the one that decides the verdict."""
-        return min(self.checks, key=lambda c: c.margin)
+    def headline(self) -> Check | None:
+        """The claim check that decides the verdict (smallest margin among role "claim"); None without one."""
+        claim_checks = [c for c in self.checks if c.role == "claim"]
+        return min(claim_checks, key=lambda c: c.margin) if claim_checks else None
 
     def to_json(self) -> dict:
         """The record as results.json stores it (see reports/SCHEMA.md)."""
         out = asdict(self)
-        out["verdict"] = self.verdict
-        out["as_expected"] = self.verdict == self.expected
-        out["worst_margin"] = self.deciding.margin
         for check, raw in zip(self.checks, out["checks"]):
             raw["margin"] = check.margin
             raw["passed"] = check.passed
+        head = self.headline
+        out["headline"] = None if head is None else {"name": head.name, "value": head.value, "ci_low": head.ci_low,
+                                                     "ci_high": head.ci_high, "unit": head.unit, "margin": head.margin}
         return out

@@ -1,12 +1,13 @@
-"""Writes a run's results.json, report.md and report.html, and prints the terminal summary.
+"""Writes a run's results.json, report.md and report.html, the history index, and the terminal summary.
 
 Each run gets its own folder ``<report dir>/<run id>/``; ``<report dir>/latest``
-is a symbolic link to the newest. Files are written atomically, and an
-existing run folder is never overwritten. A run interrupted part-way still
-writes what it measured (``"interrupted": true``).
+is a symbolic link to the newest and ``<report dir>/index.html`` lists every
+run with its outcome changes against the previous run of the same replay
+command. Files are written atomically and readable by others (a CI's web
+server), and an existing run folder is never overwritten. A run interrupted
+part-way still writes what it measured (``"interrupted": true``).
 """
 
-import html
 import json
 import os
 import platform
@@ -17,11 +18,11 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from models.cache import atomic_write_text
-from reports import baseline, plots
-from reports.records import ClaimRecord
+from models.cache import atomic_write_text, publish_mode
+from reports import baseline, benchmarks, history, render
+from reports.records import RED
 
-SCHEMA = "latent-claims/results/1"  # documented key by key in reports/SCHEMA.md
+SCHEMA = "latent-claims/results/2"  # documented key by key in reports/SCHEMA.md
 REPO = Path(__file__).resolve().parent.parent
 STARTED = time.perf_counter()
 
@@ -41,14 +42,23 @@ def replay_command(settings) -> str:
     """The claims command that reproduces this run's numbers on the same machine."""
     models = "".join(f" --model {m}" for m in settings.models)
     corpus = f" --corpus {settings.corpus}" if settings.corpus else ""
-    return f"pytest claims -m gpu --zoo {settings.zoo} --device {settings.device} --dtype {settings.dtype_name} --seed {settings.seed}{corpus}{models}"
+    device = settings.device.split(":")[0] if os.environ.get("PYTEST_XDIST_WORKER") else settings.device
+    placement = f" --device-map {settings.device_map}" if settings.device_map else ""
+    return (f"pytest claims -m gpu --zoo {settings.zoo} --device {device}{placement} --dtype {settings.dtype_name} "
+            f"--seed {settings.seed}{corpus}{models}")
+
+
+def peak_rss_mib() -> float:
+    """Peak resident memory of this process, MiB."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
 def _versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     out = {"python": platform.python_version()}
-    for name in ("torch", "transformers", "tokenizers", "safetensors", "numpy", "scipy", "pytest", "hypothesis", "matplotlib"):
+    for name in ("torch", "transformers", "tokenizers", "safetensors", "accelerate", "numpy", "scipy", "pytest",
+                 "pytest-xdist", "hypothesis", "matplotlib"):
         try:
             out[name] = version(name)
         except PackageNotFoundError:
@@ -59,7 +69,7 @@ def _versions() -> dict[str, str]:
 def _device(settings) -> dict:
     import torch
 
-    out = {"device": settings.device, "dtype": settings.dtype_name,
+    out = {"device": settings.device, "dtype": settings.dtype_name, "device_map": settings.device_map,
            "cpu_count": os.cpu_count(), "platform": platform.platform()}
     if settings.device.startswith("cuda"):
         out["gpu"] = torch.cuda.get_device_name(settings.device)
@@ -67,12 +77,24 @@ def _device(settings) -> dict:
     return out
 
 
-def results(settings, records: list[ClaimRecord], pool, exitstatus: int, run_id: str) -> dict:
-    """The results.json document (keys documented in reports/SCHEMA.md)."""
-    record_json = [r.to_json() for r in records]
-    doc = {
+def _corpus(settings) -> dict:
+    from models.corpus import load_corpus
+
+    corpus = load_corpus(settings.corpus)
+    return {"name": corpus.name, "sha256": corpus.sha256, "characters": len(corpus.text)}
+
+
+def sort_records(records: list[dict]) -> list[dict]:
+    """Records in a fixed order (claim, model, test), whatever order processes sent them in."""
+    return sorted(records, key=lambda r: (render.claim_order(r["claim"]), r["model"], r["test"]))
+
+
+def results(settings, records: list[dict], models: dict, exitstatus: int, peak_rss: float, catalogue: dict) -> dict:
+    """The results.json document (keys documented in reports/SCHEMA.md), without its run id."""
+    records = sort_records(records)
+    return {
         "schema": SCHEMA,
-        "run_id": run_id,
+        "run_id": None,
         "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "command": ["pytest", *sys.argv[1:]],
         "replay": replay_command(settings),
@@ -80,138 +102,19 @@ def results(settings, records: list[ClaimRecord], pool, exitstatus: int, run_id:
         "exit_status": int(exitstatus),
         "seed": settings.seed,
         "zoo": settings.zoo,
-        "corpus": pool and {"name": pool.corpus.name, "sha256": pool.corpus.sha256, "characters": len(pool.corpus.text)},
+        "corpus": _corpus(settings),
         "versions": _versions(),
         "git": git_revision(),
         "device": _device(settings),
         "wall_seconds": round(time.perf_counter() - STARTED, 1),
-        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "models": pool.describe() if pool else {},
-        "records": record_json,
-        "baseline": baseline.compare(settings.baseline, record_json) if settings.baseline else None,
+        "peak_rss_mib": peak_rss,
+        "models": models,
+        "catalogue": catalogue,
+        "records": records,
+        "baseline": baseline.compare(settings.baseline, records) if settings.baseline else None,
+        "benchmarks": benchmarks.summarize(settings.report_dir / benchmarks.FILE),
+        "merged_from": [],
     }
-    return doc
-
-
-def _fmt(x) -> str:
-    return "—" if x is None else f"{x:.4g}" if isinstance(x, float) else str(x)
-
-
-def _matrix(doc: dict) -> tuple[list[str], list[list[str]]]:
-    claims = sorted({r["claim"] for r in doc["records"]}, key=lambda c: [int(p) if p.isdigit() else p for p in c[1:].split(".")])
-    models = list(dict.fromkeys(r["model"] for r in doc["records"]))
-    cells: dict[tuple[str, str], list[str]] = {}
-    for r in doc["records"]:
-        verdict = {("holds", "holds"): "holds", ("fails", "fails"): "fails (ledger)",
-                   ("fails", "holds"): "FAILS (unexpected)", ("holds", "fails"): "HOLDS (ledger expects fails)"}
-        variant = r["details"].get("variant")
-        cells.setdefault((r["claim"], r["model"]), []).append(
-            f"{verdict[r['verdict'], r['expected']]} {r['worst_margin']:+.3g}" + (f" [{variant}]" if variant else ""))
-    rows = [[c] + ["<br>".join(cells.get((c, m), ["·"])) for m in models] for c in claims]
-    return ["claim"] + models, rows
-
-
-def _md_table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def _html_table(header: list[str], rows: list[list[str]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c).replace('&lt;br&gt;', '<br>')}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
-
-
-CHECK_HEADER = ["role", "check", "value", "95 % interval", "unit", "threshold", "margin", "passed"]
-
-
-def _check_rows(record: dict) -> list[list[str]]:
-    return [[c["role"], c["name"], _fmt(c["value"]), f"[{_fmt(c['ci_low'])}, {_fmt(c['ci_high'])}]", c["unit"],
-             f"{c['comparison']} {_fmt(c['threshold'])}", f"{c['margin']:+.4g}", "yes" if c["passed"] else "NO"]
-            for c in record["checks"]]
-
-
-def _header_lines(doc: dict) -> list[str]:
-    v = doc["versions"]
-    return [
-        f"run {doc['run_id']} · {doc['created_utc']} · git {doc['git']}" + (" · INTERRUPTED" if doc["interrupted"] else ""),
-        f"zoo {doc['zoo']} · device {doc['device']['device']} ({doc['device'].get('gpu', platform.machine())}) · "
-        f"dtype {doc['device']['dtype']} · seed {doc['seed']} · wall {doc['wall_seconds']} s · peak RSS {doc['peak_rss_mib']} MiB",
-        f"python {v['python']} · torch {v['torch']} · transformers {v['transformers']} · tokenizers {v['tokenizers']}",
-        "replay: " + doc["replay"],
-    ]
-
-
-def _baseline_lines(doc: dict) -> list[str]:
-    cmp = doc["baseline"]
-    if not cmp:
-        return []
-    lines = [f"Compared with {cmp['baseline']} (run {cmp['baseline_run_id']}):"]
-    lines += [f"- VERDICT {c['claim']} on {c['model']}: {c['was']} → {c['now']} ({c['test']})" for c in cmp["verdict_changes"]]
-    lines += [f"- moved: {m['claim']} on {m['model']}, {m['check']}: {m['was']:.4g} → {m['now']:.4g} (tolerance {m['tolerance']:.3g})"
-              for m in cmp["moved"]]
-    lines += [f"- new test: {t}" for t in cmp["new"]] + [f"- no longer run: {t}" for t in cmp["missing"]]
-    if len(lines) == 1:
-        lines.append("- no verdict changed and no statistic moved beyond its tolerance")
-    return lines
-
-
-def _model_rows(doc: dict) -> tuple[list[str], list[list[str]]]:
-    header = ["model", "role", "arch", "params", "d_model", "blocks", "train s", "val loss", "forward s", "capture s"]
-    rows = [[name, m["role"], m["architecture"], f"{m['n_params']:,}", str(m["d_model"]), str(m["n_blocks"]),
-             _fmt(m["train_seconds"] and round(m["train_seconds"], 1)), _fmt(m["final_val_loss"]),
-             _fmt(m["forward_seconds"]), _fmt(m["capture_seconds"])] for name, m in doc["models"].items()]
-    return header, rows
-
-
-def render_markdown(doc: dict) -> str:
-    """report.md: header, baseline changes, the claims x models matrix, models, then one section per claim."""
-    out = ["# latent-claims report", "", *[f"{line}  " for line in _header_lines(doc)], ""]
-    if doc["baseline"]:
-        out += ["## Changes since the baseline", "", *_baseline_lines(doc), ""]
-    out += ["## Verdicts (claims × models; smallest margin over the claim's checks)", "", _md_table(*_matrix(doc)), ""]
-    out += ["## Models", "", _md_table(*_model_rows(doc)), ""]
-    for claim in dict.fromkeys(r["claim"] for r in doc["records"]):
-        out += [f"## {claim}", ""]
-        for r in (r for r in doc["records"] if r["claim"] == claim):
-            expected = f" — expected to fail: {r['expected_reason']}" if r["expected"] == "fails" else ""
-            out += [f"### {claim} on {r['model']}: {r['verdict']}{expected}", "", f"Source: {r['source']}. Test: `{r['test']}`", ""]
-            out += [_md_table(CHECK_HEADER, _check_rows(r)), ""]
-            out += [f"- threshold of *{c['name']}*: {c['derivation']}" for c in r["checks"]]
-            if r["procedure"]:
-                out += ["", f"Procedure: {r['procedure']}"]
-            if r["details"]:
-                out += ["", "Details: `" + json.dumps(r["details"], default=float)[:1500] + "`"]
-            out.append("")
-    return "\n".join(out)
-
-
-STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}
-table{border-collapse:collapse;margin:.6em 0}td,th{border:1px solid #ccc;padding:3px 7px;font-size:13px;text-align:left}
-th{background:#f3f3f3}.meta{color:#555;font-size:13px}h3{margin-top:1.6em}img{max-width:100%}"""
-
-
-def render_html(doc: dict) -> str:
-    """report.html: the same content as report.md, self-contained, with the figures inlined."""
-    esc = html.escape
-    parts = [f"<!doctype html><meta charset='utf-8'><title>latent-claims {esc(doc['run_id'])}</title><style>{STYLE}</style>",
-             "<h1>latent-claims report</h1>", *[f"<div class='meta'>{esc(line)}</div>" for line in _header_lines(doc)]]
-    if doc["baseline"]:
-        parts += ["<h2>Changes since the baseline</h2><ul>", *[f"<li>{esc(line.lstrip('- '))}</li>" for line in _baseline_lines(doc)], "</ul>"]
-    parts += ["<h2>Verdicts</h2><p class='meta'>claims × models; the number is the smallest margin over the claim's checks</p>",
-              _html_table(*_matrix(doc)), "<h2>Models</h2>", _html_table(*_model_rows(doc))]
-    for r in doc["records"]:
-        expected = f" — expected to fail: {r['expected_reason']}" if r["expected"] == "fails" else ""
-        parts += [f"<h3>{esc(r['claim'])} on {esc(r['model'])}: {esc(r['verdict'])}{esc(expected)}</h3>",
-                  f"<div class='meta'>Source: {esc(r['source'])}. Test: {esc(r['test'])}</div>",
-                  _html_table(CHECK_HEADER, _check_rows(r)),
-                  "<ul>" + "".join(f"<li>threshold of <i>{esc(c['name'])}</i>: {esc(c['derivation'])}</li>" for c in r["checks"]) + "</ul>"]
-        if r["procedure"]:
-            parts.append(f"<p>Procedure: {esc(r['procedure'])}</p>")
-        if r["plot"]:
-            parts.append(f"<img alt='{esc(r['claim'])} figure' src='data:image/png;base64,{plots.render(r['plot'])}'>")
-    return "\n".join(parts)
 
 
 def _run_folder(base: Path) -> tuple[str, Path]:
@@ -221,6 +124,7 @@ def _run_folder(base: Path) -> tuple[str, Path]:
         folder = base / run_id
         try:
             folder.mkdir(parents=True)
+            publish_mode(folder, directory=True)
             return run_id, folder
         except FileExistsError:
             continue
@@ -236,25 +140,38 @@ def _point_latest(base: Path, folder: Path) -> None:
     os.replace(tmp, link)
 
 
-def write_run(settings, records: list[ClaimRecord], pool, exitstatus: int) -> Path:
-    """Write the run folder and point ``latest`` at it; return the folder."""
-    run_id, folder = _run_folder(settings.report_dir)
-    doc = results(settings, records, pool, exitstatus, run_id)
+def write_doc(doc: dict, base: Path) -> Path:
+    """Write a results document as a new run folder under ``base``, point ``latest`` at it, update the index.
+
+    Returns:
+        the run folder.
+    """
+    run_id, folder = _run_folder(base)
+    doc["run_id"] = run_id
     atomic_write_text(folder / "results.json", json.dumps(doc, indent=1, default=float))
-    atomic_write_text(folder / "report.md", render_markdown(doc))
-    atomic_write_text(folder / "report.html", render_html(doc))
-    _point_latest(settings.report_dir, folder)
+    atomic_write_text(folder / "report.md", render.markdown(doc))
+    atomic_write_text(folder / "report.html", render.to_html(doc))
+    _point_latest(base, folder)
+    history.write_index(base)
     return folder
 
 
-def summarize(terminal, records: list[ClaimRecord], folder: Path | None) -> None:
-    """Print the verdict of every record and where the report went."""
+def write_run(settings, records: list[dict], models: dict, exitstatus: int, peak_rss: float, catalogue: dict) -> Path:
+    """Write this run's report folder (see :func:`write_doc`); return the folder."""
+    return write_doc(results(settings, records, models, exitstatus, peak_rss, catalogue), settings.report_dir)
+
+
+def summarize(terminal, records: list[dict], folder: Path | None) -> None:
+    """Print every claim test's outcome, red ones with their message, and where the report went."""
     if not records:
         return
-    terminal.section("latent-claims verdicts")
-    for r in records:
-        expected = "" if r.verdict == r.expected else f"  (expected {r.expected})"
-        worst = r.deciding
-        terminal.write_line(f"{r.claim:6} {r.model:28} {r.verdict:6} worst margin {worst.margin:+.4g} ({worst.name}){expected}")
+    terminal.section("latent-claims outcomes")
+    for r in sort_records(records):
+        head = r.get("headline")
+        stat = f"{head['value']:.4g} [{head['ci_low']:.4g}, {head['ci_high']:.4g}] ({head['name']})" if head else ""
+        line = f"{r['claim']:6} {render.label(r):36} {r['outcome']:18} {stat}"
+        terminal.write_line(line, red=r["outcome"] in RED, bold=r["outcome"] in RED)
+        if r["outcome"] in RED or r["outcome"] == "not informative":
+            terminal.write_line(f"       {r['message'][:300]}")
     if folder:
         terminal.write_line(f"report: {folder}/report.html (results.json, report.md beside it)")

@@ -75,7 +75,62 @@ def test_attention_pattern_on_request_is_a_causal_simplex(arch):
     model = tiny_model(arch)
     adapter = adapter_for(model)
     assert "blocks.0.attn.hook_pattern" not in run_with_cache(model, adapter, IDS)
-    pattern = run_with_cache(model, adapter, IDS, attention_pattern=True)["blocks.1.attn.hook_pattern"]
+    pattern = run_with_cache(model, adapter, IDS, names=["blocks.*.attn.hook_pattern"])["blocks.1.attn.hook_pattern"]
     assert pattern.shape == (3, 2, 12, 12)
     torch.testing.assert_close(pattern.sum(-1), torch.ones(3, 2, 12))
     assert (pattern.triu(diagonal=1) == 0).all()
+
+
+def test_capture_holds_exactly_the_declared_names(arch):
+    model = tiny_model(arch)
+    cache = run_with_cache(model, adapter_for(model), IDS, names=["blocks.*.hook_mlp_out", "hook_embed"])
+    assert set(cache.activations) == {"hook_embed", "blocks.0.hook_mlp_out", "blocks.1.hook_mlp_out"}
+    assert cache.logits is None and "logits" not in cache
+    with pytest.raises(KeyError, match="needs"):
+        cache["blocks.0.hook_resid_post"]
+
+
+def test_micro_batches_and_offload_give_the_whole_batch_capture(arch):
+    model = tiny_model(arch)
+    whole = run_with_cache(model, adapter_for(model), IDS)
+    split = run_with_cache(model, adapter_for(model), IDS, micro_batch=2, offload=True)
+    assert set(split.activations) == set(whole.activations)
+    for name, tensor in whole.activations.items():
+        assert split[name].device.type == "cpu"
+        torch.testing.assert_close(split[name], tensor, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(split.logits, whole.logits, atol=1e-5, rtol=1e-5)
+
+
+def test_out_of_memory_halves_the_micro_batch(monkeypatch):
+    model = tiny_model("gpt2")
+    forward, sizes = model.forward, []
+
+    def short_of_memory(*args, **kwargs):
+        sizes.append(kwargs["input_ids"].shape[0])
+        if kwargs["input_ids"].shape[0] > 1:
+            raise torch.OutOfMemoryError("simulated")
+        return forward(*args, **kwargs)
+
+    monkeypatch.setattr(model, "forward", short_of_memory)
+    cache = run_with_cache(model, adapter_for(model), IDS, names=["logits"])
+    assert sizes == [3, 2, 1, 1, 1] and cache.logits.shape == (3, 12, 50)
+
+
+def test_per_head_queries_and_keys_give_the_attention_pattern(arch):
+    """q/k/v per head, (batch, seq, heads, d_head); without rotary, softmax(q·k/√d) is the captured pattern."""
+    model = tiny_model(arch)
+    cache = run_with_cache(model, adapter_for(model), IDS, names=["blocks.0.attn.*"])
+    q, k, v = (cache[f"blocks.0.attn.hook_{x}"] for x in "qkv")
+    assert q.shape == k.shape == v.shape == (3, 12, 2, 16)
+    if arch in ("gpt2", "opt"):  # rotary models rotate q and k after the projection
+        scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / 16**0.5
+        scores = scores.masked_fill(torch.ones(12, 12, dtype=torch.bool).triu(1), float("-inf"))
+        torch.testing.assert_close(scores.softmax(-1), cache["blocks.0.attn.hook_pattern"], atol=1e-5, rtol=1e-4)
+
+
+def test_a_need_that_names_nothing_is_refused():
+    from models.capture import check_patterns
+
+    check_patterns(["blocks.*.hook_resid_post", "logits", "blocks.{i}.attn.hook_pattern"])
+    with pytest.raises(ValueError, match="blocks.*.hook_resid'"):
+        check_patterns(["blocks.*.hook_resid"])

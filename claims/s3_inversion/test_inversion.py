@@ -11,7 +11,6 @@ import torch
 from latent_instruments.inversion import invert_by_gradient_descent, pseudo_inverse_decode
 from latent_instruments.stats import bootstrap
 from models.capture import block_output_fn
-from models.zoo import resolve
 from reports.records import Check
 
 pytestmark = pytest.mark.gpu
@@ -49,16 +48,16 @@ def _recover(subject, ids: torch.Tensor, variant: str, seed: int) -> dict[str, n
     }
 
 
-@pytest.mark.claim("S3.5", "S3: GPT-J, Llama 7B → 13B → 30B sections")
-@pytest.mark.models("ladder")
+@pytest.mark.claim("S3.5", version=1)
+@pytest.mark.models("ladder", twin=True)
 @pytest.mark.parametrize("variant", ["full-vocabulary", "restricted"])
-def test_wider_models_invert_better(model_name, variant, pool, claim, settings):
+def test_wider_models_invert_better(model_name, variant, group, group_twins, prompts, claim, settings):
     """S3.5: token recovery accuracy of the widest rung exceeds the narrowest's (trained ladder)."""
-    rungs = resolve(model_name).members
-    ids = pool.prompts(rungs[0])[:N_PROMPTS, :PROMPT_TOKENS]  # one char tokenizer across the ladder
-    widths = [pool.get(r).d_model for r in rungs]
-    trained = [_recover(pool.get(r), ids, variant, settings.seed) for r in rungs]
-    untrained = [_recover(pool.get(resolve(r).twin), ids, variant, settings.seed) for r in rungs]
+    rungs = [m.name for m in group]
+    ids = prompts[:N_PROMPTS, :PROMPT_TOKENS]  # one char tokenizer across the ladder
+    widths = [m.d_model for m in group]
+    trained = [_recover(m, ids, variant, settings.seed) for m in group]
+    untrained = [_recover(m, ids, variant, settings.seed) for m in group_twins]
     acc = np.stack([t["accuracy"] for t in trained], axis=1)  # (prompts, rungs)
     twin_acc = np.stack([t["accuracy"] for t in untrained], axis=1)
     truth = np.stack([t["truth_decode"] for t in trained + untrained], axis=1)
@@ -68,7 +67,6 @@ def test_wider_models_invert_better(model_name, variant, pool, claim, settings):
     per_rung = [bootstrap(acc[:, i], lambda u: float(u.mean()), seed=settings.seed) for i in range(len(rungs))]
     per_twin = [bootstrap(twin_acc[:, i], lambda u: float(u.mean()), seed=settings.seed) for i in range(len(rungs))]
     claim.record(
-        model_name,
         [
             Check.of(f"accuracy gain, d_model {widths[-1]} minus {widths[0]}", gain, "fraction of tokens", ">", 0.0,
                      "S3 reports an ordering, not a figure: GPT-2 (768 wide) fails, GPT-J (4096) recovers part, "

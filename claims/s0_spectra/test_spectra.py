@@ -8,19 +8,12 @@ import numpy as np
 import pytest
 import torch
 
-from latent_instruments.spectra import fit_power_law, power_spectral_density
+from claims.s0_spectra.conftest import RESIDUAL_NEEDS
+from latent_instruments.spectra import fit_power_law
 from latent_instruments.stats import bootstrap
 from reports.records import Check
 
 pytestmark = pytest.mark.gpu
-
-
-def _per_sequence_spectra(cache) -> tuple[list[str], torch.Tensor, np.ndarray]:
-    """(layer labels, freqs (n_freq,), psd (batch, n_layers, n_freq)) of the residual stream by depth."""
-    layers = cache.hidden_states()
-    spectra = [power_spectral_density(h.float().cpu()) for _, h in layers]
-    freqs = spectra[0][0]
-    return [label for label, _ in layers], freqs, torch.stack([psd for _, psd in spectra], dim=1).numpy()
 
 
 def _start_layer(labels: list[str]) -> int:
@@ -34,9 +27,10 @@ def _straightening(freqs: torch.Tensor, psd: np.ndarray, start: int) -> float:
     return fit_power_law(freqs, mean[-1]).r_squared - fit_power_law(freqs, mean[start]).r_squared
 
 
-@pytest.mark.claim("S0.3", "S0 Fig 2 (trained OPT-125m); control S0.5, Fig 3")
-@pytest.mark.models("trained", "hf")
-def test_power_law_straightens_with_depth(model_name, activations, twin_activations, claim, settings):
+@pytest.mark.claim("S0.3", version=1)
+@pytest.mark.models("trained", "hf", twin=True)
+@pytest.mark.needs(*RESIDUAL_NEEDS)
+def test_power_law_straightens_with_depth(model_name, residual_spectra, twin_residual_spectra, activations, claim, settings):
     """S0.3: the log-log spectrum is closer to a power law after the last block than at the first block's input.
 
     Power-law straightness is the R² of a least-squares line through log10
@@ -45,8 +39,8 @@ def test_power_law_straightens_with_depth(model_name, activations, twin_activati
     The mean spectrum is over sequences and d_model, so sequences are the
     bootstrap unit (paired with the twin's spectra of the same token ids).
     """
-    labels, freqs, psd = _per_sequence_spectra(activations.cache)
-    twin_labels, _, twin_psd = _per_sequence_spectra(twin_activations.cache)
+    labels, freqs, psd = residual_spectra.labels, residual_spectra.freqs, residual_spectra.psd
+    twin_labels, twin_psd = twin_residual_spectra.labels, twin_residual_spectra.psd
     start = _start_layer(labels)
     paired = np.stack([psd, twin_psd], axis=1)  # (batch, 2, n_layers, n_freq)
 
@@ -59,7 +53,6 @@ def test_power_law_straightens_with_depth(model_name, activations, twin_activati
     fits = {label: fit_power_law(freqs, torch.from_numpy(psd.mean(0)[i])) for i, label in enumerate(labels)}
     twin_fits = {label: fit_power_law(freqs, torch.from_numpy(twin_psd.mean(0)[i])) for i, label in enumerate(twin_labels)}
     claim.record(
-        model_name,
         [
             Check.of(f"straightening: power-law R², {labels[-1]} minus {labels[start]}", trained, "R²", ">", 0.0,
                      "S0 Fig 2 shows the trained model's spectra straightening from the embedding(+position) layer "

@@ -38,8 +38,9 @@ def _min_ratio(units: np.ndarray) -> float:
     return float((mean[:, 1] / mean[:, 0]).min())
 
 
-@pytest.mark.claim("S4.2", "S4 Appendix IV")
+@pytest.mark.claim("S4.2", version=1)
 @pytest.mark.models("trained", "hf")
+@pytest.mark.needs("logits")
 def test_ffn_output_dominates_each_block(model_name, subject, activations, claim, settings):
     """S4.2: in every block, H(full, no FFN) exceeds H(full, no attention)."""
     h = _ablation_distances(subject, activations)
@@ -51,7 +52,6 @@ def test_ffn_output_dominates_each_block(model_name, subject, activations, claim
     ]
     blocks = list(range(1, h.shape[1] + 1))
     claim.record(
-        model_name,
         [
             Check.of("min over blocks of H(no FFN) / H(no attention)", ratio, "ratio", ">", 1.0,
                      "S4 Appendix IV: the FFN output 'always has the larger impact'; the source's per-block ratios "
