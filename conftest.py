@@ -123,7 +123,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Apply the ledger as strict xfails bound to model fingerprints; one xdist group per model."""
-    settings, ledger = config.stash[SETTINGS_KEY], load_ledger()
+    settings = config.stash[SETTINGS_KEY]
+    try:
+        ledger = load_ledger(settings.ledger)
+    except ValueError as err:
+        raise pytest.UsageError(str(err)) from None
 
     @functools.cache
     def fingerprint_of(name: str) -> str:

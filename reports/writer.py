@@ -18,6 +18,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from fixtures.ledger import LEDGER
 from models.cache import atomic_write_text, publish_mode
 from reports import baseline, benchmarks, history, render
 from reports.records import RED
@@ -44,6 +45,7 @@ def replay_command(settings) -> str:
     corpus = f" --corpus {settings.corpus}" if settings.corpus else ""
     device = settings.device.split(":")[0] if os.environ.get("PYTEST_XDIST_WORKER") else settings.device
     placement = f" --device-map {settings.device_map}" if settings.device_map else ""
+    placement += f" --ledger {settings.ledger}" if settings.ledger.resolve() != LEDGER.resolve() else ""
     return (f"pytest claims -m gpu --zoo {settings.zoo} --device {device}{placement} --dtype {settings.dtype_name} "
             f"--seed {settings.seed}{corpus}{models}")
 

@@ -134,3 +134,24 @@ def test_a_need_that_names_nothing_is_refused():
     check_patterns(["blocks.*.hook_resid_post", "logits", "blocks.{i}.attn.hook_pattern"])
     with pytest.raises(ValueError, match="blocks.*.hook_resid'"):
         check_patterns(["blocks.*.hook_resid"])
+
+
+def test_a_model_whose_adapter_does_not_fit_is_caught_before_any_claim(tmp_path):
+    """The pool checks resid_post = resid_pre + attn_out + mlp_out on the model's own prompts at load."""
+    import dataclasses
+
+    from fixtures.settings import Settings
+    from fixtures.zoo import ModelPool, UntrustedModelError, residual_identity_error
+    from models.corpus import Corpus
+    from models.zoo import LoadedModel, ZooEntry
+
+    model = tiny_model("gpt2")
+    right = LoadedModel(ZooEntry("m", "hf"), model, adapter_for(model), None, "folder")
+    wrong = dataclasses.replace(right, adapter=dataclasses.replace(right.adapter, attn="ln_1"))  # not attn_out
+    assert residual_identity_error(right, IDS) < 1e-6
+    assert residual_identity_error(wrong, IDS) > 0.01
+    pool = ModelPool(Settings("tiny", (), "cpu", torch.float32, 0, None, tmp_path, None), Corpus("toy", "x", "0" * 64))
+    pool.models["m"], pool.batches["m"] = wrong, IDS
+    with pytest.raises(UntrustedModelError, match=r"m: resid_post differs .* the 'gpt2' adapter .* does not fit"):
+        pool._check_identity("m")
+    assert pool.identity["m"]["passed"] is False

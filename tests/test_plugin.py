@@ -1,9 +1,10 @@
-"""The pytest plugin seen from the command line: options, collection errors, the ledger."""
+"""The pytest plugin seen from the command line: options, markers, outcomes, the ledger, xdist, the report."""
 
 import json
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -13,8 +14,110 @@ from fixtures.ledger import load_ledger
 REPO = Path(__file__).resolve().parent.parent
 
 
-def pytest_run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pytest", *args], cwd=REPO, capture_output=True, text=True, timeout=600)
+def pytest_run(*args: str, cwd: Path = REPO, env: dict | None = None) -> subprocess.CompletedProcess:
+    """pytest in a subprocess; outside the repository the plugin is loaded as ``-p conftest`` from it."""
+    plugin = () if cwd == REPO else ("-p", "conftest")
+    return subprocess.run([sys.executable, "-m", "pytest", *plugin, *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=900, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
+
+
+# Synthetic claim tests on a random-init reference (never loaded: the tests only record), one per outcome.
+CASES = textwrap.dedent('''
+    import pytest
+    from latent_instruments.stats import Estimate
+    from reports.records import Check
+
+    def check(value, role="claim"):
+        return Check.of("statistic", Estimate(value, value - 0.1, value + 0.1, 0.95, 8), "unit", ">", 0.0,
+                        "derivation", role=role)
+
+    @pytest.mark.claim("S4.1", version=1)
+    @pytest.mark.models("reference")
+    @pytest.mark.parametrize("case", ["holds", "fails", "listed-fails", "listed-holds", "listed-crash",
+                                      "listed-control", "not-informative", "nan"])
+    def test_case(model_name, case, claim):
+        if case == "listed-crash":
+            raise RuntimeError("Expected all tensors to be on the same device")
+        if case == "not-informative":
+            claim.not_informative("an identity here")
+        value = {"holds": 1.0, "listed-holds": 1.0, "listed-control": 1.0, "nan": float("nan")}.get(case, -1.0)
+        control = -1.0 if case == "listed-control" else 1.0
+        claim.record([check(value), check(control, role="control")])
+''')
+
+
+def ledger_for(fingerprint: str, variants: list[str]) -> str:
+    return "".join(f'[[expected]]\nclaim = "S4.1"\nmodel = "ref-gpt2-small"\nfingerprint = "{fingerprint}"\n'
+                   f'variant = "{v}"\nwhy = "synthetic"\nwould_change = "nothing"\n\n' for v in variants)
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory) -> Path:
+    """A folder with the synthetic claim tests and a ledger listing the 'listed-*' cases (the plugin comes by -p)."""
+    from models.corpus import load_corpus
+    from models.zoo import fingerprint, resolve
+
+    folder = tmp_path_factory.mktemp("plugin-cases")
+    (folder / "test_cases.py").write_text(CASES)
+    mark = fingerprint(resolve("ref-gpt2-small"), load_corpus(None), 0)
+    (folder / "ledger.toml").write_text(ledger_for(mark, ["listed-fails", "listed-holds", "listed-crash", "listed-control"]))
+    return folder
+
+
+def run_cases(folder: Path, *extra: str) -> tuple[subprocess.CompletedProcess, dict]:
+    done = pytest_run("test_cases.py", "--model", "ref-gpt2-small", "--ledger", "ledger.toml", "--report-dir", "reports",
+                      "-p", "no:cacheprovider", "-q", *extra, cwd=folder)
+    results = json.loads((folder / "reports" / "latest" / "results.json").read_text())
+    return done, {r["params"]["case"]: r for r in results["records"]}
+
+
+def test_every_outcome_and_only_the_claims_own_failure_is_absorbed_by_the_ledger(cases):
+    done, records = run_cases(cases)
+    outcomes = {case: r["outcome"] for case, r in records.items()}
+    assert outcomes == {
+        "holds": "holds",
+        "fails": "fails",
+        "listed-fails": "fails as expected",
+        "listed-holds": "holds unexpectedly",  # a ledger entry that starts holding is red
+        "listed-crash": "error",  # a crash on a ledger-listed instance is an error, not "fails as expected"
+        "listed-control": "control failed",  # a failed control is red, ledger or not
+        "not-informative": "not informative",
+        "nan": "error",
+    }, done.stdout[-3000:]
+    assert done.returncode == 1
+    assert "5 failed, 1 passed, 1 skipped, 1 xfailed" in done.stdout
+    assert "same device" in records["listed-crash"]["message"]
+    assert "latent-claims outcomes" in done.stdout and "holds unexpectedly" in done.stdout
+
+
+def test_xdist_gives_the_serial_records(cases):
+    _, serial = run_cases(cases)
+    done, parallel = run_cases(cases, "-n", "2")
+    assert "bringing up nodes" in done.stdout, done.stdout[-2000:]
+    assert parallel == serial
+
+
+def test_a_ledger_entry_of_another_build_of_the_model_does_not_apply(cases, tmp_path):
+    (cases / "other-ledger.toml").write_text(ledger_for("gpt2-small-0000000000000000:seed0", ["listed-fails"]))
+    done = pytest_run("test_cases.py", "--model", "ref-gpt2-small", "--ledger", "other-ledger.toml", "-k", "listed-fails",
+                      "--report-dir", str(tmp_path), "-p", "no:cacheprovider", "-q", cwd=cases)
+    assert "does not apply" in done.stdout and "1 failed" in done.stdout
+
+
+@pytest.mark.parametrize("marker, message", [
+    ('@pytest.mark.claim("S9.9", version=1)', "not in claims/catalogue.toml"),
+    ('@pytest.mark.claim("S4.1")', "version=N"),
+    ('@pytest.mark.models("trianed")', "unknown roles ['trianed']"),
+])
+def test_a_bad_marker_is_a_collection_error_naming_it(cases, tmp_path, marker, message):
+    claim = "" if "claim" in marker else '@pytest.mark.claim("S4.1", version=1)\n'
+    models = "" if "models" in marker else '@pytest.mark.models("reference")\n'
+    (cases / "test_bad.py").write_text(f"import pytest\n\n{claim}{models}{marker}\ndef test_x(model_name, claim):\n    pass\n")
+    try:
+        done = pytest_run("test_bad.py", "--collect-only", "-p", "no:cacheprovider", cwd=cases)
+    finally:
+        (cases / "test_bad.py").unlink()
+    assert done.returncode != 0 and message in done.stdout + done.stderr
 
 
 def test_unknown_model_fails_at_collection_with_the_valid_names():
@@ -40,13 +143,13 @@ def test_default_tiny_zoo_collects_the_four_claims_over_their_models():
 
 
 def test_the_ledger_file_parses():
-    assert all(e.why and e.would_change for e in load_ledger().values())
+    assert all(e.why and e.would_change and e.fingerprint for e in load_ledger().values())
 
 
 @pytest.mark.parametrize(
     "content, message",
     [("[[expected]]\nclaim = 'S0.3'\n", "malformed"),
-     ("[[expected]]\nclaim='S0.3'\nmodel='m'\nwhy='w'\nwould_change='c'\n" * 2, "repeats")],
+     ("[[expected]]\nclaim='S0.3'\nmodel='m'\nfingerprint='f'\nwhy='w'\nwould_change='c'\n" * 2, "repeats")],
 )
 def test_a_broken_ledger_is_named(tmp_path, content, message):
     path = tmp_path / "ledger.toml"
@@ -67,6 +170,7 @@ def test_claims_run_on_a_local_hf_folder(tmp_path):
     assert {r["claim"] for r in results["records"]} == {"S0.3", "S4.2", "S4.5"}
     assert {r["model"] for r in results["records"]} == {str(folder)}
     assert results["models"][str(folder)]["role"] == "hf"
+    assert results["models"][str(folder)]["residual_identity"]["passed"] is True
     assert '<property name="claim_record"' in (tmp_path / "junit.xml").read_text()
 
 
@@ -75,12 +179,9 @@ def test_an_interrupted_run_still_writes_what_it_measured(tmp_path):
     (tmp_path / "interrupt_after_first.py").write_text(
         "def pytest_runtest_teardown(item, nextitem):\n    raise KeyboardInterrupt\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "claims/test_feedforward.py", "-m", "gpu", "--model", "tiny-w96",
-         "--report-dir", str(tmp_path / "reports"), "-p", "interrupt_after_first", "-p", "no:cacheprovider", "-q"],
-        cwd=REPO, capture_output=True, text=True, timeout=600,
-        env={**os.environ, "PYTHONPATH": str(tmp_path)},
-    )
+    done = pytest_run("claims/s4_ffn/test_feedforward.py", "-m", "gpu", "--model", "tiny-w96",
+                      "--report-dir", str(tmp_path / "reports"), "-p", "interrupt_after_first", "-p", "no:cacheprovider",
+                      "-q", env={"PYTHONPATH": f"{REPO}:{tmp_path}"})
     assert done.returncode == 2, done.stdout[-2000:]
     results = json.loads((tmp_path / "reports" / "latest" / "results.json").read_text())
     assert results["interrupted"] is True

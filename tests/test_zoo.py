@@ -37,7 +37,54 @@ def test_roles_of_zoo_names():
     assert resolve("ref-llama-small").role == "reference"
     assert resolve("tiny-ladder").members == ("tiny-w96", "tiny-w128", "tiny-w192")
     assert resolve("EleutherAI/pythia-160m").role == "hf"
-    assert {resolve(n).role for n in default_names("tiny")} == {"trained", "untrained", "reference", "ladder"}
+    assert {resolve(n).role for n in default_names("tiny")} == {"trained", "untrained", "reference", "ladder",
+                                                                  "siblings", "depths"}
+
+
+def test_groups_are_named_subjects_of_member_models():
+    siblings = resolve("tiny-siblings")
+    assert siblings.is_group and siblings.members[0] == "tiny-w128" and len(siblings.members) == 4
+    assert [resolve(m).recipe.seed for m in siblings.members] == [1337, 1442, 88, 99999]
+    assert [resolve(m).recipe.n_layer for m in resolve("tiny-depths").members] == [2, 4, 8]
+    assert not resolve("tiny-w128").is_group
+
+
+def test_fingerprints_tell_builds_of_one_name_apart(tmp_path):
+    """A ledger entry binds to what a model is: recipe + corpus for zoo models, the weights for a folder."""
+    from models.corpus import load_text_file
+    from models.zoo import fingerprint
+
+    text_a, text_b = tmp_path / "a.txt", tmp_path / "b.txt"
+    text_a.write_text(TEXT * 40)
+    text_b.write_text(TEXT * 41)
+    a, b = load_text_file(text_a), load_text_file(text_b)
+    assert fingerprint(resolve("tiny-w128"), a, 0) != fingerprint(resolve("tiny-w128"), b, 0)
+    assert fingerprint(resolve("tiny-w128"), a, 0).startswith("tiny-w128-")
+    assert fingerprint(resolve("ref-gpt2-small"), a, 0) != fingerprint(resolve("ref-gpt2-small"), a, 1)
+    first = save_hf_folder(tmp_path / "one", arch="gpt2")
+    assert fingerprint(resolve(str(first)), a, 0).startswith("weights-")
+    save_hf_folder(tmp_path / "two", arch="llama")
+    assert fingerprint(resolve(str(first)), a, 0) != fingerprint(resolve(str(tmp_path / "two")), a, 0)
+
+
+def test_a_model_split_by_max_memory_loads_and_captures_like_a_whole_one(tmp_path):
+    """--device-map auto: accelerate puts part of the model on disk (CPU here, GPUs elsewhere); capture still works."""
+    from models.capture import run_with_cache
+    from models.corpus import load_text_file
+    from models.zoo import load
+
+    folder = save_hf_folder(tmp_path / "split", arch="gpt2")
+    (tmp_path / "c.txt").write_text(TEXT * 40)
+    corpus = load_text_file(tmp_path / "c.txt")
+    whole = load(resolve(str(folder)), corpus, "cpu", torch.float32, 0)
+    split = load(resolve(str(folder)), corpus, "cpu", torch.float32, 0, device_map="auto",
+                 max_memory={"cpu": 60_000}, offload_folder=str(tmp_path / "offload"))
+    assert "disk" in set(split.model.hf_device_map.values())  # really split
+    ids = torch.randint(0, 50, (2, 16), generator=torch.Generator().manual_seed(0))
+    a = run_with_cache(whole.model, whole.adapter, ids)
+    b = run_with_cache(split.model, split.adapter, ids.to(split.input_device), offload=True)
+    for name, tensor in a.activations.items():
+        torch.testing.assert_close(b[name], tensor, atol=1e-5, rtol=1e-5)
 
 
 def test_a_ladder_has_no_twin():

@@ -1,0 +1,43 @@
+"""TEMPLATE — copy to claims/<family folder>/test_<topic>.py and fill in (README: "How to add a claim").
+
+SX.Y — the claim in one sentence, as claims/catalogue.toml states it.
+
+A claim test reads top to bottom: measure → estimate with interval → checks
+with derivations → record. It never loads models itself (the fixtures do),
+never hard-codes a measurement, and never tunes a threshold until it passes.
+"""
+
+import pytest
+
+from latent_instruments.stats import bootstrap
+from reports.records import Check
+
+pytestmark = pytest.mark.gpu
+
+THRESHOLD = 1.0  # the source's figure this comes from (e.g. "S4 Appendix IV: smallest ratio 1.67"), margin taken
+
+
+@pytest.mark.claim("SX.Y", version=1)  # an id of claims/catalogue.toml; bump version when the procedure changes
+@pytest.mark.models("trained", "hf", twin=True)  # roles: trained untrained reference hf ladder siblings depths
+@pytest.mark.needs("blocks.*.hook_resid_post")  # canonical activations read (models/adapters.py lists them)
+def test_the_claim_in_words(model_name, activations, twin_activations, claim, settings):
+    """SX.Y: what is measured, on what, against what."""
+    # measure: one number per prompt (the bootstrap unit), shape (batch,)
+    per_prompt = activations.cache["blocks.0.hook_resid_post"].float().norm(dim=-1).mean(dim=1).cpu().numpy()
+    twin_per_prompt = twin_activations.cache["blocks.0.hook_resid_post"].float().norm(dim=-1).mean(dim=1).cpu().numpy()
+
+    # estimate with interval
+    statistic = bootstrap(per_prompt, lambda u: float(u.mean()), seed=settings.seed)
+    control = bootstrap(twin_per_prompt, lambda u: float(u.mean()), seed=settings.seed)
+
+    # checks with derivations; a claim that is an identity here ends with claim.not_informative("why")
+    claim.record(
+        [
+            Check.of("what the statistic is", statistic, "unit", ">", THRESHOLD,
+                     "the source's figure and the margin taken, in a sentence"),
+            Check.of("what would fail a vacuous pass", control, "unit", ">", 0.0,
+                     "why this control can fail, and what it rules out", role="control"),
+        ],
+        procedure="prompts, positions, layers used, and every difference from the source's procedure",
+        details={"per_layer": {"block 1": float(statistic.value)}},  # tables: {row: value} or {row: {column: value}}
+    )
