@@ -1,0 +1,62 @@
+"""``python -m reports merge DIR... [--report-dir OUT]``: merge run folders made on several machines into one report.
+
+Each DIR is a run folder (``<report dir>/<run id>/``, holding results.json) or
+a results.json file, e.g. one per CI job when the claims are sharded by model
+or GPU. The runs must share the results schema, ``--seed``, the code version
+(git commit), ``--corpus`` and ``--zoo``; otherwise nothing is written and the
+exit status is 2. The merged report is a new run folder under OUT (default
+``reports``): results.json, report.md, report.html; ``OUT/latest`` points at
+it and ``OUT/index.html`` lists it.
+"""
+
+import argparse
+import sys
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m reports``.
+
+    Returns:
+        the parser, with one subcommand, ``merge``.
+    """
+    parser = argparse.ArgumentParser(prog="python -m reports", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{merge}")
+    m = commands.add_parser("merge", help="merge run folders made on different machines into one report",
+                            description="Merge run folders (or results.json files) into one report, written as "
+                                        "a new run folder under --report-dir.")
+    m.add_argument("runs", nargs="+", metavar="DIR", help="a run folder holding results.json, or a results.json file")
+    m.add_argument("--report-dir", default="reports", metavar="OUT",
+                   help="folder under which the merged run folder and the 'latest' link are written (default: reports)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line.
+
+    Args:
+        argv: the arguments after ``python -m reports``; None for ``sys.argv[1:]``.
+
+    Returns:
+        the exit status: 0 when the merged report was written, 2 when an input is missing or unreadable,
+        the inputs cannot be merged, or the report cannot be written (argparse also exits 2 on bad usage).
+    """
+    args = build_parser().parse_args(argv)
+    from reports.merge import MergeError, merge  # after parsing: --help need not import torch
+
+    try:
+        folder, warnings = merge(args.runs, args.report_dir)
+    except MergeError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:
+        print(f"error: cannot write the merged report under {args.report_dir}: {err}", file=sys.stderr)
+        return 2
+    for warning in warnings:
+        print(warning, file=sys.stderr)
+    print(folder)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

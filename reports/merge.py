@@ -1,0 +1,258 @@
+"""Merge run folders made on different machines (one CI job per model or per GPU) into one report.
+
+Each input is a run folder (holding ``results.json``) or a ``results.json``
+path. The inputs must agree on what makes their numbers comparable — the
+results ``schema``, the ``seed`` (``--seed``), the code version ``git`` (the
+commit hash; a ``+dirty`` input is allowed, with a warning), the corpus
+(``corpus.sha256``, ``--corpus``) and the ``zoo`` (``--zoo``) — else the merge
+is refused and nothing is written.
+
+The merged document: records concatenated (a (claim, model, test) record in
+two inputs is refused) and sorted as :func:`reports.writer.sort_records` does,
+``models`` united, ``peak_rss_mib`` and ``wall_seconds`` the largest,
+``interrupted`` when any input was, ``exit_status`` the largest,
+``merged_from`` the input run ids, ``created_utc`` now; the rest (``schema``,
+``seed``, ``zoo``, ``corpus``, ``versions``, ``git``, ``catalogue``,
+``device``, ``replay``, ``command``) taken from the inputs, the first where
+they differ. It is written through :func:`reports.writer.write_doc` as a new
+run folder.
+"""
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from reports import render, writer
+
+DIRTY = "+dirty"
+RECORD_KEY = ("claim", "model", "test")
+
+
+class MergeError(ValueError):
+    """Inputs that cannot be merged: missing, unreadable, not a results.json, or not comparable."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One input: its results document and where it was read from."""
+
+    path: Path  # the results.json file
+    doc: dict
+
+    @property
+    def name(self) -> str:
+        """The run as messages name it: its run id and its results.json path."""
+        return f"run {self.doc.get('run_id') or '?'} ({self.path})"
+
+
+@dataclass
+class Merged:
+    """What :func:`merge_runs` makes: the merged document and the warnings to show the user."""
+
+    doc: dict
+    warnings: list[str] = field(default_factory=list)
+
+
+def load_run(path: str | Path) -> Run:
+    """Read one input.
+
+    Args:
+        path: a run folder holding ``results.json``, or a ``results.json`` file.
+
+    Returns:
+        the :class:`Run` (its path is the results.json file).
+
+    Raises:
+        MergeError: when the path does not exist, a folder has no results.json, the file cannot be read
+            or is not JSON, or it is not a latent-claims results document.
+    """
+    path = Path(path)
+    file = path / "results.json" if path.is_dir() else path
+    if not path.exists():
+        raise MergeError(f"{path}: no such run folder or results.json")
+    if not file.is_file():
+        raise MergeError(f"{path}: a folder without results.json; pass a run folder (e.g. reports/20261122T031500Z)")
+    try:
+        doc = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as err:
+        raise MergeError(f"{file}: cannot be read: {err}") from None
+    except ValueError as err:
+        raise MergeError(f"{file}: not valid JSON: {err}") from None
+    if not (isinstance(doc, dict) and str(doc.get("schema", "")).startswith("latent-claims/results/")
+            and isinstance(doc.get("records"), list)):
+        raise MergeError(f"{file}: not a latent-claims results.json (no latent-claims 'schema' or no 'records')")
+    for i, r in enumerate(doc["records"]):
+        if not (isinstance(r, dict) and all(isinstance(r.get(k), str) for k in RECORD_KEY)):
+            raise MergeError(f"{file}: record {i} lacks one of {', '.join(RECORD_KEY)}")
+    return Run(file, doc)
+
+
+def _field(doc: dict, dotted: str):
+    value = doc
+    for part in dotted.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def _code_version(doc: dict) -> str:
+    return str(doc.get("git")).removesuffix(DIRTY)
+
+
+# (field as results.json names it, the option or meaning that sets it, how two values are compared)
+CHECKS = (
+    ("schema", "results format", lambda d: d.get("schema")),
+    ("seed", "--seed", lambda d: d.get("seed")),
+    ("git", "code version: commit hash, '+dirty' ignored", _code_version),
+    ("corpus.sha256", "--corpus", lambda d: _field(d, "corpus.sha256")),
+    ("zoo", "--zoo", lambda d: d.get("zoo")),
+)
+
+
+def check_comparable(runs: list[Run]) -> list[str]:
+    """Check that the runs measured the same thing, so that their records can share one report.
+
+    Args:
+        runs: the inputs, at least one.
+
+    Returns:
+        warnings for the user (runs made from a checkout with uncommitted changes).
+
+    Raises:
+        MergeError: naming the field and its option, the two values and the two runs, when ``schema``,
+            ``seed``, ``git`` (without "+dirty"), ``corpus.sha256`` or ``zoo`` differ; or when one
+            results.json is given twice.
+    """
+    seen: dict[Path, Run] = {}
+    for run in runs:
+        key = run.path.resolve()
+        if key in seen:
+            raise MergeError(f"{run.name} is given twice (also as {seen[key].path}); pass each run folder once "
+                             "(not a run folder and the 'latest' link to it)")
+        seen[key] = run
+    first = runs[0]
+    for run in runs[1:]:
+        for name, meaning, value in CHECKS:
+            a, b = value(first.doc), value(run.doc)
+            if a != b:
+                shown = (first.doc.get(name), run.doc.get(name)) if name == "git" else (a, b)
+                raise MergeError(f"cannot merge: {name} ({meaning}) differs: {shown[0]!r} in {first.name}, "
+                                 f"{shown[1]!r} in {run.name}; the runs of one report must share "
+                                 "schema, --seed, code version, --corpus and --zoo")
+    return [f"warning: {run.name} was made from code with uncommitted changes (git {run.doc.get('git')}); "
+            "the merged report cannot be replayed from a commit"
+            for run in runs if str(run.doc.get("git", "")).endswith(DIRTY)]
+
+
+def _merge_baselines(runs: list[Run], records: list[dict]) -> dict | None:
+    cmps = [r.doc["baseline"] for r in runs if r.doc.get("baseline")]
+    if not cmps:
+        return None
+    tests = {r["test"] for r in records}
+
+    def joined(key):
+        return "; ".join(dict.fromkeys(str(c.get(key)) for c in cmps))
+
+    def concat(key):
+        return [item for c in cmps for item in c.get(key) or []]
+
+    return {"baseline": joined("baseline"), "baseline_run_id": joined("baseline_run_id"),
+            "verdict_changes": concat("verdict_changes"), "method_changed": concat("method_changed"),
+            "moved": concat("moved"), "new": list(dict.fromkeys(concat("new"))),
+            # a test one shard did not run may have run in another shard
+            "missing": [t for t in dict.fromkeys(concat("missing")) if t not in tests]}
+
+
+def merge_runs(runs: list[Run]) -> Merged:
+    """Merge results documents into one (its ``run_id`` left None for the writer to set).
+
+    Args:
+        runs: the inputs, at least one, as :func:`load_run` returns them.
+
+    Returns:
+        :class:`Merged`: the document and warnings (uncommitted changes, differing package versions).
+
+    Raises:
+        MergeError: for no inputs, inputs that are not comparable (see :func:`check_comparable`), or a
+            (claim, model, test) record present in two inputs (naming both runs).
+    """
+    if not runs:
+        raise MergeError("nothing to merge: pass at least one run folder")
+    warnings = check_comparable(runs)
+    owner: dict[tuple, Run] = {}
+    records: list[dict] = []
+    for run in runs:
+        for r in run.doc["records"]:
+            key = tuple(r[k] for k in RECORD_KEY)
+            if key in owner:
+                raise MergeError(f"cannot merge: duplicate record (claim, model, test) = ({', '.join(key)}) in "
+                                 f"{owner[key].name} and in {run.name}; each claim test on a model must come "
+                                 "from one run (one shard per model)")
+            owner[key] = run
+            records.append(r)
+    first = runs[0].doc
+    for run in runs[1:]:
+        if run.doc.get("versions") != first.get("versions"):
+            differ = sorted(k for k in {*first.get("versions", {}), *run.doc.get("versions", {})}
+                            if first.get("versions", {}).get(k) != run.doc.get("versions", {}).get(k))
+            warnings.append(f"warning: package versions differ between {runs[0].name} and {run.name}: "
+                            f"{', '.join(differ)}; the report shows the first's")
+    models: dict = {}
+    catalogue: dict = {}
+    for run in runs:
+        for name, facts in (run.doc.get("models") or {}).items():
+            models.setdefault(name, facts)
+        for claim_id, entry in (run.doc.get("catalogue") or {}).items():
+            catalogue.setdefault(claim_id, entry)
+    git = first.get("git")
+    if any(str(r.doc.get("git", "")).endswith(DIRTY) for r in runs) and not str(git).endswith(DIRTY):
+        git = f"{git}{DIRTY}"
+    doc = {
+        "schema": first["schema"],
+        "run_id": None,
+        "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": first.get("command"),
+        "replay": first.get("replay"),
+        "interrupted": any(bool(r.doc.get("interrupted")) for r in runs),
+        "exit_status": max(int(r.doc.get("exit_status") or 0) for r in runs),
+        "seed": first.get("seed"),
+        "zoo": first.get("zoo"),
+        "corpus": first.get("corpus"),
+        "versions": first.get("versions"),
+        "git": git,
+        "device": first.get("device"),
+        "wall_seconds": max(float(r.doc.get("wall_seconds") or 0.0) for r in runs),
+        "peak_rss_mib": max(float(r.doc.get("peak_rss_mib") or 0.0) for r in runs),
+        "models": models,
+        "catalogue": catalogue,
+        "records": writer.sort_records(records),
+        "baseline": _merge_baselines(runs, records),
+        "benchmarks": next((r.doc["benchmarks"] for r in runs if r.doc.get("benchmarks")), None),
+        "merged_from": [r.doc.get("run_id") for r in runs],
+    }
+    return Merged(doc, warnings)
+
+
+def merge(inputs: list[str | Path], report_dir: str | Path = "reports") -> tuple[Path, list[str]]:
+    """Merge run folders into a new run folder under ``report_dir``.
+
+    Args:
+        inputs: run folders or results.json files, at least one.
+        report_dir: the base folder of run folders; the new folder is made there, ``latest`` is pointed
+            at it and ``index.html`` updated (:func:`reports.writer.write_doc`).
+
+    Returns:
+        (the new run folder, warnings for the user).
+
+    Raises:
+        MergeError: for a missing or unreadable input, inputs that are not comparable, a duplicate record,
+            or records the report cannot show; nothing is written then.
+        OSError: when the report folder cannot be written.
+    """
+    merged = merge_runs([load_run(p) for p in inputs])
+    try:  # render once before writing, so that a malformed input leaves no half-written folder
+        render.markdown({**merged.doc, "run_id": "check"})
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise MergeError(f"cannot merge: the inputs' records or facts cannot be rendered "
+                         f"({type(err).__name__}: {err})") from None
+    return writer.write_doc(merged.doc, Path(report_dir)), merged.warnings

@@ -1,0 +1,203 @@
+"""``python -m reports merge``: runs made on several machines become one report; incomparable runs are refused."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from fixtures.catalogue import catalogue_json
+from fixtures.settings import Settings
+from reports import render, writer
+from reports.merge import MergeError, merge
+from reports.records import Check, ClaimRecord
+
+REPO = Path(__file__).resolve().parent.parent
+CLEAN = "0123456789abcdef0123456789abcdef01234567"
+OTHER = "fedcba9876543210fedcba9876543210fedcba98"
+
+
+def record(claim: str, model: str, value: float = 0.2) -> dict:
+    """A claim record like a claim test makes (see tests/test_reports.py)."""
+    checks = [Check("straightening", value, value - 0.01, value + 0.01, "decades", ">", 0.0, "S0 Fig 2: positive drop"),
+              Check("learned", 0.5, 0.49, 0.51, "decades", ">", 0.0, "S0.5 twin", role="control")]
+    rec = ClaimRecord(claim, 1, model, f"claims/s0_spectra/test_spectra.py::t_{claim.replace('.', '_')}[{model}]", {},
+                      checks, "procedure", {"slope_by_layer": {"embed": -0.1, "block 1": -1.2}}, None)
+    rec.outcome = "holds" if value - 0.01 > 0 else "fails"
+    return rec.to_json()
+
+
+def facts(d_model: int) -> dict:
+    """A model's facts as the pool describes it."""
+    return {"role": "trained", "architecture": "gpt2", "n_params": 1000 * d_model, "d_model": d_model, "n_blocks": 4,
+            "source": "recipe", "load_seconds": 0.1, "train_seconds": 12.0, "final_val_loss": 1.9,
+            "forward_seconds": 0.01, "capture_seconds": 0.02, "captured": ["blocks.0.hook_resid_post"]}
+
+
+def machine(tmp_path: Path, name: str, models: dict[str, int], seed: int = 0, exitstatus: int = 0,
+            peak_rss: float = 100.0, git: str = CLEAN) -> Path:
+    """One machine's run folder: claims S0.3 and S0.10 on each of ``models`` ({name: d_model})."""
+    s = Settings("tiny", tuple(models), "cpu", torch.float32, seed, None, tmp_path / name, None)
+    records = [record(c, m, 0.2 if c == "S0.3" else -0.1) for m in models for c in ("S0.10", "S0.3")]
+    folder = writer.write_run(s, records, {m: facts(d) for m, d in models.items()}, exitstatus, peak_rss,
+                              catalogue_json())
+    edit(folder, git=git)  # the checkout's own state (+dirty or not) must not decide the tests
+    return folder
+
+
+def edit(folder: Path, **changes) -> dict:
+    """Change top-level keys of a run's results.json; return the document."""
+    path = folder / "results.json"
+    doc = json.loads(path.read_text())
+    doc.update(changes)
+    path.write_text(json.dumps(doc))
+    return doc
+
+
+def load(folder: Path) -> dict:
+    return json.loads((folder / "results.json").read_text())
+
+
+def cli(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "reports", *map(str, args)], cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+
+
+@pytest.fixture
+def two_machines(tmp_path) -> tuple[Path, Path]:
+    a = machine(tmp_path, "machine-a", {"tiny-w128": 128}, exitstatus=1, peak_rss=300.0)
+    b = machine(tmp_path, "machine-b", {"tiny-w96": 96}, peak_rss=200.0)
+    edit(b, interrupted=True, wall_seconds=9999.0)
+    return a, b
+
+
+def check_merged(folder: Path, a: Path, b: Path) -> None:
+    doc, da, db = load(folder), load(a), load(b)
+    assert doc["records"] == writer.sort_records(da["records"] + db["records"])
+    assert [(r["claim"], r["model"]) for r in doc["records"]] == [
+        ("S0.3", "tiny-w128"), ("S0.3", "tiny-w96"), ("S0.10", "tiny-w128"), ("S0.10", "tiny-w96")]
+    assert doc["merged_from"] == [da["run_id"], db["run_id"]] and doc["run_id"] == folder.name
+    assert set(doc["models"]) == {"tiny-w128", "tiny-w96"}
+    assert doc["peak_rss_mib"] == 300.0 and doc["wall_seconds"] == 9999.0
+    assert doc["exit_status"] == 1 and doc["interrupted"] is True
+    assert doc["schema"] == writer.SCHEMA and doc["seed"] == 0 and doc["zoo"] == "tiny" and doc["git"] == CLEAN
+    assert doc["corpus"] == da["corpus"] and doc["catalogue"] == da["catalogue"] and doc["device"] == da["device"]
+    assert doc["replay"] == da["replay"] and doc["created_utc"] >= da["created_utc"]
+    md = (folder / "report.md").read_text()
+    header = render.md_table(*render.matrix(doc)).splitlines()[0]
+    assert header == "| claim | tiny-w128 | tiny-w96 |" and header in md
+    assert "| S0.3 | holds 0.2 [0.19, 0.21] | holds 0.2 [0.19, 0.21] |" in md
+    assert "merged from runs: " + ", ".join(doc["merged_from"]) in md
+    assert (folder / "report.html").is_file()
+    assert (folder.parent / "latest").resolve() == folder.resolve()
+    assert folder.name in (folder.parent / "index.html").read_text()
+
+
+def test_the_cli_merges_two_machines_runs_into_one_report(tmp_path, two_machines):
+    a, b = two_machines
+    out = tmp_path / "merged"
+    done = cli("merge", a, b / "results.json", "--report-dir", out)  # a folder or its results.json
+    assert done.returncode == 0, done.stderr
+    folder = Path(done.stdout.strip())
+    assert folder.parent == out and done.stderr == ""
+    check_merged(folder, a, b)
+
+
+def test_the_function_merges_and_a_second_merge_gets_its_own_folder(tmp_path, two_machines):
+    a, b = two_machines
+    first, warnings = merge([a, b], tmp_path / "merged")
+    assert warnings == []
+    check_merged(first, a, b)
+    second, _ = merge([str(b), str(a)], str(tmp_path / "merged"))
+    assert second != first and (first / "results.json").is_file()
+    assert load(second)["merged_from"] == [load(b)["run_id"], load(a)["run_id"]]
+
+
+def test_a_dirty_checkout_is_merged_with_a_warning(tmp_path, two_machines):
+    a, b = two_machines
+    edit(b, git=CLEAN + "+dirty")
+    done = cli("merge", a, b, "--report-dir", tmp_path / "merged")
+    assert done.returncode == 0, done.stderr
+    assert "uncommitted changes" in done.stderr and str(b / "results.json") in done.stderr
+    assert load(Path(done.stdout.strip()))["git"] == CLEAN + "+dirty"
+
+
+def assert_refused(done: subprocess.CompletedProcess, out: Path, *names: str) -> None:
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stdout == "" and done.stderr.startswith("error: ")
+    for name in names:
+        assert name in done.stderr, (name, done.stderr)
+    assert not out.exists() or not any(out.iterdir()), "a refused merge wrote something"
+
+
+@pytest.mark.parametrize("field, change, values", [
+    ("seed", {}, ("0", "1")),
+    ("git", {"git": OTHER}, (repr(CLEAN), repr(OTHER))),
+])
+def test_the_cli_refuses_runs_with_another_seed_or_commit(tmp_path, field, change, values):
+    a = machine(tmp_path, "machine-a", {"tiny-w128": 128})
+    b = machine(tmp_path, "machine-b", {"tiny-w96": 96}, seed=1 if field == "seed" else 0)
+    edit(b, **change)
+    out = tmp_path / "merged"
+    done = cli("merge", a, b, "--report-dir", out)
+    assert_refused(done, out, f"{field} (", *(f"{v} in run" for v in values),
+                   f"run {load(a)['run_id']} ({a / 'results.json'})", f"run {load(b)['run_id']} ({b / 'results.json'})")
+
+
+def test_the_cli_refuses_a_record_in_two_runs(tmp_path):
+    a = machine(tmp_path, "machine-a", {"tiny-w128": 128})
+    b = machine(tmp_path, "machine-b", {"tiny-w128": 128, "tiny-w96": 96})
+    out = tmp_path / "merged"
+    assert_refused(cli("merge", a, b, "--report-dir", out), out, "duplicate record", "S0.3, tiny-w128",
+                   str(a / "results.json"), str(b / "results.json"))
+
+
+def refused(tmp_path: Path, *inputs) -> str:
+    """The message of a merge the function refuses; checks that nothing was written."""
+    with pytest.raises(MergeError) as err:
+        merge(list(inputs), tmp_path / "merged")
+    assert not (tmp_path / "merged").exists(), "a refused merge wrote something"
+    return str(err.value)
+
+
+@pytest.mark.parametrize("field, change, shown", [
+    ("git", {"git": OTHER + "+dirty"}, repr(OTHER + "+dirty")),
+    ("schema", {"schema": "latent-claims/results/1"}, "'latent-claims/results/1'"),
+    ("zoo", {"zoo": "full"}, "'full'"),
+    ("corpus.sha256", {"corpus": {"name": "other", "sha256": "f" * 64, "characters": 10}}, repr("f" * 64)),
+])
+def test_the_function_refuses_runs_that_measured_different_things(tmp_path, field, change, shown):
+    a = machine(tmp_path, "machine-a", {"tiny-w128": 128})
+    b = machine(tmp_path, "machine-b", {"tiny-w96": 96})
+    edit(b, **change)
+    message = refused(tmp_path, a, b)
+    assert message.startswith(f"cannot merge: {field} (") and f"{shown} in run {load(b)['run_id']}" in message
+    assert str(a / "results.json") in message and str(b / "results.json") in message
+
+
+def test_the_same_run_twice_is_refused(tmp_path):
+    a = machine(tmp_path, "machine-a", {"tiny-w128": 128})
+    assert "given twice" in refused(tmp_path, a, a.parent / "latest")
+
+
+def test_a_missing_or_unreadable_input_is_refused(tmp_path):
+    a = machine(tmp_path, "machine-a", {"tiny-w128": 128})
+    out = tmp_path / "merged"
+    assert_refused(cli("merge", a, tmp_path / "nowhere", "--report-dir", out), out, "nowhere", "no such")
+    (tmp_path / "empty").mkdir()
+    assert "without results.json" in refused(tmp_path, a, tmp_path / "empty")
+    (tmp_path / "bad.json").write_text("{not json")
+    assert "bad.json: not valid JSON" in refused(tmp_path, a, tmp_path / "bad.json")
+    (tmp_path / "list.json").write_text("[]")
+    assert "not a latent-claims results.json" in refused(tmp_path, a, tmp_path / "list.json")
+    assert "nothing to merge" in refused(tmp_path)
+
+
+def test_usage(tmp_path):
+    done = cli("--help")
+    assert done.returncode == 0 and done.stdout.startswith("usage: python -m reports")
+    assert "merge" in done.stdout
+    assert cli("merge").returncode == 2  # no run folder: argparse's usage error
+    assert "--report-dir OUT" in cli("merge", "--help").stdout
