@@ -8,6 +8,7 @@ controller, which alone writes the report (``reports.writer``).
 
 import functools
 import json
+import os
 
 import pytest
 
@@ -19,8 +20,9 @@ import torch  # noqa: E402
 from fixtures import recording  # noqa: E402
 from fixtures.catalogue import ClaimMarker, catalogue_json, load_catalogue  # noqa: E402
 from fixtures.ledger import load_ledger  # noqa: E402
+from fixtures.scheduling import by_model_scheduler  # noqa: E402
 from fixtures.settings import Settings, add_options, resolve_settings  # noqa: E402
-from fixtures.stash import (EXPECTATION_KEY, LAST_USE_KEY, NEEDS_KEY, POOL_KEY, RECORDS_KEY,  # noqa: E402
+from fixtures.stash import (EXPECTATION_KEY, NEEDS_KEY, POOL_KEY, RECORDS_KEY,  # noqa: E402
                             REPORT_KEY, SETTINGS_KEY)
 from fixtures.verdicts import ClaimDoesNotHold, classify  # noqa: E402
 from fixtures.zoo import ACTIVATION_FIXTURES, pool_names  # noqa: E402
@@ -39,14 +41,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Register markers, resolve settings, validate --model names, seed torch; keep one model's tests on one worker."""
+    """Register markers, resolve settings, validate --model names, seed torch."""
     config.addinivalue_line("markers", "gpu: a claim test over model fixtures; runs on CUDA when there is one")
     config.addinivalue_line("markers", "claim(id, version=N): the catalogued claim a test checks and its procedure version")
     config.addinivalue_line("markers", f"models(*roles, twin=False): subjects a claim runs on, roles: {', '.join(ROLES)}; "
                                        "twin=True also loads each model's untrained twin")
     config.addinivalue_line("markers", "needs(*names): canonical activations (fnmatch patterns) the test reads")
-    if getattr(config.option, "dist", "no") == "load":  # pytest-xdist's -n: group by model instead
-        config.option.dist = "loadgroup"
     settings = resolve_settings(config)
     for name in settings.models:
         try:
@@ -57,6 +57,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[RECORDS_KEY] = []
     config.pluginmanager.register(Collector(config), "latent-claims-collector")
     pin_cpu_threads()
+    if settings.device.startswith("cuda"):
+        torch.cuda.set_device(settings.device)  # a pytest-xdist worker's own GPU is also the default one
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # deterministic cuBLAS
+        torch.use_deterministic_algorithms(True, warn_only=True)
     torch.manual_seed(settings.seed)
     # hypothesis draws its examples from the run's seed too: same command, same examples
     hypothesis.settings.register_profile("latent-claims", derandomize=True, database=None)
@@ -74,6 +78,15 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         f"git={writer.git_revision()}",
         f"replay: {writer.replay_command(s)}",
     ]
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """Under ``-n N`` (pytest-xdist's default ``load``), schedule by model: one model's tests on one worker."""
+    if config.getvalue("dist") != "load":
+        return None
+    s = config.stash[SETTINGS_KEY]
+    return by_model_scheduler(config, log, list(s.models or default_names(s.zoo)))
 
 
 @pytest.fixture(scope="session")
@@ -122,7 +135,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Apply the ledger as strict xfails bound to model fingerprints; one xdist group per model."""
+    """Check every claim marker; apply the ledger as strict xfails bound to model fingerprints."""
     settings = config.stash[SETTINGS_KEY]
     try:
         ledger = load_ledger(settings.ledger)
@@ -134,11 +147,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return fingerprint(resolve(name), load_corpus(settings.corpus), settings.seed)
 
     for item in items:
+        marker = item.get_closest_marker("claim")
+        if marker is not None:
+            ClaimMarker.of(item)  # also on tests without a model: an unknown id is a collection error anywhere
+            if any(m.name == "xfail" for m in item.iter_markers()):
+                raise pytest.UsageError(f"{item.nodeid}: a claim test takes no xfail mark; a claim that does not "
+                                        "hold on a model goes in the ledger (--ledger, claims/expected_verdicts.toml)")
         model, params = recording.subject_params(item)
         if not model:
             continue
-        item.add_marker(pytest.mark.xdist_group(model))
-        marker = item.get_closest_marker("claim")
         found = marker and ledger.get((marker.args[0], model, "-".join(params.values())))
         if not found:
             continue
@@ -152,15 +169,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Note each model's last test (the pool frees it after that) and what its tests need captured."""
-    last: dict[str, str] = {}
+    """Note what each model's selected tests need captured (the pool captures the union)."""
     needs: dict[str, set[str]] = {}
     for item in session.items:
         marker = item.get_closest_marker("needs")
         for name in pool_names(item):
-            last[name] = item.nodeid
             needs.setdefault(name, set()).update(marker.args if marker else ())
-    session.config.stash[LAST_USE_KEY] = last
     session.config.stash[NEEDS_KEY] = needs
 
 
@@ -170,20 +184,26 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
     if item.get_closest_marker("claim") and "model_name" in getattr(item, "fixturenames", ()):
         if report.when == "call" or (report.when == "setup" and not report.passed):
-            recording.attach(item, report, *classify(report, call.excinfo))
+            recording.attach(item, report, *classify(report, call.excinfo, recording.recorded(item)))
         elif report.when == "teardown":
             recording.slim_for_junit(report)
+            if report.failed:  # a test that held and then failed in teardown is an error, not "holds"
+                recording.attach(item, report, *classify(report, call.excinfo, True))
     return report
 
 
 @pytest.hookimpl(trylast=True)  # after the test's own fixtures let go of the model
 def pytest_runtest_teardown(item: pytest.Item, nextitem) -> None:
-    """Free models that no remaining test needs."""
+    """Free the models this test used that the next test on this process does not.
+
+    Tests of one model run together (the model is a session-scoped parameter,
+    and under pytest-xdist one worker takes all of them), so this frees each
+    model after its last test and memory stays bounded by one subject.
+    """
     pool = item.config.stash.get(POOL_KEY, None)
     if pool is not None:
-        for name in pool_names(item):
-            if item.config.stash[LAST_USE_KEY].get(name) == item.nodeid:
-                pool.release(name)
+        for name in pool_names(item) - (pool_names(nextitem) if nextitem else set()):
+            pool.release(name)
 
 
 class Collector:
@@ -198,15 +218,19 @@ class Collector:
         self.config = config
         self.models: dict[str, dict] = {}
         self.peak_rss_mib = 0.0
+        self.gpu_peak_mib = 0.0
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self.config.stash[RECORDS_KEY].extend(recording.records_of(report))
+        records = self.config.stash[RECORDS_KEY]
+        for rec in recording.records_of(report):  # a later record of the same test (teardown error) replaces it
+            records[:] = [r for r in records if r["test"] != rec["test"]] + [rec]
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error) -> None:
         out = getattr(node, "workeroutput", {})
         self.models.update(json.loads(out.get("latent_claims_models", "{}")))
         self.peak_rss_mib = max(self.peak_rss_mib, out.get("latent_claims_peak_rss_mib", 0.0))
+        self.gpu_peak_mib = max(self.gpu_peak_mib, out.get("latent_claims_gpu_peak_mib", 0.0))
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """Workers hand their model facts to the controller; the controller (or a serial run) writes the report."""
@@ -214,12 +238,15 @@ class Collector:
         if pool is not None:
             self.models.update(pool.describe())
         self.peak_rss_mib = max(self.peak_rss_mib, writer.peak_rss_mib())
+        self.gpu_peak_mib = max(self.gpu_peak_mib, writer.gpu_peak_mib(stash[SETTINGS_KEY]))
         if hasattr(self.config, "workerinput"):
             self.config.workeroutput["latent_claims_models"] = json.dumps(self.models)
             self.config.workeroutput["latent_claims_peak_rss_mib"] = self.peak_rss_mib
+            self.config.workeroutput["latent_claims_gpu_peak_mib"] = self.gpu_peak_mib
         elif stash[RECORDS_KEY]:
-            stash[REPORT_KEY] = writer.write_run(stash[SETTINGS_KEY], stash[RECORDS_KEY], self.models,
-                                                 int(exitstatus), self.peak_rss_mib, catalogue_json())
+            models = dict(sorted(self.models.items()))
+            stash[REPORT_KEY] = writer.write_run(stash[SETTINGS_KEY], stash[RECORDS_KEY], models, int(exitstatus),
+                                                 self.peak_rss_mib, catalogue_json(), self.gpu_peak_mib)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -9,6 +9,7 @@ of memory), and shares it through the ``activations`` fixture. See
 """
 
 import fnmatch
+import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -48,7 +49,7 @@ def check_patterns(patterns: Iterable[str]) -> None:
     generic = canonical_names(Adapter("any", "pos", "blocks", "attn", "mlp", "norm", ("q", "k", "v")), 2)
     generic = [n.replace("blocks.0.", "blocks.{i}.").replace("blocks.1.", "blocks.{i}.") for n in generic]
     for pattern in patterns:
-        probe = pattern.replace("{i}", "0")
+        probe = re.sub(r"blocks\.\d+\.", "blocks.0.", pattern.replace("{i}", "0"))
         if not any(fnmatch.fnmatchcase(n.replace("{i}", "0"), probe) for n in generic):
             raise ValueError(f"needs pattern {pattern!r} matches no canonical activation; names: "
                              + ", ".join(dict.fromkeys(generic)))
@@ -88,6 +89,13 @@ class ActivationCache:
 
     def __contains__(self, name: str) -> bool:
         return name in self.activations or (name == LOGITS and self.logits is not None)
+
+    def view(self, patterns: Iterable[str]) -> "ActivationCache":
+        """The same cache limited to the names matching ``patterns`` (a test sees only what it declared)."""
+        patterns = list(patterns)
+        held = {n: t for n, t in self.activations.items() if any(fnmatch.fnmatchcase(n, p) for p in patterns)}
+        logits = self.logits if any(fnmatch.fnmatchcase(LOGITS, p) for p in patterns) else None
+        return ActivationCache(held, logits, self.n_blocks, self.learned_positions)
 
     def hidden_states(self) -> list[tuple[str, torch.Tensor]]:
         """The residual stream by depth, as S0 plots it.
@@ -134,7 +142,7 @@ def _hooks(model: nn.Module, adapter: Adapter, wanted: set[str], store: dict[str
 
     def save(name, tensor):
         tensor = tensor.detach()
-        store[name] = tensor.to("cpu", non_blocking=True) if offload else tensor
+        store[name] = tensor.to("cpu") if offload else tensor  # synchronous: the copy is complete when read
 
     def post(name):
         return lambda _m, _a, out: save(name, _tensor(out))

@@ -46,8 +46,9 @@ def compare(baseline_path: Path, records: list[dict]) -> dict:
         old_checks = {c["name"]: c for c in was["checks"]}
         for check in new["checks"]:
             prior = old_checks.get(check["name"])
-            if prior is None:
-                continue
+            if prior is None or None in (prior["value"], check["value"], prior["ci_low"], prior["ci_high"],
+                                         check["ci_low"], check["ci_high"]):
+                continue  # a NaN (stored as null) is an error of its run, not a movement
             tolerance = (prior["ci_high"] - prior["ci_low"]) / 2 + (check["ci_high"] - check["ci_low"]) / 2
             if abs(check["value"] - prior["value"]) > tolerance:
                 out["moved"].append({"claim": key[0], "model": key[1], "check": check["name"],

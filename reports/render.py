@@ -19,6 +19,11 @@ def fmt(x) -> str:
     return "—" if x is None else f"{x:.4g}" if isinstance(x, float) else str(x)
 
 
+def num(x, spec: str = ".3g") -> str:
+    """A number in a format spec, "—" where it is missing (NaN and inf are stored as null)."""
+    return "—" if x is None else format(x, spec)
+
+
 def claim_order(claim_id: str) -> list:
     """Sort key of claim ids: S0.2 < S0.10 < S1.1."""
     return [int(p) if p.isdigit() else p for p in claim_id[1:].split(".")]
@@ -33,7 +38,7 @@ def label(record: dict) -> str:
 def cell(record: dict) -> str:
     """The matrix cell: the outcome with the claim check's statistic, or what went wrong."""
     head = record.get("headline")
-    value = f" {head['value']:.3g} [{head['ci_low']:.3g}, {head['ci_high']:.3g}]" if head else ""
+    value = f" {num(head['value'])} [{num(head['ci_low'])}, {num(head['ci_high'])}]" if head else ""
     params = "-".join(record["params"].values())
     suffix = f" ({params})" if params else ""
     if record["outcome"] == "control failed":
@@ -84,7 +89,7 @@ def subject_rows(records: list[dict]) -> tuple[list[str], list[list[str]]]:
         rows.append([label(r), r["outcome"], head.get("name", "—"), fmt(head.get("value")),
                      f"[{fmt(head.get('ci_low'))}, {fmt(head.get('ci_high'))}]" if head else "—",
                      f"{check['comparison']} {fmt(check['threshold'])}" if check else "—",
-                     f"{head['margin']:+.4g}" if head else "—", note[:400]])
+                     num(head["margin"], "+.4g") if head else "—", note[:400]])
     return header, rows
 
 
@@ -151,7 +156,8 @@ def baseline_lines(doc: dict) -> list[str]:
     lines += [f"- OUTCOME {c['claim']} on {c['model']}: {c['was']} → {c['now']} ({c['test']})" for c in cmp["verdict_changes"]]
     lines += [f"- method changed: {c['claim']} on {c['model']}: version {c['was']} → {c['now']}, numbers not compared"
               for c in cmp.get("method_changed", [])]
-    lines += [f"- moved: {m['claim']} on {m['model']}, {m['check']}: {m['was']:.4g} → {m['now']:.4g} (tolerance {m['tolerance']:.3g})"
+    lines += [f"- moved: {m['claim']} on {m['model']}, {m['check']}: {num(m['was'], '.4g')} → {num(m['now'], '.4g')} "
+              f"(tolerance {num(m['tolerance'])})"
               for m in cmp["moved"]]
     lines += [f"- new test: {t}" for t in cmp["new"]] + [f"- no longer run: {t}" for t in cmp["missing"]]
     if len(lines) == 1:

@@ -9,6 +9,7 @@ part-way still writes what it measured (``"interrupted": true``).
 """
 
 import json
+import math
 import os
 import platform
 import resource
@@ -68,15 +69,35 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def _device(settings) -> dict:
+def gpu_peak_mib(settings) -> float:
+    """Peak GPU memory allocated by this process on its device, MiB (0 without CUDA)."""
+    import torch
+
+    if not settings.device.startswith("cuda"):
+        return 0.0
+    return round(torch.cuda.max_memory_allocated(settings.device) / 2**20, 1)
+
+
+def _device(settings, gpu_peak: float) -> dict:
     import torch
 
     out = {"device": settings.device, "dtype": settings.dtype_name, "device_map": settings.device_map,
            "cpu_count": os.cpu_count(), "platform": platform.platform()}
     if settings.device.startswith("cuda"):
         out["gpu"] = torch.cuda.get_device_name(settings.device)
-        out["gpu_peak_memory_mib"] = round(torch.cuda.max_memory_allocated(settings.device) / 2**20, 1)
+        out["gpu_peak_memory_mib"] = gpu_peak
     return out
+
+
+def _finite(value):
+    """The document with NaN and inf as null: results.json stays strict JSON (NaN only ever means an error)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def _corpus(settings) -> dict:
@@ -91,7 +112,8 @@ def sort_records(records: list[dict]) -> list[dict]:
     return sorted(records, key=lambda r: (render.claim_order(r["claim"]), r["model"], r["test"]))
 
 
-def results(settings, records: list[dict], models: dict, exitstatus: int, peak_rss: float, catalogue: dict) -> dict:
+def results(settings, records: list[dict], models: dict, exitstatus: int, peak_rss: float, catalogue: dict,
+            gpu_peak: float = 0.0) -> dict:
     """The results.json document (keys documented in reports/SCHEMA.md), without its run id."""
     records = sort_records(records)
     return {
@@ -107,7 +129,7 @@ def results(settings, records: list[dict], models: dict, exitstatus: int, peak_r
         "corpus": _corpus(settings),
         "versions": _versions(),
         "git": git_revision(),
-        "device": _device(settings),
+        "device": _device(settings, gpu_peak),
         "wall_seconds": round(time.perf_counter() - STARTED, 1),
         "peak_rss_mib": peak_rss,
         "models": models,
@@ -150,7 +172,8 @@ def write_doc(doc: dict, base: Path) -> Path:
     """
     run_id, folder = _run_folder(base)
     doc["run_id"] = run_id
-    atomic_write_text(folder / "results.json", json.dumps(doc, indent=1, default=float))
+    doc = _finite(doc)
+    atomic_write_text(folder / "results.json", json.dumps(doc, indent=1, default=float, allow_nan=False))
     atomic_write_text(folder / "report.md", render.markdown(doc))
     atomic_write_text(folder / "report.html", render.to_html(doc))
     _point_latest(base, folder)
@@ -158,9 +181,10 @@ def write_doc(doc: dict, base: Path) -> Path:
     return folder
 
 
-def write_run(settings, records: list[dict], models: dict, exitstatus: int, peak_rss: float, catalogue: dict) -> Path:
+def write_run(settings, records: list[dict], models: dict, exitstatus: int, peak_rss: float, catalogue: dict,
+              gpu_peak: float = 0.0) -> Path:
     """Write this run's report folder (see :func:`write_doc`); return the folder."""
-    return write_doc(results(settings, records, models, exitstatus, peak_rss, catalogue), settings.report_dir)
+    return write_doc(results(settings, records, models, exitstatus, peak_rss, catalogue, gpu_peak), settings.report_dir)
 
 
 def summarize(terminal, records: list[dict], folder: Path | None) -> None:

@@ -34,13 +34,14 @@ def _recover(subject, ids: torch.Tensor, variant: str, seed: int) -> dict[str, n
     allowed = _allowed(ids, weight.shape[0], variant)
     for p in subject.model.parameters():
         p.requires_grad_(False)
+    block = block_output_fn(subject.model, subject.adapter, 0, ids.shape[1])
     result = invert_by_gradient_descent(
-        block_output_fn(subject.model, subject.adapter, 0, ids.shape[1]),
-        target.float(), embedding_scale=weight.norm(dim=1).mean().item(), steps=STEPS, lr=LR,
+        lambda embeddings: block(embeddings.to(weight.dtype)).float(),  # optimised in float32, run in the model's dtype
+        target.float(), embedding_scale=weight.float().norm(dim=1).mean().item(), steps=STEPS, lr=LR,
         generator=torch.Generator().manual_seed(seed),
     )
-    decoded = pseudo_inverse_decode(result.embeddings, weight, allowed)
-    truth = pseudo_inverse_decode(target, weight, allowed)
+    decoded = pseudo_inverse_decode(result.embeddings, weight.float(), allowed)
+    truth = pseudo_inverse_decode(target.float(), weight.float(), allowed)
     return {
         "accuracy": (decoded == ids).double().mean(dim=1).cpu().numpy(),
         "truth_decode": (truth == ids).double().mean(dim=1).cpu().numpy(),

@@ -27,7 +27,7 @@ def _ablation_distances(subject, captured) -> np.ndarray:
     for block in range(captured.cache.n_blocks):
         row = []
         for drop in ("attn", "mlp"):
-            logits = ablated_logits(subject.model, subject.adapter, captured.input_ids, block, drop)
+            logits = ablated_logits(subject.model, subject.adapter, captured.input_ids, block, drop).to(full.device)
             row.append(hellinger_distance(full, torch.softmax(logits, dim=-1)).mean(dim=1).cpu())  # (batch,)
         out.append(torch.stack(row, dim=1))
     return torch.stack(out, dim=1).numpy()

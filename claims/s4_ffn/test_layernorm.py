@@ -44,13 +44,13 @@ def _identity_parameters(norm: torch.nn.Module) -> bool:
 @pytest.mark.needs("ln_final.hook_in")
 def test_final_norm_removes_scale(model_name, subject, activations, claim, settings):
     """S4.5: relative change of the final-norm output norm under ×10 scaling, and under a turn to cosine 0.52."""
-    norm = _final_norm(subject)
+    x = _final_block_outputs(activations, settings.seed)
+    norm = _final_norm(subject).to(x.device)
     if _identity_parameters(norm):
         claim.not_informative(
             "the final norm has unit gain and zero bias (untrained), so its output norm is sqrt(d_model) for any "
             "input: S4.5 holds by construction and says nothing about what training did; a trained checkpoint "
             "would be informative")
-    x = _final_block_outputs(activations, settings.seed)
     turned = rotate_to_cosine(x, COSINE, torch.Generator().manual_seed(settings.seed)) * SCALE
     scaled = relative_norm_change(norm, x, x * SCALE).cpu().numpy()
     rotated = relative_norm_change(norm, x, turned).cpu().numpy()
@@ -87,7 +87,8 @@ def test_final_norm_removes_scale(model_name, subject, activations, claim, setti
 @pytest.mark.needs("ln_final.hook_in")
 def test_final_norm_scale_invariance_property(model_name, subject, activations, settings):
     """S4.5 as a property: for any real final-block output and any scale in [0.5, 1000], the norm is kept within 1e-3."""
-    norm, x = _final_norm(subject), _final_block_outputs(activations, settings.seed)
+    x = _final_block_outputs(activations, settings.seed)
+    norm = _final_norm(subject).to(x.device)
 
     @hypothesis_settings(max_examples=60, derandomize=True, database=None, deadline=None)
     @given(row=st.integers(0, x.shape[0] - 1), scale=st.floats(0.5, 1000.0))
