@@ -86,13 +86,16 @@ def fit_power_law(freqs: torch.Tensor, psd: torch.Tensor) -> PowerLawFit:
     if (p <= 0).any():
         raise ValueError("power spectral density must be positive to take its logarithm")
     x, y = torch.log10(f), torch.log10(p)
-    design = torch.stack([x, torch.ones_like(x)], dim=1)
-    coef = torch.linalg.lstsq(design, y.unsqueeze(1)).solution.squeeze(1)
-    line = design @ coef
+    # closed-form least squares: LAPACK's lstsq differs in the last bit from call to call on CPU, which
+    # would make a serial and a pytest-xdist run disagree
+    dx = x - x.mean()
+    slope = (dx * (y - y.mean())).sum() / dx.square().sum()
+    intercept = y.mean() - slope * x.mean()
+    line = slope * x + intercept
     residual = (y - line).square().mean()
     return PowerLawFit(
-        slope=coef[0].item(),
-        intercept=coef[1].item(),
+        slope=slope.item(),
+        intercept=intercept.item(),
         rms_residual=residual.sqrt().item(),
         r_squared=(1 - residual / (y - y.mean()).square().mean().clamp_min(1e-300)).item(),
         span_decades=(line.max() - line.min()).item(),

@@ -6,9 +6,8 @@ A CPU-only machine cannot run on CUDA, so two stand-ins catch device bugs here:
   meta, and the outputs must come back on meta with the documented shapes;
 * inputs on the CPU with ``meta`` as the *default* device: a tensor made
   without an explicit ``device=`` lands on meta and is caught, while the
-  numbers, still computed on the CPU, must equal those of a plain run (bit for
-  bit for tensors; fit_power_law's floats to 1e-12, as CPU lstsq jitters in
-  the last bit).
+  numbers, still computed on the CPU, must equal those of a plain run, bit for
+  bit.
 
 Both run under :class:`DeviceMonitor`, which sees every torch call and fails on
 the first one that mixes devices or returns a tensor off the input's device.
@@ -210,8 +209,8 @@ def test_no_tensor_is_made_off_the_input_device_and_cpu_numbers_stay_the_same(na
         if isinstance(want, torch.Tensor):
             assert got.device.type == "cpu" and got.dtype == want.dtype
             assert torch.equal(got, want)
-        else:  # fit_power_law's floats: torch.linalg.lstsq on the CPU varies in the last bit from call to call
-            assert got == pytest.approx(want, rel=1e-12, abs=1e-15)
+        else:  # fit_power_law's floats: exact too (closed-form fit, no LAPACK)
+            assert got == want
 
 
 def test_the_monitor_catches_a_draw_left_on_the_cpu():
