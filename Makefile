@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 ZOO ?= auto
 PYTEST_ARGS ?=
 
-.PHONY: setup claims test clean-venv
+.PHONY: setup claims test bench clean-venv
 
 setup: $(VENV)/.ready
 
@@ -27,7 +27,11 @@ claims: setup
 
 test: setup
 	$(PY) -m models prepare --zoo tiny
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest tests claims benchmarks --benchmark-disable $(PYTEST_ARGS)
+
+bench: setup
+	mkdir -p reports
+	$(PY) -m pytest benchmarks --benchmark-only --benchmark-json=reports/benchmark.json -p no:cacheprovider
 
 clean-venv:
 	rm -rf $(VENV)

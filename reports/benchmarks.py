@@ -10,7 +10,9 @@ def summarize(path: Path) -> dict | None:
     """Capture ÷ bare forward per architecture and instrument throughputs from a pytest-benchmark JSON.
 
     Benchmarks named ``test_bare_forward[ARCH]`` and ``test_capture[ARCH]`` give the ratio of their
-    mean times; every other benchmark is quoted as operations per second.
+    fastest rounds (the minimum is the least disturbed by other work on the machine; means of a few
+    rounds on a shared CPU vary by ±20 %); every other benchmark is quoted as operations per second of
+    its fastest round.
 
     Returns:
         {"file", "created", "lines": [...], "capture_ratio": {arch: ratio}}, or None where there is no
@@ -18,7 +20,7 @@ def summarize(path: Path) -> dict | None:
     """
     try:
         doc = json.loads(Path(path).read_text(encoding="utf-8"))
-        means = {b["name"]: b["stats"]["mean"] for b in doc["benchmarks"]}
+        means = {b["name"]: b["stats"]["min"] for b in doc["benchmarks"]}
     except (OSError, ValueError, KeyError, TypeError):
         return None
     ratio = {}

@@ -9,6 +9,7 @@ and each subject's details as tables.
 """
 
 import html
+import re
 
 from reports import plots
 from reports.records import HOLDS, RED
@@ -22,6 +23,11 @@ def fmt(x) -> str:
 def num(x, spec: str = ".3g") -> str:
     """A number in a format spec, "—" where it is missing (NaN and inf are stored as null)."""
     return "—" if x is None else format(x, spec)
+
+
+def natural(name: str) -> list:
+    """Sort key that orders numbers in names by value: tiny-w96 < tiny-w128."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name)]
 
 
 def claim_order(claim_id: str) -> list:
@@ -53,7 +59,7 @@ def cell(record: dict) -> str:
 def matrix(doc: dict) -> tuple[list[str], list[list[str]]]:
     """Claims × models: one cell per (claim, model), several tests joined by line breaks."""
     claims = sorted({r["claim"] for r in doc["records"]}, key=claim_order)
-    models = list(dict.fromkeys(r["model"] for r in doc["records"]))
+    models = sorted(dict.fromkeys(r["model"] for r in doc["records"]), key=natural)
     cells: dict[tuple[str, str], list[str]] = {}
     for r in doc["records"]:
         cells.setdefault((r["claim"], r["model"]), []).append(cell(r))

@@ -108,8 +108,8 @@ def _corpus(settings) -> dict:
 
 
 def sort_records(records: list[dict]) -> list[dict]:
-    """Records in a fixed order (claim, model, test), whatever order processes sent them in."""
-    return sorted(records, key=lambda r: (render.claim_order(r["claim"]), r["model"], r["test"]))
+    """Records in a fixed order (claim, model, test; numbers in names by value), whatever order processes sent them in."""
+    return sorted(records, key=lambda r: (render.claim_order(r["claim"]), render.natural(r["model"]), r["test"]))
 
 
 def results(settings, records: list[dict], models: dict, exitstatus: int, peak_rss: float, catalogue: dict,
