@@ -19,7 +19,7 @@ import torch  # noqa: E402
 
 from fixtures import recording  # noqa: E402
 from fixtures.catalogue import ClaimMarker, catalogue_json, load_catalogue  # noqa: E402
-from fixtures.ledger import load_ledger  # noqa: E402
+from fixtures.ledger import find as ledger_entry, load_ledger  # noqa: E402
 from fixtures.scheduling import by_model_scheduler  # noqa: E402
 from fixtures.settings import Settings, add_options, resolve_settings  # noqa: E402
 from fixtures.stash import (EXPECTATION_KEY, NEEDS_KEY, POOL_KEY, RECORDS_KEY,  # noqa: E402
@@ -37,7 +37,11 @@ pytest_plugins = ["fixtures.zoo", "fixtures.recording"]
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Options in the 'latent-claims' group (``fixtures.settings``)."""
-    add_options(parser.getgroup("latent-claims", "latent-claims: which models, where, and where the report goes"))
+    group = parser.getgroup("latent-claims", "latent-claims: which models, where, and where the report goes")
+    add_options(group)
+    group.addoption("--claim", dest="lc_claims", action="append", metavar="ID",
+                    help="run only the tests of this claim (repeatable), e.g. --claim S4.2; `-k S4.2` works too "
+                         "but matches substrings (-k S4.1 also selects S4.10)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -53,6 +57,9 @@ def pytest_configure(config: pytest.Config) -> None:
             resolve(name)
         except (UnknownModelError, ModelLoadError) as err:
             raise pytest.UsageError(str(err)) from None
+    unknown = [c for c in config.getoption("lc_claims") or () if c not in load_catalogue().claims]
+    if unknown:
+        raise pytest.UsageError(f"--claim {' '.join(unknown)}: not in claims/catalogue.toml; ids run S0.1 … S4.10")
     config.stash[SETTINGS_KEY] = settings
     config.stash[RECORDS_KEY] = []
     config.pluginmanager.register(Collector(config), "latent-claims-collector")
@@ -146,17 +153,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     def fingerprint_of(name: str) -> str:
         return fingerprint(resolve(name), load_corpus(settings.corpus), settings.seed)
 
+    wanted = set(config.getoption("lc_claims") or ())
+    if wanted:
+        chosen = [i for i in items if i.get_closest_marker("claim") and ClaimMarker.of(i).id in wanted]
+        config.hook.pytest_deselected(items=[i for i in items if i not in chosen])
+        items[:] = chosen
     for item in items:
         marker = item.get_closest_marker("claim")
         if marker is not None:
             ClaimMarker.of(item)  # also on tests without a model: an unknown id is a collection error anywhere
+            item.extra_keyword_matches.add(marker.args[0])  # -k S4.2
             if any(m.name == "xfail" for m in item.iter_markers()):
                 raise pytest.UsageError(f"{item.nodeid}: a claim test takes no xfail mark; a claim that does not "
                                         "hold on a model goes in the ledger (--ledger, claims/expected_verdicts.toml)")
         model, params = recording.subject_params(item)
         if not model:
             continue
-        found = marker and ledger.get((marker.args[0], model, "-".join(params.values())))
+        found = marker and ledger_entry(ledger, marker.args[0], model, "-".join(params.values()), item.originalname)
         if not found:
             continue
         if found.fingerprint != fingerprint_of(model):

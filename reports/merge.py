@@ -106,6 +106,7 @@ CHECKS = (
     ("git", "code version: commit hash, '+dirty' ignored", _code_version),
     ("corpus.sha256", "--corpus", lambda d: _field(d, "corpus.sha256")),
     ("zoo", "--zoo", lambda d: d.get("zoo")),
+    ("device.dtype", "--dtype", lambda d: _field(d, "device.dtype")),
 )
 
 
@@ -120,7 +121,7 @@ def check_comparable(runs: list[Run]) -> list[str]:
 
     Raises:
         MergeError: naming the field and its option, the two values and the two runs, when ``schema``,
-            ``seed``, ``git`` (without "+dirty"), ``corpus.sha256`` or ``zoo`` differ; or when one
+            ``seed``, ``git`` (without "+dirty"), ``corpus.sha256``, ``zoo`` or ``device.dtype`` differ; or when one
             results.json is given twice.
     """
     seen: dict[Path, Run] = {}

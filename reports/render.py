@@ -35,6 +35,11 @@ def claim_order(claim_id: str) -> list:
     return [int(p) if p.isdigit() else p for p in claim_id[1:].split(".")]
 
 
+def test_name(record: dict) -> str:
+    """The test function of a record, e.g. "test_final_norm_removes_scale"."""
+    return record["test"].split("::")[-1].split("[")[0]
+
+
 def label(record: dict) -> str:
     """The subject of a record as the matrix names it: model, plus the test's other parameters."""
     params = "-".join(record["params"].values())
@@ -61,8 +66,10 @@ def matrix(doc: dict) -> tuple[list[str], list[list[str]]]:
     claims = sorted({r["claim"] for r in doc["records"]}, key=claim_order)
     models = sorted(dict.fromkeys(r["model"] for r in doc["records"]), key=natural)
     cells: dict[tuple[str, str], list[str]] = {}
+    several = {c for c in claims if len({test_name(r) for r in doc["records"] if r["claim"] == c}) > 1}
     for r in doc["records"]:
-        cells.setdefault((r["claim"], r["model"]), []).append(cell(r))
+        suffix = f" — {test_name(r)}" if r["claim"] in several else ""
+        cells.setdefault((r["claim"], r["model"]), []).append(cell(r) + suffix)
     return ["claim"] + models, [[c] + ["<br>".join(cells.get((c, m), ["·"])) for m in models] for c in claims]
 
 
@@ -84,7 +91,7 @@ def coverage(doc: dict) -> tuple[list[str], list[list[str]]]:
 
 def subject_rows(records: list[dict]) -> tuple[list[str], list[list[str]]]:
     """One claim's table: per subject the claim check's statistic, interval, threshold, margin, outcome, why."""
-    header = ["subject", "outcome", "claim check", "value", "95 % interval", "threshold", "margin", "note"]
+    header = ["subject", "test", "outcome", "claim check", "value", "95 % interval", "threshold", "margin", "note"]
     rows = []
     for r in records:
         head = r.get("headline") or {}
@@ -92,7 +99,7 @@ def subject_rows(records: list[dict]) -> tuple[list[str], list[list[str]]]:
         note = r["message"] if r["outcome"] != HOLDS else ""
         if r["expected"] == "fails" and r["outcome"] != "fails as expected":
             note = f"{note} (ledger: {r['expected_reason']})".strip()
-        rows.append([label(r), r["outcome"], head.get("name", "—"), fmt(head.get("value")),
+        rows.append([label(r), test_name(r), r["outcome"], head.get("name", "—"), fmt(head.get("value")),
                      f"[{fmt(head.get('ci_low'))}, {fmt(head.get('ci_high'))}]" if head else "—",
                      f"{check['comparison']} {fmt(check['threshold'])}" if check else "—",
                      num(head["margin"], "+.4g") if head else "—", note[:400]])

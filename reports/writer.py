@@ -195,7 +195,7 @@ def summarize(terminal, records: list[dict], folder: Path | None) -> None:
     for r in sort_records(records):
         head = r.get("headline")
         stat = f"{head['value']:.4g} [{head['ci_low']:.4g}, {head['ci_high']:.4g}] ({head['name']})" if head else ""
-        line = f"{r['claim']:6} {render.label(r):36} {r['outcome']:18} {stat}"
+        line = f"{r['claim']:6} {render.label(r):30} {r['outcome']:18} {stat} — {render.test_name(r)}"
         terminal.write_line(line, red=r["outcome"] in RED, bold=r["outcome"] in RED)
         if r["outcome"] in RED or r["outcome"] == "not informative":
             terminal.write_line(f"       {r['message'][:300]}")

@@ -77,7 +77,7 @@ def check_merged(folder: Path, a: Path, b: Path) -> None:
     doc, da, db = load(folder), load(a), load(b)
     assert doc["records"] == writer.sort_records(da["records"] + db["records"])
     assert [(r["claim"], r["model"]) for r in doc["records"]] == [
-        ("S0.3", "tiny-w128"), ("S0.3", "tiny-w96"), ("S0.10", "tiny-w128"), ("S0.10", "tiny-w96")]
+        ("S0.3", "tiny-w96"), ("S0.3", "tiny-w128"), ("S0.10", "tiny-w96"), ("S0.10", "tiny-w128")]
     assert doc["merged_from"] == [da["run_id"], db["run_id"]] and doc["run_id"] == folder.name
     assert set(doc["models"]) == {"tiny-w128", "tiny-w96"}
     assert doc["peak_rss_mib"] == 300.0 and doc["wall_seconds"] == 9999.0
@@ -87,7 +87,7 @@ def check_merged(folder: Path, a: Path, b: Path) -> None:
     assert doc["replay"] == da["replay"] and doc["created_utc"] >= da["created_utc"]
     md = (folder / "report.md").read_text()
     header = render.md_table(*render.matrix(doc)).splitlines()[0]
-    assert header == "| claim | tiny-w128 | tiny-w96 |" and header in md
+    assert header == "| claim | tiny-w96 | tiny-w128 |" and header in md
     assert "| S0.3 | holds 0.2 [0.19, 0.21] | holds 0.2 [0.19, 0.21] |" in md
     assert "merged from runs: " + ", ".join(doc["merged_from"]) in md
     assert (folder / "report.html").is_file()

@@ -186,3 +186,12 @@ def test_an_interrupted_run_still_writes_what_it_measured(tmp_path):
     results = json.loads((tmp_path / "reports" / "latest" / "results.json").read_text())
     assert results["interrupted"] is True
     assert [r["claim"] for r in results["records"]] == ["S4.2"]
+
+
+def test_only_the_instruments_are_installed_into_site_packages():
+    """`pip install -e .` must not put generic top-level names (models, fixtures, reports) into site-packages."""
+    import tomllib
+
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert config["tool"]["setuptools"]["packages"] == ["latent_instruments"]
+    assert config["tool"]["pytest"]["ini_options"]["pythonpath"] == ["."]  # tests find the rest from the root

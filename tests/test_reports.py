@@ -43,12 +43,12 @@ def test_run_writes_three_files_an_index_and_points_latest(tmp_path):
     assert folder.name in (s.report_dir / "index.html").read_text()
     doc = json.loads((folder / "results.json").read_text())
     assert doc["schema"] == writer.SCHEMA and doc["seed"] == 0 and not doc["interrupted"]
-    assert [r["outcome"] for r in doc["records"]] == ["holds", "fails"]  # sorted by claim, model, test
-    assert doc["records"][0]["checks"][0]["margin"] == pytest.approx(0.19)
+    assert [r["outcome"] for r in doc["records"]] == ["fails", "holds"]  # sorted by claim, model (w96 < w128), test
+    assert doc["records"][1]["checks"][0]["margin"] == pytest.approx(0.19)
     assert "data:image/png;base64," in (folder / "report.html").read_text()
     md = (folder / "report.md").read_text()
     # the cell shows the claim check's statistic, not the control's margin
-    assert "| S0.3 | holds 0.2 [0.19, 0.21] | FAILS -0.1 [-0.11, -0.09] |" in md
+    assert "| S0.3 | FAILS -0.1 [-0.11, -0.09] | holds 0.2 [0.19, 0.21] |" in md
 
 
 def test_report_files_are_readable_by_others_under_the_usual_umask(tmp_path):

@@ -12,7 +12,7 @@ import torch
 from hypothesis import given, settings as hypothesis_settings, strategies as st
 
 from latent_instruments.normalization import relative_norm_change, rotate_to_cosine
-from latent_instruments.stats import bootstrap
+from latent_instruments.stats import Estimate, bootstrap
 from reports.records import Check
 
 pytestmark = pytest.mark.gpu
@@ -83,17 +83,40 @@ def test_final_norm_removes_scale(model_name, subject, activations, claim, setti
     )
 
 
+PROPERTY_EXAMPLES = 60  # hypothesis examples: (row of the sampled final-block outputs, scale in [0.5, 1000])
+
+
+@pytest.mark.claim("S4.5", version=2)
 @pytest.mark.models("trained", "hf", "reference")
 @pytest.mark.needs("ln_final.hook_in")
-def test_final_norm_scale_invariance_property(model_name, subject, activations, settings):
-    """S4.5 as a property: for any real final-block output and any scale in [0.5, 1000], the norm is kept within 1e-3."""
+def test_final_norm_scale_invariance_property(model_name, subject, activations, claim, settings):
+    """S4.5's scale part as a property: for any real final-block output and any scale in [0.5, 1000], the
+    final norm keeps the output norm within 1e-3. Hypothesis searches for the worst case (and shrinks it);
+    the record holds the largest change seen, so a counterexample is a "fails" of S4.5 like any other."""
     x = _final_block_outputs(activations, settings.seed)
     norm = _final_norm(subject).to(x.device)
+    if _identity_parameters(norm):
+        claim.not_informative("the final norm has unit gain and zero bias (untrained): scale invariance holds by "
+                              "construction and says nothing about what training did")
+    seen: list[float] = []
 
-    @hypothesis_settings(max_examples=60, derandomize=True, database=None, deadline=None)
+    @hypothesis_settings(max_examples=PROPERTY_EXAMPLES, derandomize=True, database=None, deadline=None)
     @given(row=st.integers(0, x.shape[0] - 1), scale=st.floats(0.5, 1000.0))
     def keeps_norm(row, scale):
         vector = x[row : row + 1]
-        assert relative_norm_change(norm, vector, vector * scale).item() < 1e-3
+        seen.append(relative_norm_change(norm, vector, vector * scale).item())
+        assert seen[-1] < 1e-3
 
-    keeps_norm()
+    try:
+        keeps_norm()
+    except AssertionError:
+        pass  # hypothesis shrank a counterexample; its change is in `seen`, and the check below fails on it
+    worst = max(seen)
+    claim.record(
+        [Check.of(f"largest relative output-norm change over {len(seen)} hypothesis examples, scale in [0.5, 1000]",
+                  Estimate(worst, worst, worst, 1.0, len(seen)), "fraction", "<", 1e-3,
+                  "S4 Appendix III: ×10 changed the norm by 4e-6; the bound 1e-3 is the one of the ×10 check above, "
+                  "for the worst case found rather than the mean (no interval: a maximum over searched examples)")],
+        procedure=f"hypothesis (derandomized by the run's seed) draws {PROPERTY_EXAMPLES} examples of a sampled "
+                  "final-norm input and a scale, searching for the largest relative change of the output norm.",
+    )
