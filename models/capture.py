@@ -105,7 +105,8 @@ class ActivationCache:
         Returns:
             [(label, (batch, seq, d_model))]: token embeddings ("embed"), the
             first block's input ("embed+pos" where positions are learned,
-            otherwise omitted as identical to "embed"), then each block's
+            otherwise omitted as identical to "embed"; except for BLOOM, whose
+            first block reads the LayerNormed embedding), then each block's
             resid_post ("block 1" .. "block L").
         """
         layers = [("embed", self["hook_embed"])]
@@ -124,34 +125,63 @@ def _block_input(args, kwargs) -> torch.Tensor:
 
 
 def _split_qkv(adapter: Adapter, config, outputs: list[torch.Tensor]) -> tuple[torch.Tensor, ...]:
-    """(q, k, v), each (batch, seq, heads, d_head), from the projection outputs of one block."""
+    """(q, k, v) from the projection outputs of one block.
+
+    Args:
+        adapter: its ``qkv_layout`` says how a fused projection is laid out.
+        config: the model's config (query head count; ``head_dim`` where it has one).
+        outputs: the three projections' outputs (batch, seq, heads * d_head), (batch, seq, kv_heads * d_head)
+            twice, or the fused one's (batch, seq, (heads + 2 kv_heads) * d_head).
+    Returns:
+        q (batch, seq, heads, d_head), k and v (batch, seq, kv_heads, d_head). The key-value head count is
+        read off the widths (Falcon-7B's multi-query attention has one, whatever its config says).
+    """
     heads = getattr(config, "num_attention_heads", None) or config.n_head
-    kv_heads = getattr(config, "num_key_value_heads", None) or heads
-    if adapter.qkv_layout == "per_head":  # GPT-NeoX: (batch, seq, heads * 3 * d_head)
-        fused = outputs[0]
-        return tuple(fused.reshape(*fused.shape[:2], heads, -1).chunk(3, dim=-1))
-    q, k, v = outputs[0].chunk(3, dim=-1) if adapter.qkv_layout == "concat" else outputs
-    return (q.reshape(*q.shape[:2], heads, -1), k.reshape(*k.shape[:2], kv_heads, -1),
-            v.reshape(*v.shape[:2], kv_heads, -1))
+    if len(outputs) == 3:  # separate projections: d_head from q's width
+        d_head = outputs[0].shape[-1] // heads
+        return tuple(x.unflatten(-1, (-1, d_head)) for x in outputs)
+    fused = outputs[0]
+    d_head = getattr(config, "head_dim", None) or config.hidden_size // heads
+    kv_heads = (fused.shape[-1] // d_head - heads) // 2
+    if adapter.qkv_layout == "per_head":  # per key-value head: its g = heads / kv_heads queries, its key, its value
+        groups = fused.unflatten(-1, (kv_heads, heads // kv_heads + 2, d_head))
+        return groups[..., :-2, :].flatten(2, 3), groups[..., -2, :], groups[..., -1, :]
+    q, k, v = fused.split([heads * d_head, kv_heads * d_head, kv_heads * d_head], dim=-1)  # "concat"
+    return q.unflatten(-1, (heads, d_head)), k.unflatten(-1, (kv_heads, d_head)), v.unflatten(-1, (kv_heads, d_head))
+
+
+def _copy_first(output):
+    """A module output with its tensor part copied (see :func:`ablated_logits`)."""
+    return (output[0].clone(), *output[1:]) if isinstance(output, tuple) else output.clone()
 
 
 @contextmanager
 def _hooks(model: nn.Module, adapter: Adapter, wanted: set[str], store: dict[str, torch.Tensor],
-           offload: bool) -> Iterator[None]:
-    """Forward hooks that put the ``wanted`` activations (and what derived ones need) into ``store``."""
+           offload: bool, on_modules: list[str]) -> Iterator[None]:
+    """Forward hooks that put the ``wanted`` activations (and what derived ones need) into ``store``.
 
-    def save(name, tensor):
+    ``on_modules`` receives the names hooked on a module, which must all be in ``store`` after the forward pass.
+    The sublayer outputs (attn_out, mlp_out) are stored as copies: the block still uses the tensor after
+    the hook ran, and Falcon's parallel block adds attn_out into the MLP's output in place.
+    """
+
+    def save(name, tensor, copy=False):
         tensor = tensor.detach()
-        store[name] = tensor.to("cpu") if offload else tensor  # synchronous: the copy is complete when read
+        if offload:
+            store[name] = tensor.to("cpu", copy=copy)  # synchronous: the copy is complete when read
+        else:
+            store[name] = tensor.clone() if copy else tensor
 
     def post(name):
-        return lambda _m, _a, out: save(name, _tensor(out))
+        copy = name.endswith(("hook_attn_out", "hook_mlp_out"))
+        return lambda _m, _a, out: save(name, _tensor(out), copy)
 
     def pre(name):
         return lambda _m, args, kwargs: save(name, _block_input(args, kwargs))
 
     def hook(module, name, kind):
         if name in wanted:
+            on_modules.append(name)
             handles.append(module.register_forward_pre_hook(pre(name), with_kwargs=True) if kind == "pre"
                            else module.register_forward_hook(post(name)))
 
@@ -167,6 +197,7 @@ def _hooks(model: nn.Module, adapter: Adapter, wanted: set[str], store: dict[str
         if wanted & {f"blocks.{i}.attn.hook_{x}" for x in "qkv"}:
             for j, path in enumerate(adapter.qkv):
                 handles.append(block.get_submodule(path).register_forward_hook(post(f"blocks.{i}.attn.qkv{j}")))
+                on_modules.append(f"blocks.{i}.attn.qkv{j}")
     norm = model.get_submodule(adapter.final_norm)
     hook(norm, "ln_final.hook_in", "pre")
     hook(norm, "ln_final.hook_normalized", "post")
@@ -195,8 +226,13 @@ def _forward(model: nn.Module, adapter: Adapter, input_ids: torch.Tensor, wanted
     kwargs = {"output_attentions": True} if patterns else {}
     if LOGITS not in wanted:
         kwargs["logits_to_keep"] = 1  # the head's matmul over the vocabulary is skipped where no claim needs it
-    with torch.no_grad(), _hooks(model, adapter, hooked, store, offload):
+    on_modules: list[str] = []
+    with torch.no_grad(), _hooks(model, adapter, hooked, store, offload, on_modules):
         out = model(input_ids=input_ids, use_cache=False, **kwargs)
+    missing = [name for name in on_modules if name not in store]
+    if missing:
+        raise RuntimeError(f"the modules the {adapter.model_type!r} adapter names for {', '.join(missing)} did not "
+                           f"run in {type(model).__name__}'s forward pass (a configuration that bypasses them?)")
     batch, seq = input_ids.shape
     for i in range(n_blocks):
         mlp = f"blocks.{i}.hook_mlp_out"
@@ -237,6 +273,7 @@ def run_with_cache(model: nn.Module, adapter: Adapter, input_ids: torch.Tensor, 
         ActivationCache with the (batch, ...) tensors concatenated over micro-batches.
     Raises:
         NonFiniteError: if any captured activation or the logits hold NaN/inf.
+        RuntimeError: if a module the adapter names did not run (the adapter does not fit the model).
         torch.OutOfMemoryError: if even one sequence does not fit.
     """
     n_blocks = len(adapter.block_list(model))
@@ -319,12 +356,19 @@ def ablated_logits(
     Raises:
         ValueError: for another ``drop``.
         NonFiniteError: if the logits hold NaN or inf.
+        RuntimeError: if the module the adapter names did not run inside the block.
     """
     if drop not in ("attn", "mlp"):
         raise ValueError(f"drop must be 'attn' or 'mlp', got {drop!r}")
     parent = adapter.block_list(model)[block]
     child = parent.get_submodule(adapter.attn if drop == "attn" else adapter.mlp)
     with torch.no_grad(), subtract_child_output(parent, child):
-        logits = model(input_ids=input_ids, use_cache=False).logits.float()
+        # registered after subtract_child_output's own hook, which so keeps the child's original output while
+        # the block goes on with a copy: Falcon's parallel block adds attn_out into the MLP's output in place
+        handle = child.register_forward_hook(lambda _m, _a, out: _copy_first(out))
+        try:
+            logits = model(input_ids=input_ids, use_cache=False).logits.float()
+        finally:
+            handle.remove()
     require_finite(logits, f"logits with block {block} {drop} dropped")
     return logits

@@ -2,7 +2,8 @@
 
 import pytest
 import torch
-from transformers import AutoModelForCausalLM, GPT2Config, GPTNeoXConfig, LlamaConfig, OPTConfig
+from transformers import (AutoModelForCausalLM, BloomConfig, FalconConfig, Gemma2Config, GemmaConfig, GPT2Config,
+                          GPTJConfig, GPTNeoXConfig, LlamaConfig, MistralConfig, OPTConfig, Phi3Config, Qwen2Config)
 
 TINY_CONFIGS = {
     "gpt2": lambda: GPT2Config(n_embd=32, n_layer=2, n_head=2, vocab_size=50, n_positions=32, activation_function="relu"),
@@ -12,6 +13,25 @@ TINY_CONFIGS = {
                                       vocab_size=50, max_position_embeddings=32),
     "llama": lambda: LlamaConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
                                  vocab_size=50, max_position_embeddings=32),
+    "mistral": lambda: MistralConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
+                                     intermediate_size=64, vocab_size=50, max_position_embeddings=32),
+    "qwen2": lambda: Qwen2Config(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
+                                 intermediate_size=64, vocab_size=50, max_position_embeddings=32),
+    # Gemma's default head_dim is 256 whatever the width: 16 = 32 / 2 heads, as in the other configs
+    "gemma": lambda: GemmaConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
+                                 head_dim=16, intermediate_size=64, vocab_size=50, max_position_embeddings=32),
+    # Gemma 2 keeps its default logit soft-capping (tanh, 30) and its sliding-window layers (window > seq)
+    "gemma2": lambda: Gemma2Config(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
+                                   head_dim=16, intermediate_size=64, vocab_size=50, max_position_embeddings=32),
+    "phi3": lambda: Phi3Config(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
+                               intermediate_size=64, vocab_size=50, max_position_embeddings=32, pad_token_id=0,
+                               bos_token_id=1, eos_token_id=2),
+    "gptj": lambda: GPTJConfig(n_embd=32, n_layer=2, n_head=2, vocab_size=50, n_positions=32, rotary_dim=8),
+    # Falcon-7B's layout: parallel block, multi-query attention (one key/value head), rotary, no biases
+    "falcon": lambda: FalconConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, vocab_size=50,
+                                   max_position_embeddings=32, new_decoder_architecture=False, multi_query=True,
+                                   parallel_attn=True, alibi=False, bias=False),
+    "bloom": lambda: BloomConfig(hidden_size=32, n_layer=2, n_head=2, vocab_size=50),
 }
 
 

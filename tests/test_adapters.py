@@ -2,11 +2,13 @@
 
 import pytest
 import torch
-from transformers import GPTJConfig, GPTJForCausalLM
+from transformers import (AutoModelForCausalLM, BloomConfig, FalconConfig, GPTBigCodeConfig, GPTBigCodeForCausalLM,
+                          MambaConfig, MambaForCausalLM)
+from transformers.models.bloom.modeling_bloom import build_alibi_tensor
 
 from models.adapters import UnsupportedArchitectureError, adapter_for
 from models.capture import ablated_logits, block_output_fn, run_with_cache
-from tests.conftest import tiny_model
+from tests.conftest import TINY_CONFIGS, tiny_model
 
 IDS = torch.randint(0, 50, (3, 12), generator=torch.Generator().manual_seed(0))
 
@@ -45,6 +47,8 @@ def test_dropping_the_last_mlp_leaves_the_unembedded_resid_mid(arch):
     last = cache.n_blocks - 1
     with torch.no_grad():
         expected = model.get_output_embeddings()(model.get_submodule(adapter.final_norm)(cache[f"blocks.{last}.hook_resid_mid"]))
+    if cap := getattr(model.config, "final_logit_softcapping", None):  # Gemma 2 soft-caps its logits after the head
+        expected = torch.tanh(expected / cap) * cap
     torch.testing.assert_close(ablated_logits(model, adapter, IDS, last, "mlp"), expected, atol=1e-5, rtol=1e-4)
 
 
@@ -58,9 +62,30 @@ def test_block_output_fn_matches_the_captured_first_block(arch):
 
 
 def test_unknown_architecture_fails_loudly_with_its_name():
-    model = GPTJForCausalLM(GPTJConfig(n_embd=32, n_layer=1, n_head=2, vocab_size=50, n_positions=32, rotary_dim=8))
-    with pytest.raises(UnsupportedArchitectureError, match="'gptj'.*supported: gpt2, gpt_neox, llama, opt"):
+    model = GPTBigCodeForCausalLM(GPTBigCodeConfig(n_embd=32, n_layer=1, n_head=2, vocab_size=50, n_positions=32))
+    supported = "bloom, falcon, gemma, gemma2, gpt2, gpt_neox, gptj, llama, mistral, opt, phi3, qwen2"
+    with pytest.raises(UnsupportedArchitectureError, match=f"'gpt_bigcode'.*supported: {supported}. Add an Adapter"):
         adapter_for(model)
+
+
+def test_a_model_without_attention_blocks_is_refused_with_the_reason():
+    """Mamba mixes tokens by a state-space recurrence: no attn_out, mlp_out or pattern exists to capture."""
+    model = MambaForCausalLM(MambaConfig(hidden_size=32, num_hidden_layers=2, vocab_size=50, state_size=4))
+    with pytest.raises(UnsupportedArchitectureError) as refused:
+        adapter_for(model)
+    message = str(refused.value)
+    assert "'mamba'" in message and "attention sublayer and an FFN sublayer" in message
+    assert "state-space / recurrent" in message and "no adapter can apply" in message
+    assert "Add an Adapter" not in message  # unlike an architecture that merely lacks one
+
+
+def test_a_module_the_configuration_bypasses_fails_the_capture_loudly():
+    """BLOOM-176B's tensor-parallel emulation (slow_but_exact) never calls the dense layers the adapter names."""
+    torch.manual_seed(0)
+    config = BloomConfig(hidden_size=32, n_layer=2, n_head=2, vocab_size=50, pretraining_tp=2, slow_but_exact=True)
+    model = AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()
+    with pytest.raises(RuntimeError, match="'bloom' adapter names for blocks.0.hook_attn_out.* did not run"):
+        run_with_cache(model, adapter_for(model), IDS)
 
 
 def test_nan_activations_are_an_error():
@@ -121,9 +146,13 @@ def test_per_head_queries_and_keys_give_the_attention_pattern(arch):
     model = tiny_model(arch)
     cache = run_with_cache(model, adapter_for(model), IDS, names=["blocks.0.attn.*"])
     q, k, v = (cache[f"blocks.0.attn.hook_{x}"] for x in "qkv")
-    assert q.shape == k.shape == v.shape == (3, 12, 2, 16)
-    if arch in ("gpt2", "opt"):  # rotary models rotate q and k after the projection
+    assert q.shape == (3, 12, 2, 16)
+    kv_heads = 1 if arch == "falcon" else 2  # the tiny Falcon is multi-query (as Falcon-7B): one key/value head
+    assert k.shape == v.shape == (3, 12, kv_heads, 16)
+    if arch in ("gpt2", "opt", "bloom"):  # the others are rotary: they rotate q and k after the projection
         scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / 16**0.5
+        if arch == "bloom":  # ALiBi adds slope_h · key position to head h's scores
+            scores = scores + build_alibi_tensor(torch.ones(3, 12), 2, torch.float32).view(3, 2, 1, 12)
         scores = scores.masked_fill(torch.ones(12, 12, dtype=torch.bool).triu(1), float("-inf"))
         torch.testing.assert_close(scores.softmax(-1), cache["blocks.0.attn.hook_pattern"], atol=1e-5, rtol=1e-4)
 
@@ -155,3 +184,39 @@ def test_a_model_whose_adapter_does_not_fit_is_caught_before_any_claim(tmp_path)
     with pytest.raises(UntrustedModelError, match=r"m: resid_post differs .* the 'gpt2' adapter .* does not fit"):
         pool._check_identity("m", wrong)
     assert pool.identity["m"]["passed"] is False
+
+
+FALCON_LAYOUTS = {  # Falcon's three fused query_key_value layouts
+    "multi-query (Falcon-7B)": dict(new_decoder_architecture=False, multi_query=True, num_attention_heads=2),
+    "multi-head": dict(new_decoder_architecture=False, multi_query=False, num_attention_heads=2),
+    "grouped (Falcon-40B)": dict(new_decoder_architecture=True, num_attention_heads=4, num_kv_heads=2),
+}
+
+
+@pytest.mark.parametrize("layout", FALCON_LAYOUTS)
+def test_falcon_queries_keys_and_values_are_the_models_own_split(layout):
+    """Every fused Falcon layout: the captured q/k/v are what FalconAttention._split_heads makes of the projection."""
+    torch.manual_seed(0)
+    config = TINY_CONFIGS["falcon"]()
+    for key, value in FALCON_LAYOUTS[layout].items():
+        setattr(config, key, value)
+    model = AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()
+    attention, own = model.transformer.h[0].self_attention, {}
+    handle = attention.query_key_value.register_forward_hook(lambda _m, _a, out: own.update(qkv=attention._split_heads(out)))
+    try:
+        cache = run_with_cache(model, adapter_for(model), IDS)
+        captured = run_with_cache(model, adapter_for(model), IDS, names=["blocks.0.attn.hook_*"])
+    finally:
+        handle.remove()
+    heads, d_head = config.num_attention_heads, 32 // config.num_attention_heads
+    kv_heads = {"multi-query (Falcon-7B)": 1, "multi-head": heads, "grouped (Falcon-40B)": 2}[layout]
+    q, k, v = (captured[f"blocks.0.attn.hook_{x}"] for x in "qkv")
+    assert q.shape == (3, 12, heads, d_head) and k.shape == v.shape == (3, 12, kv_heads, d_head)
+    expected_q, expected_k, expected_v = own["qkv"]  # the grouped layout broadcasts k and v to every query head
+    torch.testing.assert_close(q, expected_q.reshape(q.shape))
+    for mine, theirs in ((k, expected_k), (v, expected_v)):
+        theirs = theirs.reshape(3, 12, -1, d_head)
+        torch.testing.assert_close(mine.repeat_interleave(theirs.shape[2] // kv_heads, dim=2), theirs)
+    for i in range(cache.n_blocks):  # and each layout's block passes the residual identity
+        total = cache[f"blocks.{i}.hook_resid_pre"] + cache[f"blocks.{i}.hook_attn_out"] + cache[f"blocks.{i}.hook_mlp_out"]
+        torch.testing.assert_close(cache[f"blocks.{i}.hook_resid_post"], total, atol=1e-5, rtol=0)
