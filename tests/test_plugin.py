@@ -195,3 +195,18 @@ def test_only_the_instruments_are_installed_into_site_packages():
     config = tomllib.loads((REPO / "pyproject.toml").read_text())
     assert config["tool"]["setuptools"]["packages"] == ["latent_instruments"]
     assert config["tool"]["pytest"]["ini_options"]["pythonpath"] == ["."]  # tests find the rest from the root
+
+
+@pytest.mark.parametrize("selection", [("-k", "S4.2"), ("--claim", "S4.2")])
+def test_a_claim_is_selected_by_its_id(selection):
+    done = pytest_run("claims", "-m", "gpu", "--collect-only", "-q", "--zoo", "tiny", "-p", "no:cacheprovider", *selection)
+    ids = [line for line in done.stdout.splitlines() if "::" in line]
+    assert ids and all("test_ffn_output_dominates_each_block" in i for i in ids), done.stdout[-2000:]
+
+
+def test_claim_selection_is_exact_where_k_matches_substrings():
+    done = pytest_run("--collect-only", "-q", "-p", "no:cacheprovider", "--claim", "S4.5", "--claim", "S3.5")
+    ids = [line for line in done.stdout.splitlines() if "::" in line]
+    assert {i.split("::")[1].split("[")[0] for i in ids} == {
+        "test_final_norm_removes_scale", "test_final_norm_scale_invariance_property", "test_wider_models_invert_better"}
+    assert "not in claims/catalogue.toml" in pytest_run("--collect-only", "--claim", "S4.99").stderr
