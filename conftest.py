@@ -29,10 +29,10 @@ from fixtures.zoo import ACTIVATION_FIXTURES, pool_names  # noqa: E402
 from models.capture import check_patterns  # noqa: E402
 from models.corpus import load_corpus  # noqa: E402
 from models.runtime import pin_cpu_threads  # noqa: E402
-from models.zoo import ROLES, ModelLoadError, UnknownModelError, default_names, fingerprint, resolve  # noqa: E402
+from models.zoo import ROLES, default_names, fingerprint, resolve  # noqa: E402
 from reports import writer  # noqa: E402
 
-pytest_plugins = ["fixtures.zoo", "fixtures.recording"]
+pytest_plugins = ["fixtures.zoo", "fixtures.recording", "fixtures.signals"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -51,12 +51,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"models(*roles, twin=False): subjects a claim runs on, roles: {', '.join(ROLES)}; "
                                        "twin=True also loads each model's untrained twin")
     config.addinivalue_line("markers", "needs(*names): canonical activations (fnmatch patterns) the test reads")
-    settings = resolve_settings(config)
-    for name in settings.models:
-        try:
-            resolve(name)
-        except (UnknownModelError, ModelLoadError) as err:
-            raise pytest.UsageError(str(err)) from None
+    settings = resolve_settings(config)  # every option checked here, before any model is touched
     unknown = [c for c in config.getoption("lc_claims") or () if c not in load_catalogue().claims]
     if unknown:
         raise pytest.UsageError(f"--claim {' '.join(unknown)}: not in claims/catalogue.toml; ids run S0.1 … S4.10")

@@ -1,0 +1,264 @@
+"""Startup validation seen from the command line, and SIGTERM handled like Ctrl-C.
+
+Every bad option value is a usage error (exit status 4) within seconds, before
+any model is touched: the message names the option, what is wrong and what to
+do, and the failed start leaves nothing behind (no report folder, not even the
+--report-dir it would have created).
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from fixtures.settings import check_corpus, min_corpus_characters
+from fixtures.zoo import PROMPTS
+from models.corpus import Corpus
+
+REPO = Path(__file__).resolve().parent.parent
+STARTUP_SECONDS = 30  # a usage error comes within seconds: imports, then the checks; no model, no corpus fetch
+ROOT = os.geteuid() == 0  # root writes into read-only folders, so os.access(W_OK) is True there
+
+
+def claims_run(*args: str, env: dict | None = None, timeout: float = 120) -> tuple[subprocess.CompletedProcess, float]:
+    """``pytest claims -m gpu --model tiny-w96 ARGS`` from the repository; returns the process and its wall time."""
+    command = [sys.executable, "-m", "pytest", "claims", "-m", "gpu", "--model", "tiny-w96", *args,
+               "-p", "no:cacheprovider", "-q"]
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
+    return done, time.perf_counter() - start
+
+
+def tree(folder: Path) -> set[str]:
+    """Every path under ``folder``, relative to it."""
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")}
+
+
+def results_json(**changes) -> str:
+    record = {"claim": "S4.2", "model": "tiny-w96", "test": "claims/s4_ffn/test_feedforward.py::t[tiny-w96]",
+              "version": 1, "outcome": "holds", "checks": [{"name": "x", "value": 1.0, "ci_low": 0.5, "ci_high": 1.5}]}
+    return json.dumps({"schema": "latent-claims/results/2", "run_id": "20250101T000000Z", "records": [record],
+                       **changes})
+
+
+def write(path: Path, content: str | bytes) -> Path:
+    path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+    return path
+
+
+def no_such_file(tmp: Path) -> str:
+    return str(tmp / "nowhere" / "corpus.txt")
+
+
+def not_json(tmp: Path) -> str:
+    return str(write(tmp / "results.json", "schema: latent-claims/results/2\n"))
+
+
+def json_list(tmp: Path) -> str:
+    return str(write(tmp / "results.json", "[1, 2, 3]"))
+
+
+def old_schema(tmp: Path) -> str:
+    old = json.loads(results_json(schema="latent-claims/results/1"))
+    del old["records"][0]["outcome"]  # schema 1 had verdicts, not outcomes
+    return str(write(tmp / "results.json", json.dumps(old)))
+
+
+def other_tool(tmp: Path) -> str:
+    return str(write(tmp / "results.json", json.dumps({"tests": [{"nodeid": "t", "outcome": "passed"}]})))
+
+
+def damaged_record(tmp: Path) -> str:
+    doc = json.loads(results_json())
+    del doc["records"][0]["checks"][0]["ci_low"]
+    return str(write(tmp / "results.json", json.dumps(doc)))
+
+
+def binary_corpus(tmp: Path) -> str:
+    return str(write(tmp / "corpus.bin", b"text at first\n" * 10 + bytes(range(256)) * 200))
+
+
+def latin1_corpus(tmp: Path) -> str:
+    return str(write(tmp / "corpus.txt", b"To be, or not to be\n" * 60 + "café".encode("latin-1") + b" au lait\n" * 3000))
+
+
+def short_corpus(tmp: Path) -> str:
+    return str(write(tmp / "corpus.txt", "Now is the winter of our discontent\n" * 100))
+
+
+def folder_corpus(tmp: Path) -> str:
+    (tmp / "texts").mkdir()
+    return str(tmp / "texts")
+
+
+def report_dir_under_a_file(tmp: Path) -> str:
+    return str(write(tmp / "a-file", "not a folder") / "reports")
+
+
+def report_dir_is_a_file(tmp: Path) -> str:
+    return str(write(tmp / "reports", "not a folder"))
+
+
+def report_dir_under_read_only(tmp: Path) -> str:
+    if ROOT:  # root may write anywhere: the folder that cannot be created is one whose parent is a file
+        return report_dir_under_a_file(tmp)
+    (tmp / "locked").mkdir()
+    (tmp / "locked").chmod(0o500)
+    return str(tmp / "locked" / "reports")
+
+
+BAD = {  # id: (option, value or a function of the test's tmp folder making it, words the message must hold)
+    "device-tpu": ("--device", "tpu", ["--device tpu: not a device", "auto, cpu, cuda, cuda:N"]),
+    "device-typo": ("--device", "cuda0", ["--device cuda0: not a device", "cuda:N"]),
+    "seed-negative": ("--seed", "-1", ["--seed -1:", "from 0 to 4294967295", "e.g. --seed 0"]),
+    "seed-too-big": ("--seed", str(2**32), [f"--seed {2**32}:", "numpy"]),
+    "seed-not-int": ("--seed", "one", ["--seed", "invalid int value: 'one'"]),
+    "report-dir-unwritable": ("--report-dir", report_dir_under_read_only,
+                              ["--report-dir", "cannot be created", "pass a folder you can write to"]),
+    "report-dir-under-file": ("--report-dir", report_dir_under_a_file,
+                              ["--report-dir", "a-file is a file, not a folder", "pass a folder you can write to"]),
+    "report-dir-is-file": ("--report-dir", report_dir_is_a_file,
+                           ["--report-dir", "exists and is not a folder", "pass a folder you can write to"]),
+    "baseline-missing": ("--baseline", no_such_file, ["--baseline", "no such file", "earlier run's results.json"]),
+    "baseline-not-json": ("--baseline", not_json, ["--baseline", "is not JSON", "line 1 column 1",
+                                                   "earlier run's results.json"]),
+    "baseline-json-list": ("--baseline", json_list, ["--baseline", "holds a JSON list",
+                                                     "'latent-claims/results/2'", "earlier run's results.json"]),
+    "baseline-old-schema": ("--baseline", old_schema, ["--baseline", "schema 'latent-claims/results/1'",
+                                                       "expected 'latent-claims/results/2'", "run the baseline's commit"]),
+    "baseline-other-tool": ("--baseline", other_tool, ["--baseline", "no 'schema' key",
+                                                       "expected 'latent-claims/results/2'", "results.json"]),
+    "baseline-damaged": ("--baseline", damaged_record, ["--baseline", "record 0", "checks[0].ci_low", "damaged"]),
+    "corpus-missing": ("--corpus", no_such_file, ["--corpus", "no such file", "pass a UTF-8 text file"]),
+    "corpus-folder": ("--corpus", folder_corpus, ["--corpus", "is a folder, not a file", "pass a UTF-8 text file"]),
+    "corpus-binary": ("--corpus", binary_corpus, ["--corpus", "is not a text file", "byte offset 140",
+                                                  "pass a UTF-8 text file"]),
+    "corpus-not-utf8": ("--corpus", latin1_corpus, ["--corpus", "is not UTF-8", "byte 0xe9 at byte offset 1203",
+                                                    "iconv -f LATIN1 -t UTF-8"]),
+    "corpus-too-short": ("--corpus", short_corpus, ["--corpus", "has 3,600 characters", "32 windows of",
+                                                    "needs at least", "pass a longer text"]),
+    "model-missing-folder": ("--model", "./no-such-checkpoint", ["--model ./no-such-checkpoint: no such folder",
+                                                                 "save_pretrained"]),
+    "model-unknown": ("--model", "tiny-w97", ["--model tiny-w97:", "unknown model", "valid names"]),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_a_bad_option_is_a_usage_error_within_seconds_that_leaves_nothing_behind(tmp_path, case):
+    option, value, words = BAD[case]
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    value = value(scratch) if callable(value) else value
+    before = tree(tmp_path)
+    reports = ["--report-dir", str(tmp_path / "reports")] if option != "--report-dir" else []
+    try:
+        done, seconds = claims_run(option, value, *reports)
+    finally:
+        for path in [tmp_path, *tmp_path.rglob("*")]:  # let pytest's tmp_path cleanup remove a locked folder
+            if path.is_dir() and not path.is_symlink():
+                path.chmod(0o700)
+    said = done.stdout + done.stderr
+    assert done.returncode == 4, said[-3000:]
+    for word in words:
+        assert word in said, f"{word!r} not in:\n{said[-3000:]}"
+    assert "Traceback" not in said, said[-3000:]
+    assert seconds < STARTUP_SECONDS, f"usage error after {seconds:.1f} s"
+    assert tree(tmp_path) == before  # no report folder, no --report-dir, nothing else
+    assert not (tmp_path / "reports").exists()
+
+
+def test_every_bad_option_is_reported_at_once(tmp_path):
+    """One failed start lists every option to fix, one line each."""
+    done, _ = claims_run("--device", "tpu", "--seed", "-1", "--corpus", str(tmp_path / "none.txt"),
+                         "--report-dir", str(tmp_path / "reports"))
+    assert done.returncode == 4, done.stderr[-3000:]
+    lines = [line for line in done.stderr.splitlines() if line.startswith(("ERROR: --", "--"))]
+    assert [line.removeprefix("ERROR: ").split()[0] for line in lines] == ["--device", "--seed", "--corpus"]
+    assert not (tmp_path / "reports").exists()
+
+
+def test_a_writable_report_dir_that_does_not_exist_yet_is_not_created_at_startup(tmp_path):
+    """A good --report-dir two levels deep is accepted, and left to the report writer to create."""
+    done, seconds = claims_run("--report-dir", str(tmp_path / "new" / "reports"), "--seed", "4294967295",
+                               "--collect-only")
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.parametrize("zoo", sorted(PROMPTS))
+def test_the_shortest_corpus_accepted_fills_the_prompt_batch(tmp_path, zoo):
+    """The length check matches the split: the shortest text accepted has exactly room for the batch."""
+    n_prompts, length = PROMPTS[zoo]
+    need = min_corpus_characters(n_prompts, length)
+    assert len(Corpus("c", "x" * need, "").validation) >= n_prompts * length
+    assert len(Corpus("c", "x" * (need - 1), "").validation) < n_prompts * length
+    text = ("Now is the winter of our discontent\n" * (need // 36 + 1))[:need]
+    assert check_corpus(str(write(tmp_path / "ok.txt", text)), zoo) == tmp_path / "ok.txt"
+    with pytest.raises(pytest.UsageError, match=f"has {need - 1:,} characters.*at least {need:,}"):
+        check_corpus(str(write(tmp_path / "short.txt", text[:-1])), zoo)
+
+
+def test_the_tiny_profile_needs_40951_characters():
+    """32 windows of 128 characters in the last 10 %: 4,096 of 40,951 (the split truncates the train part, 36,855.9)."""
+    assert min_corpus_characters(*PROMPTS["tiny"]) == 40_951
+
+
+SIGNALS_SCRIPT = textwrap.dedent('''
+    import os, signal, sys, time
+    from fixtures import signals
+    assert signals.install_sigterm_handler()
+    assert not signals.install_sigterm_handler()  # once
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)
+        print("not interrupted")
+    except KeyboardInterrupt:
+        print("interrupted", signals.sigterm_received(), flush=True)
+    signals.uninstall_sigterm_handler()
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    sys.exit(2)  # as pytest after Ctrl-C; the process still ends by SIGTERM
+''')
+
+
+def test_sigterm_interrupts_like_ctrl_c_and_the_process_still_ends_by_the_signal():
+    done = subprocess.run([sys.executable, "-c", SIGNALS_SCRIPT], cwd=REPO, capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.stdout.strip() == "interrupted True", done.stderr[-3000:]
+    assert done.returncode == -signal.SIGTERM, done.stderr[-3000:]
+
+
+def test_the_sigterm_handler_installs_only_in_the_main_thread():
+    script = ("import threading, signal\nfrom fixtures import signals\nout = []\n"
+              "t = threading.Thread(target=lambda: out.append(signals.install_sigterm_handler()))\n"
+              "t.start(); t.join()\nassert out == [False] and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL\n"
+              "assert signals.exit_status_for_signal() == 143\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_a_terminated_run_still_writes_what_it_measured(tmp_path):
+    """SIGTERM after the first claim test: the report exists, says interrupted, holds that test's record, and the
+    process ends as one terminated by SIGTERM (143 in a shell)."""
+    (tmp_path / "sigterm_after_first.py").write_text(
+        "import os, signal\n\n\ndef pytest_runtest_teardown(item, nextitem):\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+    )
+    command = [sys.executable, "-m", "pytest", "claims/s4_ffn/test_feedforward.py", "-m", "gpu", "--model", "tiny-w96",
+               "--report-dir", str(tmp_path / "reports"), "-p", "no:cacheprovider", "-p", "sigterm_after_first", "-q"]
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "PYTHONPATH": f"{REPO}:{tmp_path}"})
+    said = (done.stdout + done.stderr)[-3000:]
+    assert (tmp_path / "reports" / "latest" / "results.json").exists(), f"no report (exit {done.returncode}):\n{said}"
+    results = json.loads((tmp_path / "reports" / "latest" / "results.json").read_text())
+    assert results["interrupted"] is True and results["exit_status"] == 2
+    assert [r["claim"] for r in results["records"]] == ["S4.2"]
+    assert "KeyboardInterrupt" in done.stdout, said
+    assert done.returncode == -signal.SIGTERM, said
