@@ -1,10 +1,14 @@
 """``python -m models prepare --zoo tiny``: fetch the corpus, train the BPE and the zoo's models.
 
+``python -m models prepare NAME...`` trains only the named trained models (or a group's members,
+e.g. tiny-siblings), also those outside the profiles, as a damaged cache entry's rebuild command does.
+
 ``python -m models fingerprint NAME...`` prints what each model is, for a ledger entry
 (``claims/expected_verdicts.toml``).
 
 The suite would do all of this lazily on first use; running it up front shows
 training progress and loss in the terminal, which a captured pytest run hides.
+Before the first model trains, prepare states how long training should take here.
 """
 
 import argparse
@@ -13,18 +17,55 @@ import time
 
 import torch
 
-from models.corpus import CorpusError, load_corpus
-from models.recipes import PROFILES
-from models.tokenization import train_bpe
-from models.trainer import train
-from models.zoo import fingerprint, resolve
+from models.corpus import Corpus, CorpusError, load_corpus
+from models.errors import ModelLoadError
+from models.recipes import PROFILES, Recipe
+from models.tokenization import CharTokenizer, train_bpe
+from models.trainer import (check_checkpoint, checkpoint_dir, estimate_training_seconds, format_duration,
+                            measure_matmul_flops, recipe_n_params, train)
+from models.zoo import UnknownModelError, fingerprint, resolve
+
+
+def named_recipes(names: list[str]) -> list[Recipe]:
+    """The recipes of trained zoo models and of groups' members, in order, each once.
+
+    Raises:
+        UnknownModelError: for a name that is not a trained zoo model or a group of them.
+    """
+    recipes: list[Recipe] = []
+    for name in names:
+        entry = resolve(name)
+        for member in [resolve(m) for m in entry.members] if entry.is_group else [entry]:
+            if member.role != "trained":
+                raise UnknownModelError(f"{name!r}: prepare trains zoo models and groups of them; "
+                                        f"{member.name} is a {member.role} model, which needs no training")
+            if member.recipe not in recipes:
+                recipes.append(member.recipe)
+    return recipes
+
+
+def training_plan(recipes: list[Recipe], corpus: Corpus, device: str, label: str) -> str | None:
+    """One line with the total estimated training time of the recipes not yet cached; None if all are."""
+    tokenizer = CharTokenizer.from_corpus(corpus)
+    todo = [r for r in recipes if not checkpoint_dir(r, corpus, tokenizer).exists()]
+    if not todo:
+        return None
+    flops = measure_matmul_flops(device)
+    total = sum(estimate_training_seconds(recipe_n_params(r, tokenizer.vocab_size), r.steps, r.batch, r.context, flops)
+                for r in todo)
+    hint = "" if total <= 600 or all(r in PROFILES["tiny"] for r in todo) else ", or use --zoo tiny"
+    return (f"{label} on {device}: {len(todo)} of {len(recipes)} models to train ({', '.join(r.name for r in todo)}), "
+            f"{format_duration(total)} in all (6 × parameters × steps × batch × context FLOPs at "
+            f"~{flops / 1e9:.0f} GFLOP/s measured here); Ctrl-C to stop{hint}")
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point; returns the exit status (2 when the corpus cannot be had)."""
-    parser = argparse.ArgumentParser(prog="python -m models", description=__doc__)
+    """Entry point; returns the exit status (2 when the corpus cannot be had or a name is unknown, 1 when a
+    cached checkpoint is damaged)."""
+    parser = argparse.ArgumentParser(prog="python -m models", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", choices=["prepare", "fingerprint"])
-    parser.add_argument("names", nargs="*", help="fingerprint: model names (zoo names, groups, HF folders)")
+    parser.add_argument("names", nargs="*", help="model names (zoo names, groups; fingerprint: also HF folders)")
     parser.add_argument("--zoo", choices=["auto", *PROFILES], default="auto")
     parser.add_argument("--corpus", help="a UTF-8 text file instead of the Shakespeare corpus")
     parser.add_argument("--device", default="auto")
@@ -41,12 +82,33 @@ def main(argv: list[str] | None = None) -> int:
         for name in args.names:
             print(f"{name}\t{fingerprint(resolve(name), corpus, args.seed)}")
         return 0
+    try:
+        recipes = named_recipes(args.names) if args.names else list(PROFILES[zoo])
+    except UnknownModelError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     print(f"corpus {corpus.name}: {len(corpus.text):,} characters, sha256 {corpus.sha256[:16]}")
+    tokenizer = CharTokenizer.from_corpus(corpus)
+    damaged = []
+    for recipe in recipes:  # before any training: a damaged entry is named now, not after hours of training others
+        folder = checkpoint_dir(recipe, corpus, tokenizer)
+        try:
+            if folder.exists() or folder.is_symlink():
+                check_checkpoint(recipe, corpus, folder)
+        except ModelLoadError as err:
+            damaged.append(str(err))
+    if damaged:
+        print("\n".join(f"error: {message}" for message in damaged), file=sys.stderr)
+        return 1
     train_bpe(corpus)
+    what = " ".join(args.names) if args.names else f"zoo {zoo}"
+    plan = training_plan(recipes, corpus, device, what)
+    if plan:
+        print(plan, flush=True)
     started = time.perf_counter()
-    for recipe in PROFILES[zoo]:
-        print(f"{recipe.name}: {train(recipe, corpus, device=device)}")
-    print(f"zoo {zoo} ready in {time.perf_counter() - started:.0f} s (cached models are not retrained)")
+    for recipe in recipes:
+        print(f"{recipe.name}: {train(recipe, corpus, device=device)}", flush=True)
+    print(f"{what} ready in {time.perf_counter() - started:.0f} s (cached models are not retrained)")
     return 0
 
 

@@ -115,3 +115,18 @@ class HFTokenizer:
     def decode(self, ids) -> str:
         """Text of a sequence of token ids."""
         return self.tokenizer.decode(list(ids))
+
+
+# Files from which AutoTokenizer builds a tokenizer; a folder with none of them gets an empty one.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "vocab.txt", "merges.txt",
+                   "tokenizer.model", "spiece.model", "sentencepiece.bpe.model")
+
+
+def hf_tokenizer_files(folder: Path) -> list[Path]:
+    """The tokenizer files of a local HF folder (``TOKENIZER_FILES``, ``*.tiktoken``); [] if it has none.
+
+    Without them ``AutoTokenizer`` does not fail: it builds an empty tokenizer that
+    encodes every text to no tokens.
+    """
+    folder = Path(folder)
+    return sorted({*(folder / n for n in TOKENIZER_FILES if (folder / n).is_file()), *folder.glob("*.tiktoken")})

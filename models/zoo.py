@@ -19,6 +19,7 @@ its members are loaded, captured and freed like any model.
 
 import hashlib
 import json
+import pickle
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,12 +27,14 @@ from pathlib import Path
 import torch
 from safetensors import SafetensorError
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
+from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
 from models.adapters import Adapter, adapter_for
 from models.corpus import Corpus
+from models.errors import ModelLoadError  # defined there (the trainer raises it too); import it from here
 from models.recipes import GROUP_RECIPES, PROFILES, Recipe
-from models.tokenization import CharTokenizer, HFTokenizer, train_bpe
-from models.trainer import checkpoint_dir, train
+from models.tokenization import CharTokenizer, HFTokenizer, hf_tokenizer_files, train_bpe
+from models.trainer import checkpoint_dir, train, unreadable_safetensors
 
 CONFIGS = Path(__file__).parent / "configs"
 REFERENCES = {f"ref-{p.stem}": p for p in sorted(CONFIGS.glob("*.json"))}
@@ -43,10 +46,6 @@ ROLES = MODEL_ROLES + GROUP_KINDS
 
 class UnknownModelError(ValueError):
     """A --model name that is neither a zoo name nor a HF id or folder."""
-
-
-class ModelLoadError(RuntimeError):
-    """A model that is named correctly but cannot be loaded (missing, corrupt, offline)."""
 
 
 @dataclass(frozen=True)
@@ -220,6 +219,10 @@ LOAD_ERRORS = (OSError, ValueError, RuntimeError, SafetensorError)
 
 
 def _load_error(source: str, what: str, err: Exception) -> ModelLoadError:
+    if "trust_remote_code" in str(err):  # transformers' refusal of a model or tokenizer class shipped as code
+        return ModelLoadError(f"{source!r} needs remote code for its {what} (an auto_map field in its config.json or "
+                              "tokenizer_config.json names a class shipped as code): remote code is never trusted "
+                              "(trust_remote_code=False), so only architectures built into transformers load")
     where = "local folder" if Path(source).exists() else "hub id"
     return ModelLoadError(
         f"could not load the {what} of {source!r} ({where}): {err}\n"
@@ -229,13 +232,74 @@ def _load_error(source: str, what: str, err: Exception) -> ModelLoadError:
     )
 
 
+def _unpickle_error(source: str, err: pickle.UnpicklingError) -> ModelLoadError:
+    folder = Path(source)
+    bins = sorted(folder.glob("*.bin")) if folder.is_dir() else []
+    where = (str(bins[0]) if len(bins) == 1 else f"{bins[0]} (one of {len(bins)} .bin files)") if bins else source
+    cause = err.__cause__ or err.__context__
+    reason = " ".join(str(cause if isinstance(cause, pickle.UnpicklingError) else err).split())
+    if "Weights only load failed" not in str(err):
+        return ModelLoadError(f"{where}: cannot be unpickled ({reason}); the file is corrupt or not a PyTorch "
+                              "checkpoint: copy or save it again")
+    return ModelLoadError(
+        f"{where}: refused to unpickle ({reason}); weights are loaded only with weights_only=True, which runs "
+        "no code from the file. Convert it to safetensors where you trust it: "
+        f"safetensors.torch.save_file(torch.load({where if len(bins) == 1 else 'FILE'!r}, weights_only=False), "
+        f"{str(folder / 'model.safetensors') if len(bins) == 1 else 'FILE.safetensors'!r})")
+
+
 def _hf_model(source: str, placement: dict | None = None, **kwargs) -> PreTrainedModel:
     try:
         return AutoModelForCausalLM.from_pretrained(
             source, trust_remote_code=False, attn_implementation="eager", **(placement or {}), **kwargs
         )
+    except pickle.UnpicklingError as err:  # a .bin whose pickle torch.load(weights_only=True) refused
+        raise _unpickle_error(source, err) from None
     except LOAD_ERRORS as err:
         raise _load_error(source, "model", err) from err
+
+
+def _hf_config(source: str):
+    try:
+        return AutoConfig.from_pretrained(source, trust_remote_code=False)
+    except LOAD_ERRORS as err:
+        raise _load_error(source, "config", err) from err
+
+
+def _check_hf_folder(folder: Path, weights: bool) -> None:
+    """One-line errors for what would otherwise fail late or vaguely: remote code, a corrupt
+    safetensors file (``weights``: the folder's weights are to be loaded), no tokenizer files."""
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        config = {}  # transformers names it below
+    if isinstance(config, dict) and "auto_map" in config and config.get("model_type") not in CONFIG_MAPPING:
+        raise ModelLoadError(
+            f"{folder / 'config.json'}: model_type {config.get('model_type')!r} is not built into transformers and "
+            f"its auto_map field ({', '.join(sorted(config['auto_map']))}) points at code in the folder: remote code "
+            "is never trusted (trust_remote_code=False), so this model cannot be loaded")
+    for path in sorted(folder.glob("*.safetensors")) if weights else ():
+        if why := unreadable_safetensors(path):
+            raise ModelLoadError(f"could not load {path}: it is truncated or not a safetensors file ({why}); "
+                                 "copy it again, or save the model again with model.save_pretrained(folder)")
+    if not hf_tokenizer_files(folder):
+        raise ModelLoadError(
+            f"{folder}: no tokenizer files (tokenizer.json, tokenizer_config.json or a vocabulary file such as "
+            "vocab.json or tokenizer.model); save the model's tokenizer there with tokenizer.save_pretrained(folder)")
+
+
+def _check_vocabulary(model: PreTrainedModel, tokenizer, source: str, sample: str) -> None:
+    """The tokenizer's ids must index the model's input embedding, and it must make tokens of text."""
+    rows = model.get_input_embeddings().weight.shape[0]
+    if tokenizer.vocab_size > rows:
+        raise ModelLoadError(
+            f"{source}: the tokenizer has {tokenizer.vocab_size} tokens but the model's vocabulary is {rows} "
+            f"(input embedding rows; config.vocab_size {getattr(model.config, 'vocab_size', None)}): token ids past "
+            f"{rows - 1} would index outside it. Save the tokenizer the model was trained with in the folder "
+            "(tokenizer.save_pretrained(folder))")
+    if sample and not tokenizer.encode(sample):
+        raise ModelLoadError(f"{source}: its tokenizer ({tokenizer.vocab_size} tokens) encodes text to no tokens; "
+                             "save the model's own tokenizer there with tokenizer.save_pretrained(folder)")
 
 
 def _from_config(config, seed: int) -> PreTrainedModel:
@@ -259,7 +323,10 @@ def load(entry: ZooEntry, corpus: Corpus, device: str, dtype: torch.dtype, seed:
         max_memory: accelerate's per-device limits, e.g. {"cpu": "200MB"} (with ``device_map``).
         offload_folder: where accelerate may offload weights to disk (with ``device_map``).
     Raises:
-        ModelLoadError: missing, corrupt or unreachable checkpoint.
+        ModelLoadError: missing, corrupt, damaged (cached) or unreachable checkpoint; a folder without
+            tokenizer files; a tokenizer larger than the model's vocabulary; a pickle that
+            ``weights_only=True`` refuses; a model that needs remote code. One line, naming the file
+            or setting.
         UnsupportedArchitectureError: no adapter for the architecture.
         ValueError: for a group.
     """
@@ -283,6 +350,8 @@ def load(entry: ZooEntry, corpus: Corpus, device: str, dtype: torch.dtype, seed:
         model, source, tokenizer = _from_config(config, seed), entry.source, train_bpe(corpus)
     else:  # hf, or the twin of an hf model
         hf_id = entry.source
+        if Path(hf_id).is_dir():
+            _check_hf_folder(Path(hf_id), weights=entry.role == "hf")
         try:
             tokenizer = HFTokenizer(AutoTokenizer.from_pretrained(hf_id, trust_remote_code=False))
         except LOAD_ERRORS as err:
@@ -290,8 +359,9 @@ def load(entry: ZooEntry, corpus: Corpus, device: str, dtype: torch.dtype, seed:
         if entry.role == "hf":
             model = _hf_model(hf_id, placement)
         else:
-            model = _from_config(AutoConfig.from_pretrained(hf_id, trust_remote_code=False), seed)
+            model = _from_config(_hf_config(hf_id), seed)
         source = hf_id
+        _check_vocabulary(model, tokenizer, hf_id, corpus.validation[:1000])
     adapter = adapter_for(model)
     if getattr(model, "hf_device_map", None) is None:  # accelerate placed a device_map model already
         model = model.to(device=device, dtype=dtype)
