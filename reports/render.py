@@ -56,7 +56,8 @@ def cell(record: dict) -> str:
         failed = [c["name"] for c in record["checks"] if c["role"] == "control" and not c["passed"]]
         return f"CONTROL FAILED: {'; '.join(failed)}{suffix}"
     if record["outcome"] == "error":
-        return f"ERROR{suffix}"
+        first = record["message"].strip().splitlines()[0] if record["message"].strip() else ""
+        return f"ERROR{': ' + first[:120] if first else ''}{'…' if len(first) > 120 else ''}{suffix}"
     word = record["outcome"].upper() if record["outcome"] in RED else record["outcome"]
     return f"{word}{value}{suffix}"
 
@@ -145,8 +146,8 @@ def header_lines(doc: dict) -> list[str]:
     for r in doc["records"]:
         counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
     lines = [
-        f"run {doc['run_id']} · {doc['created_utc']} · git {doc['git']} · exit status {doc['exit_status']}"
-        + (" · INTERRUPTED" if doc["interrupted"] else ""),
+        f"run {doc['run_id']} · {doc['created_utc']} · git {doc['git']} · exit status {doc['exit_status']} · "
+        f"errors {counts.get('error', 0)}" + (" · INTERRUPTED" if doc["interrupted"] else ""),
         "outcomes: " + ", ".join(f"{n} {o}" for o, n in counts.items()),
         f"zoo {doc['zoo']} · device {doc['device']['device']} ({doc['device'].get('gpu', doc['device']['platform'])}) · "
         f"dtype {doc['device']['dtype']} · seed {doc['seed']} · wall {doc['wall_seconds']} s · "

@@ -77,8 +77,10 @@ def test_coverage_lists_every_catalogued_claim(tmp_path):
 
 def test_a_failed_control_and_an_error_are_named_in_the_matrix(tmp_path):
     records = [record(0.2, control=-1.0, outcome="control failed"), record(0.2, "tiny-w96", outcome="error")]
+    records[1]["message"] = "RuntimeError: Expected all tensors to be on the same device\nTraceback ..."
     md = (write(settings_for(tmp_path), records) / "report.md").read_text()
-    assert "CONTROL FAILED: learned" in md and "| ERROR |" in md
+    assert "CONTROL FAILED: learned" in md and "| ERROR: RuntimeError: Expected all tensors to be on the same device |" in md
+    assert "exit status 0 · errors 1" in md
 
 
 def test_a_second_run_gets_its_own_folder_and_an_interruption_is_marked(tmp_path):
