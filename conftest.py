@@ -21,6 +21,7 @@ from fixtures import recording  # noqa: E402
 from fixtures.catalogue import ClaimMarker, catalogue_json, load_catalogue  # noqa: E402
 from fixtures.ledger import find as ledger_entry, load_ledger  # noqa: E402
 from fixtures.scheduling import by_model_scheduler  # noqa: E402
+from fixtures.signals import writing_report  # noqa: E402
 from fixtures.settings import Settings, add_options, resolve_settings  # noqa: E402
 from fixtures.stash import (EXPECTATION_KEY, NEEDS_KEY, POOL_KEY, RECORDS_KEY,  # noqa: E402
                             REPORT_KEY, SETTINGS_KEY)
@@ -59,12 +60,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[RECORDS_KEY] = []
     config.pluginmanager.register(Collector(config), "latent-claims-collector")
     pin_cpu_threads()
-    if settings.device.startswith("cuda"):
+    controller = getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput")
+    if settings.device.startswith("cuda") and not controller:  # the xdist controller runs no model: no CUDA context
         torch.cuda.set_device(settings.device)  # a pytest-xdist worker's own GPU is also the default one
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # deterministic cuBLAS
         torch.use_deterministic_algorithms(True, warn_only=True)
     torch.manual_seed(settings.seed)
-    # hypothesis draws its examples from the run's seed too: same command, same examples
+    # hypothesis is derandomized: the same examples on every run, whatever --seed
     hypothesis.settings.register_profile("latent-claims", derandomize=True, database=None)
     hypothesis.settings.load_profile("latent-claims")
 
@@ -253,8 +255,10 @@ class Collector:
             self.config.workeroutput["latent_claims_gpu_peak_mib"] = self.gpu_peak_mib
         elif stash[RECORDS_KEY]:
             models = dict(sorted(self.models.items()))
-            stash[REPORT_KEY] = writer.write_run(stash[SETTINGS_KEY], stash[RECORDS_KEY], models, int(exitstatus),
-                                                 self.peak_rss_mib, catalogue_json(), self.gpu_peak_mib)
+            with writing_report():  # a SIGTERM now waits until the report is whole
+                stash[REPORT_KEY] = writer.write_run(stash[SETTINGS_KEY], stash[RECORDS_KEY], models,
+                                                     int(exitstatus), self.peak_rss_mib, catalogue_json(),
+                                                     self.gpu_peak_mib)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

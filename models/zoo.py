@@ -343,7 +343,7 @@ def load(entry: ZooEntry, corpus: Corpus, device: str, dtype: torch.dtype, seed:
             info = json.loads((folder / "loss_curve.json").read_text())
             model, source = _hf_model(str(folder), placement, use_safetensors=True), str(folder)
         else:
-            model, source = _from_config(AutoConfig.from_pretrained(folder), seed), f"config of {folder}"
+            model, source = _from_config(AutoConfig.from_pretrained(folder, trust_remote_code=False), seed), f"config of {folder}"
     elif entry.source in {str(p) for p in REFERENCES.values()}:  # a reference, or its (identical) twin
         values = json.loads(Path(entry.source).read_text())
         config = AutoConfig.for_model(values.pop("model_type"), **values)

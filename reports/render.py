@@ -251,6 +251,15 @@ def html_table(header: list[str], rows: list[list[str]]) -> str:
     return f"<table><tr>{head}</tr>" + "".join("<tr>" + "".join(td(c) for c in row) + "</tr>" for row in rows) + "</table>"
 
 
+def figure(claim_id: str, record: dict) -> str:
+    """A record's figure as an inline <img>; a note instead where its data cannot be drawn (a NaN stored as null)."""
+    alt = html.escape(f"{claim_id} on {label(record)}")
+    try:
+        return f"<img alt='{alt}' src='data:image/png;base64,{plots.render(record['plot'])}'>"
+    except (TypeError, ValueError, KeyError) as err:
+        return f"<p class='meta'>figure of {alt} could not be drawn: {html.escape(str(err))}</p>"
+
+
 def to_html(doc: dict) -> str:
     """report.html: the same content as report.md, self-contained, with the figures inlined."""
     esc = html.escape
@@ -270,8 +279,7 @@ def to_html(doc: dict) -> str:
                                    for role, name, d in thresholds(records)) + "</ul>",
                   html_table(*subject_rows(records))]
         parts += [f"<p>Procedure: {esc(p)}</p>" for p in dict.fromkeys(r["procedure"] for r in records if r["procedure"])]
-        figures = [f"<img alt='{esc(claim_id)} on {esc(label(r))}' src='data:image/png;base64,{plots.render(r['plot'])}'>"
-                   for r in records if r.get("plot")]
+        figures = [figure(claim_id, r) for r in records if r.get("plot")]
         if figures:
             parts.append("<div class='figs'>" + "".join(figures) + "</div>")
         for r in records:

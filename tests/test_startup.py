@@ -262,3 +262,11 @@ def test_a_terminated_run_still_writes_what_it_measured(tmp_path):
     assert [r["claim"] for r in results["records"]] == ["S4.2"]
     assert "KeyboardInterrupt" in done.stdout, said
     assert done.returncode == -signal.SIGTERM, said
+
+
+def test_the_untrained_twin_of_an_existing_folder_is_a_valid_model(tmp_path):
+    from fixtures.settings import check_model
+    from tests.test_zoo import save_hf_folder
+
+    folder = save_hf_folder(tmp_path / "mine", arch="gpt2")
+    assert check_model(f"{folder}:untrained") == f"{folder}:untrained"

@@ -100,16 +100,20 @@ def test_final_norm_scale_invariance_property(model_name, subject, activations, 
                               "construction and says nothing about what training did")
     seen: list[float] = []
 
+    class NormChanged(Exception):
+        """A counterexample: the output norm moved by 1e-3 or more."""
+
     @hypothesis_settings(max_examples=PROPERTY_EXAMPLES, derandomize=True, database=None, deadline=None)
     @given(row=st.integers(0, x.shape[0] - 1), scale=st.floats(0.5, 1000.0))
     def keeps_norm(row, scale):
         vector = x[row : row + 1]
         seen.append(relative_norm_change(norm, vector, vector * scale).item())
-        assert seen[-1] < 1e-3
+        if not seen[-1] < 1e-3:
+            raise NormChanged(seen[-1])
 
     try:
         keeps_norm()
-    except AssertionError:
+    except NormChanged:
         pass  # hypothesis shrank a counterexample; its change is in `seen`, and the check below fails on it
     worst = max(seen)
     claim.record(
@@ -117,6 +121,6 @@ def test_final_norm_scale_invariance_property(model_name, subject, activations, 
                   Estimate(worst, worst, worst, 1.0, len(seen)), "fraction", "<", 1e-3,
                   "S4 Appendix III: ×10 changed the norm by 4e-6; the bound 1e-3 is the one of the ×10 check above, "
                   "for the worst case found rather than the mean (no interval: a maximum over searched examples)")],
-        procedure=f"hypothesis (derandomized by the run's seed) draws {PROPERTY_EXAMPLES} examples of a sampled "
+        procedure=f"hypothesis (derandomized: the same examples on every run) draws {PROPERTY_EXAMPLES} examples of a sampled "
                   "final-norm input and a scale, searching for the largest relative change of the output norm.",
     )
