@@ -180,9 +180,8 @@ def test_a_model_whose_adapter_does_not_fit_is_caught_before_any_claim(tmp_path)
     assert residual_identity_error(right, IDS) < 1e-6
     assert residual_identity_error(wrong, IDS) > 0.01
     pool = ModelPool(Settings("tiny", (), "cpu", torch.float32, 0, None, tmp_path, None), Corpus("toy", "x", "0" * 64))
-    pool._prompt_batch = lambda subject: IDS
     with pytest.raises(UntrustedModelError, match=r"m: resid_post differs .* the 'gpt2' adapter .* does not fit"):
-        pool._check_identity("m", wrong)
+        pool._check_identity("m", wrong, IDS)
     assert pool.identity["m"]["passed"] is False
 
 
