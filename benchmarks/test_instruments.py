@@ -10,7 +10,7 @@ import torch
 
 from latent_instruments.distances import hellinger_distance
 from latent_instruments.inversion import invert_by_gradient_descent
-from latent_instruments.spectra import fit_power_law, power_spectral_density
+from latent_instruments.spectra import LogBins, fit_power_law, power_spectral_density
 from models.adapters import adapter_for
 from models.capture import block_output_fn
 from models.recipes import MAIN_MODEL, PROFILES
@@ -44,9 +44,10 @@ def test_power_spectral_density(benchmark, hidden):
 def test_fit_power_law(benchmark, hidden):
     """Power-law fits per second, on the mean spectrum of the batch."""
     freqs, psd = power_spectral_density(hidden)
+    bins = LogBins.of(freqs)
     benchmark.group = "instruments"
     benchmark.extra_info["n_freq"] = freqs.numel()
-    benchmark(fit_power_law, freqs, psd.mean(dim=0))
+    benchmark(fit_power_law, bins, psd.mean(dim=0))
 
 
 def test_hellinger_distance(benchmark):

@@ -1,102 +1,207 @@
-"""Power spectral density along the sequence axis and its power-law fit (S0).
+"""Power spectral density along the sequence axis, and how close it is to a power law (S0).
 
 Source S0 computes, for hidden states of shape (batch, seq, d_model), the rfft
 along the sequence axis and averages the power over batch and hidden
-dimensions. Its snippet writes ``fft**2`` (a complex square); CLAIMS.md and
-this module use the power |rfft|^2, which is what the plotted spectra show.
+dimensions, first token dropped. Its snippet writes ``fft**2`` (a complex
+square); this module uses the power |rfft|², which is what the plotted spectra
+show.
+
+A spectrum is judged on **log-spaced bins** (:class:`LogBins`): with 127
+positions, 57 of the 63 linearly spaced frequencies lie in the top decade, so a
+fit over them would judge straightness almost only at high frequencies.
+Straightness is the **scatter about the log-log line** (RMS residual, in
+decades), kept apart from the line's slope and span: R² would mix them (a
+straight but shallow law has a low R²).
 """
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
-from latent_instruments.errors import require_finite
+from latent_instruments.errors import NonFiniteError, require_finite
+
+PER_DECADE = 8  # log-spaced bins per decade of frequency: 14 non-empty bins for 127 positions, 22 for 2047
 
 
-def power_spectral_density(hidden: torch.Tensor, drop_first: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+def _numpy(x) -> np.ndarray:
+    """float64 numpy copy of a tensor (from any device) or array; never through torch.as_tensor, which would put
+    an array on torch's default device."""
+    if isinstance(x, torch.Tensor):
+        return x.detach().cpu().double().numpy()
+    return np.asarray(x, dtype=np.float64)
+
+
+def power_spectral_density(hidden: torch.Tensor, drop_first: int = 1, window: str | None = None
+                           ) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-sequence power spectral density along the sequence axis.
 
     Args:
         hidden: hidden states, shape (batch, seq, d_model), any float dtype.
         drop_first: leading positions to drop before the transform (S0 drops
             the first token, whose state is an outlier in most models).
+        window: None for S0's procedure (no window, mean kept); "hann" removes
+            each sequence's mean per hidden dimension and applies a Hann window,
+            so that a slow drift cannot leak ~f⁻² power across the band. The
+            power is divided by the window's mean square, keeping its scale.
     Returns:
         (freqs, psd): freqs shape (n_freq,), in cycles per token, from
         ``torch.fft.rfftfreq``; psd shape (batch, n_freq), float64, the power
-        |rfft|^2 averaged over d_model (one spectrum per sequence, so callers
+        |rfft|² averaged over d_model (one spectrum per sequence, so callers
         can bootstrap over sequences). Both on ``hidden``'s device.
     Raises:
-        ValueError: if fewer than 4 positions remain.
+        ValueError: if ``hidden`` is not 3-d, fewer than 4 positions remain, or the window is unknown.
         NonFiniteError: if ``hidden`` holds NaN or inf.
     """
     if hidden.dim() != 3:
         raise ValueError(f"hidden must be (batch, seq, d_model), got shape {tuple(hidden.shape)}")
+    if window not in (None, "hann"):
+        raise ValueError(f"unknown window {window!r}; use None (S0's procedure) or 'hann'")
     x = hidden[:, drop_first:, :].double()
     if x.shape[1] < 4:
         raise ValueError(f"need at least 4 positions after dropping {drop_first}, got {x.shape[1]}")
     require_finite(x, "hidden states")
+    scale = 1.0
+    if window == "hann":
+        w = torch.hann_window(x.shape[1], periodic=False, dtype=x.dtype, device=x.device)
+        x = (x - x.mean(dim=1, keepdim=True)) * w[None, :, None]
+        scale = w.square().mean().item()
     spectrum = torch.fft.rfft(x, dim=1)  # (batch, n_freq, d_model)
-    psd = spectrum.abs().square().mean(dim=2)  # (batch, n_freq)
+    psd = spectrum.abs().square().mean(dim=2) / scale  # (batch, n_freq)
     return torch.fft.rfftfreq(x.shape[1], dtype=torch.float64, device=x.device), psd
 
 
 @dataclass(frozen=True)
-class PowerLawFit:
-    """Least-squares line through a spectrum in log10-log10 space.
+class LogBins:
+    """Log-spaced frequency bins over the non-zero frequencies of an rfft.
 
     Attributes:
-        slope: exponent -alpha of psd ~ f^slope (dimensionless).
-        intercept: log10 power at f = 1 cycle/token.
-        rms_residual: root-mean-square distance of log10 psd from the line, in
-            decades; 0 for an exact power law.
-        r_squared: fraction of the variance of log10 psd that the line explains,
-            in [0, 1]: 1 for an exact power law with non-zero exponent, near 0
-            for a flat (white) spectrum, which is "straight" only trivially.
-            This is the power-law straightness of S0.3.
-        span_decades: log10(max psd / min psd) of the fitted line over the
-            fitted band, the "orders of magnitude" of S0.4.
+        freqs: (n_freq,) every rfft frequency in cycles per token (the DC bin included, never used).
+        weights: (n_freq, n_bins) averaging matrix: column b averages the power of the frequencies in bin b.
+        centers: (n_bins,) each bin's geometric-mean frequency, cycles per token.
+        low: (n_freq,) bool, the low band: non-zero frequencies in the lowest third of the band in log f.
+        high: (n_freq,) bool, the high band: the top third in log f.
     """
 
-    slope: float
-    intercept: float
-    rms_residual: float
-    r_squared: float
-    span_decades: float
+    freqs: np.ndarray
+    weights: np.ndarray
+    centers: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+
+    @classmethod
+    def of(cls, freqs, per_decade: int = PER_DECADE) -> "LogBins":
+        """Bins of ``per_decade`` equal steps in log10 f; empty bins dropped.
+
+        Raises:
+            ValueError: if fewer than 3 bins are non-empty (too few positions for a power-law fit).
+        """
+        freqs = _numpy(freqs)
+        nonzero = np.flatnonzero(freqs > 0)
+        logf = np.log10(freqs[nonzero])
+        index = np.floor((logf - logf[0]) * per_decade + 1e-9).astype(int)
+        used = np.unique(index)
+        if used.size < 3:
+            raise ValueError(f"{freqs.size} frequencies give {used.size} log-spaced bins; need at least 3")
+        weights = np.zeros((freqs.size, used.size))
+        for b, bin_index in enumerate(used):
+            members = nonzero[index == bin_index]
+            weights[members, b] = 1.0 / members.size
+        centers = 10 ** (np.log10(np.where(freqs > 0, freqs, 1.0)) @ weights)  # geometric mean of each bin
+        third = (logf[-1] - logf[0]) / 3
+        low, high = np.zeros(freqs.size, bool), np.zeros(freqs.size, bool)
+        low[nonzero[logf <= logf[0] + third + 1e-12]] = True
+        high[nonzero[logf >= logf[-1] - third - 1e-12]] = True
+        return cls(freqs, weights, centers, low, high)
+
+    @property
+    def band_decades(self) -> float:
+        """Decades of frequency the non-zero bins cover, log10(f_max / f_min) (S0 at 2047 positions: 3.0)."""
+        nonzero = self.freqs[self.freqs > 0]
+        return float(np.log10(nonzero.max() / nonzero.min()))
+
+    def log_power(self, psd) -> np.ndarray:
+        """Mean log10 power in each bin, (..., n_bins), of a positive psd (..., n_freq).
+
+        Averaging the logarithm (of spectra already averaged over d_model and sequences) keeps an exact
+        power law exactly straight on the binned axis, whose bin centers are geometric means.
+
+        Raises:
+            ValueError: if a power at a non-zero frequency is not positive.
+        """
+        psd = np.asarray(psd, dtype=np.float64)
+        used = self.weights.sum(axis=1) > 0
+        if (psd[..., used] <= 0).any():
+            raise ValueError("power spectral density must be positive to take its logarithm")
+        logs = np.zeros_like(psd)
+        logs[..., used] = np.log10(psd[..., used])
+        return logs @ self.weights
 
 
-def fit_power_law(freqs: torch.Tensor, psd: torch.Tensor) -> PowerLawFit:
-    """Fit log10 psd = slope * log10 f + intercept over the non-zero frequencies.
+@dataclass(frozen=True)
+class PowerLawFit:
+    """Least-squares line through a log-binned spectrum in log10-log10 space (arrays over leading dims).
+
+    Attributes:
+        slope: exponent of psd ~ f^slope (dimensionless; -1 for pink noise, 0 for white).
+        intercept: log10 power at f = 1 cycle/token.
+        deviation: RMS distance of the binned log10 power from the line, in decades: the
+            straightness of S0.3 (0 for an exact power law, whatever its slope).
+        span_decades: |slope| × the band's decades, the "orders of magnitude" the law spans (S0.4).
+    """
+
+    slope: np.ndarray
+    intercept: np.ndarray
+    deviation: np.ndarray
+    span_decades: np.ndarray
+
+
+def fit_power_law(bins: LogBins, psd) -> PowerLawFit:
+    """Fit the bins' mean log10 psd = slope · log10 f + intercept, each log-spaced bin weighing the same.
 
     Args:
-        freqs: shape (n_freq,), cycles per token; the zero (DC) bin is excluded;
-            moved to psd's device, where the fit is computed.
-        psd: shape (n_freq,), positive power.
+        bins: the spectrum's :class:`LogBins`.
+        psd: (..., n_freq) positive power, numpy or torch (moved to the CPU).
     Returns:
-        PowerLawFit of the line.
+        PowerLawFit with fields of shape (...).
     Raises:
-        ValueError: if fewer than 3 non-zero frequencies, or psd is not positive.
+        ValueError: if a binned power is not positive.
         NonFiniteError: if psd holds NaN or inf.
     """
-    require_finite(psd, "power spectral density")
-    freqs = freqs.to(psd.device)
-    keep = freqs > 0
-    f, p = freqs[keep].double(), psd[keep].double()
-    if f.numel() < 3:
-        raise ValueError("need at least 3 non-zero frequencies to fit a power law")
-    if (p <= 0).any():
-        raise ValueError("power spectral density must be positive to take its logarithm")
-    x, y = torch.log10(f), torch.log10(p)
+    psd = _numpy(psd)
+    if not np.isfinite(psd).all():
+        raise NonFiniteError(f"power spectral density holds {'NaN' if np.isnan(psd).any() else 'inf'}")
+    x, y = np.log10(bins.centers), bins.log_power(psd)
     # closed-form least squares: LAPACK's lstsq differs in the last bit from call to call on CPU, which
     # would make a serial and a pytest-xdist run disagree
     dx = x - x.mean()
-    slope = (dx * (y - y.mean())).sum() / dx.square().sum()
-    intercept = y.mean() - slope * x.mean()
-    line = slope * x + intercept
-    residual = (y - line).square().mean()
-    return PowerLawFit(
-        slope=slope.item(),
-        intercept=intercept.item(),
-        rms_residual=residual.sqrt().item(),
-        r_squared=(1 - residual / (y - y.mean()).square().mean().clamp_min(1e-300)).item(),
-        span_decades=(line.max() - line.min()).item(),
-    )
+    slope = (y - y.mean(axis=-1, keepdims=True)) @ dx / (dx @ dx)
+    intercept = y.mean(axis=-1) - slope * x.mean()
+    residual = y - (slope[..., None] * x + intercept[..., None])
+    return PowerLawFit(slope, intercept, np.sqrt(np.mean(residual ** 2, axis=-1)),
+                       np.abs(slope) * bins.band_decades)
+
+
+def largest_excess(bins: LogBins, psd, fit: PowerLawFit) -> tuple[np.ndarray, np.ndarray]:
+    """The largest rise of the full-resolution spectrum above its fitted law: a spike (S0.8, S0.9).
+
+    Args:
+        bins: the spectrum's :class:`LogBins`.
+        psd: (..., n_freq) positive power.
+        fit: ``fit_power_law(bins, psd)``.
+    Returns:
+        (excess, freq): (...) the largest log10 psd − line over the non-zero frequencies, in
+        decades, and the frequency where it is, in cycles per token.
+    """
+    psd = _numpy(psd)
+    nonzero = bins.freqs > 0
+    f = bins.freqs[nonzero]
+    above = np.log10(psd[..., nonzero]) - (fit.slope[..., None] * np.log10(f) + fit.intercept[..., None])
+    return above.max(axis=-1), f[above.argmax(axis=-1)]
+
+
+def low_band_share(bins: LogBins, psd) -> np.ndarray:
+    """Fraction of the power at non-zero frequencies that lies in the low band (lowest third of log f), (...)."""
+    psd = _numpy(psd)
+    nonzero = bins.freqs > 0
+    return psd[..., bins.low].sum(axis=-1) / psd[..., nonzero].sum(axis=-1)

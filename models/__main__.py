@@ -20,7 +20,7 @@ import torch
 from models.corpus import Corpus, CorpusError, load_corpus
 from models.errors import ModelLoadError
 from models.recipes import PROFILES, Recipe
-from models.tokenization import CharTokenizer, train_bpe
+from models.tokenization import corpus_tokenizer, train_bpe
 from models.trainer import (check_checkpoint, checkpoint_dir, estimate_training_seconds, format_duration,
                             measure_matmul_flops, recipe_n_params, train)
 from models.zoo import UnknownModelError, fingerprint, resolve
@@ -46,12 +46,12 @@ def named_recipes(names: list[str]) -> list[Recipe]:
 
 def training_plan(recipes: list[Recipe], corpus: Corpus, device: str, label: str) -> str | None:
     """One line with the total estimated training time of the recipes not yet cached; None if all are."""
-    tokenizer = CharTokenizer.from_corpus(corpus)
-    todo = [r for r in recipes if not checkpoint_dir(r, corpus, tokenizer).exists()]
+    todo = [r for r in recipes if not checkpoint_dir(r, corpus).exists()]
     if not todo:
         return None
     flops = measure_matmul_flops(device)
-    total = sum(estimate_training_seconds(recipe_n_params(r, tokenizer.vocab_size), r.steps, r.batch, r.context, flops)
+    vocab = {r.tokenizer: corpus_tokenizer(r.tokenizer, corpus).vocab_size for r in todo}
+    total = sum(estimate_training_seconds(recipe_n_params(r, vocab[r.tokenizer]), r.steps, r.batch, r.context, flops)
                 for r in todo)
     hint = "" if total <= 600 or all(r in PROFILES["tiny"] for r in todo) else ", or use --zoo tiny"
     return (f"{label} on {device}: {len(todo)} of {len(recipes)} models to train ({', '.join(r.name for r in todo)}), "
@@ -88,10 +88,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     print(f"corpus {corpus.name}: {len(corpus.text):,} characters, sha256 {corpus.sha256[:16]}")
-    tokenizer = CharTokenizer.from_corpus(corpus)
     damaged = []
     for recipe in recipes:  # before any training: a damaged entry is named now, not after hours of training others
-        folder = checkpoint_dir(recipe, corpus, tokenizer)
+        folder = checkpoint_dir(recipe, corpus)
         try:
             if folder.exists() or folder.is_symlink():
                 check_checkpoint(recipe, corpus, folder)

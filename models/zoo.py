@@ -3,7 +3,9 @@
 Names (``--model NAME``, repeatable; ``--zoo tiny|full`` picks the default set):
 
     tiny-w96, tiny-w128, tiny-w192   trained char-level ladder, profile tiny (main: tiny-w128)
+    tiny-bpe-w96                     trained on the corpus' 4096-token byte-level BPE, profile tiny
     s4-w192, s4-w384, s4-w768        trained char-level ladder, profile full (s4-w384 is S4's recipe)
+    s4-bpe-w384                      S4's recipe on the byte-level BPE, profile full
     NAME:untrained                   the untrained twin of any model: same config, seeded random init
     ref-opt-125m, ref-gpt2-small,    random-init reference architectures from models/configs/
     ref-pythia-160m, ref-llama-small
@@ -33,7 +35,7 @@ from models.adapters import Adapter, adapter_for
 from models.corpus import Corpus
 from models.errors import ModelLoadError  # defined there (the trainer raises it too); import it from here
 from models.recipes import GROUP_RECIPES, PROFILES, Recipe
-from models.tokenization import CharTokenizer, HFTokenizer, hf_tokenizer_files, train_bpe
+from models.tokenization import HFTokenizer, hf_tokenizer_files, tokenizer_from_json, train_bpe
 from models.trainer import checkpoint_dir, train, unreadable_safetensors
 
 CONFIGS = Path(__file__).parent / "configs"
@@ -126,7 +128,7 @@ class LoadedModel:
 
 
 def _zoo_entries() -> dict[str, ZooEntry]:
-    entries: dict[str, ZooEntry] = {}
+    entries: dict[str, ZooEntry] = {r.name: ZooEntry(r.name, "trained", recipe=r) for rs in PROFILES.values() for r in rs}
     for kind, profiles in GROUP_RECIPES.items():
         for profile, recipes in profiles.items():
             for recipe in recipes:
@@ -203,7 +205,7 @@ def fingerprint(entry: ZooEntry, corpus: Corpus, seed: int) -> str:
         return "+".join(fingerprint(resolve(m), corpus, seed) for m in entry.members)
     twin = f":untrained:seed{seed}" if entry.role == "untrained" else ""
     if entry.recipe is not None:
-        return checkpoint_dir(entry.recipe, corpus, CharTokenizer.from_corpus(corpus)).name + twin
+        return checkpoint_dir(entry.recipe, corpus).name + twin
     source = Path(entry.source)
     if entry.source in {str(p) for p in REFERENCES.values()}:
         return f"{source.stem}-{hashlib.sha256(source.read_bytes()).hexdigest()[:16]}:seed{seed}"
@@ -338,7 +340,7 @@ def load(entry: ZooEntry, corpus: Corpus, device: str, dtype: torch.dtype, seed:
         raise ValueError(f"{entry.name} is a group of models; load its members")
     if entry.recipe is not None:  # trained, or the twin of a trained model
         folder = train(entry.recipe, corpus, device=device)
-        tokenizer = CharTokenizer(**{"alphabet": json.loads((folder / "tokenizer.json").read_text())["alphabet"]})
+        tokenizer = tokenizer_from_json((folder / "tokenizer.json").read_text())
         if entry.role == "trained":
             info = json.loads((folder / "loss_curve.json").read_text())
             model, source = _hf_model(str(folder), placement, use_safetensors=True), str(folder)

@@ -106,6 +106,7 @@ CHECKS = (
     ("git", "code version: commit hash, '+dirty' ignored", _code_version),
     ("corpus.sha256", "--corpus", lambda d: _field(d, "corpus.sha256")),
     ("zoo", "--zoo", lambda d: d.get("zoo")),
+    ("prompt batch", "--prompts", lambda d: d.get("prompts")),
     ("device.dtype", "--dtype", lambda d: _field(d, "device.dtype")),
 )
 
@@ -218,6 +219,7 @@ def merge_runs(runs: list[Run]) -> Merged:
         "exit_status": max(int(r.doc.get("exit_status") or 0) for r in runs),
         "seed": first.get("seed"),
         "zoo": first.get("zoo"),
+        "prompts": first.get("prompts"),
         "corpus": first.get("corpus"),
         "versions": first.get("versions"),
         "git": git,

@@ -20,58 +20,81 @@ def _png(fig) -> str:
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def spectra(plot: dict) -> str:
-    """S0.3: per-layer log-log power spectra, trained next to its untrained twin (as S0 Fig 2/3).
+def _errors(series: dict) -> list[list[float]] | None:
+    """matplotlib yerr from a series' "value", "low", "high" lists (None where it has no interval)."""
+    if "low" not in series or "high" not in series:
+        return None
+    return [[v - lo for v, lo in zip(series["value"], series["low"])],
+            [hi - v for v, hi in zip(series["value"], series["high"])]]
 
-    plot: {"freqs": [...], "panels": {title: {layer label: [psd...]}}}.
+
+def series(estimates) -> dict[str, list[float]]:
+    """{"value", "low", "high"} lists of a figure's series from estimates (anything with .value/.low/.high)."""
+    return {"value": [e.value for e in estimates], "low": [e.low for e in estimates], "high": [e.high for e in estimates]}
+
+
+def loglog(plot: dict) -> str:
+    """Panels of curves on log-log axes, one colour per curve along a gradient (S0's spectra by layer, Fig 2-7).
+
+    plot: {"x": [...], "panels": {title: {curve label: [y...]}}, "xlabel": ..., "ylabel": ...};
+    points with x <= 0 (the DC bin) are left out.
     """
     panels = plot["panels"]
+    keep = [i for i, x in enumerate(plot["x"]) if x > 0]
     fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4), squeeze=False)
-    for ax, (title, layers) in zip(axes[0], panels.items()):
+    for ax, (title, curves) in zip(axes[0], panels.items()):
         cmap = plt.get_cmap("viridis")
-        for i, (label, psd) in enumerate(layers.items()):
-            ax.loglog(plot["freqs"][1:], psd[1:], color=cmap(i / max(len(layers) - 1, 1)), label=label, lw=1.2)
-        ax.set(title=title, xlabel="frequency (cycles/token)", ylabel="power")
+        for i, (label, ys) in enumerate(curves.items()):
+            ax.loglog([plot["x"][k] for k in keep], [ys[k] for k in keep],
+                      color=cmap(i / max(len(curves) - 1, 1)), label=label, lw=1.2)
+        ax.set(title=title, xlabel=plot.get("xlabel", ""), ylabel=plot.get("ylabel", ""))
         ax.legend(fontsize=7)
     return _png(fig)
 
 
-def block_bars(plot: dict) -> str:
-    """S4.2: per-block Hellinger distance with attention or FFN output dropped, with 95 % intervals.
+def bars(plot: dict) -> str:
+    """Grouped bars with 95 % intervals per category (S4.2's ablation per block), and optional source markers.
 
-    plot: {"title": ..., "blocks": [1..L], "series": {label: {"value": [...], "low": [...], "high": [...]}},
-           "source": {label: [...]} (drawn only where the block count matches the source's 6)}.
+    plot: {"title": ..., "categories": [labels], "xlabel": ..., "ylabel": ...,
+           "series": {label: {"value": [...], "low": [...], "high": [...]}} (low/high optional),
+           "source": {label: [...]} (the source's figures, drawn as black markers; optional)}.
     """
-    blocks, series = plot["blocks"], plot["series"]
-    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    categories, series = plot["categories"], plot["series"]
+    xs0 = list(range(len(categories)))
+    fig, ax = plt.subplots(figsize=(max(6.5, 0.5 * len(categories) * len(series)), 3.8))
     width = 0.8 / len(series)
     for j, (label, s) in enumerate(series.items()):
-        xs = [b + (j - (len(series) - 1) / 2) * width for b in blocks]
-        errs = [[v - lo for v, lo in zip(s["value"], s["low"])], [hi - v for v, hi in zip(s["value"], s["high"])]]
-        ax.bar(xs, s["value"], width, yerr=errs, capsize=3, label=label)
-    for label, values in plot.get("source", {}).items():
-        ax.plot(blocks, values, "k--" if "FFN" in label else "k:", marker="x", label=label)
-    ax.set(title=plot.get("title", ""), xlabel="block", ylabel="Hellinger distance to the full model", xticks=blocks)
+        xs = [x + (j - (len(series) - 1) / 2) * width for x in xs0]
+        ax.bar(xs, s["value"], width, yerr=_errors(s), capsize=3, label=label)
+    for k, (label, values) in enumerate(plot.get("source", {}).items()):
+        ax.plot(xs0, values, ("k--", "k:", "k-.")[k % 3], marker="x", label=label)
+    ax.set(title=plot.get("title", ""), xlabel=plot.get("xlabel", ""), ylabel=plot.get("ylabel", ""))
+    ax.set_xticks(xs0, [str(c) for c in categories], rotation=45 if len(categories) > 8 else 0)
     ax.legend(fontsize=7)
     return _png(fig)
 
 
-def ladder(plot: dict) -> str:
-    """S3.5: token recovery accuracy against width, with 95 % intervals.
+def lines(plot: dict) -> str:
+    """Lines with 95 % intervals against one x axis (S3.5's accuracy by width, S2's norms by depth).
 
-    plot: {"title": ..., "widths": [...], "series": {label: {"value": [...], "low": [...], "high": [...]}}}.
+    plot: {"title": ..., "x": [...], "xlabel": ..., "ylabel": ..., "series": {label: {"value": [...],
+           "low": [...], "high": [...]}} (low/high optional), "logx"/"logy": bool, "ylim": [lo, hi] (optional)}.
     """
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     for label, s in plot["series"].items():
-        errs = [[v - lo for v, lo in zip(s["value"], s["low"])], [hi - v for v, hi in zip(s["value"], s["high"])]]
-        ax.errorbar(plot["widths"], s["value"], yerr=errs, marker="o", capsize=3, label=label)
-    ax.set(title=plot.get("title", ""), xlabel="d_model", ylabel="token recovery accuracy", ylim=(-0.02, 1.02),
-           xticks=plot["widths"])
+        ax.errorbar(plot["x"], s["value"], yerr=_errors(s), marker="o", capsize=3, label=label)
+    ax.set(title=plot.get("title", ""), xlabel=plot.get("xlabel", ""), ylabel=plot.get("ylabel", ""))
+    if plot.get("logx"):
+        ax.set_xscale("log")
+    if plot.get("logy"):
+        ax.set_yscale("log")
+    if plot.get("ylim"):
+        ax.set_ylim(*plot["ylim"])
     ax.legend(fontsize=7)
     return _png(fig)
 
 
-KINDS = {"spectra": spectra, "block_bars": block_bars, "ladder": ladder}
+KINDS = {"loglog": loglog, "bars": bars, "lines": lines}  # every figure is one of these; a new claim adds none
 
 
 def render(plot: dict) -> str:

@@ -83,6 +83,8 @@ class ClaimRecord:
         params: the test's other parameters (e.g. {"variant": "restricted"}).
         checks: the claim's checks and its controls.
         procedure: how the measurement was made and how it differs from the source's.
+        scaled: where the source measured a much larger model (Mistral-7B, trained OPT-125m), what it
+            measured and what this scaled form tests instead; shown next to the verdict. "" otherwise.
         details: further numbers shown in the report as tables (per layer, per block, per rung).
         plot: data for the report's figure (``reports.plots``), or None.
         expected: "holds", or "fails" where the ledger expects the claim to fail on this model.
@@ -104,6 +106,7 @@ class ClaimRecord:
     expected_reason: str = ""
     outcome: str = ""
     message: str = ""
+    scaled: str = ""
 
     def failed(self, role: str) -> list[Check]:
         """The checks of ``role`` ("claim" or "control") that did not pass."""

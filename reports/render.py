@@ -98,6 +98,8 @@ def subject_rows(records: list[dict]) -> tuple[list[str], list[list[str]]]:
         head = r.get("headline") or {}
         check = next((c for c in r["checks"] if c["name"] == head.get("name")), None)
         note = r["message"] if r["outcome"] != HOLDS else ""
+        if r.get("scaled"):
+            note = f"scaled form: {r['scaled']} {note}".strip()
         if r["expected"] == "fails" and r["outcome"] != "fails as expected":
             note = f"{note} (ledger: {r['expected_reason']})".strip()
         rows.append([label(r), test_name(r), r["outcome"], head.get("name", "—"), fmt(head.get("value")),

@@ -47,6 +47,7 @@ def replay_command(settings) -> str:
     device = settings.device.split(":")[0] if os.environ.get("PYTEST_XDIST_WORKER") else settings.device
     placement = f" --device-map {settings.device_map}" if settings.device_map else ""
     placement += f" --ledger {settings.ledger}" if settings.ledger.resolve() != LEDGER.resolve() else ""
+    placement += f" --prompts {settings.prompts[0]}x{settings.prompts[1]}"
     return (f"pytest claims -m gpu --zoo {settings.zoo} --device {device}{placement} --dtype {settings.dtype_name} "
             f"--seed {settings.seed}{corpus}{models}")
 
@@ -126,6 +127,7 @@ def results(settings, records: list[dict], models: dict, exitstatus: int, peak_r
         "exit_status": int(exitstatus),
         "seed": settings.seed,
         "zoo": settings.zoo,
+        "prompts": list(settings.prompts),
         "corpus": _corpus(settings),
         "versions": _versions(),
         "git": git_revision(),

@@ -238,7 +238,7 @@ def cache(tmp_path, monkeypatch) -> Path:
 
 def damaged_checkpoint(recipe, damage: str) -> Path:
     """A checkpoint folder where train() looks for the recipe's, with one file missing or corrupt."""
-    folder = checkpoint_dir(recipe, CORPUS, CharTokenizer.from_corpus(CORPUS))
+    folder = checkpoint_dir(recipe, CORPUS)
     folder.mkdir(parents=True)
     for name in ("config.json", "tokenizer.json", "loss_curve.json", "recipe.json"):
         (folder / name).write_text("{}")

@@ -32,7 +32,7 @@ def write(s: Settings, records: list[dict], exitstatus: int = 0) -> Path:
     return writer.write_run(s, records, {}, exitstatus, 100.0, catalogue_json())
 
 
-SPECTRA = {"kind": "spectra", "freqs": [0.0, 0.1, 0.2, 0.3], "panels": {"m": {"embed": [1, 1, 1, 1], "block 1": [4, 3, 2, 1]}}}
+SPECTRA = {"kind": "loglog", "x": [0.0, 0.1, 0.2, 0.3], "panels": {"m": {"embed": [1, 1, 1, 1], "block 1": [4, 3, 2, 1]}}}
 
 
 def test_run_writes_three_files_an_index_and_points_latest(tmp_path):

@@ -7,7 +7,8 @@ import torch
 from hypothesis import example, given, settings, strategies as st
 
 from latent_instruments.errors import NonFiniteError
-from latent_instruments.spectra import fit_power_law, power_spectral_density
+from latent_instruments.spectra import (PER_DECADE, LogBins, fit_power_law, largest_excess, low_band_share,
+                                        power_spectral_density)
 
 alphas = st.floats(min_value=0.0, max_value=3.0)
 
@@ -29,44 +30,73 @@ def power_law_signal(alpha: float, seq: int = 257, batch: int = 4, d_model: int 
     return torch.cat([torch.zeros(batch, 1, d_model, dtype=torch.float64), signal], dim=1)
 
 
+def fit(signal: torch.Tensor, window=None):
+    freqs, psd = power_spectral_density(signal, window=window)
+    bins = LogBins.of(freqs)
+    return bins, psd, fit_power_law(bins, psd.mean(0))
+
+
 @given(alpha=alphas)
 @example(alpha=0.0)
 @example(alpha=1.0)
 @settings(max_examples=25, deadline=None)
-def test_power_law_signal_gives_back_its_exponent(alpha):
-    freqs, psd = power_spectral_density(power_law_signal(alpha))
-    fit = fit_power_law(freqs, psd.mean(0))
-    assert fit.slope == pytest.approx(-alpha, abs=1e-6)
-    assert fit.rms_residual < 1e-6
-    if alpha > 0.1:
-        assert fit.r_squared == pytest.approx(1.0, abs=1e-6)
+def test_power_law_signal_gives_back_its_exponent_and_no_scatter(alpha):
+    _, _, law = fit(power_law_signal(alpha))
+    assert float(law.slope) == pytest.approx(-alpha, abs=1e-6)
+    assert float(law.deviation) < 1e-6  # straight whatever the slope: a shallow law is as straight as a steep one
 
 
 def test_span_counts_decades_of_the_fitted_line():
-    freqs, psd = power_spectral_density(power_law_signal(2.0, seq=1025))
-    fit = fit_power_law(freqs, psd.mean(0))
-    expected = 2.0 * math.log10(freqs[-1].item() / freqs[1].item())
-    assert fit.span_decades == pytest.approx(expected, rel=1e-6)
+    bins, _, law = fit(power_law_signal(2.0, seq=1025))
+    nonzero = bins.freqs[bins.freqs > 0]
+    assert float(law.span_decades) == pytest.approx(2.0 * math.log10(nonzero.max() / nonzero.min()), rel=1e-6)
+
+
+def test_log_bins_spread_the_fit_over_the_band():
+    """127 positions: linear bins put 57 of 63 frequencies in the top decade; log bins give each decade its share."""
+    bins = LogBins.of(torch.fft.rfftfreq(127, dtype=torch.float64))
+    top_decade = bins.centers > bins.freqs.max() / 10
+    assert top_decade.sum() <= PER_DECADE + 1 and bins.centers.size >= 12
+    assert bins.low.any() and bins.high.any() and not (bins.low & bins.high).any()
 
 
 def test_white_noise_is_flat():
-    noise = torch.randn(64, 513, 32, generator=torch.Generator().manual_seed(1))
-    freqs, psd = power_spectral_density(noise)
-    fit = fit_power_law(freqs, psd.mean(0))
-    assert abs(fit.slope) < 0.05
-    assert fit.r_squared < 0.2  # straight, but no power law: R² sees that
+    _, _, law = fit(torch.randn(64, 513, 32, generator=torch.Generator().manual_seed(1)))
+    assert abs(float(law.slope)) < 0.05
 
 
-def test_a_low_frequency_bump_is_less_straight():
+def test_a_low_frequency_bump_scatters_about_the_law_and_is_a_spike():
     clean = power_law_signal(1.0)
     bumped = clean.clone()
     positions = torch.arange(bumped.shape[1], dtype=torch.float64)
     bumped += 30 * torch.sin(2 * math.pi * 3 * positions / 256)[None, :, None]
-    freqs, psd_clean = power_spectral_density(clean)
-    _, psd_bumped = power_spectral_density(bumped)
-    straight, curved = fit_power_law(freqs, psd_clean.mean(0)), fit_power_law(freqs, psd_bumped.mean(0))
-    assert curved.rms_residual > straight.rms_residual + 0.1
-    assert curved.r_squared < straight.r_squared - 0.1
+    _, _, straight = fit(clean)
+    bins, psd, curved = fit(bumped)
+    assert float(curved.deviation) > float(straight.deviation) + 0.1
+    size, where = largest_excess(bins, psd.mean(0), curved)
+    assert float(size) > 0.5 and float(where) == pytest.approx(3 / 256, rel=0.05)
+
+
+def test_hann_window_removes_the_leakage_of_a_slow_drift():
+    """A linear drift leaks ~f^-2 power over the whole band without a window; with Hann and the mean removed the
+    high band is back at the level of the white noise beneath."""
+    noise = torch.randn(16, 257, 8, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    drifting = noise + 0.2 * torch.arange(257, dtype=torch.float64)[None, :, None]
+    freqs, clean = power_spectral_density(noise, window="hann")
+    high = LogBins.of(freqs).high
+    _, raw = power_spectral_density(drifting)
+    _, windowed = power_spectral_density(drifting, window="hann")
+    level = float(clean.mean(0)[high].mean())
+    assert float(raw.mean(0)[high].mean()) > 3 * level
+    assert float(windowed.mean(0)[high].mean()) == pytest.approx(level, rel=0.05)
+
+
+def test_low_band_share_of_white_noise_follows_the_count_of_its_frequencies():
+    noise = torch.randn(64, 513, 16, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    freqs, psd = power_spectral_density(noise)
+    bins = LogBins.of(freqs)
+    expected = bins.low.sum() / (bins.freqs > 0).sum()
+    assert float(low_band_share(bins, psd.mean(0))) == pytest.approx(expected, rel=0.1)
 
 
 def test_nan_is_an_error_not_a_number():

@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.settings import check_corpus, min_corpus_characters
-from fixtures.zoo import PROMPTS
+from fixtures.settings import PROMPTS, check_corpus, min_corpus_characters
 from models.corpus import Corpus
 
 REPO = Path(__file__).resolve().parent.parent
@@ -200,9 +199,9 @@ def test_the_shortest_corpus_accepted_fills_the_prompt_batch(tmp_path, zoo):
     assert len(Corpus("c", "x" * need, "").validation) >= n_prompts * length
     assert len(Corpus("c", "x" * (need - 1), "").validation) < n_prompts * length
     text = ("Now is the winter of our discontent\n" * (need // 36 + 1))[:need]
-    assert check_corpus(str(write(tmp_path / "ok.txt", text)), zoo) == tmp_path / "ok.txt"
+    assert check_corpus(str(write(tmp_path / "ok.txt", text)), PROMPTS[zoo]) == tmp_path / "ok.txt"
     with pytest.raises(pytest.UsageError, match=f"has {need - 1:,} characters.*at least {need:,}"):
-        check_corpus(str(write(tmp_path / "short.txt", text[:-1])), zoo)
+        check_corpus(str(write(tmp_path / "short.txt", text[:-1])), PROMPTS[zoo])
 
 
 def test_the_tiny_profile_needs_40951_characters():

@@ -10,7 +10,6 @@ from safetensors.torch import load_file
 from models.corpus import load_text_file
 from models.recipes import TINY
 from models.trainer import checkpoint_dir, train
-from models.tokenization import CharTokenizer
 
 TEXT = "Now is the winter of our discontent\nMade glorious summer by this sun of York;\n" * 200
 MICRO = replace(TINY[0], name="micro", n_layer=1, n_embd=16, n_head=2, context=16, steps=6, batch=4, eval_every=3, lr_drop_step=4)
@@ -48,8 +47,7 @@ def test_same_recipe_same_weights(corpus, tmp_path, monkeypatch):
 
 
 def test_key_depends_on_recipe_and_corpus(corpus):
-    tok = CharTokenizer.from_corpus(corpus)
-    assert checkpoint_dir(MICRO, corpus, tok) != checkpoint_dir(replace(MICRO, seed=1442), corpus, tok)
+    assert checkpoint_dir(MICRO, corpus) != checkpoint_dir(replace(MICRO, seed=1442), corpus)
     assert MICRO.key(corpus.sha256, tok.to_json()) != MICRO.key("0" * 64, tok.to_json())
 
 

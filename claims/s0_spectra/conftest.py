@@ -1,4 +1,13 @@
-"""S0's shared work: the residual stream's power spectra by layer, computed once per model."""
+"""S0's shared work: every spectrum the family reads, computed once per model.
+
+The spectra follow S0's code: |rfft|² along the sequence, first token dropped,
+averaged over d_model (then over sequences, which are the bootstrap unit). They
+are taken of the residual stream before the final norm (S0's hidden states), of
+each block's attention and MLP residuals (what the block adds), and of two
+variants: a Hann-windowed, mean-removed one (the leakage control) and the token
+embeddings with their positions shuffled within each sequence (white by
+construction: S0.1's control).
+"""
 
 from dataclasses import dataclass
 
@@ -6,42 +15,118 @@ import numpy as np
 import pytest
 import torch
 
-from latent_instruments.spectra import power_spectral_density
+from latent_instruments.spectra import LogBins, PowerLawFit, fit_power_law, power_spectral_density
+from latent_instruments.stats import Estimate, bootstrap
 from models.zoo import resolve
 
-RESIDUAL_NEEDS = ("hook_embed", "blocks.0.hook_resid_pre", "blocks.*.hook_resid_post")  # what the spectra read
+SPECTRA_NEEDS = ("hook_embed", "blocks.*.hook_resid_pre", "blocks.*.hook_resid_post", "blocks.*.hook_attn_out",
+                 "blocks.*.hook_mlp_out")  # what every S0 test declares (the shared fixture reads them all)
 
 
 @dataclass(frozen=True)
-class LayerSpectra:
-    """Per-sequence power spectra of the residual stream by depth (S0 Fig 2/3).
+class ModelSpectra:
+    """One model's spectra on its held-out prompt batch (S0 Fig 2-7).
 
     Attributes:
-        labels: layer labels, "embed", "embed+pos" (learned positions only), "block 1" .. "block L".
-        freqs: (n_freq,) frequencies in cycles per token, from ``torch.fft.rfftfreq``.
-        psd: (batch, n_layers, n_freq) power, |rfft|² averaged over d_model, first token dropped.
+        bins: log-spaced frequency bins of the spectra.
+        labels: hidden-state layer labels: "embed", "embed+pos" (learned positions only), "block 1" .. "block L".
+        hidden: (batch, n_layers, n_freq) power of the hidden states, S0's procedure.
+        hidden_hann: (batch, n_layers, n_freq) the same, Hann-windowed with each sequence's mean removed.
+        attn: (batch, n_blocks, n_freq) power of each block's attention residual (attn_out).
+        mlp: (batch, n_blocks, n_freq) power of each block's MLP residual (mlp_out).
+        update: (batch, n_blocks, n_freq) power of each block's whole update, resid_post − resid_pre.
+        shuffled_embed: (batch, n_freq) power of the token embeddings with positions shuffled per sequence.
+        positions: tokens per sequence before the first is dropped.
     """
 
+    bins: LogBins
     labels: list[str]
-    freqs: torch.Tensor
-    psd: np.ndarray
+    hidden: np.ndarray
+    hidden_hann: np.ndarray
+    attn: np.ndarray
+    mlp: np.ndarray
+    update: np.ndarray
+    shuffled_embed: np.ndarray
+    positions: int
+
+    @property
+    def n_blocks(self) -> int:
+        """Number of transformer blocks L."""
+        return self.attn.shape[1]
+
+    @property
+    def start(self) -> int:
+        """Index in ``labels`` of the first block's input: "embed+pos" where positions are learned, else "embed"."""
+        return self.labels.index("embed+pos") if "embed+pos" in self.labels else 0
 
 
-def layer_spectra(captured) -> LayerSpectra:
-    """The :class:`LayerSpectra` of a captured prompt batch (needs ``RESIDUAL_NEEDS``)."""
-    layers = captured.cache.hidden_states()
-    spectra = [power_spectral_density(h.float().cpu()) for _, h in layers]
-    return LayerSpectra([label for label, _ in layers], spectra[0][0],
-                        torch.stack([psd for _, psd in spectra], dim=1).numpy())
+def _psd(x: torch.Tensor, window: str | None = None) -> torch.Tensor:
+    return power_spectral_density(x.float().cpu(), window=window)[1]
+
+
+def model_spectra(captured, seed: int) -> ModelSpectra:
+    """The :class:`ModelSpectra` of a captured prompt batch (needs ``SPECTRA_NEEDS``).
+
+    Args:
+        captured: the pool's capture of one model (``Captured``).
+        seed: seeds the position shuffle of the token embeddings.
+    """
+    cache = captured.cache
+    layers = cache.hidden_states()
+    n = cache.n_blocks
+    embed = cache["hook_embed"].float().cpu()  # (batch, seq, d_model)
+    generator = torch.Generator().manual_seed(seed)
+    order = torch.stack([torch.randperm(embed.shape[1], generator=generator) for _ in range(embed.shape[0])])
+    shuffled = torch.take_along_dim(embed, order[:, :, None], dim=1)
+    freqs = power_spectral_density(embed[:1])[0]
+
+    def stack(tensors, window=None) -> np.ndarray:
+        return torch.stack([_psd(t, window) for t in tensors], dim=1).numpy()
+
+    return ModelSpectra(
+        bins=LogBins.of(freqs),
+        labels=[label for label, _ in layers],
+        hidden=stack([h for _, h in layers]),
+        hidden_hann=stack([h for _, h in layers], window="hann"),
+        attn=stack([cache[f"blocks.{i}.hook_attn_out"] for i in range(n)]),
+        mlp=stack([cache[f"blocks.{i}.hook_mlp_out"] for i in range(n)]),
+        update=stack([cache[f"blocks.{i}.hook_resid_post"] - cache[f"blocks.{i}.hook_resid_pre"] for i in range(n)]),
+        shuffled_embed=_psd(shuffled).numpy(),
+        positions=embed.shape[1],
+    )
+
+
+def early_blocks(n_blocks: int) -> int:
+    """How many of an L-block model's first blocks stand for S0's "first three layers" of OPT-125m's 12.
+
+    The same fraction, a quarter, rounded and at least one: 1 of 4 blocks, 2 of 6, 3 of 12.
+    """
+    return max(1, round(n_blocks * 3 / 12))
+
+
+def mean_fit(bins: LogBins, units: np.ndarray) -> PowerLawFit:
+    """The power-law fit of the mean spectrum over sequences; units (batch, ..., n_freq) → fields (...)."""
+    return fit_power_law(bins, units.mean(axis=0))
+
+
+def estimate(units: np.ndarray, statistic, seed: int) -> Estimate:
+    """Bootstrap over sequences (the first axis of ``units``) of a statistic of the resampled units."""
+    return bootstrap(units, statistic, seed=seed)
+
+
+def loglog_panels(title: str, labels: list[str], psd: np.ndarray) -> dict[str, list[float]]:
+    """{title: {label: mean spectrum}} for a "loglog" figure; psd (batch, n_layers, n_freq)."""
+    mean = psd.mean(axis=0)
+    return {title: {label: mean[i].tolist() for i, label in enumerate(labels)}}
 
 
 @pytest.fixture(scope="session")
-def residual_spectra(pool, model_name) -> LayerSpectra:
-    """The subject's residual-stream spectra, computed once per model for every S0 test."""
-    return layer_spectra(pool.capture(model_name))
+def spectra(pool, model_name, settings) -> ModelSpectra:
+    """The subject's :class:`ModelSpectra`, computed once per model for every S0 test."""
+    return model_spectra(pool.capture(model_name), settings.seed)
 
 
 @pytest.fixture(scope="session")
-def twin_residual_spectra(pool, model_name) -> LayerSpectra:
-    """The same for the subject's untrained twin (S0.5's control)."""
-    return layer_spectra(pool.capture(resolve(model_name).twin))
+def twin_spectra(pool, model_name, settings) -> ModelSpectra:
+    """The same for the subject's untrained twin (the control of S0.2 and S0.5), on the same token ids."""
+    return model_spectra(pool.capture(resolve(model_name).twin), settings.seed)

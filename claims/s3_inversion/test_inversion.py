@@ -11,6 +11,7 @@ import torch
 from latent_instruments.inversion import invert_by_gradient_descent, pseudo_inverse_decode
 from latent_instruments.stats import bootstrap
 from models.capture import block_output_fn
+from reports.plots import series
 from reports.records import Check
 
 pytestmark = pytest.mark.gpu
@@ -93,12 +94,9 @@ def test_wider_models_invert_better(model_name, variant, group, group_twins, pro
             "closer_than_shift_by_rung": {r: float(t["closer_than_shift"].mean()) for r, t in zip(rungs, trained)},
         },
         plot={
-            "kind": "ladder",
+            "kind": "lines",
             "title": f"S3.5 on {model_name} ({variant}): recovery from block 1's output",
-            "widths": widths,
-            "series": {
-                f"trained ({variant})": {"value": [e.value for e in per_rung], "low": [e.low for e in per_rung], "high": [e.high for e in per_rung]},
-                f"untrained twins ({variant})": {"value": [e.value for e in per_twin], "low": [e.low for e in per_twin], "high": [e.high for e in per_twin]},
-            },
+            "x": widths, "xlabel": "d_model", "ylabel": "token recovery accuracy", "ylim": [-0.02, 1.02],
+            "series": {f"trained ({variant})": series(per_rung), f"untrained twins ({variant})": series(per_twin)},
         },
     )

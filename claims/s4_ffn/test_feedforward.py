@@ -11,6 +11,7 @@ import torch
 from latent_instruments.distances import hellinger_distance
 from latent_instruments.stats import bootstrap
 from models.capture import ablated_logits
+from reports.plots import series
 from reports.records import Check
 
 pytestmark = pytest.mark.gpu
@@ -75,13 +76,11 @@ def test_ffn_output_dominates_each_block(model_name, subject, activations, claim
             "source_no_ffn": SOURCE_NO_FFN,
         },
         plot={
-            "kind": "block_bars",
+            "kind": "bars",
             "title": f"S4.2 on {model_name}: Hellinger distance to the full model per ablated block",
-            "blocks": blocks,
-            "series": {
-                label: {k: [getattr(row[key], attr) for row in per_block] for k, attr in (("value", "value"), ("low", "low"), ("high", "high"))}
-                for label, key in (("attention dropped", "no_attn"), ("FFN dropped", "no_ffn"))
-            },
+            "categories": blocks, "xlabel": "block", "ylabel": "Hellinger distance to the full model",
+            "series": {label: series([row[key] for row in per_block])
+                       for label, key in (("attention dropped", "no_attn"), ("FFN dropped", "no_ffn"))},
             "source": {"S4 FFN dropped": SOURCE_NO_FFN, "S4 attention dropped": SOURCE_NO_ATTN} if len(blocks) == 6 else {},
         },
     )
