@@ -9,6 +9,7 @@ from safetensors.torch import load_file
 
 from models.corpus import load_text_file
 from models.recipes import TINY
+from models.tokenization import CharTokenizer
 from models.trainer import checkpoint_dir, train
 
 TEXT = "Now is the winter of our discontent\nMade glorious summer by this sun of York;\n" * 200
@@ -48,15 +49,24 @@ def test_same_recipe_same_weights(corpus, tmp_path, monkeypatch):
 
 def test_key_depends_on_recipe_and_corpus(corpus):
     assert checkpoint_dir(MICRO, corpus) != checkpoint_dir(replace(MICRO, seed=1442), corpus)
+    tok = CharTokenizer.from_corpus(corpus)
     assert MICRO.key(corpus.sha256, tok.to_json()) != MICRO.key("0" * 64, tok.to_json())
+    assert checkpoint_dir(MICRO, corpus) != checkpoint_dir(replace(MICRO, tokenizer="bpe"), corpus)
+
+
+def test_the_tokenizer_field_keeps_char_level_keys():
+    """Checkpoints trained before recipes named their tokenizer keep their folders (the key the code gave before
+    the field existed): the tokenizer enters the key through its JSON, not through the field."""
+    assert MICRO.key("0" * 64, '{"kind": "char", "alphabet": "ab"}') == "4356636b237c285d"
 
 
 def test_full_profile_is_s4s_recipe():
     """S4's model facts (CLAIMS.md): 6 blocks, 384 wide, 6 heads, context 256, dropout 0.2,
     AdamW 3e-4 for 3500 steps then 3e-5, batch 64, seed 1337; 4500 steps in all."""
-    from models.recipes import FULL, MAIN_MODEL
+    from models.recipes import FULL, LADDERS, MAIN_MODEL
 
     s4 = next(r for r in FULL if r.name == MAIN_MODEL["full"])
     assert (s4.n_layer, s4.n_embd, s4.n_head, s4.context, s4.dropout) == (6, 384, 6, 256, 0.2)
     assert (s4.lr, s4.lr_drop_step, s4.lr_final, s4.batch, s4.seed, s4.steps) == (3e-4, 3500, 3e-5, 64, 1337, 4500)
-    assert [r.n_embd for r in FULL] == [192, 384, 768]
+    assert [r.n_embd for r in LADDERS["full"]] == [192, 384, 768]
+    assert s4.tokenizer == "char"  # S4: one token per character
