@@ -182,21 +182,23 @@ def fit_power_law(bins: LogBins, psd) -> PowerLawFit:
                        np.abs(slope) * bins.band_decades)
 
 
-def largest_excess(bins: LogBins, psd, fit: PowerLawFit) -> tuple[np.ndarray, np.ndarray]:
+def largest_excess(bins: LogBins, psd, fit: PowerLawFit, band: np.ndarray | None = None
+                   ) -> tuple[np.ndarray, np.ndarray]:
     """The largest rise of the full-resolution spectrum above its fitted law: a spike (S0.8, S0.9).
 
     Args:
         bins: the spectrum's :class:`LogBins`.
         psd: (..., n_freq) positive power.
         fit: ``fit_power_law(bins, psd)``.
+        band: (n_freq,) bool, the frequencies to search (e.g. ``bins.low``); default every non-zero one.
     Returns:
-        (excess, freq): (...) the largest log10 psd − line over the non-zero frequencies, in
-        decades, and the frequency where it is, in cycles per token.
+        (excess, freq): (...) the largest log10 psd − line over the band, in decades, and the
+        frequency where it is, in cycles per token.
     """
     psd = _numpy(psd)
-    nonzero = bins.freqs > 0
-    f = bins.freqs[nonzero]
-    above = np.log10(psd[..., nonzero]) - (fit.slope[..., None] * np.log10(f) + fit.intercept[..., None])
+    search = (bins.freqs > 0) & (True if band is None else np.asarray(band, bool))
+    f = bins.freqs[search]
+    above = np.log10(psd[..., search]) - (fit.slope[..., None] * np.log10(f) + fit.intercept[..., None])
     return above.max(axis=-1), f[above.argmax(axis=-1)]
 
 
