@@ -169,6 +169,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         found = marker and ledger_entry(ledger, marker.args[0], model, "-".join(params.values()), item.originalname)
         if not found:
             continue
+        if found.version != ClaimMarker.of(item).version:
+            item.warn(pytest.PytestWarning(
+                f"ledger entry {found.claim} on {model} was measured with procedure version {found.version}, this "
+                f"test is version {ClaimMarker.of(item).version}: the entry does not apply; measure again"))
+            continue
         if found.fingerprint != fingerprint_of(model):
             item.warn(pytest.PytestWarning(
                 f"ledger entry {found.claim} on {model} was measured on model {found.fingerprint}, "

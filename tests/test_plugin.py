@@ -46,8 +46,8 @@ CASES = textwrap.dedent('''
 ''')
 
 
-def ledger_for(fingerprint: str, variants: list[str]) -> str:
-    return "".join(f'[[expected]]\nclaim = "S4.1"\nmodel = "ref-gpt2-small"\nfingerprint = "{fingerprint}"\n'
+def ledger_for(fingerprint: str, variants: list[str], version: int = 1) -> str:
+    return "".join(f'[[expected]]\nclaim = "S4.1"\nversion = {version}\nmodel = "ref-gpt2-small"\nfingerprint = "{fingerprint}"\n'
                    f'variant = "{v}"\nwhy = "synthetic"\nwould_change = "nothing"\n\n' for v in variants)
 
 
@@ -104,6 +104,18 @@ def test_a_ledger_entry_of_another_build_of_the_model_does_not_apply(cases, tmp_
     assert "does not apply" in done.stdout and "1 failed" in done.stdout
 
 
+def test_a_ledger_entry_of_another_procedure_version_does_not_apply(cases, tmp_path):
+    """A finding measured with version 2 of a procedure says nothing about version 1's: measure again."""
+    from models.corpus import load_corpus
+    from models.zoo import fingerprint, resolve
+
+    print_ = fingerprint(resolve("ref-gpt2-small"), load_corpus(), 0)
+    (cases / "version-ledger.toml").write_text(ledger_for(print_, ["listed-fails"], version=2))
+    done = pytest_run("test_cases.py", "--model", "ref-gpt2-small", "--ledger", "version-ledger.toml", "-k",
+                      "listed-fails", "--report-dir", str(tmp_path), "-p", "no:cacheprovider", "-q", cwd=cases)
+    assert "procedure version 2" in done.stdout and "1 failed" in done.stdout
+
+
 @pytest.mark.parametrize("marker, message", [
     ('@pytest.mark.claim("S9.9", version=1)', "not in claims/catalogue.toml"),
     ('@pytest.mark.claim("S4.1")', "version=N"),
@@ -149,7 +161,8 @@ def test_the_ledger_file_parses():
 @pytest.mark.parametrize(
     "content, message",
     [("[[expected]]\nclaim = 'S0.3'\n", "malformed"),
-     ("[[expected]]\nclaim='S0.3'\nmodel='m'\nfingerprint='f'\nwhy='w'\nwould_change='c'\n" * 2, "repeats")],
+     ("[[expected]]\nclaim='S0.3'\nversion=1\nmodel='m'\nfingerprint='f'\nwhy='w'\nwould_change='c'\n" * 2, "repeats"),
+     ("[[expected]]\nclaim='S0.3'\nmodel='m'\nfingerprint='f'\nwhy='w'\nwould_change='c'\n", "needs version")],
 )
 def test_a_broken_ledger_is_named(tmp_path, content, message):
     path = tmp_path / "ledger.toml"

@@ -95,7 +95,7 @@ def test_power_law_straightens_with_depth(model_name, spectra, claim, settings):
         },
         plot={"kind": "loglog", "x": bins.freqs.tolist(), "xlabel": "frequency (cycles/token)", "ylabel": "power",
               "panels": {**loglog_panels(f"{model_name}: hidden states (S0 Fig 2)", labels, hidden),
-                         **loglog_panels(f"{model_name}: Hann-windowed (control)", labels, spectra.hidden_hann)}},
+                         **loglog_panels(f"{model_name}: Hann-windowed (leakage check)", labels, spectra.hidden_hann)}},
     )
 
 
