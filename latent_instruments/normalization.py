@@ -1,5 +1,7 @@
 """What a final normalisation layer does to input scale and direction (S4.5)."""
 
+import copy
+
 import torch
 
 from latent_instruments.errors import require_finite
@@ -54,3 +56,63 @@ def rotate_to_cosine(x: torch.Tensor, cosine: float, generator: torch.Generator)
     sine = (1.0 - cosine**2) ** 0.5
     turned = cosine * unit + sine * ortho
     return (turned * x64.norm(dim=-1, keepdim=True)).to(x.dtype)
+
+
+def _gain(norm: torch.nn.Module) -> torch.Tensor | None:
+    """The learned per-dimension gain of a LayerNorm or RMSNorm (its ``weight``), or None without one.
+
+    Raises:
+        ValueError: for a norm that scales by (1 + weight) (Gemma's RMSNorm), whose ``weight`` is not the gain.
+    """
+    if "gemma" in type(norm).__name__.lower():
+        raise ValueError(f"{type(norm).__name__} scales by (1 + weight); its gain is not its weight")
+    return getattr(norm, "weight", None)
+
+
+def gain_unevenness(norm: torch.nn.Module) -> float:
+    """Coefficient of variation of the squared gain, std(g²) / mean(g²), over d_model (S4.5).
+
+    A norm's output is g ⊙ z + b with z the normalised input (‖z‖² = d_model for LayerNorm): with an
+    even gain (all g_i equal) and no bias its norm is the same for every input direction; the more
+    uneven g², the more the output norm depends on which dimensions z loads on. 0 for an even gain
+    or none (an untrained norm).
+
+    Args:
+        norm: a LayerNorm or RMSNorm over the last axis.
+    Returns:
+        dimensionless, ≥ 0.
+    Raises:
+        ValueError: for Gemma's (1 + weight) norm (see ``_gain``).
+    """
+    gain = _gain(norm)
+    if gain is None:
+        return 0.0
+    squared = gain.detach().double().square()
+    return float(squared.std(unbiased=False) / squared.mean())
+
+
+def with_even_gain(norm: torch.nn.Module) -> torch.nn.Module:
+    """A copy of ``norm`` whose gain is replaced by one even gain of the same RMS, bias kept (S4.5).
+
+    The output norm's dependence on direction that remains is the bias's; comparing with the original
+    tells how much of it the gain's unevenness causes.
+
+    Raises:
+        ValueError: for a norm without a gain, or Gemma's (1 + weight) norm.
+    """
+    gain = _gain(norm)
+    if gain is None:
+        raise ValueError(f"{type(norm).__name__} has no gain to even out")
+    out = copy.deepcopy(norm)
+    with torch.no_grad():
+        out.weight.fill_(float(gain.detach().double().square().mean().sqrt()))
+    return out
+
+
+def without_bias(norm: torch.nn.Module) -> torch.nn.Module:
+    """A copy of ``norm`` with its bias set to zero (the norm itself where it has none) (S4.5)."""
+    out = copy.deepcopy(norm)
+    if getattr(out, "bias", None) is not None:
+        with torch.no_grad():
+            out.bias.zero_()
+    return out

@@ -1,7 +1,13 @@
-"""S4: feed-forward (FFN/MLP) outputs and the block output.
+"""S4.2: dropping a block's FFN output changes the prediction far more than dropping its attention output.
 
-S4.2 — dropping a block's FFN output changes the prediction far more than
-dropping its attention output, in every block.
+S4 Appendix IV sends on each block's output with one summand removed,
+``x + ffwd_out`` (no attention) or ``x + sa_out`` (no FFN; the FFN still saw
+``x + sa_out``), and reports the mean Hellinger distance of the prediction to
+the full model's per block. "Far more" is read off the source's own table: in
+its least FFN-dominated block (block 3) the ratio is 0.15 / 0.09 = 1.67, and
+the source calls every block's difference one where the FFN "always has the
+larger impact". Each block is checked on its own (its interval must clear),
+and the untrained twin's ratios are shown beside the trained ones.
 """
 
 import numpy as np
@@ -19,10 +25,24 @@ pytestmark = pytest.mark.gpu
 # S4 Appendix IV, mean Hellinger distance to the full model per block (1..6).
 SOURCE_NO_ATTN = [0.11, 0.07, 0.09, 0.06, 0.04, 0.03]
 SOURCE_NO_FFN = [0.70, 0.19, 0.15, 0.13, 0.14, 0.17]
+SOURCE_RATIO = [f / a for f, a in zip(SOURCE_NO_FFN, SOURCE_NO_ATTN)]  # 6.36, 2.71, 1.67, 2.17, 3.50, 5.67
+FAR_MORE = min(SOURCE_RATIO)  # 1.67, block 3: the smallest ratio the source still reports as the FFN's larger impact
+DEAD_ABLATION = 1e-3  # control: H of an ablation that changed nothing is float rounding, ~1e-7
 
 
-def _ablation_distances(subject, captured) -> np.ndarray:
-    """Per-sequence mean Hellinger distance to the full model, shape (batch, n_blocks, 2): [no attn, no FFN]."""
+def ablation_distances(subject, captured) -> np.ndarray:
+    """Per-prompt mean Hellinger distance of each single-summand ablation to the full model (S4 Appendix IV).
+
+    Args:
+        subject: the loaded model (``LoadedModel``).
+        captured: its capture with ``logits`` (``Captured``); the ablated passes run on its input_ids.
+    Returns:
+        (batch, n_blocks, 2) float64: [..., 0] attention output dropped, [..., 1] FFN output dropped;
+        H at every position, averaged per prompt, in [0, 1].
+    Raises:
+        NonFiniteError: if logits are not finite.
+        RuntimeError: if the adapter's module did not run inside the block.
+    """
     full = torch.softmax(captured.cache.logits, dim=-1)
     out = []
     for block in range(captured.cache.n_blocks):
@@ -34,53 +54,79 @@ def _ablation_distances(subject, captured) -> np.ndarray:
     return torch.stack(out, dim=1).numpy()
 
 
-def _min_ratio(units: np.ndarray) -> float:
-    mean = units.mean(axis=0)  # (n_blocks, 2)
-    return float((mean[:, 1] / mean[:, 0]).min())
+def _ratio(block: int):
+    """Statistic: H(no FFN) / H(no attention) of one block, a ratio of means over prompts."""
+    def statistic(units: np.ndarray) -> float:
+        mean = units[:, block].mean(axis=0)
+        return float(mean[1] / mean[0])
+    return statistic
 
 
-@pytest.mark.claim("S4.2", version=1)
-@pytest.mark.models("trained", "hf")
+def _mean(block: int, side: int):
+    return lambda units: float(units[:, block, side].mean())
+
+
+@pytest.mark.claim("S4.2", version=2)
+@pytest.mark.models("trained", "hf", twin=True)
 @pytest.mark.needs("logits")
-def test_ffn_output_dominates_each_block(model_name, subject, activations, claim, settings):
-    """S4.2: in every block, H(full, no FFN) exceeds H(full, no attention)."""
-    h = _ablation_distances(subject, activations)
-    ratio = bootstrap(h, _min_ratio, seed=settings.seed)
-    floor = bootstrap(h, lambda u: float(u.mean(axis=0)[:, 0].min()), seed=settings.seed)
-    per_block = [
-        {side: bootstrap(h[:, b, i], lambda u: float(u.mean()), seed=settings.seed) for i, side in enumerate(("no_attn", "no_ffn"))}
-        for b in range(h.shape[1])
+def test_ffn_output_dominates_each_block(model_name, subject, pool, activations, twin_activations, claim, settings):
+    """S4.2: in every block, H(full, no FFN) / H(full, no attention) clears the source's smallest ratio, 1.67."""
+    seed = settings.seed
+    h = ablation_distances(subject, activations)
+    twin_h = ablation_distances(pool.get(subject.entry.twin), twin_activations)
+    n_blocks = h.shape[1]
+    ratios = [bootstrap(h, _ratio(b), seed=seed) for b in range(n_blocks)]
+    twin_ratios = [bootstrap(twin_h, _ratio(b), seed=seed) for b in range(n_blocks)]
+    sides = [[bootstrap(h, _mean(b, s), seed=seed) for s in (0, 1)] for b in range(n_blocks)]
+    floor = bootstrap(h, lambda u: float(u.mean(axis=0)[:, 0].min()), seed=seed)
+    source = n_blocks == len(SOURCE_RATIO)  # the source's row sits beside ours only where the depths agree
+
+    checks = [
+        Check.of(f"block {b + 1}: H(no FFN) / H(no attention)", ratios[b], "ratio", ">", FAR_MORE,
+                 "S4 Appendix IV: 'far more' is the source's own smallest per-block ratio, 0.15 / 0.09 = 1.67 in "
+                 "block 3 (its others: 6.36, 2.71, 2.17, 3.50, 5.67), the weakest dominance the source still reports "
+                 "as the FFN's 'larger impact'; no margin beyond it (its two-decimal figures put that ratio in "
+                 "[1.53, 1.82]). Each block's ratio of mean H over prompts must clear it with the low end of its own "
+                 "95 % bootstrap interval")
+        for b in range(n_blocks)
     ]
-    blocks = list(range(1, h.shape[1] + 1))
+    checks.append(Check.of(
+        "min over blocks of H(no attention)", floor, "Hellinger", ">", DEAD_ABLATION,
+        "control: an ablation hook that silently did nothing would give H ≈ 1e-7 (float32 rounding) and make the "
+        "ratios meaningless; the source's smallest attention-ablation H is 0.03 ± 0.03 (block 6), so 1e-3 separates "
+        "a real ablation from a dead one", role="control"))
+
+    table = {}
+    for b in range(n_blocks):
+        (no_attn, no_ffn), r, t = sides[b], ratios[b], twin_ratios[b]
+        row = {"H no attention": no_attn.value, "H no FFN": no_ffn.value, "ratio": r.value, "ratio low": r.low,
+               "ratio high": r.high, "twin H no attention": float(twin_h[:, b, 0].mean()),
+               "twin H no FFN": float(twin_h[:, b, 1].mean()), "twin ratio": t.value, "twin ratio low": t.low,
+               "twin ratio high": t.high}
+        if source:
+            row |= {"S4 H no attention": SOURCE_NO_ATTN[b], "S4 H no FFN": SOURCE_NO_FFN[b],
+                    "S4 ratio": SOURCE_RATIO[b]}
+        table[f"block {b + 1}"] = row
+    blocks = list(range(1, n_blocks + 1))
     claim.record(
-        [
-            Check.of("min over blocks of H(no FFN) / H(no attention)", ratio, "ratio", ">", 1.0,
-                     "S4 Appendix IV: the FFN output 'always has the larger impact'; the source's per-block ratios "
-                     "are 6.4, 2.7, 1.7, 2.2, 3.5, 5.7 (smallest 0.15/0.09 in block 3). The threshold is the claim's "
-                     "own bound, ratio 1 in every block, cleared by the low end of a 95 % bootstrap interval over "
-                     "sequences; 'far more' is reported as the ratio itself, not thresholded"),
-            Check.of("min over blocks of H(no attention)", floor, "Hellinger", ">", 1e-3,
-                     "control: an ablation hook that silently did nothing would give H ≈ 1e-7 (float32 rounding) "
-                     "and make the ratio vacuous; the source's smallest attention-ablation H is 0.03 ± 0.03 (block 6), "
-                     "so 1e-3 separates a real ablation from a dead one", role="control"),
-        ],
+        checks,
         procedure=(
-            "As S4: the block output sent on is resid_pre + mlp_out (attention dropped) or resid_pre + attn_out "
-            "(FFN dropped), the FFN still computed from resid_pre + attn_out. Differs from the source in its prompts: "
+            "As S4 Appendix IV: the block output sent on is resid_pre + mlp_out (attention dropped) or resid_pre + "
+            "attn_out (FFN dropped), the FFN still computed from resid_pre + attn_out; H = Hellinger distance of the "
+            "next-token distribution to the full model's. Differs from the source in its prompts: "
             f"{h.shape[0]} held-out validation sequences of {activations.input_ids.shape[1]} tokens in full context, "
-            "H at every position averaged per sequence (S4: 20,000 training-text prompts, last position)."
+            "H at every position averaged per sequence (S4: 20,000 10-character training-text prompts, last "
+            "position). The untrained twin (same config, seeded random init) is ablated the same way on the same "
+            "token ids; its ratios are shown, not checked."
         ),
-        details={
-            "per_block": [{k: {"value": e.value, "low": e.low, "high": e.high} for k, e in row.items()} for row in per_block],
-            "source_no_attn": SOURCE_NO_ATTN,
-            "source_no_ffn": SOURCE_NO_FFN,
-        },
+        details={"per-block ablation (S4 Appendix IV table, regenerated)": table},
         plot={
             "kind": "bars",
             "title": f"S4.2 on {model_name}: Hellinger distance to the full model per ablated block",
             "categories": blocks, "xlabel": "block", "ylabel": "Hellinger distance to the full model",
-            "series": {label: series([row[key] for row in per_block])
-                       for label, key in (("attention dropped", "no_attn"), ("FFN dropped", "no_ffn"))},
-            "source": {"S4 FFN dropped": SOURCE_NO_FFN, "S4 attention dropped": SOURCE_NO_ATTN} if len(blocks) == 6 else {},
+            "series": {"attention dropped": series([s[0] for s in sides]), "FFN dropped": series([s[1] for s in sides]),
+                       "untrained twin, attention dropped": {"value": twin_h[:, :, 0].mean(axis=0).tolist()},
+                       "untrained twin, FFN dropped": {"value": twin_h[:, :, 1].mean(axis=0).tolist()}},
+            "source": {"S4 FFN dropped": SOURCE_NO_FFN, "S4 attention dropped": SOURCE_NO_ATTN} if source else {},
         },
     )
