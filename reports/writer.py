@@ -62,7 +62,7 @@ def _versions() -> dict[str, str]:
 
     out = {"python": platform.python_version()}
     for name in ("torch", "transformers", "tokenizers", "safetensors", "accelerate", "numpy", "scipy", "pytest",
-                 "pytest-xdist", "hypothesis", "matplotlib"):
+                 "pytest-xdist", "hypothesis", "matplotlib", "scikit-learn"):
         try:
             out[name] = version(name)
         except PackageNotFoundError:

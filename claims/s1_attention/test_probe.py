@@ -1,0 +1,165 @@
+"""S1.5: context-pooled (time-averaged) features are linearly separable by class; middle layers can be more
+useful than the last.
+
+S1: people "train a linear classification layer on top of the 'context-pooled' features. This last term just
+means they average the feature vectors over the time dimension and plug it into a linear layer", and
+"empirically, it seems like these middle layers sometimes contain more 'useful' features for other
+prediction tasks". The classes here are the corpus's own: the 37 plays of the Shakespeare corpus (a window's
+play, as an image's class is CIFAR's label); the First Folio's comedy / history / tragedy grouping is probed
+beside them as a detail. S1 is an argument, not an experiment: it gives no accuracy to reach, so the
+threshold is the claim's own bound, better than guessing the most frequent class.
+"""
+
+import numpy as np
+import pytest
+import torch
+
+from claims.s1_attention.conftest import per_layer
+from latent_instruments.probes import layer_probe, majority_rate, shuffled, time_pooled
+from latent_instruments.stats import bootstrap
+from models.capture import run_with_cache
+from models.corpus import NoPlaysError, corpus_works
+from reports.plots import series
+from reports.records import Check
+
+pytestmark = pytest.mark.gpu
+
+WINDOWS_PER_PLAY = 12  # 37 plays × 12 = 444 windows; each fold trains on about 10 per play
+WINDOW_TOKENS = 128  # the tiny zoo's context; S1 gives no length (iGPT pools whole 32×32 images)
+SKIP_FRACTION = 0.05  # each play opens with its title and cast list, which name it outright: windows start after
+CHARS_PER_WINDOW = 8  # characters of text tokenized per window token (BPE tokens average about 4 characters)
+MICRO_BATCH = 64  # windows per forward pass
+
+
+def play_windows(corpus, tokenizer, length: int, per_play: int, seed: int) -> tuple[torch.Tensor, list[str], list]:
+    """Labelled windows of every play: ``per_play`` non-overlapping windows of ``length`` tokens each.
+
+    Each play's text after its first ``SKIP_FRACTION`` is cut into ``per_play`` equal segments, and one window
+    starts at a seeded random offset inside each, so the windows spread over the whole play and never overlap.
+
+    Args:
+        corpus: the Shakespeare corpus (``models.corpus.corpus_works`` finds the plays).
+        tokenizer: the model's (``encode(text) -> list[int]``).
+        length: tokens per window.
+        per_play: windows per play.
+        seed: seeds the offsets.
+    Returns:
+        ids (n, length) int64, the play name of each window, and its First Folio genre (None for Pericles).
+    Raises:
+        NoPlaysError: if the corpus has no plays (``--corpus``).
+        CorpusError: if the play boundaries cannot be read.
+        ValueError: if a segment is too short for a window.
+    """
+    rng = np.random.default_rng(seed)
+    ids, plays, genres = [], [], []
+    for work in (w for w in corpus_works(corpus) if w.is_play):
+        begin = work.start + int((work.end - work.start) * SKIP_FRACTION)
+        edges = np.linspace(begin, work.end, per_play + 1).astype(int)
+        for low, high in zip(edges[:-1], edges[1:]):
+            span = min(CHARS_PER_WINDOW * length, high - low)
+            start = int(rng.integers(low, high - span + 1))
+            tokens = tokenizer.encode(corpus.text[start : start + span])[:length]
+            if len(tokens) < length:
+                raise ValueError(f"{work.name}: {span} characters give {len(tokens)} tokens, fewer than {length}")
+            ids.append(tokens)
+            plays.append(work.name)
+            genres.append(work.genre)
+    return torch.tensor(ids), plays, genres
+
+
+def pooled_features(subject, ids: torch.Tensor) -> tuple[np.ndarray, list[str]]:
+    """Time-pooled hidden states at every depth: token embeddings and each block's output.
+
+    Args:
+        subject: a ``LoadedModel``.
+        ids: (n, length) windows.
+    Returns:
+        (n, n_layers, d_model) float32 features and the layer labels ("embed", "block 1" .. "block L").
+    """
+    parts = []
+    for start in range(0, ids.shape[0], MICRO_BATCH):
+        batch = ids[start : start + MICRO_BATCH].to(subject.input_device)
+        cache = run_with_cache(subject.model, subject.adapter, batch, names=["hook_embed", "blocks.*.hook_resid_post"])
+        layers = [cache["hook_embed"]] + [cache[f"blocks.{i}.hook_resid_post"] for i in range(cache.n_blocks)]
+        parts.append(torch.stack([time_pooled(h).cpu() for h in layers], dim=1))
+    labels = ["embed"] + [f"block {i}" for i in range(1, parts[0].shape[1])]
+    return torch.cat(parts).numpy(), labels
+
+
+def _best_block(units: np.ndarray) -> float:
+    """Accuracy of the best block (layers 1.., the embedding layer left out), from (n, n_layers) correctness."""
+    return float(units[:, 1:].mean(axis=0).max())
+
+
+@pytest.mark.claim("S1.5", version=1)
+@pytest.mark.models("trained", "hf")
+def test_pooled_features_are_linearly_separable_by_play(model_name, subject, corpus, claim, settings):
+    """S1.5: a logistic-regression probe on time-pooled hidden states tells a window's play, layer by layer."""
+    length = min(WINDOW_TOKENS, subject.context)
+    try:
+        ids, plays, genres = play_windows(corpus, subject.tokenizer, length, WINDOWS_PER_PLAY, settings.seed)
+    except NoPlaysError as why:
+        claim.not_informative(f"the probe's classes are the corpus's plays, and this corpus has none ({why})")
+    features, labels = pooled_features(subject, ids)
+    plays = np.array(plays)
+    correct = layer_probe(features, plays, settings.seed)  # (n, n_layers) out-of-fold
+    control = layer_probe(features, shuffled(plays, settings.seed), settings.seed)
+    with_genre = np.array([g is not None for g in genres])
+    genre = np.array([g for g in genres if g is not None])
+    genre_correct = layer_probe(features[with_genre], genre, settings.seed)
+    chance, n = majority_rate(plays), len(plays)
+    noise = 4 * np.sqrt(chance * (1 - chance) / n)
+    accuracy = per_layer(correct, lambda u: float(u.mean()), settings.seed)
+    best = int(correct[:, 1:].mean(axis=0).argmax()) + 1
+    last = correct.shape[1] - 1
+    best_minus_last = bootstrap(correct, lambda u: float(u[:, 1:].mean(axis=0).max() - u[:, -1].mean()), settings.seed)
+    claim.record(
+        [
+            Check.of("cross-validated accuracy of the best block's pooled features (37 plays)",
+                     bootstrap(correct, _best_block, settings.seed), "fraction", ">", chance,
+                     "S1: a linear layer on 'context-pooled' features is useful for classification, i.e. the class is "
+                     "linearly decodable from the time average; S1 gives no accuracy, so the threshold is the claim's "
+                     f"own bound, the majority-class rate ({chance:.4f} with {WINDOWS_PER_PLAY} windows per play), "
+                     "cleared by the low end of a 95 % bootstrap interval over windows. The best block, since S1 says "
+                     "middle layers may be the useful ones; the selection among blocks is inside the bootstrap, and "
+                     "the control below is selected the same way"),
+            Check.of("the same with the play labels shuffled (best block)",
+                     bootstrap(control, _best_block, settings.seed), "fraction", "<", chance + noise,
+                     "control: with labels permuted at random no probe can beat chance, so a probe that did would be "
+                     "reading overlap between training and test windows, not the class; the threshold is the "
+                     f"majority rate plus 4 binomial standard errors of an n = {n} chance accuracy "
+                     f"({chance + noise:.4f}); the best of the blocks is taken as for the claim", role="control"),
+        ],
+        procedure=(
+            f"{n} windows of {length} tokens, {WINDOWS_PER_PLAY} per play from each play's text after its first "
+            f"{SKIP_FRACTION:.0%} (title and cast list), one per equal segment, none overlapping; features: the mean "
+            "over positions of the token embeddings and of each block's resid_post; probe: StandardScaler + "
+            "multinomial LogisticRegression (scikit-learn, C = 1), out-of-fold predictions of a 5-fold "
+            "StratifiedKFold (seeded), one per window, the bootstrap unit. The trained zoo models have seen most of "
+            "this text in training (the first 90 % of the corpus); the probe's own train and test windows never "
+            "overlap. 'Middle layers can be more useful than the last' is reported, not checked: S1 says "
+            "'sometimes', which one model can neither confirm nor refute."
+        ),
+        details={
+            "accuracy by depth": {
+                label: {"plays": float(correct[:, i].mean()), "plays, labels shuffled": float(control[:, i].mean()),
+                        "genre (First Folio)": float(genre_correct[:, i].mean())}
+                for i, label in enumerate(labels)},
+            "best block": {"block": labels[best], "is the last block": best == last,
+                           "best minus last accuracy": best_minus_last.value,
+                           "95 % interval": f"[{best_minus_last.low:.4f}, {best_minus_last.high:.4f}]"},
+            "chance": {"plays (majority rate)": chance, "genre (majority rate)": majority_rate(genre)},
+        },
+        plot={
+            "kind": "lines", "title": f"S1.5 on {model_name}: probe accuracy on time-pooled states by depth",
+            "x": list(range(len(labels))), "xlabel": "depth (0 = embedding, ℓ = block ℓ)",
+            "ylabel": "cross-validated accuracy", "ylim": [0, 1],
+            "series": {
+                "play (37 classes)": series(accuracy),
+                "play, labels shuffled (control)": {"value": control.mean(axis=0).tolist()},
+                "genre (3 classes)": {"value": genre_correct.mean(axis=0).tolist()},
+                "play chance": {"value": [chance] * len(labels)},
+                "genre chance": {"value": [majority_rate(genre)] * len(labels)},
+            },
+        },
+    )
