@@ -1,16 +1,39 @@
-"""Input representation (inversion) by gradient descent on the input embedding (S3).
+"""Input representation (inversion) by gradient descent, batched over prompts (S3).
 
-Source S3's procedure: start from a random input a0, run plain gradient
-descent with a learning rate decayed linearly over N steps on an L1 loss
-between a layer's output for a0 and for the real input, then decode the
-found embedding with the pseudo-inverse of the token-embedding matrix and an
-argmax, optionally restricted to an allowed vocabulary.
+Source S3's procedure, every variant it uses, in one optimisation over a batch
+of prompts (prompts do not interact in a transformer's forward pass, so the
+gradient of the summed loss with respect to one prompt's input is that
+prompt's own gradient: the batch is the prompt-by-prompt loop, run at once):
 
-One difference, stated wherever this is reported: the L1 gradient has a
-scale that depends on the model, so each position's step is the gradient's
-direction times ``lr * embedding_scale`` (normalised gradient descent). The
-learning rate then means "fraction of a typical embedding norm per step",
-and one schedule serves every model of a size ladder alike.
+* what is optimised: ``"indirect"``, the token embeddings (batch, seq, d_model),
+  decoded with the Moore-Penrose pseudo-inverse of the token-embedding matrix
+  W_E (argmax of a·W_E⁺); or ``"direct"``, a vector over the vocabulary per
+  position (batch, seq, vocab) that multiplies W_E (the model then reads
+  a·W_E), decoded by its own argmax. The direct target is the one-hot vector
+  of each token, so a·W_E is the model's real input (S3: "there is no specific
+  rule"; its code uses 10 at the token's index);
+* the loss on the (selected) output, per prompt: ``"l1"`` Σ|O(a_g) − O(a)| (S3's
+  eq. 5), ``"l2"`` ‖O(a_g) − O(a)‖₂, ``"cosine"`` 1 − cos φ of the flattened
+  outputs, ``"mixed"`` α(1 − cos φ) + β Σ|·|;
+* the optimiser: plain gradient descent a ← a − η ∇a, η decayed linearly over
+  the N steps, η_i = η₀(N − i)/N + η_end·i/N as S3's code (η 1 → 1/100 in its
+  text), from S3's random start a₀ ~ N(½, (1/20)²) per element;
+* the success test: ‖O(a_g) − O(a)‖₁ < ‖O(a′) − O(a)‖₁ for the shifted input
+  a′ = a + σ·noise, σ = 1/20 per element (S3's code: ``embedding +
+  0.05*torch.randn``), measured with the L1 norm whatever the loss;
+* decoding: top-k per position, a restricted vocabulary applied by −inf
+  masking (S3 multiplies disallowed logits by 0, which lets a disallowed token
+  win when every allowed logit is negative), and any subset of output
+  positions and features as the target.
+
+Defaults are the source's. The one deviation offered, ``step="normalised"``,
+moves each position by η × ``step_scale`` along its gradient's direction; it is
+never a default, and a claim that uses it must say so and measure the
+source's plain step beside it.
+
+S3's public code (blbadger/nnetworks) starts from N(0, 1) and decays η to
+η/10 over 500 steps; its text gives N(½, 1/20²) and η → η/100, which are the
+defaults here.
 """
 
 from collections.abc import Callable
@@ -20,47 +43,355 @@ import torch
 
 from latent_instruments.errors import require_finite
 
+REPRESENTATIONS = ("indirect", "direct")
+LOSSES = ("l1", "l2", "cosine", "mixed")
+STEPS = ("plain", "normalised")
+_DECODE_CHUNK = 1 << 24  # decode at most this many (position x vocabulary) scores at once
+
+
+@dataclass(frozen=True)
+class InversionConfig:
+    """How to invert; every default is source S3's.
+
+    Attributes:
+        representation: "indirect" (optimise token embeddings, decode with W_E⁺) or "direct"
+            (optimise a (vocab,) vector per position that multiplies W_E).
+        loss: "l1", "l2", "cosine" or "mixed" (see the module docstring).
+        steps: N, the number of gradient steps (S3: 200 for an untrained block, 500-20000 trained).
+        lr: η at step 0 (S3: 1).
+        lr_end: η reached at step N (S3: 1/100); η decays linearly in between.
+        start_mean, start_std: the random start a₀ ~ N(start_mean, start_std²) per element (S3: ½, 1/20).
+        shift_std: σ of the shifted input a′ = a + σ·noise, per element (S3: 1/20).
+        step: "plain" (S3) or "normalised" (a deviation: each position moves η × step_scale along its
+            gradient's direction, whatever the gradient's size).
+        step_scale: the unit of η for the normalised step (e.g. a typical embedding norm); unused when plain.
+        mix: (α, β) of the "mixed" loss α(1 − cos φ) + β Σ|·| (S3 names them, gives no values).
+    """
+
+    representation: str = "indirect"
+    loss: str = "l1"
+    steps: int = 200
+    lr: float = 1.0
+    lr_end: float = 0.01
+    start_mean: float = 0.5
+    start_std: float = 0.05
+    shift_std: float = 0.05
+    step: str = "plain"
+    step_scale: float = 1.0
+    mix: tuple[float, float] = (1.0, 1.0)
+
+    def __post_init__(self):
+        for name, value, allowed in (("representation", self.representation, REPRESENTATIONS),
+                                     ("loss", self.loss, LOSSES), ("step", self.step, STEPS)):
+            if value not in allowed:
+                raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
+        if self.steps < 0:
+            raise ValueError(f"steps must be at least 0, got {self.steps}")
+
+    def rate(self, i: int) -> float:
+        """η at step i of N, linear from ``lr`` (i = 0) towards ``lr_end`` (i = N), as S3's code."""
+        n = max(self.steps, 1)
+        return self.lr * (n - i) / n + self.lr_end * i / n
+
+    def deviations(self) -> list[str]:
+        """The settings that differ from source S3's, in words (empty for the source's setting)."""
+        source, out = InversionConfig(), []
+        for field, what in (("step", "step"), ("loss", "loss"), ("representation", "representation"),
+                            ("lr", "initial η"), ("lr_end", "final η"), ("start_mean", "start mean"),
+                            ("start_std", "start σ"), ("shift_std", "shift σ")):
+            value, base = getattr(self, field), getattr(source, field)
+            if value != base:
+                out.append(f"{what} {f'{value:.4g}' if isinstance(value, float) else value} (S3: {base})")
+        if self.step == "normalised":
+            out.append(f"step unit {self.step_scale:.4g}")
+        return out
+
+
+@dataclass(frozen=True)
+class Inversion:
+    """Outcome of :func:`invert`, per prompt.
+
+    Attributes:
+        inputs: the found a_g, (batch, seq, d_model) indirect or (batch, seq, vocab) direct.
+        top_k: decoded token ids, best first, (batch, seq, k), int64.
+        token_accuracy: fraction of positions whose first choice is the true token, (batch,).
+        exact_match: whether every position is, (batch,), bool.
+        output_distance: ‖O(a_g) − O(a)‖₁ over the target outputs, (batch,).
+        shifted_distance: ‖O(a′) − O(a)‖₁ for the shifted input a′, (batch,).
+        loss: the configured loss at a_g, (batch,).
+        config: the settings used.
+    """
+
+    inputs: torch.Tensor
+    top_k: torch.Tensor
+    token_accuracy: torch.Tensor
+    exact_match: torch.Tensor
+    output_distance: torch.Tensor
+    shifted_distance: torch.Tensor
+    loss: torch.Tensor
+    config: InversionConfig
+
+    @property
+    def decoded(self) -> torch.Tensor:
+        """First-choice token ids, (batch, seq), int64."""
+        return self.top_k[..., 0]
+
+    @property
+    def success(self) -> torch.Tensor:
+        """S3's success test per prompt: ‖O(a_g) − O(a)‖₁ < ‖O(a′) − O(a)‖₁, (batch,), bool."""
+        return self.output_distance < self.shifted_distance
+
+
+@dataclass(frozen=True)
+class PseudoInverse:
+    """W_E⁺, the Moore-Penrose pseudo-inverse of the token-embedding matrix, kept as W_E⁺ = (W_EᵀW_E)⁺ W_Eᵀ.
+
+    Only the (d_model, d_model) factor (W_EᵀW_E)⁺ is formed (float64): the (d_model, vocab) product is never
+    materialised, which halves the work for a 50k vocabulary. The identity W⁺ = (WᵀW)⁺Wᵀ holds for any W;
+    the Gram matrix squares the condition number, which float64 keeps to about 1e-8 relative for a
+    condition number of 1e4.
+
+    Attributes:
+        gram_pinv: (W_EᵀW_E)⁺, shape (d_model, d_model), float64.
+        weight: W_E, shape (vocab, d_model), in its own dtype.
+    """
+
+    gram_pinv: torch.Tensor
+    weight: torch.Tensor
+
+    @property
+    def vocab(self) -> int:
+        """Number of tokens."""
+        return self.weight.shape[0]
+
+    def scores(self, embeddings: torch.Tensor) -> torch.Tensor:
+        """embeddings @ W_E⁺: (..., d_model) -> (..., vocab), in the embeddings' dtype promoted to float32."""
+        dtype = torch.promote_types(embeddings.dtype, torch.float32)
+        half = (embeddings.double() @ self.gram_pinv.to(embeddings.device)).to(dtype)
+        return half @ self.weight.to(device=embeddings.device, dtype=dtype).T
+
+
+def pseudo_inverse(embedding_matrix: torch.Tensor) -> PseudoInverse:
+    """W_E⁺ of the token-embedding matrix (see :class:`PseudoInverse`).
+
+    Args:
+        embedding_matrix: W_E, shape (vocab, d_model).
+    Returns:
+        PseudoInverse on W_E's device.
+    Raises:
+        NonFiniteError: if W_E holds NaN or inf.
+    """
+    require_finite(embedding_matrix, "token-embedding matrix")
+    w = embedding_matrix.detach()
+    gram = w.double().T @ w.double()  # (d_model, d_model)
+    return PseudoInverse(torch.linalg.pinv(gram, hermitian=True), w)
+
+
+def decode_top_k(scores: torch.Tensor, k: int = 5, allowed: torch.Tensor | None = None,
+                 pinv: PseudoInverse | None = None) -> torch.Tensor:
+    """The k best tokens per position (S3's top-5 decoding), with a restricted vocabulary by −inf masking.
+
+    Args:
+        scores: (batch, seq, vocab) scores over the vocabulary (a direct input), or (batch, seq, d_model)
+            embeddings when ``pinv`` is given: their scores are then embeddings @ W_E⁺, computed in chunks
+            so that a 50k vocabulary does not need the whole (batch, seq, vocab) at once.
+        k: how many, at most the number of allowed tokens.
+        allowed: optional bool mask of the tokens that may be chosen, (batch, vocab) or (vocab,); moved to
+            the scores' device if it is elsewhere.
+        pinv: W_E⁺ from :func:`pseudo_inverse`, for embeddings.
+    Returns:
+        token ids, (batch, seq, k), int64, best first, on the scores' device.
+    Raises:
+        NonFiniteError: if the scores hold NaN or inf.
+    """
+    require_finite(scores, "inputs to decode")
+    batch, seq = scores.shape[:2]
+    mask = None if allowed is None else allowed.to(scores.device)
+    if mask is not None and mask.dim() == 1:
+        mask = mask.unsqueeze(0).expand(batch, -1)
+    vocab = pinv.vocab if pinv is not None else scores.shape[-1]
+    rows = max(1, _DECODE_CHUNK // (seq * vocab))
+    out = []
+    for start in range(0, batch, rows):
+        chunk = scores[start:start + rows]
+        s = pinv.scores(chunk) if pinv is not None else chunk
+        if mask is not None:
+            s = s.masked_fill(~mask[start:start + rows].unsqueeze(1), float("-inf"))
+        out.append(s.topk(k, dim=-1).indices)
+    return torch.cat(out)
+
 
 def pseudo_inverse_decode(
     embeddings: torch.Tensor, embedding_matrix: torch.Tensor, allowed: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """Tokens whose pseudo-inverse coordinate is largest (S3.1's decoding).
-
-    Computes argmax over the vocabulary of ``embeddings @ pinv(W_E)``. Source
-    S3's masked decode multiplies disallowed logits by 0, which lets a
-    disallowed token win when every allowed one is negative; here they are
-    set to -inf instead.
+    """Tokens whose pseudo-inverse coordinate is largest (S3.1's decoding): argmax of embeddings @ W_E⁺.
 
     Args:
         embeddings: shape (batch, seq, d_model).
         embedding_matrix: W_E, shape (vocab, d_model).
-        allowed: optional bool mask, shape (batch, vocab) or (vocab,); moved
-            to the embeddings' device if it is on another.
+        allowed: optional bool mask, (batch, vocab) or (vocab,), applied by −inf (see :func:`decode_top_k`).
     Returns:
         token ids, shape (batch, seq), int64, on the embeddings' device.
     Raises:
-        NonFiniteError: if embeddings hold NaN or inf.
+        NonFiniteError: if embeddings or W_E hold NaN or inf.
     """
-    require_finite(embeddings, "embeddings to decode")
-    pinv = torch.linalg.pinv(embedding_matrix.double())  # (d_model, vocab)
-    coords = embeddings.double() @ pinv  # (batch, seq, vocab)
-    if allowed is not None:
-        mask = allowed.to(coords.device)
-        mask = mask if mask.dim() == 2 else mask.unsqueeze(0)
-        coords = coords.masked_fill(~mask.unsqueeze(1), float("-inf"))
-    return coords.argmax(dim=-1)
+    return decode_top_k(embeddings, 1, allowed, pinv=pseudo_inverse(embedding_matrix))[..., 0]
+
+
+def _select(output: torch.Tensor, positions, features) -> torch.Tensor:
+    """The target part of a layer output (batch, seq, d_out): positions on dim 1, features on dim 2."""
+    if positions is not None:
+        output = output[:, positions]
+    if features is not None:
+        output = output[..., features]
+    return output
+
+
+def per_prompt_loss(output: torch.Tensor, target: torch.Tensor, config: InversionConfig) -> torch.Tensor:
+    """The configured loss of each prompt's output against its target, (batch,).
+
+    Args:
+        output, target: (batch, ...) layer outputs, flattened per prompt.
+        config: its ``loss`` and ``mix``.
+    """
+    diff = (output - target).flatten(1)
+    if config.loss == "l1":
+        return diff.abs().sum(1)
+    if config.loss == "l2":
+        return diff.square().sum(1).clamp_min(1e-30).sqrt()  # clamp: a finite gradient at an exact match
+    cos = 1 - torch.nn.functional.cosine_similarity(output.flatten(1), target.flatten(1), dim=1)
+    if config.loss == "cosine":
+        return cos
+    alpha, beta = config.mix
+    return alpha * cos + beta * diff.abs().sum(1)
+
+
+def descend(
+    layer_output: Callable[[torch.Tensor], torch.Tensor],
+    target_inputs: torch.Tensor,
+    config: InversionConfig,
+    generator: torch.Generator,
+    to_embeddings: Callable[[torch.Tensor], torch.Tensor] = lambda x: x,
+    positions=None,
+    features=None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """S3's gradient descent on a batch of continuous inputs, without decoding (see :func:`invert`).
+
+    Args:
+        layer_output: embeddings (batch, seq, d_model) -> a layer's output (batch, seq, d_out);
+            differentiable; its parameters are not updated (only the input's gradient is taken).
+        target_inputs: the real input a, (batch, seq, d_in), the optimised variable's shape and dtype.
+        config: the optimisation (steps, η schedule, start, shift, loss, step).
+        generator: seeds the start a₀ (drawn first) and the shift noise (drawn second), on the generator's
+            device and then moved to the inputs', so that a seed gives the same draws on every device.
+        to_embeddings: maps the optimised input to embeddings (identity indirect; x @ W_E direct).
+        positions, features: index (int, slice, list or tensor) of the output positions (dim 1) and
+            features (last dim) used as the target; None for all.
+    Returns:
+        (a_g (batch, seq, d_in), ‖O(a_g) − O(a)‖₁ (batch,), ‖O(a′) − O(a)‖₁ (batch,), loss at a_g (batch,)),
+        all on the inputs' device, in their dtype.
+    Raises:
+        NonFiniteError: if a layer output or the gradient becomes NaN or inf.
+    """
+    shape, dtype, device = target_inputs.shape, target_inputs.dtype, target_inputs.device
+
+    def draw() -> torch.Tensor:
+        return torch.randn(shape, generator=generator, dtype=dtype, device=generator.device).to(device)
+
+    def output(x: torch.Tensor) -> torch.Tensor:
+        return _select(layer_output(to_embeddings(x)), positions, features).to(dtype)
+
+    with torch.no_grad():
+        target = output(target_inputs)
+        require_finite(target, "target layer output")
+    guess = (config.start_mean + config.start_std * draw()).requires_grad_(True)
+    for i in range(config.steps):
+        loss = per_prompt_loss(output(guess), target, config).sum()
+        (grad,) = torch.autograd.grad(loss, guess)
+        with torch.no_grad():
+            if config.step == "normalised":
+                grad = grad * (config.step_scale / grad.norm(dim=-1, keepdim=True).clamp_min(1e-12))
+            guess -= config.rate(i) * grad
+    with torch.no_grad():
+        found = output(guess)
+        require_finite(found, "layer output of the found input")
+        shifted = output(target_inputs + config.shift_std * draw())
+        distance = (found - target).abs().flatten(1).sum(1)
+        shifted_distance = (shifted - target).abs().flatten(1).sum(1)
+        loss = per_prompt_loss(found, target, config)
+    return guess.detach(), distance, shifted_distance, loss
+
+
+def invert(
+    layer_output: Callable[[torch.Tensor], torch.Tensor],
+    token_ids: torch.Tensor,
+    embedding_matrix: torch.Tensor,
+    generator: torch.Generator,
+    config: InversionConfig = InversionConfig(),
+    *,
+    allowed: torch.Tensor | None = None,
+    positions=None,
+    features=None,
+    k: int = 5,
+    pinv: PseudoInverse | None = None,
+) -> Inversion:
+    """Recover a batch of prompts from a layer's output in one optimisation (S3), and decode them.
+
+    Args:
+        layer_output: embeddings (batch, seq, d_model) -> a layer's output (batch, seq, d_out), e.g.
+            ``models.capture.block_output_fn``; differentiable. It receives embeddings in W_E's dtype
+            promoted to at least float32 (cast inside it to run a model in another precision).
+        token_ids: the real input a, (batch, seq), int64, on W_E's device.
+        embedding_matrix: W_E, (vocab, d_model); the target input is W_E[ids] (indirect) or one-hot(ids)
+            (direct).
+        generator: seeds the start and the shift (see :func:`descend`).
+        config: the optimisation; defaults are S3's.
+        allowed: optional bool mask (batch, vocab) or (vocab,) of the tokens the decode may choose (S3's
+            restricted vocabulary; −inf masking). It does not change the optimisation.
+        positions, features: the output positions and features used as the target (None: all).
+        k: top-k choices kept per position (S3 shows 5).
+        pinv: W_E⁺ from :func:`pseudo_inverse`, to reuse one across calls (computed when None; indirect only).
+    Returns:
+        :class:`Inversion`, its tensors on W_E's device.
+    Raises:
+        ValueError: for token_ids not (batch, seq) or a k larger than the allowed vocabulary.
+        NonFiniteError: if W_E, a layer output or the decoded scores hold NaN or inf.
+    """
+    if token_ids.dim() != 2:
+        raise ValueError(f"token_ids must be (batch, seq), got shape {tuple(token_ids.shape)}")
+    vocab = embedding_matrix.shape[0]
+    if k > vocab or (allowed is not None and not allowed.is_meta and k > int(allowed.sum(-1).min())):
+        raise ValueError(f"k = {k} exceeds the number of tokens the decode may choose")
+    dtype = torch.promote_types(embedding_matrix.dtype, torch.float32)
+    weight = embedding_matrix.detach().to(dtype)
+    if config.representation == "indirect":
+        target, to_embeddings = weight[token_ids], (lambda x: x)
+    else:
+        target = torch.nn.functional.one_hot(token_ids, vocab).to(dtype)
+        to_embeddings = (lambda x: x @ weight)  # noqa: E731 - S3's "matmul(x, wte.weight)"
+    found, distance, shifted, loss = descend(layer_output, target, config, generator, to_embeddings,
+                                             positions, features)
+    if config.representation == "indirect":
+        top = decode_top_k(found, k, allowed, pinv=pseudo_inverse(weight) if pinv is None else pinv)
+    else:
+        top = decode_top_k(found, k, allowed)
+    hits = top[..., 0] == token_ids
+    return Inversion(found, top, hits.to(dtype).mean(dim=1), hits.all(dim=1), distance, shifted, loss, config)
+
+
+# --- the earlier single-variant API, kept for claims/s3_inversion/test_inversion.py (S3.5) -------------------
 
 
 @dataclass(frozen=True)
 class InversionResult:
-    """Outcome of :func:`invert_by_gradient_descent`.
+    """Outcome of :func:`invert_by_gradient_descent` (the earlier API; new code uses :func:`invert`).
 
     Attributes:
         embeddings: the found input a_g, shape (batch, seq, d_model).
         output_distance: ||O(a_g) - O(a)||_1 per sequence, shape (batch,).
-        shifted_distance: ||O(a') - O(a)||_1 per sequence for the slightly
-            shifted input a' = a + 0.05 * embedding_scale * noise (noise of unit
-            expected norm per position: a shift of 5 % of a typical embedding), shape (batch,).
+        shifted_distance: ||O(a') - O(a)||_1 per sequence for a' = a + 0.05 * embedding_scale * noise (noise of
+            unit expected norm per position: 5 % of a typical embedding, about 7x below S3's σ = 1/20 per
+            element on the tiny models), shape (batch,).
     """
 
     embeddings: torch.Tensor
@@ -69,7 +400,7 @@ class InversionResult:
 
     @property
     def closer_than_shift(self) -> torch.Tensor:
-        """S3's success test per sequence: O(a_g) is closer to O(a) than O(a') is. Shape (batch,), bool."""
+        """The success test against this API's smaller shift, per sequence. Shape (batch,), bool."""
         return self.output_distance < self.shifted_distance
 
 
@@ -81,48 +412,29 @@ def invert_by_gradient_descent(
     lr: float,
     generator: torch.Generator,
 ) -> InversionResult:
-    """Find an input embedding whose layer output matches the target's (S3).
+    """The earlier API: :func:`descend` with a normalised step, scaled start and shift (not S3's defaults).
+
+    Start N(0, scale²/d_model) per element, a′ = a + 0.05·scale/√d_model·noise, each position moved by
+    lr·(1 − 0.99 i/N)·scale along its gradient's direction (η decays to about lr/100), L1 loss.
 
     Args:
-        layer_output: maps embeddings (batch, seq, d_model) to a layer's output
-            (batch, seq, d_out); differentiable; its parameters are not updated.
-        target_embeddings: the real input a, shape (batch, seq, d_model).
-        embedding_scale: a typical token-embedding norm (units of d_model
-            space), used for the random start, the shifted input and the step.
-        steps: N, the number of gradient-descent steps.
-        lr: initial step as a fraction of ``embedding_scale``; decays linearly
-            to lr / 100 at step N as in source S3.
-        generator: seeds the random start and the shift noise, drawn on the
-            generator's device and moved to the target's, so a seed gives
-            the same draws whatever device the target is on.
+        layer_output: embeddings (batch, seq, d_model) -> output (batch, seq, d_out); differentiable.
+        target_embeddings: the real input a, (batch, seq, d_model).
+        embedding_scale: a typical token-embedding norm (the unit of start, shift and step).
+        steps: N >= 1.
+        lr: initial step as a fraction of ``embedding_scale``.
+        generator: seeds the start and the shift.
     Returns:
-        InversionResult, its tensors on the target's device.
+        InversionResult on the target's device.
     Raises:
         ValueError: if steps < 1.
         NonFiniteError: if the layer output becomes NaN or inf.
     """
     if steps < 1:
         raise ValueError(f"steps must be at least 1, got {steps}")
-    shape, dtype, device = target_embeddings.shape, target_embeddings.dtype, target_embeddings.device
+    unit = embedding_scale / target_embeddings.shape[-1] ** 0.5
+    config = InversionConfig(steps=steps, lr=lr, lr_end=lr / 100, start_mean=0.0, start_std=unit,
+                             shift_std=0.05 * unit, step="normalised", step_scale=embedding_scale)
+    found, distance, shifted, _ = descend(layer_output, target_embeddings, config, generator)
+    return InversionResult(found, distance, shifted)
 
-    def noise() -> torch.Tensor:
-        # Drawn on the generator's device, then moved: same seed, same start and shift on every device.
-        return torch.randn(shape, generator=generator, dtype=dtype, device=generator.device).to(device) / shape[-1] ** 0.5
-
-    with torch.no_grad():
-        target = layer_output(target_embeddings)
-        require_finite(target, "target layer output")
-    guess = (noise() * embedding_scale).requires_grad_(True)
-    for step in range(steps):
-        rate = lr * (1.0 - 0.99 * step / max(steps - 1, 1)) * embedding_scale
-        loss = (layer_output(guess) - target).abs().sum()
-        (grad,) = torch.autograd.grad(loss, guess)
-        with torch.no_grad():
-            guess -= rate * grad / grad.norm(dim=-1, keepdim=True).clamp_min(1e-12)
-    with torch.no_grad():
-        found = layer_output(guess)
-        require_finite(found, "layer output of the found input")
-        shifted = layer_output(target_embeddings + 0.05 * embedding_scale * noise())
-        distance = (found - target).abs().flatten(1).sum(1)
-        shifted_distance = (shifted - target).abs().flatten(1).sum(1)
-    return InversionResult(guess.detach(), distance, shifted_distance)

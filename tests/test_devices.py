@@ -30,7 +30,10 @@ from torch.utils import _pytree as pytree
 
 from latent_instruments import distances, inversion, normalization, spectra
 from latent_instruments.distances import hellinger_distance
-from latent_instruments.inversion import InversionResult, invert_by_gradient_descent, pseudo_inverse_decode
+from latent_instruments.inversion import (
+    Inversion, InversionConfig, InversionResult, decode_top_k, invert, invert_by_gradient_descent, pseudo_inverse,
+    pseudo_inverse_decode,
+)
 from latent_instruments.normalization import relative_norm_change, rotate_to_cosine
 from latent_instruments.spectra import LogBins, fit_power_law, power_spectral_density
 
@@ -109,6 +112,15 @@ def _inversion_inputs(device, lr: float = 0.1) -> dict:
             "embedding_scale": 4.0, "steps": 5, "lr": lr, "generator": torch.Generator().manual_seed(9)}
 
 
+def _invert_inputs(device, representation: str = "indirect") -> dict:
+    q = _rotation(16, device)
+    return {"layer_output": lambda e: (torch.tanh(e) + 0.5 * e) @ q,
+            "token_ids": torch.randint(0, 12, (2, 5), generator=torch.Generator().manual_seed(8)).to(device),
+            "embedding_matrix": _randn(12, 16, seed=13, device=device, dtype=torch.float32),
+            "generator": torch.Generator().manual_seed(9),
+            "config": InversionConfig(representation=representation, steps=3), "k": 2}
+
+
 def _power_law(device) -> dict:
     freqs = torch.fft.rfftfreq(32, dtype=torch.float64)
     psd = freqs.clamp_min(freqs[1]) ** -1.3 * (1 + 0.1 * torch.rand(17, generator=torch.Generator().manual_seed(4),
@@ -151,6 +163,16 @@ CASES = {
                    "allowed": torch.arange(12) % 3 != 0},  # a mask left on the CPU is moved, not mixed in
         pseudo_inverse_decode, ((2, 5),)),
     "invert_by_gradient_descent": Case(_inversion_inputs, invert_by_gradient_descent, ((2, 5, 16), (2,), (2,))),
+    "pseudo_inverse": Case(lambda d: {"embedding_matrix": _randn(40, 16, seed=13, device=d, dtype=torch.float32)},
+                           pseudo_inverse, ((16, 16), (40, 16))),
+    "decode_top_k": Case(
+        lambda d: {"scores": _randn(2, 5, 16, seed=12, device=d, dtype=torch.float32), "k": 3,
+                   "allowed": torch.arange(40) % 3 != 0,  # a mask left on the CPU is moved, not mixed in
+                   "pinv": pseudo_inverse(_randn(40, 16, seed=13, device=d, dtype=torch.float32))},
+        decode_top_k, ((2, 5, 3),)),
+    "invert": Case(_invert_inputs, invert, ((2, 5, 16), (2, 5, 2), (2,), (2,), (2,), (2,), (2,))),
+    "invert_direct": Case(lambda d: _invert_inputs(d, "direct"), invert,
+                          ((2, 5, 12), (2, 5, 2), (2,), (2,), (2,), (2,), (2,)), on_meta=False),  # one_hot reads ids
 }
 
 
@@ -160,6 +182,9 @@ def outputs(result) -> list:
         return [result]
     if isinstance(result, InversionResult):
         return [result.embeddings, result.output_distance, result.shifted_distance]
+    if isinstance(result, Inversion):
+        return [result.inputs, result.top_k, result.token_accuracy, result.exact_match, result.output_distance,
+                result.shifted_distance, result.loss]
     if is_dataclass(result):
         return [getattr(result, f.name) for f in fields(result)]
     return list(result)

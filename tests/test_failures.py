@@ -23,7 +23,7 @@ from fixtures.zoo import ModelPool
 from models.corpus import Corpus
 from models.errors import ModelLoadError as DefinedError
 from models.recipes import FULL, GROUP_RECIPES, TINY
-from models.tokenization import CharTokenizer
+from models.tokenization import CharTokenizer, corpus_tokenizer
 from models.trainer import checkpoint_dir, estimate_training_seconds, format_duration, recipe_n_params, train
 from models.zoo import ModelLoadError, load, resolve
 from tests.conftest import tiny_model
@@ -344,13 +344,14 @@ def test_prepare_states_the_profiles_total_estimate_before_training(cache, monke
     monkeypatch.setattr(prepare, "train", lambda recipe, corpus, device: trained.append(recipe.name) or Path("."))
     assert prepare.main(["prepare", "--zoo", "full", "--device", "cpu"]) == 0
     out = capsys.readouterr().out.splitlines()
-    plan = next(i for i, line in enumerate(out) if line.startswith("zoo full on cpu: 3 of 3 models to train"))
+    plan = next(i for i, line in enumerate(out) if line.startswith("zoo full on cpu: 4 of 4 models to train"))
     assert plan < next(i for i, line in enumerate(out) if line.startswith("s4-w192:"))
-    vocab = CharTokenizer.from_corpus(CORPUS).vocab_size
-    total = sum(estimate_training_seconds(recipe_n_params(r, vocab), r.steps, r.batch, r.context, 50e9) for r in FULL)
-    assert f"{format_duration(total)} in all" in out[plan] and "about 6 days" in out[plan]
+    vocab = {kind: corpus_tokenizer(kind, CORPUS).vocab_size for kind in ("char", "bpe")}
+    total = sum(estimate_training_seconds(recipe_n_params(r, vocab[r.tokenizer]), r.steps, r.batch, r.context, 50e9)
+                for r in FULL)
+    assert f"{format_duration(total)} in all" in out[plan] and "about 7 days" in out[plan]
     assert "~50 GFLOP/s measured here" in out[plan] and out[plan].endswith("Ctrl-C to stop, or use --zoo tiny")
-    assert trained == ["s4-w192", "s4-w384", "s4-w768"]
+    assert trained == ["s4-w192", "s4-w384", "s4-w768", "s4-bpe-w384"]
 
 
 def test_a_run_with_an_unsupported_model_reports_it_once_and_runs_the_others(tmp_path):

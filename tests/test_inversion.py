@@ -1,13 +1,46 @@
-"""Self-tests of latent_instruments.inversion: pseudo-inverse decoding and gradient-descent inversion."""
+"""Self-tests of latent_instruments.inversion on maps of known answer.
 
+The pseudo-inverse against torch's, decoding (top-k order, −inf masking), S3's defaults (start, schedule,
+shift), every variant (indirect and direct, four losses, plain and normalised steps, output subsets),
+the batch equal to the prompt-by-prompt loop, and the earlier API kept for S3.5.
+"""
+
+import math
+
+import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from latent_instruments.inversion import invert_by_gradient_descent, pseudo_inverse_decode
+from latent_instruments.inversion import (
+    InversionConfig, decode_top_k, descend, invert, invert_by_gradient_descent, per_prompt_loss, pseudo_inverse,
+    pseudo_inverse_decode,
+)
 
 
 def embedding_matrix(vocab: int, d_model: int, seed: int = 0) -> torch.Tensor:
     return torch.randn(vocab, d_model, generator=torch.Generator().manual_seed(seed))
+
+
+def token_ids(batch: int, seq: int, vocab: int, seed: int = 2) -> torch.Tensor:
+    return torch.randint(0, vocab, (batch, seq), generator=torch.Generator().manual_seed(seed))
+
+
+def invertible_layer(d_model: int):
+    """Monotone per coordinate, then a rotation: a map with one exact inverse."""
+    q, _ = torch.linalg.qr(torch.randn(d_model, d_model, generator=torch.Generator().manual_seed(1)))
+    return lambda e: (torch.tanh(e) + 0.5 * e) @ q
+
+
+# --- pseudo-inverse and decoding ---------------------------------------------------------------------------
+
+
+@given(vocab=st.integers(2, 60), d_model=st.integers(2, 24), seed=st.integers(0, 1000))
+@settings(max_examples=30, deadline=None)
+def test_pseudo_inverse_scores_equal_torchs_pinv(vocab, d_model, seed):
+    weight = embedding_matrix(vocab, d_model, seed).double()
+    x = torch.randn(3, d_model, generator=torch.Generator().manual_seed(seed + 1), dtype=torch.float64)
+    want = x @ torch.linalg.pinv(weight)
+    torch.testing.assert_close(pseudo_inverse(weight).scores(x), want, rtol=1e-8, atol=1e-8 * want.abs().max())
 
 
 @given(vocab=st.integers(2, 40), extra=st.integers(0, 24), seed=st.integers(0, 1000))
@@ -15,6 +48,13 @@ def embedding_matrix(vocab: int, d_model: int, seed: int = 0) -> torch.Tensor:
 def test_pseudo_inverse_recovers_tokens_when_d_model_covers_vocab(vocab, extra, seed):
     weight = embedding_matrix(vocab, vocab + extra, seed)
     ids = torch.randint(0, vocab, (3, 7), generator=torch.Generator().manual_seed(seed))
+    assert torch.equal(pseudo_inverse_decode(weight[ids], weight), ids)
+
+
+def test_round_trip_holds_for_random_rows_where_vocab_far_exceeds_d_model():
+    """S3.1's setting in small: 2000 random rows in 64 dimensions, each row still decodes to itself."""
+    weight = embedding_matrix(2000, 64)
+    ids = token_ids(4, 50, 2000)
     assert torch.equal(pseudo_inverse_decode(weight[ids], weight), ids)
 
 
@@ -26,21 +66,141 @@ def test_restricted_vocabulary_masks_with_minus_infinity():
     assert pseudo_inverse_decode(embeddings, weight, allowed).item() == 0  # -1 beats -2; a 0-mask would pick 2
 
 
-def test_gradient_descent_inverts_an_invertible_toy_map():
+def test_top_k_is_best_first_and_per_prompt_masks_apply_to_their_prompt():
+    scores = torch.tensor([[[0.1, 0.9, 0.5, 0.3]], [[0.1, 0.9, 0.5, 0.3]]])  # (2, 1, 4)
+    assert decode_top_k(scores, 3)[0, 0].tolist() == [1, 2, 3]
+    allowed = torch.tensor([[True, True, True, True], [True, False, False, True]])
+    assert decode_top_k(scores, 2, allowed)[:, 0].tolist() == [[1, 2], [3, 0]]
+
+
+# --- S3's defaults ---------------------------------------------------------------------------------------
+
+
+def test_defaults_are_the_sources():
+    config = InversionConfig()
+    assert (config.representation, config.loss, config.step) == ("indirect", "l1", "plain")
+    assert (config.lr, config.lr_end, config.start_mean, config.start_std, config.shift_std) == (1, 0.01, 0.5, 0.05, 0.05)
+    assert config.deviations() == []
+    assert InversionConfig(step="normalised", lr=0.1, step_scale=0.72).deviations() == [
+        "step normalised (S3: plain)", "initial η 0.1 (S3: 1.0)", "step unit 0.72"]
+
+
+def test_learning_rate_decays_linearly_from_lr_to_lr_end():
+    config = InversionConfig(steps=100)
+    rates = [config.rate(i) for i in range(101)]
+    assert rates[0] == 1.0 and rates[100] == pytest.approx(0.01)
+    steps = [a - b for a, b in zip(rates, rates[1:])]
+    assert max(steps) == pytest.approx(min(steps))
+
+
+def test_the_random_start_is_n_half_one_twentieth():
+    weight = embedding_matrix(12, 64)
+    result = invert(lambda e: e, token_ids(8, 16, 12), weight, torch.Generator().manual_seed(0), InversionConfig(steps=0))
+    assert result.inputs.mean().item() == pytest.approx(0.5, abs=0.005)
+    assert result.inputs.std().item() == pytest.approx(0.05, rel=0.05)
+
+
+def test_the_shift_is_one_twentieth_per_element():
+    """With an identity layer ‖O(a′) − O(a)‖₁ = Σ|σ·noise| ≈ σ·√(2/π) per element."""
+    weight = embedding_matrix(12, 64)
+    result = invert(lambda e: e, token_ids(8, 16, 12), weight, torch.Generator().manual_seed(0), InversionConfig(steps=0))
+    assert (result.shifted_distance / (16 * 64)).mean().item() == pytest.approx(0.05 * math.sqrt(2 / math.pi), rel=0.03)
+
+
+def test_invalid_settings_are_refused():
+    with pytest.raises(ValueError, match="loss must be one of"):
+        InversionConfig(loss="huber")
+    with pytest.raises(ValueError, match="representation"):
+        InversionConfig(representation="sideways")
+    with pytest.raises(ValueError, match="exceeds"):
+        invert(lambda e: e, token_ids(2, 3, 4), embedding_matrix(4, 8), torch.Generator(), k=3,
+               allowed=torch.tensor([True, True, False, False]))
+
+
+# --- the optimisation --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("representation", ["indirect", "direct"])
+@pytest.mark.parametrize("loss", ["l1", "l2", "cosine", "mixed"])
+def test_every_variant_inverts_an_invertible_map(representation, loss):
     d_model, vocab = 16, 12
     weight = embedding_matrix(vocab, d_model)
-    q, _ = torch.linalg.qr(torch.randn(d_model, d_model, generator=torch.Generator().manual_seed(1)))
-    layer = lambda e: (torch.tanh(e) + 0.5 * e) @ q  # monotone per coordinate, then a rotation  # noqa: E731
-    ids = torch.randint(0, vocab, (4, 6), generator=torch.Generator().manual_seed(2))
-    result = invert_by_gradient_descent(layer, weight[ids], embedding_scale=weight.norm(dim=1).mean().item(),
-                                        steps=400, lr=0.1, generator=torch.Generator().manual_seed(3))
-    assert torch.equal(pseudo_inverse_decode(result.embeddings, weight), ids)
-    assert result.closer_than_shift.all()
+    ids = token_ids(4, 6, vocab)
+    result = invert(invertible_layer(d_model), ids, weight, torch.Generator().manual_seed(3),
+                    InversionConfig(representation=representation, loss=loss, steps=300))
+    assert torch.equal(result.decoded, ids)
+    assert result.token_accuracy.tolist() == [1.0] * 4 and result.exact_match.all()
+
+
+def test_the_source_setting_passes_its_success_test_on_an_invertible_map():
+    weight = embedding_matrix(12, 16)
+    result = invert(invertible_layer(16), token_ids(4, 6, 12), weight, torch.Generator().manual_seed(3),
+                    InversionConfig(steps=300))
+    assert result.success.all()
+    assert (result.output_distance < result.shifted_distance).all()
 
 
 def test_a_map_that_forgets_its_input_cannot_be_inverted():
     weight = embedding_matrix(12, 16)
-    ids = torch.randint(0, 12, (4, 6), generator=torch.Generator().manual_seed(2))
-    result = invert_by_gradient_descent(lambda e: e[..., :1] * 0, weight[ids], 1.0, steps=20, lr=0.1,
+    ids = token_ids(4, 6, 12)
+    result = invert(lambda e: e[..., :1] * 0, ids, weight, torch.Generator().manual_seed(3), InversionConfig(steps=20))
+    assert result.token_accuracy.mean() < 0.5 and not result.exact_match.any()
+
+
+def test_the_batch_is_the_prompt_by_prompt_loop():
+    """Prompts do not interact: one optimisation of the batch gives each prompt's own (start fixed: σ = 0)."""
+    weight = embedding_matrix(12, 16)
+    target = weight[token_ids(5, 6, 12)]
+    config = InversionConfig(steps=50, start_std=0.0, shift_std=0.0)
+    layer = invertible_layer(16)
+    batched = descend(layer, target, config, torch.Generator())[0]
+    looped = torch.cat([descend(layer, target[b:b + 1], config, torch.Generator())[0] for b in range(5)])
+    torch.testing.assert_close(batched, looped, rtol=1e-5, atol=1e-6)
+
+
+def test_the_normalised_step_moves_each_position_by_lr_times_scale():
+    target = embedding_matrix(12, 16)[token_ids(2, 3, 12)]
+    config = InversionConfig(steps=1, lr=0.3, lr_end=0.3, start_std=0.0, step="normalised", step_scale=2.0)
+    found = descend(lambda e: e @ torch.diag(torch.arange(1.0, 17.0)), target, config, torch.Generator())[0]
+    torch.testing.assert_close((found - 0.5).norm(dim=-1), torch.full((2, 3), 0.6))
+
+
+def test_only_the_selected_output_positions_and_features_are_targets():
+    """Identity layer, target positions 1: and features :8: position 0 and features 8: never move from the start."""
+    weight = embedding_matrix(12, 16)
+    target = weight[token_ids(2, 4, 12)]
+    config = InversionConfig(steps=100, start_std=0.0)
+    found = descend(lambda e: e, target, config, torch.Generator(), positions=slice(1, None), features=slice(0, 8))[0]
+    assert torch.equal(found[:, 0], torch.full((2, 16), 0.5)) and torch.equal(found[..., 8:], torch.full((2, 4, 8), 0.5))
+    torch.testing.assert_close(found[:, 1:, :8], target[:, 1:, :8], atol=0.02, rtol=0)
+
+
+def test_losses_have_their_known_values():
+    out, target = torch.tensor([[3.0, 4.0]]), torch.tensor([[0.0, 0.0]])
+    assert per_prompt_loss(out, target, InversionConfig(loss="l1")).item() == 7.0
+    assert per_prompt_loss(out, target, InversionConfig(loss="l2")).item() == pytest.approx(5.0)
+    assert per_prompt_loss(out, 2 * out, InversionConfig(loss="cosine")).item() == pytest.approx(0.0, abs=1e-7)
+    mixed = InversionConfig(loss="mixed", mix=(2.0, 0.5))
+    assert per_prompt_loss(out, -out, mixed).item() == pytest.approx(2.0 * 2.0 + 0.5 * 14.0)
+
+
+def test_a_seeded_generator_gives_the_same_inversion():
+    weight = embedding_matrix(12, 16)
+    ids = token_ids(3, 5, 12)
+    a, b = (invert(invertible_layer(16), ids, weight, torch.Generator().manual_seed(7), InversionConfig(steps=20))
+            for _ in range(2))
+    assert torch.equal(a.inputs, b.inputs) and torch.equal(a.shifted_distance, b.shifted_distance)
+
+
+# --- the earlier API (claims/s3_inversion/test_inversion.py, S3.5) -------------------------------------------
+
+
+def test_the_earlier_api_still_inverts_an_invertible_toy_map():
+    d_model, vocab = 16, 12
+    weight = embedding_matrix(vocab, d_model)
+    ids = token_ids(4, 6, vocab)
+    result = invert_by_gradient_descent(invertible_layer(d_model), weight[ids],
+                                        embedding_scale=weight.norm(dim=1).mean().item(), steps=400, lr=0.1,
                                         generator=torch.Generator().manual_seed(3))
-    assert (pseudo_inverse_decode(result.embeddings, weight) == ids).float().mean() < 0.5
+    assert torch.equal(pseudo_inverse_decode(result.embeddings, weight), ids)
+    assert result.closer_than_shift.all()
