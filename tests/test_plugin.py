@@ -142,7 +142,7 @@ def test_header_makes_the_run_replayable():
     done = pytest_run("claims", "--collect-only", "--seed", "7", "--zoo", "tiny", "-p", "no:cacheprovider")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "seed=7" in done.stdout
-    assert "replay: pytest claims -m gpu --zoo tiny --device cpu --dtype float32 --seed 7" in done.stdout
+    assert "replay: pytest claims -m gpu --zoo tiny --device cpu --prompts 32x128 --dtype float32 --seed 7" in done.stdout
 
 
 def test_default_tiny_zoo_collects_the_four_claims_over_their_models():
