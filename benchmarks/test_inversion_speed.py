@@ -1,0 +1,86 @@
+"""Batched inversion against a prompt-by-prompt loop of the same work (S3's instrument, issue 8).
+
+``latent_instruments.inversion.invert`` optimises every prompt of a batch in one gradient descent;
+the loop inverts the same 64 prompts one at a time, with the same steps, settings and decoding (the
+pseudo-inverse is computed once for both). Two shapes of the claims' work on the tiny profile: the
+character-level main model (tiny-w128: 16-token prompts, the length of S3's 'The sky is blue.' in
+characters) and the sub-word one (tiny-bpe-w96: 7 tokens, vocabulary 4096), block 1, random init,
+float32, CPU. Each benchmark's ``extra_info`` holds steps per second (whole batch), prompt-steps per
+second, and, on whichever of the pair runs second, ``speedup`` = loop ÷ batched on their fastest
+rounds (the least disturbed by other work on a shared machine).
+"""
+
+import pytest
+import torch
+
+from latent_instruments.inversion import InversionConfig, invert, pseudo_inverse
+from models.adapters import adapter_for
+from models.capture import block_output_fn
+from models.recipes import PROFILES
+from models.trainer import gpt2_config
+from models.zoo import _from_config
+
+SEED = 0
+PROMPTS, STEPS, ROUNDS = 64, 10, 3
+SHAPES = {"char-tiny-w128-16tok": ("tiny-w128", 84, 16), "bpe-tiny-bpe-w96-7tok": ("tiny-bpe-w96", 4096, 7)}
+SMOKE_PROMPTS, SMOKE_STEPS = 4, 2  # with --benchmark-disable (make test): once, small
+_FASTEST: dict[tuple[str, str], float] = {}  # (shape, kind) -> fastest round in seconds
+
+
+@pytest.fixture(scope="module", params=list(SHAPES), ids=list(SHAPES))
+def problem(request):
+    """(shape name, layer, W_E, ids (64, T), W_E⁺) for one shape: a random-init model's block 1."""
+    name, vocab, tokens = SHAPES[request.param]
+    recipe = next(r for rs in PROFILES.values() for r in rs if r.name == name)
+    model = _from_config(gpt2_config(recipe, vocab), SEED).eval()
+    model.requires_grad_(False)
+    weight = model.get_input_embeddings().weight.detach()
+    ids = torch.randint(0, vocab, (PROMPTS, tokens), generator=torch.Generator().manual_seed(SEED))
+    layer = block_output_fn(model, adapter_for(model), 0, tokens)
+    return request.param, layer, weight, ids, pseudo_inverse(weight)
+
+
+def _sizes(benchmark) -> tuple[int, int]:
+    return (PROMPTS, STEPS) if benchmark.enabled else (SMOKE_PROMPTS, SMOKE_STEPS)
+
+
+def _record(benchmark, shape: str, kind: str, prompts: int, steps: int) -> None:
+    """Throughput and, once both of a shape are measured, the speed-up, into ``extra_info``."""
+    benchmark.extra_info.update(shape=shape, prompts=prompts, steps=steps, kind=kind)
+    if not benchmark.enabled:
+        return
+    fastest = benchmark.stats.stats.min
+    _FASTEST[shape, kind] = fastest
+    benchmark.extra_info["steps_per_second"] = steps / fastest
+    benchmark.extra_info["prompt_steps_per_second"] = prompts * steps / fastest
+    if (shape, "batched") in _FASTEST and (shape, "loop") in _FASTEST:
+        benchmark.extra_info["speedup"] = _FASTEST[shape, "loop"] / _FASTEST[shape, "batched"]
+
+
+def test_batched_inversion(benchmark, problem):
+    """All prompts in one optimisation: S3's setting, N steps, decoded top-5."""
+    shape, layer, weight, ids, pinv = problem
+    prompts, steps = _sizes(benchmark)
+    config = InversionConfig(steps=steps)
+
+    def batched():
+        return invert(layer, ids[:prompts], weight, torch.Generator().manual_seed(SEED), config, pinv=pinv)
+
+    benchmark.group = f"inversion batching {shape}"
+    benchmark.pedantic(batched, rounds=ROUNDS, warmup_rounds=1, iterations=1)
+    _record(benchmark, shape, "batched", prompts, steps)
+
+
+def test_prompt_by_prompt_inversion(benchmark, problem):
+    """The same prompts, steps and decoding, one prompt per optimisation."""
+    shape, layer, weight, ids, pinv = problem
+    prompts, steps = _sizes(benchmark)
+    config = InversionConfig(steps=steps)
+
+    def loop():
+        return [invert(layer, ids[b:b + 1], weight, torch.Generator().manual_seed(SEED), config, pinv=pinv)
+                for b in range(prompts)]
+
+    benchmark.group = f"inversion batching {shape}"
+    benchmark.pedantic(loop, rounds=ROUNDS, warmup_rounds=1, iterations=1)
+    _record(benchmark, shape, "loop", prompts, steps)

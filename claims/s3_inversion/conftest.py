@@ -1,0 +1,293 @@
+"""S3's shared inversion work: each model's prompts, vocabularies and inversions, computed once per session.
+
+The problem, per model (:class:`Problem`): S3's prompt is 'The sky is blue.' (5 GPT-2 tokens) and its
+expanded allowed vocabulary the words of 'The sky is blue or red depending on the time of day.' (13
+tokens). Both are measured in the model's own tokens: a prompt is T held-out tokens, T = the length of
+S3's prompt in the model's tokenizer (16 characters, 7 tokens of the corpus BPE, 5 of GPT-2's), and its
+allowed vocabulary is the distinct tokens of the held-out window that continues it to the length of S3's
+sentence (the prompt "inside a slightly longer sentence", as S3's).
+
+The inversions, per model, block and setting (:class:`Run`), by ``latent_instruments.inversion.invert``
+on all prompts in one batch, are cached: S3.2 reads an untrained model's first block, S3.3 the same for
+the trained model and its twin, S3.4 every depth. Two settings:
+
+* "source": S3's own: plain gradient descent, η 1 → 1/100 linearly over N steps, a₀ ~ N(½, 1/20²) per
+  element, L1 loss on the block's output, decoded by W_E⁺ (the instrument's defaults);
+* "adapted": two stated deviations, a normalised step (each position moves η × the mean embedding norm
+  along its gradient's direction, η 0.1 → 0.001) from a start at the embeddings' own scale
+  (N(0, (mean norm)² / d_model) per element). S3 reports "some learning rate tuning" for trained
+  GPT-2; on our trained models (and on three of the four random-init references) the source's step
+  recovers few tokens where this one recovers most, so S3.2-S3.4 take, per model and block, the better
+  of the two (:func:`tuned`, chosen inside every bootstrap resample), and report both.
+
+Sizes (:class:`Scale`): at source scale (a CUDA device, or ``LATENT_CLAIMS_SOURCE_SCALE=1``) 64 prompts,
+N = 200 steps for untrained models (S3.2's figure) and 2000 for trained ones (S3's N for a trained GPT-2
+block); on a CPU by default 16 prompts (8 for models 512 or more wide) and N = 200 for every model, and
+each record says so (``scaled``).
+"""
+
+import os
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pytest
+import torch
+
+from fixtures.prompts import prompt_batch
+from latent_instruments.inversion import InversionConfig, PseudoInverse, decode_top_k, invert, pseudo_inverse
+from models.capture import block_output_fn
+from models.zoo import LoadedModel, resolve
+
+SOURCE_SCALE_ENV = "LATENT_CLAIMS_SOURCE_SCALE"  # "1": source scale on a CPU too
+SOURCE_PROMPT = "The sky is blue."  # S3's prompt (5 GPT-2 tokens)
+SOURCE_SENTENCE = "The sky is blue or red depending on the time of day."  # S3's expanded allowed vocabulary (13)
+SETTINGS = ("source", "adapted")
+TOP_K = 5  # S3 shows the top-5 decodings
+WIDE = 512  # d_model from which a model counts as wide for the CPU sizes (references, hf models)
+EXAMPLES = 2  # prompts shown as decoded text per run
+
+
+def source_scale_requested() -> bool:
+    """Whether source-scale sizes are asked for: a CUDA device is present, or ``LATENT_CLAIMS_SOURCE_SCALE=1``."""
+    return os.environ.get(SOURCE_SCALE_ENV) == "1" or torch.cuda.is_available()
+
+
+@dataclass(frozen=True)
+class Scale:
+    """The sizes of S3's runs.
+
+    Attributes:
+        source: whether these are the source-scale sizes.
+        prompts: number of prompts inverted together (bootstrap units).
+        wide_prompts: the same for models 512 or more wide (the references, hf models), whose blocks cost
+            about 30x a tiny model's per step on a CPU.
+        untrained_steps: N for untrained and random-init models (S3.2: "the same model before training ... N=200").
+        trained_steps: N for trained models (S3: N = 2000 for a trained GPT-2 block; 20000 for its failure).
+    """
+
+    source: bool
+    prompts: int
+    wide_prompts: int
+    untrained_steps: int
+    trained_steps: int
+
+    @classmethod
+    def of(cls, device: str) -> "Scale":
+        """Source scale on CUDA or on request, else the CPU sizes (same ratios of prompt to vocabulary and depth)."""
+        if device.startswith("cuda") or os.environ.get(SOURCE_SCALE_ENV) == "1":
+            return cls(True, 64, 64, 200, 2000)
+        return cls(False, 16, 8, 200, 200)
+
+    def prompts_for(self, d_model: int) -> int:
+        """Prompts for a model of this width."""
+        return self.wide_prompts if d_model >= WIDE else self.prompts
+
+    def steps(self, name: str) -> int:
+        """N for a model: trained (and hf) models get ``trained_steps``, untrained and reference ``untrained_steps``."""
+        return self.trained_steps if resolve(name).role in ("trained", "hf") else self.untrained_steps
+
+    def note(self) -> str:
+        """What differs from the source's sizes, for ``claim.record(scaled=...)``; "" at source scale."""
+        if self.source:
+            return ""
+        return (f"CPU sizes: {self.prompts} prompts ({self.wide_prompts} for models {WIDE} or more wide) and "
+                f"N = {self.untrained_steps} steps for every model; at source "
+                f"scale (a GPU, or {SOURCE_SCALE_ENV}=1) 64 prompts and N = 2000 for trained models, as S3's "
+                "trained GPT-2 block (fewer steps can only leave a trained model less well inverted)")
+
+
+@dataclass
+class Problem:
+    """One model's inversion problem.
+
+    Attributes:
+        ids: the prompts, (prompts, T) int64, on the model's input device.
+        allowed: each prompt's allowed vocabulary, (prompts, vocab) bool: the distinct tokens of its
+            continuation to the length of S3's sentence.
+        weight: W_E, (vocab, d_model), detached.
+        pinv: its pseudo-inverse.
+        sentence_tokens: length of the window the allowed vocabulary is taken from.
+    """
+
+    ids: torch.Tensor
+    allowed: torch.Tensor
+    weight: torch.Tensor
+    pinv: PseudoInverse
+    sentence_tokens: int
+
+    @property
+    def tokens(self) -> int:
+        """T, tokens per prompt."""
+        return self.ids.shape[1]
+
+    @property
+    def mean_norm(self) -> float:
+        """Mean L2 norm of W_E's rows (the unit of the adapted setting)."""
+        return self.weight.float().norm(dim=1).mean().item()
+
+
+@dataclass(frozen=True)
+class Run:
+    """One model's inversion of every prompt at one block under one setting, per prompt.
+
+    Attributes:
+        accuracy: restricted-vocabulary token accuracy, (prompts,).
+        exact: 1.0 where every token was recovered (restricted), (prompts,).
+        full_accuracy: the same decoded over the whole vocabulary, (prompts,).
+        success: 1.0 where S3's test ‖O(a_g) − O(a)‖₁ < ‖O(a′) − O(a)‖₁ holds, (prompts,).
+        start_accuracy: restricted token accuracy of the random start a₀ itself (chance), (prompts,).
+        distance_ratio: ‖O(a_g) − O(a)‖₁ / ‖O(a′) − O(a)‖₁, (prompts,) (S3: "< 1/6" for GPT-2 XL at N = 1000).
+        examples: decoded text of the first prompts, {row: {"text": ..., "tokens right": ...}}.
+        steps: N.
+        seconds: wall time.
+        deviations: how the setting differs from S3's, in words ("" for S3's own).
+    """
+
+    accuracy: np.ndarray
+    exact: np.ndarray
+    full_accuracy: np.ndarray
+    success: np.ndarray
+    start_accuracy: np.ndarray
+    distance_ratio: np.ndarray
+    examples: dict
+    steps: int
+    seconds: float
+    deviations: str
+
+
+def setting(name: str, steps: int, problem: Problem) -> InversionConfig:
+    """The inversion settings: "source" (S3's own) or "adapted" (normalised step from the embeddings' scale)."""
+    if name == "source":
+        return InversionConfig(steps=steps)
+    if name == "adapted":
+        scale = problem.mean_norm
+        return InversionConfig(steps=steps, lr=0.1, lr_end=0.001, start_mean=0.0,
+                               start_std=scale / problem.weight.shape[1] ** 0.5, step="normalised", step_scale=scale)
+    raise ValueError(f"setting must be one of {', '.join(SETTINGS)}; got {name!r}")
+
+
+def show(text: str) -> str:
+    """Decoded text for a report cell: quoted, with newlines visible."""
+    return repr(text)
+
+
+def examples(ids: torch.Tensor, top_k: torch.Tensor, tokenizer, label: str, target: bool = True) -> dict:
+    """The first prompts as S3 shows them: the target, then the k-th choice at every position, k = 1..5.
+
+    Args:
+        ids: (prompts, T) true tokens; top_k: (prompts, T, k) decoded choices, best first.
+        label: names the decoding in the row labels ("restricted", "full vocabulary").
+        target: whether to include the target rows.
+    Returns:
+        {row label: {"text": quoted decoded text, "tokens right": "r/T"}}.
+    """
+    rows, ids, top_k = {}, ids.cpu(), top_k.cpu()
+    for b in range(min(EXAMPLES, ids.shape[0])):
+        if target:
+            rows[f"prompt {b + 1}: target"] = {"text": show(tokenizer.decode(ids[b].tolist())), "tokens right": ""}
+        for k in range(top_k.shape[-1]):
+            right = int((top_k[b, :, k] == ids[b]).sum())
+            rows[f"prompt {b + 1}: {label}, choice {k + 1}"] = {
+                "text": show(tokenizer.decode(top_k[b, :, k].tolist())), "tokens right": f"{right}/{ids.shape[1]}"}
+    return rows
+
+
+@contextmanager
+def frozen(model: torch.nn.Module):
+    """Parameters without gradients inside (only the input's gradient is taken), restored after."""
+    flags = [p.requires_grad for p in model.parameters()]
+    model.requires_grad_(False)
+    try:
+        yield model
+    finally:
+        for p, flag in zip(model.parameters(), flags):
+            p.requires_grad_(flag)
+
+
+def layer_output(subject: LoadedModel, block: int, tokens: int) -> Callable[[torch.Tensor], torch.Tensor]:
+    """Embeddings (batch, T, d_model) -> block ``block``'s output (0-based), run in the model's dtype, float32."""
+    fn = block_output_fn(subject.model, subject.adapter, block, tokens)
+    dtype = subject.model.get_input_embeddings().weight.dtype
+    return lambda embeddings: fn(embeddings.to(dtype)).float()
+
+
+@dataclass
+class Inversions:
+    """The session's S3 work: one :class:`Problem` per model (the two latest kept), one :class:`Run` per key."""
+
+    corpus: object
+    seed: int
+    scale: Scale
+    runs: dict = field(default_factory=dict)
+    problems: dict = field(default_factory=dict)  # the two latest models' (a model and its twin)
+
+    def problem(self, name: str, subject: LoadedModel) -> Problem:
+        """The model's prompts, allowed vocabularies and W_E⁺ (computed once while the model is in use)."""
+        if name not in self.problems:
+            while len(self.problems) >= 2:
+                self.problems.pop(next(iter(self.problems)))
+            tok = subject.tokenizer
+            tokens = len(tok.encode(SOURCE_PROMPT))
+            window = max(tokens + 1, round(tokens * len(tok.encode(SOURCE_SENTENCE)) / len(tok.encode(SOURCE_PROMPT))))
+            window = min(window, subject.context)
+            ids = prompt_batch(self.corpus, tok, self.scale.prompts_for(subject.d_model), window, self.seed)
+            ids = ids.to(subject.input_device)
+            weight = subject.model.get_input_embeddings().weight.detach()
+            allowed = torch.zeros(ids.shape[0], weight.shape[0], dtype=torch.bool, device=ids.device)
+            allowed.scatter_(1, ids, True)
+            self.problems[name] = Problem(ids[:, :tokens], allowed, weight, pseudo_inverse(weight), window)
+        return self.problems[name]
+
+    def run(self, name: str, subject: LoadedModel, block: int, how: str) -> Run:
+        """Invert every prompt from block ``block``'s output (0-based) under setting ``how``; cached."""
+        key = (name, block, how)
+        if key not in self.runs:
+            self.runs[key] = self._invert(name, subject, block, how)
+        return self.runs[key]
+
+    def _invert(self, name: str, subject: LoadedModel, block: int, how: str) -> Run:
+        problem = self.problem(name, subject)
+        steps = self.scale.steps(name)
+        config = setting(how, steps, problem)
+        k = min(TOP_K, int(problem.allowed.sum(1).min()))
+        layer = layer_output(subject, block, problem.tokens)
+        started = time.perf_counter()
+        with frozen(subject.model):
+            found = invert(layer, problem.ids, problem.weight, torch.Generator().manual_seed(self.seed), config,
+                           allowed=problem.allowed, k=k, pinv=problem.pinv)
+            start = invert(layer, problem.ids, problem.weight, torch.Generator().manual_seed(self.seed),
+                           replace(config, steps=0), allowed=problem.allowed, k=1,
+                           pinv=problem.pinv)
+        seconds = time.perf_counter() - started
+        full = decode_top_k(found.inputs, TOP_K, pinv=problem.pinv)  # the same a_g over the whole vocabulary
+        shown = examples(problem.ids, found.top_k, subject.tokenizer, "restricted")
+        shown |= examples(problem.ids, full, subject.tokenizer, "full vocabulary", target=False)
+        return Run(_numpy(found.token_accuracy), _numpy(found.exact_match),
+                   _numpy((full[..., 0] == problem.ids).double().mean(1)), _numpy(found.success),
+                   _numpy(start.token_accuracy), _numpy(found.output_distance / found.shifted_distance),
+                   dict(sorted(shown.items(), key=_row_order)), steps, seconds,
+                   "; ".join(config.deviations()))
+
+
+def _numpy(t: torch.Tensor) -> np.ndarray:
+    return t.double().cpu().numpy()
+
+
+def _row_order(item) -> tuple:
+    label = item[0]
+    prompt = int(label.split(":")[0].split()[-1])
+    return prompt, 0 if label.endswith("target") else 1 if "restricted" in label else 2, label
+
+
+def tuned(units: np.ndarray) -> np.ndarray:
+    """Per column, the better setting's mean: units (prompts, ..., settings) -> (...,) (S3's "some tuning")."""
+    return units.mean(axis=0).max(axis=-1)
+
+
+@pytest.fixture(scope="session")
+def inversions(settings, corpus) -> Inversions:
+    """The session's :class:`Inversions` (one per session; runs are cached across S3's tests)."""
+    return Inversions(corpus, settings.seed, Scale.of(settings.device))

@@ -1,0 +1,129 @@
+"""S3.4 — inversion degrades with depth (1 block → 4 → 12).
+
+S3 ("Restricted Vocabulary Input Representation", "Big models exhibit accurate input representations"):
+a trained GPT-2 recovers 'The sky is blue.' from its first block, "with some learning rate tuning and
+a sufficiently large N ... even for 4 transformer blocks, but for all 12 blocks it is rare"; Llama-7B's
+representation at block 12 is much poorer than at block 1, and even Llama-30B's degrades (1 and 4
+blocks exact or nearly, 12 'The sky Stage blueInd', 21 'Finally sky established blue instead');
+untrained small models invert accurately "only for one or at most two transformer blocks".
+
+GPT-2's depths 1, 4 and 12 of 12 map to blocks 1, ⌈L/3⌉ and L of an L-block model (1, 2, 4 of the
+tiny models' 4). Each depth is inverted under S3's setting and the adapted one (S3 tuned its learning
+rate for the deeper runs), and each depth's statistic is its better setting's.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from claims.s3_inversion.conftest import SETTINGS, SOURCE_PROMPT, source_scale_requested, tuned
+from latent_instruments.stats import bootstrap
+from reports.plots import series
+from reports.records import Check
+
+pytestmark = pytest.mark.gpu
+
+SUCCESS_MAJORITY = 0.5  # control: most prompts at the deepest block reach S3's success test
+# Random-init models (twins, 12-block references) run where source scale is asked for (a GPU, or the env
+# variable): on a CPU the references cost minutes per depth, and the twins would double the CPU budget.
+ROLES = ("trained", "hf") + (("untrained", "reference") if source_scale_requested() else ())
+
+
+def depths(n_blocks: int) -> list[int]:
+    """Blocks (1-based) S3's 1 → 4 → 12 of GPT-2's 12 map to: 1, ⌈L/3⌉, L (deduplicated, in order)."""
+    return sorted({1, math.ceil(n_blocks / 3), n_blocks})
+
+
+def _row(runs: dict, block: int, best: str) -> dict:
+    """One block's numbers for the details table: both settings' accuracy, then the better setting's."""
+    row = {f"{s} setting": float(runs[block, s].accuracy.mean()) for s in SETTINGS}
+    chosen = runs[block, best]
+    return row | {"better": best, "full vocabulary": float(chosen.full_accuracy.mean()),
+                  "exact": float(chosen.exact.mean()), "success test": float(chosen.success.mean()),
+                  "‖O(a_g) − O(a)‖ / ‖O(a′) − O(a)‖, median": float(np.median(chosen.distance_ratio)),
+                  "seconds": round(sum(runs[block, s].seconds for s in SETTINGS), 2)}
+
+
+def _by_depth(units: np.ndarray, statistic, seed: int) -> list:
+    """One bootstrap estimate per depth: units (prompts, depths, ...) -> [Estimate] of statistic(units[:, i])."""
+    return [bootstrap(units[:, i], statistic, seed=seed) for i in range(units.shape[1])]
+
+
+def _mean(u: np.ndarray) -> float:
+    return float(u.mean())
+
+
+def _first_prompt(examples: dict) -> dict:
+    return {k: v for k, v in examples.items() if k.startswith("prompt 1:")}
+
+
+@pytest.mark.claim("S3.4", version=1)
+@pytest.mark.models(*ROLES)
+def test_inversion_degrades_with_depth(model_name, subject, inversions, claim, settings):
+    """S3.4: token accuracy recovered from block 1's output exceeds that from the last block's (tuned settings)."""
+    problem = inversions.problem(model_name, subject)
+    blocks = depths(len(subject.adapter.block_list(subject.model)))
+    if len(blocks) < 2:
+        claim.not_informative(f"{model_name} has one block: there is no depth to degrade over")
+    runs = {(b, s): inversions.run(model_name, subject, b - 1, s) for b in blocks for s in SETTINGS}
+    accuracy = np.stack([np.stack([runs[b, s].accuracy for s in SETTINGS], -1) for b in blocks], 1)  # (p, depth, s)
+    start = runs[blocks[0], SETTINGS[0]].start_accuracy  # (prompts,): a₀ decoded, chance
+    first_over_chance = bootstrap(np.column_stack([accuracy[:, 0], start[:, None]]),
+                                  lambda u: float(u[:, :-1].mean(0).max() - u[:, -1].mean()), seed=settings.seed)
+    per_depth = _by_depth(accuracy, lambda u: float(tuned(u)), settings.seed)
+    if first_over_chance.low <= 0:
+        claim.not_informative(
+            f"block 1 is not invertible here already: its token accuracy {per_depth[0].value:.3f} is not above the "
+            f"random start's {start.mean():.3f} (chance), so depth has nothing to degrade",
+            details={"token accuracy by block (better setting)": {f"block {b}": e.value for b, e in zip(blocks, per_depth)}})
+
+    drop = bootstrap(accuracy, lambda u: float(tuned(u)[0] - tuned(u)[-1]), seed=settings.seed)
+    best = [SETTINGS[i] for i in accuracy.mean(0).argmax(-1)]  # each depth's better setting on the whole sample
+    deepest = best[-1]
+    success = bootstrap(runs[blocks[-1], deepest].success, _mean, seed=settings.seed)
+    source_setting = _by_depth(accuracy[..., SETTINGS.index("source")], _mean, settings.seed)
+    adapted_setting = _by_depth(accuracy[..., SETTINGS.index("adapted")], _mean, settings.seed)
+    claim.record(
+        [
+            Check.of(f"token accuracy, block 1 minus block {blocks[-1]} (each its better setting)", drop,
+                     "fraction of tokens", ">", 0.0,
+                     "S3: a trained GPT-2 inverts from 1 block, from 4 with tuning, rarely from 12; Llama-7B is much "
+                     "poorer at block 12 than at 1; untrained small models only for one or two blocks. S3 gives "
+                     "decoded examples, no rates, so the threshold is the ordering: recovery from the first block "
+                     "above recovery from the last, by the low end of the 95 % interval of the paired difference. "
+                     "The middle depth is shown, not thresholded (S3's GPT-2 recovers at 4 blocks as at 1)"),
+            Check.of(f"fraction of prompts passing S3's success test at block {blocks[-1]} ({deepest} setting)",
+                     success, "fraction of prompts", ">", SUCCESS_MAJORITY,
+                     "control: S3 decodes once ‖O(a_g) − O(a)‖ < ‖O(a′) − O(a)‖ (a′ = a + noise/20); if most "
+                     "prompts at the deepest block do not reach it, the optimisation stopped short and the drop "
+                     f"could be the optimiser's rather than the model's. Floor {SUCCESS_MAJORITY}, by the low end",
+                     role="control"),
+        ],
+        procedure=(
+            f"{accuracy.shape[0]} held-out prompts of {problem.tokens} tokens (S3's {SOURCE_PROMPT!r} in this "
+            f"tokenizer), inverted together from the output of blocks {', '.join(map(str, blocks))} (S3: 1, 4, 12 "
+            f"of GPT-2's 12); N = {runs[blocks[0], 'source'].steps} steps; restricted vocabulary and settings as "
+            "S3.3 (S3's own, and the adapted normalised step), each depth's statistic its better setting's, "
+            "chosen inside every bootstrap resample. Block 1 must first be invertible (above the random "
+            "start's chance accuracy), else the claim is not informative."
+        ),
+        scaled=" ".join(filter(None, [
+            "S3 inverts one prompt from GPT-2 (12 blocks, 768 wide) and Llama 7B/30B (32/60 blocks); here "
+            f"{model_name} ({len(subject.adapter.block_list(subject.model))} blocks, {subject.d_model} wide) at "
+            "the same depth fractions.", inversions.scale.note()])),
+        details={
+            "by block": {f"block {b}": _row(runs, b, best[i]) for i, b in enumerate(blocks)},
+            "random start (chance)": float(start.mean()),
+            **{f"examples, block {b} ({best[i]} setting; top-5 per position, as S3 shows them)":
+               _first_prompt(runs[b, best[i]].examples) for i, b in enumerate(blocks)},
+        },
+        plot={
+            "kind": "lines",
+            "title": f"S3.4 on {model_name}: recovery by depth (restricted vocabulary)",
+            "x": blocks, "xlabel": "block whose output is inverted", "ylabel": "token accuracy", "ylim": [-0.02, 1.02],
+            "series": {"better setting": series(per_depth), "S3's own setting": series(source_setting),
+                       "adapted setting": series(adapted_setting),
+                       "random start (chance)": {"value": [float(start.mean())] * len(blocks)}},
+        },
+    )

@@ -1,0 +1,158 @@
+"""S3.2 and S3.3: one block, before and after training.
+
+S3.2 — one untrained block: gradient descent recovers the input exactly (N≈200, restricted vocabulary).
+S3.3 — training makes inversion worse: the trained model fails where its untrained twin succeeds.
+
+S3 ("Restricted Vocabulary Input Representation"): with the allowed tokens the words of 'The sky is blue
+or red depending on the time of day.', a trained GPT-2 block gives 'day or day blue or' for 'The sky is
+blue.' after N = 20000 steps; "in contrast, the same model before training is capable of recovering the
+target input after N = 200 steps". The prompts, allowed vocabularies and settings are those of
+``claims/s3_inversion/conftest.py``: each prompt is as long as S3's in the model's tokens, its allowed
+vocabulary is the distinct tokens of the held-out text that continues it to the length of S3's sentence.
+"""
+
+import numpy as np
+import pytest
+
+from claims.s3_inversion.conftest import SETTINGS, SOURCE_PROMPT, tuned
+from latent_instruments.stats import bootstrap
+from reports.records import Check
+
+pytestmark = pytest.mark.gpu
+
+# S3.2: S3's one prompt is recovered exactly at N = 200; one success fixes no rate, so "recovers" is read as
+# "exact recovery is the typical outcome": most prompts, by the interval's low end.
+EXACT_MAJORITY = 0.5
+START_CEILING = 0.5  # control: the random start decoded with the same vocabulary is near chance, far below this
+SUCCESS_MAJORITY = 0.5  # control: S3 decodes once ‖O(a_g) − O(a)‖ < ‖O(a′) − O(a)‖; most prompts must reach it
+
+START_DERIVATION = (
+    "control: the random start a₀ decoded with the same restricted vocabulary must be far from the prompt "
+    "(chance is 1/|allowed|, about 1/10 to 1/25 here); a vocabulary so narrow that any input decodes to the "
+    f"prompt would pass the claim vacuously and fail this ceiling of {START_CEILING}")
+SUCCESS_DERIVATION = (
+    "control: S3 decodes an a_g once its output is closer to O(a) than the output of the shifted input "
+    "a′ = a + noise/20 is ('iterating such that ‖O(a_g) − O(a)‖ < ‖O(a′) − O(a)‖'); if most prompts do "
+    "not reach that, the optimisation stopped short and a failure to recover is the optimiser's, not the "
+    f"model's. Floor {SUCCESS_MAJORITY}: most prompts, by the interval's low end")
+
+
+def _mean(u: np.ndarray) -> float:
+    return float(u.mean())
+
+
+@pytest.mark.claim("S3.2", version=1)
+@pytest.mark.models("untrained", "reference")
+def test_an_untrained_block_recovers_its_input(model_name, subject, inversions, claim, settings):
+    """S3.2: exact recovery of the prompt from block 1's output of a random-init model (better of two settings)."""
+    problem = inversions.problem(model_name, subject)
+    runs = {s: inversions.run(model_name, subject, 0, s) for s in SETTINGS}
+    exact_units = np.stack([runs[s].exact for s in SETTINGS], -1)  # (prompts, settings)
+    best = SETTINGS[int(exact_units.mean(0).argmax())]
+
+    exact = bootstrap(exact_units, lambda u: float(tuned(u)), seed=settings.seed)
+    start = bootstrap(np.stack([runs[s].start_accuracy for s in SETTINGS], -1), lambda u: float(u.mean(0).max()),
+                      seed=settings.seed)
+    success = bootstrap(runs[best].success, _mean, seed=settings.seed)
+    claim.record(
+        [
+            Check.of("fraction of prompts recovered exactly (restricted vocabulary, better setting)", exact,
+                     "fraction of prompts", ">", EXACT_MAJORITY,
+                     "S3: 'the same model before training is capable of recovering the target input after N=200 "
+                     "steps' (untrained GPT-2, block 1, the words of a 13-token sentence allowed for a 5-token "
+                     "prompt). S3 shows one prompt, recovered exactly; one success fixes no rate, so the "
+                     f"threshold reads 'recovers' as the typical outcome: more than {EXACT_MAJORITY} of prompts "
+                     "exactly, by the low end of the 95 % interval. The statistic is the better of S3's own "
+                     "setting and the adapted one, chosen inside every resample (S3 tuned its learning rate); "
+                     "S3's own setting's rate is in the details"),
+            Check.of("token accuracy of the random start a₀ (restricted vocabulary, the higher of the two settings)", start,
+                     "fraction of tokens", "<", START_CEILING, START_DERIVATION, role="control"),
+            Check.of(f"fraction of prompts passing S3's success test ({best} setting)", success,
+                     "fraction of prompts", ">", SUCCESS_MAJORITY, SUCCESS_DERIVATION, role="control"),
+        ],
+        procedure=(
+            f"{exact_units.shape[0]} held-out prompts of {problem.tokens} tokens (S3's {SOURCE_PROMPT!r} in this "
+            f"tokenizer), inverted together from block 1's output; each prompt's allowed vocabulary is the "
+            f"distinct tokens of its {problem.sentence_tokens}-token continuation (S3's 13-token sentence, same "
+            f"ratio). N = {runs['source'].steps} steps, optimising the token embeddings (the model adds positions), "
+            "decoded by argmax of a_g·W_E⁺ with −inf outside the allowed vocabulary (S3 multiplies by 0). Two "
+            "settings: S3's own (plain gradient descent on the L1 distance, η 1 → 1/100 linearly, "
+            "a₀ ~ N(½, 1/20²) per element) and the adapted one (each position moved 0.1 → 0.001 mean embedding "
+            "norms along its gradient's direction, from N(0, norm²/d_model)); the statistic is the better one's."
+        ),
+        scaled=" ".join(filter(None, [
+            "S3 inverts one 5-token prompt through block 1 of an untrained GPT-2 (768 wide, vocabulary 50257); "
+            f"here {exact_units.shape[0]} prompts through block 1 of {model_name} ({subject.d_model} wide, "
+            f"vocabulary {problem.weight.shape[0]}).", inversions.scale.note()])),
+        details={
+            "by setting": {s: _summary(runs[s]) for s in SETTINGS},
+            f"examples (block 1, {best} setting; top-5 per position, as S3 shows them)": runs[best].examples,
+            **({} if best == "source" else
+               {"examples (block 1, S3's own setting)": {k: v for k, v in runs["source"].examples.items()
+                                                        if k.startswith("prompt 1:")}}),
+        },
+    )
+
+
+def _summary(run) -> dict:
+    """One run's numbers for a details table."""
+    return {"exact": float(run.exact.mean()), "token accuracy": float(run.accuracy.mean()),
+            "token accuracy, full vocabulary": float(run.full_accuracy.mean()),
+            "success test": float(run.success.mean()),
+            "‖O(a_g) − O(a)‖ / ‖O(a′) − O(a)‖, median": float(np.median(run.distance_ratio)),
+            "random start": float(run.start_accuracy.mean()),
+            "steps": run.steps, "seconds": round(run.seconds, 2), "deviations from S3": run.deviations or "none"}
+
+
+@pytest.mark.claim("S3.3", version=1)
+@pytest.mark.models("trained", "hf", twin=True)
+def test_training_makes_inversion_worse(model_name, subject, group_twins, inversions, claim, settings):
+    """S3.3: the untrained twin recovers more prompts exactly, and more tokens, than the trained model (block 1)."""
+    twin = group_twins[0]
+    names = [model_name, twin.name]
+    runs = {(n, s): inversions.run(n, m, 0, s) for n, m in zip(names, (subject, twin)) for s in SETTINGS}
+    exact = np.stack([np.stack([runs[n, s].exact for s in SETTINGS], -1) for n in names], 1)  # (prompts, 2, 2)
+    accuracy = np.stack([np.stack([runs[n, s].accuracy for s in SETTINGS], -1) for n in names], 1)
+    best = [SETTINGS[i] for i in accuracy.mean(0).argmax(-1)]  # each model's better setting (token accuracy)
+
+    exact_gap = bootstrap(exact, lambda u: float(tuned(u)[1] - tuned(u)[0]), seed=settings.seed)
+    token_gap = bootstrap(accuracy, lambda u: float(tuned(u)[1] - tuned(u)[0]), seed=settings.seed)
+    success = bootstrap(runs[model_name, best[0]].success, _mean, seed=settings.seed)
+    problem = inversions.problem(model_name, subject)
+    claim.record(
+        [
+            Check.of("exact-recovery rate, untrained twin minus trained (each its better setting)", exact_gap,
+                     "fraction of prompts", ">", 0.0,
+                     "S3: the untrained GPT-2 block recovers 'The sky is blue.' exactly at N = 200 where the "
+                     "trained one gives 'day or day blue or' at N = 20000 (same allowed vocabulary): the trained "
+                     "model fails where the twin succeeds. S3 gives one prompt each, no rate, so the threshold "
+                     "is the ordering itself: the paired difference of exact-recovery rates above 0 by the low "
+                     "end of its 95 % interval. Each model gets the better of S3's setting and the adapted one "
+                     "(S3 tuned the learning rate for the trained model), so the trained model is not failed by "
+                     "an optimiser that does not suit it"),
+            Check.of("token accuracy, untrained twin minus trained (each its better setting)", token_gap,
+                     "fraction of tokens", ">", 0.0,
+                     "S3's trained block recovers 1 of 5 tokens ('blue'), the untrained 5 of 5: the trained model "
+                     "also recovers fewer tokens, not only fewer whole prompts; ordering, low end above 0"),
+            Check.of(f"fraction of the trained model's prompts passing S3's success test ({best[0]} setting)",
+                     success, "fraction of prompts", ">", SUCCESS_MAJORITY, SUCCESS_DERIVATION, role="control"),
+        ],
+        procedure=(
+            f"{exact.shape[0]} held-out prompts of {problem.tokens} tokens, the same for both models, inverted "
+            f"from block 1's output; trained N = {runs[model_name, 'source'].steps}, twin N = "
+            f"{runs[twin.name, 'source'].steps} steps. Two settings per model: S3's own (plain gradient descent, "
+            "η 1 → 1/100, a₀ ~ N(½, 1/20²)) and the adapted one (each position moved 0.1 → 0.001 mean embedding "
+            "norms along its gradient's direction, from N(0, norm²/d_model)); each model's statistic is its "
+            "better setting's, chosen inside every bootstrap resample. Restricted vocabulary as S3.2; "
+            "−inf masking."
+        ),
+        scaled=" ".join(filter(None, [
+            "S3 compares trained and untrained GPT-2 (768 wide) on one prompt, trained N = 20000; here "
+            f"{model_name} ({subject.d_model} wide) and its untrained twin on {exact.shape[0]} prompts.",
+            inversions.scale.note()])),
+        details={
+            "by model and setting": {f"{n} ({s})": _summary(runs[n, s]) for n in names for s in SETTINGS},
+            **{f"examples, {n} ({b} setting; top-5 per position, as S3 shows them)": runs[n, b].examples
+               for n, b in zip(names, best)},
+        },
+    )
