@@ -4,7 +4,7 @@ The spectra follow S0's code: |rfft|² along the sequence, first token dropped,
 averaged over d_model (then over sequences, which are the bootstrap unit). They
 are taken of the residual stream before the final norm (S0's hidden states), of
 each block's attention and MLP residuals (what the block adds), and of two
-variants: a Hann-windowed, mean-removed one (the leakage control) and the token
+variants: a Hann-windowed, mean-removed one (the leakage check) and the token
 embeddings with their positions shuffled within each sequence (white by
 construction: S0.1's control).
 """

@@ -43,15 +43,20 @@ def _shape_distance(bins, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.sqrt(np.mean(diff ** 2, axis=-1))
 
 
-def _outlier(deviation: np.ndarray) -> float:
-    """Block 1's scatter minus the largest of the later blocks', decades."""
-    return float(deviation[0] - deviation[1:].max())
+def _outlier(per_block: np.ndarray) -> float:
+    """Block 1's value (scatter or spike) minus the largest of the later blocks', decades."""
+    return float(per_block[0] - per_block[1:].max())
 
 
 def _spikes(bins, units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(spike size in decades, its frequency) per block of the mean spectrum; units (batch, n_blocks, n_freq)."""
     mean = units.mean(axis=0)
     return largest_excess(bins, mean, mean_fit(bins, units))
+
+
+def _over_middle(size: np.ndarray, blocks: slice, e: int) -> float:
+    """Mean spike of ``blocks`` minus the mean spike of the middle blocks (after the first e, before the last)."""
+    return float(size[blocks].mean() - size[e:-1].mean())
 
 
 def _low_band_excess(bins, units: np.ndarray) -> float:
@@ -146,8 +151,8 @@ def test_trained_attention_residual_spikes(model_name, spectra, claim, settings)
     if n - e < 2:
         claim.not_informative(f"{n} blocks: after the first {e} and the last there is no middle to compare")
     bins, attn = spectra.bins, spectra.attn
-    early = estimate(attn, lambda u: float(_spikes(bins, u)[0][:e].mean() - _spikes(bins, u)[0][e:-1].mean()), settings.seed)
-    last = estimate(attn, lambda u: float(_spikes(bins, u)[0][-1] - _spikes(bins, u)[0][e:-1].mean()), settings.seed)
+    early = estimate(attn, lambda u: _over_middle(_spikes(bins, u)[0], slice(0, e), e), settings.seed)
+    last = estimate(attn, lambda u: _over_middle(_spikes(bins, u)[0], slice(-1, None), e), settings.seed)
     low = estimate(attn[:, -1], lambda u: _low_band_excess(bins, u), settings.seed)
     size, freq = _spikes(bins, attn)
     claim.record(
@@ -176,7 +181,7 @@ def test_trained_mlp_residual_spike_in_block_one(model_name, spectra, claim, set
     if spectra.n_blocks < 2:
         claim.not_informative("one block: no later block to compare with")
     bins, mlp = spectra.bins, spectra.mlp
-    first = estimate(mlp, lambda u: float(_spikes(bins, u)[0][0] - _spikes(bins, u)[0][1:].max()), settings.seed)
+    first = estimate(mlp, lambda u: _outlier(_spikes(bins, u)[0]), settings.seed)
     size, freq = _spikes(bins, mlp)
     claim.record(
         [
@@ -201,10 +206,11 @@ def test_early_blocks_add_low_frequencies(model_name, spectra, claim, settings):
         claim.not_informative(f"{n} blocks: no later block to compare with")
     bins, update = spectra.bins, spectra.update
 
-    def share(u):
-        return low_band_share(bins, u.mean(axis=0))
+    def early_over_late(u) -> float:
+        share = low_band_share(bins, u.mean(axis=0))  # (n_blocks,)
+        return float(np.log10(share[:e].mean() / share[e:].mean()))
 
-    ratio = estimate(update, lambda u: float(np.log10(share(u)[:e].mean() / share(u)[e:].mean())), settings.seed)
+    ratio = estimate(update, early_over_late, settings.seed)
     per_block = [estimate(update[:, i], lambda u: float(low_band_share(bins, u.mean(axis=0))), settings.seed)
                  for i in range(n)]
     claim.record(

@@ -53,7 +53,7 @@ def test_power_law_straightens_with_depth(model_name, spectra, claim, settings):
     Checks: the Spearman correlation of scatter with depth is negative; the last
     block scatters less than the first block's input; the last block's exponent is
     negative (a power law, not white noise, which is straight too); the
-    Hann-windowed, mean-removed spectra straighten too (the leakage control), or
+    Hann-windowed, mean-removed spectra straighten too (the leakage check), or
     S0's unwindowed procedure measured leakage rather than the model.
     """
     bins, hidden, start = spectra.bins, spectra.hidden, spectra.start
@@ -77,7 +77,7 @@ def test_power_law_straightens_with_depth(model_name, spectra, claim, settings):
             Check.of(f"into a power law: exponent at {labels[-1]}", slope, "log-log slope", "<", 0.0,
                      "a white spectrum is straight too; 'power law' needs power falling with frequency (S0.4 tests "
                      "its size)"),
-            Check.of(f"leakage control: straightening of the Hann-windowed spectra, {labels[-1]} minus "
+            Check.of(f"leakage check: straightening of the Hann-windowed spectra, {labels[-1]} minus "
                      f"{labels[start]}", windowed, "decades", "<", 0.0,
                      "without a window a slow drift leaks ~f⁻² power over the whole band and passes for a power "
                      "law; the windowed, mean-removed spectra must straighten too. A claim check, not a control: "
