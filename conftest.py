@@ -26,7 +26,7 @@ from fixtures.settings import Settings, add_options, resolve_settings  # noqa: E
 from fixtures.stash import (EXPECTATION_KEY, NEEDS_KEY, POOL_KEY, RECORDS_KEY,  # noqa: E402
                             REPORT_KEY, SETTINGS_KEY)
 from fixtures.verdicts import ClaimDoesNotHold, classify  # noqa: E402
-from fixtures.zoo import ACTIVATION_FIXTURES, pool_names  # noqa: E402
+from fixtures.zoo import ACTIVATION_FIXTURES, MODELS_KWARGS, pool_names  # noqa: E402
 from models.capture import check_patterns  # noqa: E402
 from models.corpus import load_corpus  # noqa: E402
 from models.runtime import pin_cpu_threads  # noqa: E402
@@ -49,8 +49,9 @@ def pytest_configure(config: pytest.Config) -> None:
     """Register markers, resolve settings, validate --model names, seed torch."""
     config.addinivalue_line("markers", "gpu: a claim test over model fixtures; runs on CUDA when there is one")
     config.addinivalue_line("markers", "claim(id, version=N): the catalogued claim a test checks and its procedure version")
-    config.addinivalue_line("markers", f"models(*roles, twin=False): subjects a claim runs on, roles: {', '.join(ROLES)}; "
-                                       "twin=True also loads each model's untrained twin")
+    config.addinivalue_line("markers", f"models(*roles, twin=False, siblings=False): subjects a claim runs on, roles: "
+                                       f"{', '.join(ROLES)}; twin=True also loads each model's untrained twin, "
+                                       "siblings=True its seed siblings where the zoo has them")
     config.addinivalue_line("markers", "needs(*names): canonical activations (fnmatch patterns) the test reads")
     settings = resolve_settings(config)  # every option checked here, before any model is touched
     unknown = [c for c in config.getoption("lc_claims") or () if c not in load_catalogue().claims]
@@ -112,9 +113,10 @@ def _checked_markers(metafunc: pytest.Metafunc) -> tuple[tuple[str, ...], bool]:
     if marker is None:
         raise pytest.UsageError(f"{where} takes model_name but has no @pytest.mark.models(...)")
     unknown = [r for r in marker.args if r not in ROLES]
-    if unknown or not marker.args or set(marker.kwargs) - {"twin"}:
+    if unknown or not marker.args or set(marker.kwargs) - MODELS_KWARGS:
         raise pytest.UsageError(f"{where}: @pytest.mark.models{marker.args} names unknown roles {unknown} or "
-                                f"arguments {sorted(set(marker.kwargs) - {'twin'})}; roles: {', '.join(ROLES)}; twin=True|False")
+                                f"arguments {sorted(set(marker.kwargs) - MODELS_KWARGS)}; roles: {', '.join(ROLES)}; "
+                                "twin=True|False, siblings=True|False")
     needs = metafunc.definition.get_closest_marker("needs")
     if needs is None and set(ACTIVATION_FIXTURES) & set(metafunc.fixturenames):
         raise pytest.UsageError(f"{where} reads activations but declares none: add @pytest.mark.needs(...) "

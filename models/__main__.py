@@ -1,4 +1,4 @@
-"""``python -m models prepare --zoo tiny``: fetch the corpus, train the BPE and the zoo's models.
+"""``python -m models prepare --zoo tiny``: fetch the corpus, train the BPE, the zoo's models and their seed siblings.
 
 ``python -m models prepare NAME...`` trains only the named trained models (or a group's members,
 e.g. tiny-siblings), also those outside the profiles, as a damaged cache entry's rebuild command does.
@@ -19,7 +19,7 @@ import torch
 
 from models.corpus import Corpus, CorpusError, load_corpus
 from models.errors import ModelLoadError
-from models.recipes import PROFILES, Recipe
+from models.recipes import PREPARED, PROFILES, Recipe
 from models.tokenization import corpus_tokenizer, train_bpe
 from models.trainer import (check_checkpoint, checkpoint_dir, estimate_training_seconds, format_duration,
                             measure_matmul_flops, recipe_n_params, train)
@@ -53,7 +53,7 @@ def training_plan(recipes: list[Recipe], corpus: Corpus, device: str, label: str
     vocab = {r.tokenizer: corpus_tokenizer(r.tokenizer, corpus).vocab_size for r in todo}
     total = sum(estimate_training_seconds(recipe_n_params(r, vocab[r.tokenizer]), r.steps, r.batch, r.context, flops)
                 for r in todo)
-    hint = "" if total <= 600 or all(r in PROFILES["tiny"] for r in todo) else ", or use --zoo tiny"
+    hint = "" if total <= 600 or all(r in PREPARED["tiny"] for r in todo) else ", or use --zoo tiny"
     return (f"{label} on {device}: {len(todo)} of {len(recipes)} models to train ({', '.join(r.name for r in todo)}), "
             f"{format_duration(total)} in all (6 × parameters × steps × batch × context FLOPs at "
             f"~{flops / 1e9:.0f} GFLOP/s measured here); Ctrl-C to stop{hint}")
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}\t{fingerprint(resolve(name), corpus, args.seed)}")
         return 0
     try:
-        recipes = named_recipes(args.names) if args.names else list(PROFILES[zoo])
+        recipes = named_recipes(args.names) if args.names else list(PREPARED[zoo])
     except UnknownModelError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -174,6 +174,19 @@ def resolve(name: str) -> ZooEntry:
     raise UnknownModelError(f"unknown model {name!r}; valid names: {', '.join(valid_names())}")
 
 
+def seed_siblings(name: str) -> tuple[str, ...]:
+    """The seed siblings of a model: the other members of the siblings group it heads (S4.7's noise floor).
+
+    For a siblings group itself, its members after the first; for any other model, (): only a profile's
+    main model (``models.recipes.MAIN_MODEL``) has siblings in the zoo.
+    """
+    entry = resolve(name)
+    for group in (ZOO[f"{p}-siblings"] for p in PROFILES):
+        if entry.name == group.name or (not entry.is_group and entry.name == group.members[0]):
+            return group.members[1:]
+    return ()
+
+
 def default_names(profile: str) -> list[str]:
     """The zoo of a profile: its trained ladder, their twins, the references and the profile's groups."""
     trained = [r.name for r in PROFILES[profile]]

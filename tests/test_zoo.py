@@ -7,7 +7,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
 from models.corpus import Corpus
-from models.zoo import ModelLoadError, UnknownModelError, default_names, load, resolve
+from models.zoo import ModelLoadError, UnknownModelError, default_names, load, resolve, seed_siblings
 from tests.conftest import tiny_model
 
 TEXT = "To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n" * 400
@@ -43,8 +43,10 @@ def test_roles_of_zoo_names():
 
 def test_groups_are_named_subjects_of_member_models():
     siblings = resolve("tiny-siblings")
-    assert siblings.is_group and siblings.members[0] == "tiny-w128" and len(siblings.members) == 4
+    assert siblings.is_group and siblings.members[0] == "tiny-w96" and len(siblings.members) == 4
     assert [resolve(m).recipe.seed for m in siblings.members] == [1337, 1442, 88, 99999]
+    assert seed_siblings("tiny-w96") == seed_siblings("tiny-siblings") == siblings.members[1:]
+    assert seed_siblings("tiny-w128") == seed_siblings("tiny-ladder") == ()
     assert [resolve(m).recipe.n_layer for m in resolve("tiny-depths").members] == [2, 4, 8]
     assert not resolve("tiny-w128").is_group
 

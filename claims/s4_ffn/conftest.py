@@ -12,8 +12,10 @@ attention sees only itself, and in pretrained models it is an outlier (an
 attention sink with a huge norm).
 """
 
+import pytest
 import torch
 
+from claims.s4_ffn.approximation import measure
 from latent_instruments.errors import require_finite
 
 FIRST_POSITION = 1  # positions before it are left out of every S4.3 / S4.4 statistic
@@ -102,3 +104,10 @@ def mean_cosine(x: torch.Tensor, y: torch.Tensor, shift: int = 0, what: str = "v
     a, b = _unit(_kept(x, what)), _unit(_kept(y, what))
     b = torch.roll(b, shifts=-shift, dims=0)
     return (a * b).sum(dim=-1).mean(dim=-1).double().cpu()
+
+
+@pytest.fixture(scope="session")
+def approximation(pool, model_name, corpus, settings):
+    """S4's similar-strings approximation on a seed-sibling group's first member, computed once per group for
+    S4.6-S4.8 (``claims.s4_ffn.approximation``)."""
+    return measure(pool, model_name, corpus, settings.seed)

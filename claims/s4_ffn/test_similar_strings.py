@@ -1,0 +1,197 @@
+"""S4.6-S4.8: the similar-strings approximation, the seed-sibling noise floor, and all blocks against the first.
+
+S4 approximates its model's next-character distribution by the characters that follow corpus
+strings whose FFN outputs are cosine-similar to the prompt's (``claims.s4_ffn.approximation``),
+and judges it against the Hellinger distance between the model and three seed siblings. All three
+claims run on a seed-sibling group (``tiny-siblings``: tiny-w96 at S4's seeds 1337, 1442, 88, 99999),
+on the same prompts, at the last position, as S4 does.
+"""
+
+import numpy as np
+import pytest
+
+from claims.s4_ffn.approximation import N_PROMPTS, STRING_LENGTH, TEXT_CHARS, Approximation
+from latent_instruments.stats import bootstrap
+from reports.plots import series
+from reports.records import Check
+
+pytestmark = pytest.mark.gpu
+
+SOURCE_APPROXIMATION_H = 0.1677  # S4: mean H of the approximation to the model over 20,000 prompts (± 0.1215 per prompt)
+SOURCE_FLOOR = (0.1064, 0.1057, 0.1053)  # S4 Appendix II: mean H between the model and each seed sibling
+SOURCE_TOP1 = 0.806  # S4's repository (widening_similar_space): argmax agreement on the same 20,000 prompts
+DISTINCT_MODELS = 1e-3  # control: siblings closer than this are the same model (a seed that was not applied)
+HISTOGRAM_BINS = np.linspace(0, 1, 11)
+
+
+def _mean(u: np.ndarray) -> float:
+    return float(u.mean())
+
+
+def _difference(u: np.ndarray) -> float:
+    """Mean of column 0 minus mean of column 1; units (P, 2) paired per prompt."""
+    return float(u[:, 0].mean() - u[:, 1].mean())
+
+
+def _floor(a: Approximation, variant: str) -> np.ndarray:
+    """(P,) H between the model and its seed siblings, averaged over the siblings per prompt."""
+    v = a.variants[variant]
+    return np.mean([v.distance(s) for s in v.sibling_probs], axis=0)
+
+
+def _top(probs, decode, k: int = 3) -> str:
+    values, ids = probs.topk(k)
+    return ", ".join(f"{decode([int(i)])!r} {float(p):.3f}" for p, i in zip(values, ids))
+
+
+def _examples(a: Approximation) -> dict[str, dict]:
+    """S4's worked prompts on this model: its top-3 and the approximations' top-3, and their H."""
+    v = a.variants["examples"]
+    rows = {}
+    for values in ("fitted", "source"):
+        every, first = a.probs("examples", values), a.probs("examples", values, slice(0, 1))
+        for i, text in enumerate(a.example_text):
+            rows[f"{text!r}, {values} values"] = {
+                "model top-3": _top(v.model_probs[i], a.decode), "all blocks top-3": _top(every[i], a.decode),
+                "H all blocks": float(v.distance(every)[i]), "first block top-3": _top(first[i], a.decode),
+                "H first block": float(v.distance(first)[i])}
+    return rows
+
+
+def _procedure(a: Approximation) -> str:
+    return (
+        f"{a.n_strings:,} unique {STRING_LENGTH}-token strings of the first {TEXT_CHARS:,} characters of the training "
+        f"split (S4: 858,923 of its 1,115,394-character file), each one's FFN output at its last position per block "
+        f"(cached per model and text); {N_PROMPTS:,} prompts (S4: 20,000). Variant 'source': prompts drawn from the "
+        "strings, so each is among its own similar strings (S4's procedure); 'held-out': prompts from the validation "
+        "split. Per block, strings with cosine > t_b (strict, as S4's code) add the counts of the tokens that follow "
+        "their occurrences; blocks are weighted on raw counts and normalised once (S4). S4's values "
+        f"(thresholds {a.source_thresholds}, weights {a.source_weights}: its six carried to {a.n_blocks} blocks by "
+        f"relative depth) and fitted values (thresholds {a.fitted_thresholds} from the grid by mean single-block H, "
+        f"weights {a.fitted_weights} by Nelder-Mead on mean H) fitted on one half of the source prompts; checks use "
+        "the fitted values on the other half, since S4 tuned its values on its own model and prompts. Model and "
+        f"seed siblings ({', '.join(a.siblings)}): softmax at the last position. Bootstrap over prompts."
+    )
+
+
+@pytest.mark.claim("S4.6", version=1)
+@pytest.mark.models("siblings")
+def test_similar_strings_approximate_the_prediction(model_name, approximation, claim, settings):
+    """S4.6: H(approximation, model) within one per-prompt SD of the sibling floor, and below the n-gram baseline's."""
+    a, seed = approximation, settings.seed
+    half = a.eval_half
+    source = a.variants["source"]
+    h = source.distance(a.probs("source"))[half]
+    floor = _floor(a, "source")[half]
+    ngram = source.distance(source.suffix_probs[a.suffix_length])[half]
+    shuffled = source.distance(a.probs("source")[np.roll(np.arange(N_PROMPTS), 1)])[half]  # another prompt's
+    floor_sd = float(floor.std())
+    over_floor = bootstrap(np.stack([h, floor], axis=1), _difference, seed=seed)
+    over_ngram = bootstrap(np.stack([h, ngram], axis=1), _difference, seed=seed)
+    shuffled_over_floor = bootstrap(np.stack([shuffled, floor], axis=1), _difference, seed=seed)
+    checks = [
+        Check.of("mean H(approximation, model) − mean H(seed siblings, model)", over_floor, "Hellinger", "<", floor_sd,
+                 "S4: its 0.1677 is 'a little higher than 0.11, but within a standard deviation' of the seed-sibling "
+                 f"floor (0.106 ± 0.082 per prompt). Here: within one per-prompt SD of this model's own floor, "
+                 f"{floor_sd:.4f} measured on the same prompts; the interval's high end must clear it"),
+        Check.of(f"mean H(approximation) − mean H(suffix match, ≤ {a.suffix_length} tokens)", over_ngram,
+                 "Hellinger", "<", 0.0,
+                 "the approximation must beat plain string matching (the longest suffix of the prompt seen in the "
+                 "text, its length fitted on the same half) for the FFN similarity to add anything (issue 9)"),
+        Check.of("mean H(another prompt's approximation, model) − floor", shuffled_over_floor, "Hellinger", ">",
+                 floor_sd,
+                 "control: the first check must fail for an approximation unrelated to the prompt (each prompt given "
+                 "the next prompt's); otherwise any smooth distribution would be 'within a standard deviation'",
+                 role="control"),
+    ]
+    rows = {}
+    for variant in ("source", "held-out"):
+        v = a.variants[variant]
+        for values in ("fitted", "source"):
+            p = a.probs(variant, values)
+            d = v.distance(p)[half]
+            rows[f"{variant} prompts, {values} values"] = {
+                "mean H": float(d.mean()), "SD H": float(d.std()),
+                "top-1 agreement": float((p.argmax(-1) == v.model_probs.argmax(-1)).double()[half].mean())}
+        fl = _floor(a, variant)[half]
+        rows[f"{variant} prompts, seed-sibling floor"] = {"mean H": float(fl.mean()), "SD H": float(fl.std())}
+        ng = v.distance(v.suffix_probs[a.suffix_length])[half]
+        rows[f"{variant} prompts, suffix match ≤ {a.suffix_length}"] = {"mean H": float(ng.mean()),
+                                                                        "SD H": float(ng.std())}
+    rows["S4 (in-sample, 20,000 prompts)"] = {"mean H": SOURCE_APPROXIMATION_H, "SD H": 0.1215,
+                                             "top-1 agreement": SOURCE_TOP1}
+    hist = {name: np.histogram(d, HISTOGRAM_BINS)[0].tolist() for name, d in
+            (("approximation", h), ("seed siblings", floor), ("suffix match", ngram))}
+    claim.record(
+        checks, procedure=_procedure(a),
+        details={"approximation against the model": rows, "S4's worked prompts": _examples(a)},
+        plot={"kind": "bars", "title": f"S4.6 on {a.model}: Hellinger distance to the model, held-out half",
+              "categories": [f"{lo:.1f}–{hi:.1f}" for lo, hi in zip(HISTOGRAM_BINS[:-1], HISTOGRAM_BINS[1:])],
+              "xlabel": "H", "ylabel": "prompts", "series": {k: {"value": v} for k, v in hist.items()}},
+        scaled=f"{a.n_blocks} blocks, {N_PROMPTS:,} prompts; S4's six-block values carried by relative depth",
+    )
+
+
+@pytest.mark.claim("S4.7", version=1)
+@pytest.mark.models("siblings")
+def test_seed_siblings_differ_little(model_name, approximation, claim, settings):
+    """S4.7: each seed sibling's mean H to the model is below S4's approximation distance, and above zero."""
+    a, seed = approximation, settings.seed
+    v = a.variants["source"]
+    checks, rows = [], {}
+    for name, probs in zip(a.siblings, v.sibling_probs):
+        d = v.distance(probs)
+        est = bootstrap(d, _mean, seed=seed)
+        checks.append(Check.of(f"mean H(model, {name})", est, "Hellinger", "<", SOURCE_APPROXIMATION_H,
+                               "'small' as S4 uses the floor: below the distance it calls 'fairly close' but not as "
+                               "close as the siblings, its approximation's 0.1677 (its floor: 0.1053-0.1064)"))
+        checks.append(Check.of(f"mean H(model, {name}) — distinct models", est, "Hellinger", ">", DISTINCT_MODELS,
+                               "control: a sibling whose seed was not applied would be the model itself and pass "
+                               "trivially; a distinct model differs by more than 1e-3", role="control"))
+        held = a.variants["held-out"].distance(a.variants["held-out"].sibling_probs[a.siblings.index(name)])
+        rows[name] = {"mean H": est.value, "SD H": float(d.std()), "min": float(d.min()), "max": float(d.max()),
+                      "held-out prompts mean H": float(held.mean())}
+    for i, value in enumerate(SOURCE_FLOOR):
+        rows[f"S4 alternate {i + 1}"] = {"mean H": value}
+    claim.record(
+        checks, procedure=_procedure(a) + " S4.7 reads all prompts of the source variant.",
+        details={"model against each seed sibling": rows},
+        plot={"kind": "bars", "title": f"S4.7: H between {a.model} and its seed siblings",
+              "categories": list(a.siblings), "xlabel": "sibling", "ylabel": "mean H",
+              "series": {"this model": series([bootstrap(v.distance(p), _mean, seed=seed) for p in v.sibling_probs]),
+                         "S4 (its own siblings)": {"value": list(SOURCE_FLOOR)}}},
+        scaled=f"tiny recipe at S4's seeds, {N_PROMPTS:,} prompts",
+    )
+
+
+@pytest.mark.claim("S4.8", version=1)
+@pytest.mark.models("siblings")
+def test_all_blocks_beat_the_first(model_name, approximation, claim, settings):
+    """S4.8: mean H of the first block's approximation minus the all-blocks one, > 0."""
+    a, seed = approximation, settings.seed
+    v = a.variants["source"]
+    half = a.eval_half
+    every = v.distance(a.probs("source"))[half]
+    first = v.distance(a.probs("source", blocks=slice(0, 1)))[half]
+    gain = bootstrap(np.stack([first, every], axis=1), _difference, seed=seed)
+    checks = [Check.of("mean H(first block alone) − mean H(all blocks)", gain, "Hellinger", ">", 0.0,
+                       "S4 shows 'hing tremb' going from 0.63 to 0.02 and 'And only l' from 0.071 to 0.073 (slightly "
+                       "worse), and gives no aggregate; 'using all blocks improves' is read as a lower mean H over "
+                       "prompts, the interval clearing 0")]
+    rows = {}
+    for variant in ("source", "held-out"):
+        w = a.variants[variant]
+        for values in ("fitted", "source"):
+            e = w.distance(a.probs(variant, values))[half]
+            f = w.distance(a.probs(variant, values, slice(0, 1)))[half]
+            rows[f"{variant} prompts, {values} values"] = {"H first block": float(f.mean()), "H all blocks": float(e.mean()),
+                                                           "prompts improved": float((e < f).mean())}
+    claim.record(
+        checks, procedure=_procedure(a) + " The first block alone: its counts at its threshold, normalised.",
+        details={"first block against all blocks": rows, "S4's worked prompts": _examples(a)},
+        plot={"kind": "bars", "title": f"S4.8 on {a.model}: first block alone against all blocks",
+              "categories": ["first block", "all blocks"], "xlabel": "approximation", "ylabel": "mean H",
+              "series": {"held-out half": series([bootstrap(first, _mean, seed=seed),
+                                                  bootstrap(every, _mean, seed=seed)])}},
+        scaled=f"{a.n_blocks} blocks, {N_PROMPTS:,} prompts",
+    )

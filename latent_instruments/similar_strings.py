@@ -1,0 +1,100 @@
+"""S4's similar-strings approximation of a model's next-token distribution (S4.6, S4.8, S4.10).
+
+For a prompt and each block b, the strings of a text whose FFN output (last position) has cosine
+similarity above a threshold t_b with the prompt's are "similar"; the tokens that follow their
+occurrences in the text, summed, are block b's counts. S4 combines the blocks with weights w_b on
+the raw counts and normalises once (spather/transformer-experiments, widening_similar_space):
+
+    approximation = Σ_b w_b · counts_b / Σ_tokens Σ_b w_b · counts_b
+
+The cosine matrix prompts × strings is never held whole: it is streamed in chunks of strings on
+the device, filtered by the threshold, and the hits reach the counts through a second product.
+"""
+
+from collections.abc import Sequence
+import torch
+
+from latent_instruments.errors import require_finite
+
+CHUNK = 4096  # strings per streamed chunk: prompts × CHUNK cosines at once (2,000 prompts: 33 MB, cache-sized)
+
+
+def similar_string_counts(queries: torch.Tensor, keys: torch.Tensor, next_counts: torch.Tensor,
+                          thresholds: Sequence[float], chunk: int = CHUNK) -> torch.Tensor:
+    """Counts of the tokens that follow the strings whose directions are cosine-similar to each query (one block).
+
+    Streams the strings in chunks: one matmul gives the chunk's cosines, and per threshold the 0/1 matrix of
+    hits (S4's strict ``>``) times the chunk's next-token counts adds to the counts. Only a chunk's cosines are
+    ever held.
+
+    Args:
+        queries: (batch, d_model) the prompts' FFN outputs (any norm; normalised here), on the compute device.
+        keys: (n_strings, d_model) unit directions of the strings' FFN outputs (any float dtype, any device;
+            moved chunk by chunk).
+        next_counts: (n_strings, vocab) next-token counts of the strings (``StringTable.next_counts``).
+        thresholds: cosine thresholds in (-1, 1), each giving its own counts (one pass serves several).
+        chunk: strings per streamed chunk.
+    Returns:
+        (n_thresholds, batch, vocab) float64 counts on the CPU.
+    Raises:
+        ValueError: for mismatched shapes or a threshold outside (-1, 1).
+        NonFiniteError: if a query is NaN or inf.
+    """
+    if queries.dim() != 2 or keys.dim() != 2 or queries.shape[1] != keys.shape[1]:
+        raise ValueError(f"queries (batch, d) and keys (n, d) must share d, got {tuple(queries.shape)}, {tuple(keys.shape)}")
+    if next_counts.shape[0] != keys.shape[0]:
+        raise ValueError(f"{keys.shape[0]} string directions but {next_counts.shape[0]} rows of next-token counts")
+    if not thresholds or any(not -1 < t < 1 for t in thresholds):
+        raise ValueError(f"thresholds must lie in (-1, 1), got {list(thresholds)}")
+    require_finite(queries, "prompt FFN outputs")
+    device = queries.device
+    q = queries.float()
+    q = q / q.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+    counts = torch.zeros(len(thresholds), q.shape[0], next_counts.shape[1], dtype=torch.float32, device=device)
+    for start in range(0, keys.shape[0], chunk):
+        k = keys[start : start + chunk].to(device, torch.float32, non_blocking=True)
+        following = next_counts[start : start + chunk].to(device, torch.float32, non_blocking=True)
+        sims = q @ k.T  # (batch, chunk)
+        for i, t in enumerate(thresholds):
+            counts[i] += (sims > t).float() @ following  # exact: counts are integers far below 2**24
+    return counts.double().cpu()
+
+
+def combine(block_counts: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """S4's weighted approximation: Σ_b w_b · counts_b, normalised over tokens.
+
+    Args:
+        block_counts: (n_blocks, batch, vocab) counts, one threshold per block.
+        weights: (n_blocks,) non-negative weights (S4: 0.01, 0.01, 0.1, 1.5, 6, 0.01).
+    Returns:
+        (batch, vocab) float64 probabilities; a prompt with no counts in any weighted block gets a uniform row
+        (S4 never meets one: each prompt is among its own similar strings).
+    Raises:
+        ValueError: for a negative weight or mismatched shapes.
+    """
+    if weights.shape != block_counts.shape[:1] or (weights < 0).any():
+        raise ValueError(f"need {block_counts.shape[0]} non-negative weights, got {weights.tolist()}")
+    total = (block_counts * weights.double().view(-1, 1, 1)).sum(dim=0)
+    mass = total.sum(dim=-1, keepdim=True)
+    uniform = torch.full_like(total, 1.0 / total.shape[-1])
+    return torch.where(mass > 0, total / mass.clamp_min(1e-300), uniform)
+
+
+def normalised(counts: torch.Tensor) -> torch.Tensor:
+    """(…, vocab) counts as probabilities; an all-zero row becomes uniform (one block's approximation, S4.8)."""
+    return combine(counts.unsqueeze(0), torch.ones(1, dtype=counts.dtype))
+
+
+def mass_tokens(probs: torch.Tensor, mass: float = 0.9) -> list[torch.Tensor]:
+    """The fewest most-probable tokens whose probability exceeds ``mass``, per row (S4.10's tokens to place).
+
+    Args:
+        probs: (batch, vocab) probabilities.
+        mass: the cumulative probability to exceed (S4: 0.90, strict).
+    Returns:
+        per row, a 1-D int64 tensor of token ids, most probable first.
+    """
+    values, order = probs.sort(dim=-1, descending=True)
+    needed = (values.cumsum(dim=-1) <= mass).sum(dim=-1) + 1  # S4: n = V − #(cumsum > mass) + 1
+    needed = needed.clamp(max=probs.shape[-1])
+    return [order[i, : int(n)] for i, n in enumerate(needed)]

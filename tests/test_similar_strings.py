@@ -1,0 +1,79 @@
+"""The string table, suffix matcher and similar-strings counts (S4.6-S4.8) against brute force."""
+
+from collections import Counter, defaultdict
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+
+from latent_instruments.similar_strings import combine, mass_tokens, normalised, similar_string_counts
+from latent_instruments.strings import StringTable, SuffixMatcher, string_codes
+
+
+@given(st.lists(st.integers(0, 6), min_size=8, max_size=60), st.integers(1, 4))
+@settings(max_examples=60, deadline=None)
+def test_the_table_holds_every_unique_string_with_what_follows_it(text, length):
+    ids = np.array(text)
+    table = StringTable.of(ids, length, 7)
+    following = defaultdict(Counter)
+    for i in range(len(text) - length + 1):
+        key = tuple(text[i : i + length])
+        following[key].update([text[i + length]] if i + length < len(text) else [])
+    assert sorted(following) == [tuple(r) for r in table.strings.tolist()]  # unique, in lexicographic order
+    for row, counts in zip(table.strings.tolist(), table.next_counts.tolist()):
+        assert counts == [following[tuple(row)][t] for t in range(7)]
+
+
+def test_codes_refuse_strings_that_do_not_pack():
+    with pytest.raises(ValueError, match="do not pack into 64 bits"):
+        string_codes(np.zeros((1, 10), dtype=np.int64), 4096)
+    with pytest.raises(ValueError, match="outside"):
+        string_codes(np.array([[0, 9]]), 5)
+
+
+@given(st.lists(st.integers(0, 3), min_size=12, max_size=50), st.lists(st.integers(0, 3), min_size=4, max_size=4))
+@settings(max_examples=60, deadline=None)
+def test_the_suffix_matcher_uses_the_longest_suffix_seen(text, prompt):
+    probs, used = SuffixMatcher(np.array(text), 4, 4).predict(np.array([prompt]))
+    for k in range(4, 0, -1):
+        nexts = [text[i + k] for i in range(len(text) - k) if text[i : i + k] == prompt[-k:]]
+        if nexts:
+            assert used.item() == k
+            assert probs[0].tolist() == pytest.approx([nexts.count(t) / len(nexts) for t in range(4)])
+            return
+    assert used.item() == 0 and probs[0].tolist() == pytest.approx([0.25] * 4)
+
+
+def test_similar_string_counts_equal_the_whole_similarity_matrix_thresholded():
+    generator = torch.Generator().manual_seed(0)
+    queries, keys = torch.randn(5, 3, generator=generator), torch.randn(50, 3, generator=generator)
+    keys = keys / keys.norm(dim=-1, keepdim=True)
+    counts = torch.randint(0, 4, (50, 6), generator=generator).float()
+    got = similar_string_counts(queries, keys.half(), counts, [0.2, 0.8], chunk=7)
+    sims = (queries / queries.norm(dim=-1, keepdim=True)) @ keys.half().float().T
+    for i, t in enumerate([0.2, 0.8]):
+        assert torch.equal(got[i], ((sims > t).double() @ counts.double()))
+
+
+def test_similar_string_counts_name_bad_input():
+    with pytest.raises(ValueError, match="share d"):
+        similar_string_counts(torch.ones(2, 3), torch.ones(4, 2), torch.ones(4, 5), [0.5])
+    with pytest.raises(ValueError, match="rows of next-token counts"):
+        similar_string_counts(torch.ones(2, 3), torch.ones(4, 3), torch.ones(3, 5), [0.5])
+    with pytest.raises(ValueError, match=r"in \(-1, 1\)"):
+        similar_string_counts(torch.ones(2, 3), torch.ones(4, 3), torch.ones(4, 5), [1.0])
+
+
+def test_blocks_combine_on_raw_counts_as_s4_does():
+    counts = torch.tensor([[[1.0, 0.0]], [[0.0, 10.0]], [[0.0, 0.0]]])  # (blocks, batch, vocab)
+    assert combine(counts, torch.tensor([1.0, 1.0, 5.0]))[0].tolist() == pytest.approx([1 / 11, 10 / 11])
+    assert combine(counts[2:], torch.ones(1)).tolist() == [[0.5, 0.5]]  # nothing similar: uniform
+    assert normalised(counts[0]).tolist() == [[1.0, 0.0]]
+    with pytest.raises(ValueError, match="non-negative"):
+        combine(counts, torch.tensor([1.0, -1.0, 1.0]))
+
+
+def test_mass_tokens_are_the_fewest_that_exceed_the_mass():
+    probs = torch.tensor([[0.5, 0.3, 0.15, 0.05], [0.95, 0.05, 0.0, 0.0], [0.6, 0.25, 0.15, 0.0]])
+    assert [t.tolist() for t in mass_tokens(probs, 0.9)] == [[0, 1, 2], [0], [0, 1, 2]]
