@@ -8,7 +8,7 @@ counts, approximate the model's next-character distribution (Hellinger 0.1677 ±
 prompt, against a seed-sibling floor of 0.106 ± 0.082).
 
 Here: the first ``TEXT_CHARS`` characters of the training split (as many as S4's file),
-``N_PROMPTS`` prompts (S4: 20,000; 2,000 fit a CPU run), two variants:
+``N_PROMPTS`` prompts (S4's 20,000 in the full profile; 2,000 in the tiny one, a CPU run), two variants:
 
 - ``source``: prompts drawn from the unique strings themselves, so each prompt is among its own
   similar strings (S4's procedure);
@@ -36,7 +36,7 @@ from models.zoo import fingerprint, resolve
 
 TEXT_CHARS = 1_115_394  # S4's corpus, TinyShakespeare, is 1,115,394 characters: as many from our training split
 STRING_LENGTH = 10  # S4: 10-character strings and prompts
-N_PROMPTS = 2_000  # S4: 20,000; at least 2,000 on a CPU run (issue 9)
+N_PROMPTS = {"tiny": 2_000, "full": 20_000}  # per profile of the siblings group; S4: 20,000 (tiny: a CPU run)
 SOURCE_THRESHOLDS = (0.95, 0.94, 0.85, 0.76, 0.81, 0.89)  # S4, blocks 1..6, strict ">"
 SOURCE_WEIGHTS = (0.01, 0.01, 0.1, 1.5, 6.0, 0.01)  # S4, blocks 1..6, on raw counts
 FIT_GRID = (0.85, 0.90, 0.95)  # thresholds tried per block when fitting (S4's tuned values: 0.76..0.95; each costs a pass)
@@ -86,7 +86,7 @@ class Approximation:
 
     Attributes:
         model: the model's name (the siblings group's first member); siblings: the others.
-        n_strings: unique strings of the text; n_blocks.
+        n_strings: unique strings of the text; n_blocks; n_prompts: per variant.
         source_thresholds, source_weights: S4's values at this depth (``by_depth``).
         fitted_thresholds, fitted_weights: fitted on ``fit_half`` of the source variant's prompts.
         suffix_length: the n-gram baseline's longest suffix, fitted on the same half by mean H.
@@ -99,6 +99,7 @@ class Approximation:
     siblings: list[str]
     n_strings: int
     n_blocks: int
+    n_prompts: int
     source_thresholds: list[float]
     source_weights: list[float]
     fitted_thresholds: list[float] = field(default_factory=list)
@@ -119,11 +120,11 @@ class Approximation:
         return combine(counts, torch.tensor(weights, dtype=torch.float64)[blocks])
 
 
-def _prompts(table: StringTable, validation_ids: np.ndarray, seed: int) -> dict[str, torch.Tensor]:
+def _prompts(table: StringTable, validation_ids: np.ndarray, n: int, seed: int) -> dict[str, torch.Tensor]:
     rng = np.random.default_rng(seed)
-    source = table.strings[torch.from_numpy(rng.permutation(len(table))[:N_PROMPTS])]  # S4: randperm of the strings
+    source = table.strings[torch.from_numpy(rng.permutation(len(table))[:n])]  # S4: randperm of the strings
     held = StringTable.of(validation_ids, STRING_LENGTH, table.vocab).strings
-    held_out = held[torch.from_numpy(rng.permutation(len(held))[:N_PROMPTS])]
+    held_out = held[torch.from_numpy(rng.permutation(len(held))[:n])]
     return {"source": source, "held-out": held_out}
 
 
@@ -173,12 +174,13 @@ def measure(pool, group_name: str, corpus, seed: int) -> Approximation:
     table = StringTable.of(text_ids, STRING_LENGTH, tokenizer.vocab_size)
     directions = string_directions(main, fingerprint(main.entry, corpus, seed), table)
     n_blocks = directions.shape[0]
-    out = Approximation(main.name, list(entry.members[1:]), len(table), n_blocks,
+    n_prompts = N_PROMPTS[group_name.split("-")[0]]
+    out = Approximation(main.name, list(entry.members[1:]), len(table), n_blocks, n_prompts,
                         by_depth(SOURCE_THRESHOLDS, n_blocks), by_depth(SOURCE_WEIGHTS, n_blocks),
                         decode=tokenizer.decode)
     matcher = SuffixMatcher(text_ids, STRING_LENGTH, tokenizer.vocab_size)
     validation_ids = np.asarray(tokenizer.encode(corpus.validation), dtype=np.int64)
-    prompts = _prompts(table, validation_ids, seed)
+    prompts = _prompts(table, validation_ids, n_prompts, seed)
     outputs = {name: _last_position(main, ids) for name, ids in prompts.items()}
     siblings = {name: [_last_position(pool.get(s), ids)[1] for s in out.siblings] for name, ids in prompts.items()}
 
@@ -186,15 +188,16 @@ def measure(pool, group_name: str, corpus, seed: int) -> Approximation:
         ids, (ffn, probs) = prompts[name], outputs[name]
         counts = {}
         for b, grid in enumerate(thresholds_by_block):
-            per_t = similar_string_counts(ffn[b], directions[b], table.next_counts, grid)
+            keys, following = directions[b].to(ffn.device), table.next_counts.to(ffn.device)  # once, not per chunk
+            per_t = similar_string_counts(ffn[b], keys, following, grid)
             counts.update({(t, b): per_t[i] for i, t in enumerate(grid)})
         suffix = {k: matcher.predict(ids.numpy(), k)[0] for k in range(1, STRING_LENGTH + 1)}
         return Variant(ids, probs, siblings[name], counts, suffix)
 
     # the source variant at S4's values and the fitting grid; the held-out one at S4's and the fitted values
     out.variants["source"] = variant("source", [sorted({t, *FIT_GRID}) for t in out.source_thresholds])
-    order = np.random.default_rng(seed + 1).permutation(N_PROMPTS)
-    out.fit_half, out.eval_half = np.sort(order[: N_PROMPTS // 2]), np.sort(order[N_PROMPTS // 2 :])
+    order = np.random.default_rng(seed + 1).permutation(n_prompts)
+    out.fit_half, out.eval_half = np.sort(order[: n_prompts // 2]), np.sort(order[n_prompts // 2 :])
     out.fitted_thresholds, out.fitted_weights = _fit(out.variants["source"], n_blocks, out.fit_half)
     source = out.variants["source"]
     out.suffix_length = min(source.suffix_probs, key=lambda k: source.distance(source.suffix_probs[k])[out.fit_half].mean())

@@ -10,7 +10,7 @@ on the same prompts, at the last position, as S4 does.
 import numpy as np
 import pytest
 
-from claims.s4_ffn.approximation import N_PROMPTS, STRING_LENGTH, TEXT_CHARS, Approximation
+from claims.s4_ffn.approximation import STRING_LENGTH, TEXT_CHARS, Approximation
 from latent_instruments.stats import bootstrap
 from reports.plots import series
 from reports.records import Check
@@ -62,7 +62,7 @@ def _procedure(a: Approximation) -> str:
     return (
         f"{a.n_strings:,} unique {STRING_LENGTH}-token strings of the first {TEXT_CHARS:,} characters of the training "
         f"split (S4: 858,923 of its 1,115,394-character file), each one's FFN output at its last position per block "
-        f"(cached per model and text); {N_PROMPTS:,} prompts (S4: 20,000). Variant 'source': prompts drawn from the "
+        f"(cached per model and text); {a.n_prompts:,} prompts (S4: 20,000). Variant 'source': prompts drawn from the "
         "strings, so each is among its own similar strings (S4's procedure); 'held-out': prompts from the validation "
         "split. Per block, strings with cosine > t_b (strict, as S4's code) add the counts of the tokens that follow "
         "their occurrences; blocks are weighted on raw counts and normalised once (S4). S4's values "
@@ -84,7 +84,7 @@ def test_similar_strings_approximate_the_prediction(model_name, approximation, c
     h = source.distance(a.probs("source"))[half]
     floor = _floor(a, "source")[half]
     ngram = source.distance(source.suffix_probs[a.suffix_length])[half]
-    shuffled = source.distance(a.probs("source")[np.roll(np.arange(N_PROMPTS), 1)])[half]  # another prompt's
+    shuffled = source.distance(a.probs("source")[np.roll(np.arange(a.n_prompts), 1)])[half]  # another prompt's
     floor_sd = float(floor.std())
     over_floor = bootstrap(np.stack([h, floor], axis=1), _difference, seed=seed)
     over_ngram = bootstrap(np.stack([h, ngram], axis=1), _difference, seed=seed)
@@ -128,7 +128,7 @@ def test_similar_strings_approximate_the_prediction(model_name, approximation, c
         plot={"kind": "bars", "title": f"S4.6 on {a.model}: Hellinger distance to the model, held-out half",
               "categories": [f"{lo:.1f}–{hi:.1f}" for lo, hi in zip(HISTOGRAM_BINS[:-1], HISTOGRAM_BINS[1:])],
               "xlabel": "H", "ylabel": "prompts", "series": {k: {"value": v} for k, v in hist.items()}},
-        scaled=f"{a.n_blocks} blocks, {N_PROMPTS:,} prompts; S4's six-block values carried by relative depth",
+        scaled=f"{a.n_blocks} blocks, {a.n_prompts:,} prompts; S4's six-block values carried by relative depth",
     )
 
 
@@ -160,7 +160,7 @@ def test_seed_siblings_differ_little(model_name, approximation, claim, settings)
               "categories": list(a.siblings), "xlabel": "sibling", "ylabel": "mean H",
               "series": {"this model": series([bootstrap(v.distance(p), _mean, seed=seed) for p in v.sibling_probs]),
                          "S4 (its own siblings)": {"value": list(SOURCE_FLOOR)}}},
-        scaled=f"tiny recipe at S4's seeds, {N_PROMPTS:,} prompts",
+        scaled=f"tiny recipe at S4's seeds, {a.n_prompts:,} prompts",
     )
 
 
@@ -193,5 +193,5 @@ def test_all_blocks_beat_the_first(model_name, approximation, claim, settings):
               "categories": ["first block", "all blocks"], "xlabel": "approximation", "ylabel": "mean H",
               "series": {"held-out half": series([bootstrap(first, _mean, seed=seed),
                                                   bootstrap(every, _mean, seed=seed)])}},
-        scaled=f"{a.n_blocks} blocks, {N_PROMPTS:,} prompts",
+        scaled=f"{a.n_blocks} blocks, {a.n_prompts:,} prompts",
     )
