@@ -59,6 +59,8 @@ class Variant:
     Attributes:
         prompts: (P, STRING_LENGTH) token ids.
         model_probs: (P, vocab) float64, the model's next-token distribution at the last position.
+        ffn: (n_blocks, P, d_model) float32, the model's FFN outputs at the last position (S4.10).
+        final: (P, d_model) float32, the final norm's input at the last position (S4.10's control).
         sibling_probs: per seed sibling, (P, vocab) float64 on the same prompts.
         counts: (threshold, block) -> (P, vocab) float64 similar-string next-token counts.
         suffix_probs: suffix-match length k (1..STRING_LENGTH) -> (P, vocab) float64, the n-gram baseline with
@@ -67,9 +69,15 @@ class Variant:
 
     prompts: torch.Tensor
     model_probs: torch.Tensor
+    ffn: torch.Tensor
+    final: torch.Tensor
     sibling_probs: list[torch.Tensor]
     counts: dict[tuple[float, int], torch.Tensor]
     suffix_probs: dict[int, torch.Tensor]
+
+    def single_block(self, block: int, threshold: float) -> torch.Tensor:
+        """(P, vocab) one block's approximation: its counts at ``threshold``, normalised (S4.8, S4.10)."""
+        return normalised(self.counts[(threshold, block)])
 
     def block_counts(self, thresholds) -> torch.Tensor:
         """(n_blocks, P, vocab) counts at one threshold per block."""
@@ -128,12 +136,14 @@ def _prompts(table: StringTable, validation_ids: np.ndarray, n: int, seed: int) 
     return {"source": source, "held-out": held_out}
 
 
-def _last_position(subject, prompts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(n_blocks, P, d_model) FFN outputs and (P, vocab) float64 next-token distribution at the last position."""
+def _last_position(subject, prompts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """At the last position: (n_blocks, P, d_model) FFN outputs, (P, vocab) float64 next-token distribution and
+    (P, d_model) final-norm input."""
     cache = run_with_cache(subject.model, subject.adapter, prompts.to(subject.input_device),
-                           names=["blocks.*.hook_mlp_out", "logits"], micro_batch=512)
+                           names=["blocks.*.hook_mlp_out", "ln_final.hook_in", "logits"], micro_batch=512)
     ffn = torch.stack([cache[f"blocks.{b}.hook_mlp_out"][:, -1].float() for b in range(cache.n_blocks)])
-    return ffn, torch.softmax(cache.logits[:, -1].double(), dim=-1).cpu()
+    final = cache["ln_final.hook_in"][:, -1].float().cpu()
+    return ffn, torch.softmax(cache.logits[:, -1].double(), dim=-1).cpu(), final
 
 
 def _fit(variant: Variant, n_blocks: int, half: np.ndarray) -> tuple[list[float], list[float]]:
@@ -185,14 +195,14 @@ def measure(pool, group_name: str, corpus, seed: int) -> Approximation:
     siblings = {name: [_last_position(pool.get(s), ids)[1] for s in out.siblings] for name, ids in prompts.items()}
 
     def variant(name: str, thresholds_by_block: list[list[float]]) -> Variant:
-        ids, (ffn, probs) = prompts[name], outputs[name]
+        ids, (ffn, probs, final) = prompts[name], outputs[name]
         counts = {}
         for b, grid in enumerate(thresholds_by_block):
             keys, following = directions[b].to(ffn.device), table.next_counts.to(ffn.device)  # once, not per chunk
             per_t = similar_string_counts(ffn[b], keys, following, grid)
             counts.update({(t, b): per_t[i] for i, t in enumerate(grid)})
         suffix = {k: matcher.predict(ids.numpy(), k)[0] for k in range(1, STRING_LENGTH + 1)}
-        return Variant(ids, probs, siblings[name], counts, suffix)
+        return Variant(ids, probs, ffn.cpu(), final, siblings[name], counts, suffix)
 
     # the source variant at S4's values and the fitting grid; the held-out one at S4's and the fitted values
     out.variants["source"] = variant("source", [sorted({t, *FIT_GRID}) for t in out.source_thresholds])

@@ -1,0 +1,202 @@
+"""S4.9, S4.10: token subspaces at the final norm's input, and FFN outputs pointing towards the predicted tokens'.
+
+S4 (Appendix V) learns 100 vectors per token at the final LayerNorm's input that make the model
+predict that token; their first singular vector alone predicts it, and the FFN outputs of a
+block point towards the subspaces of the tokens that block's similar-strings approximation
+predicts, far above chance, even in early blocks (``latent_instruments.token_subspaces``).
+"""
+
+import numpy as np
+import pytest
+import torch
+
+from latent_instruments.similar_strings import mass_tokens
+from latent_instruments.stats import bootstrap
+from latent_instruments.token_subspaces import (chance_in_top_half, first_directions, in_top_half,
+                                                learn_token_embeddings, singular_values, subspace_scores)
+from reports.plots import series
+from reports.records import Check
+
+pytestmark = pytest.mark.gpu
+
+RESTARTS = 100  # S4: 100 embeddings per token
+ALL_TOKENS_UP_TO = 128  # a vocabulary up to this size: every token (S4: all 65)
+DRAWN_TOKENS = 32  # a larger one: this many, a seeded draw (the readout's cost grows with tokens × R × vocabulary)
+STEPS, LR = 300, 0.2  # Adam; S4's AdamW at 3e-4 took 14,000-50,000 steps. On tiny-w96 and tiny-bpe-w96 every token's
+# mean p is where 1,000 steps at lr 0.2 and 6,000 at lr 0.05 leave it (to 1e-4): the readout's plateau
+PROBABILITY_NEAR_ONE = 0.99  # S4 stops at mean NLL 1e-4 (p ≳ 0.9999); its worst tokens, '$' and '&', end at 0.9995
+ONE_DIRECTION = 6.0  # S4 Appendix V: 'the first singular value is much larger (over 6x) than the next' (token 'a')
+EVERY_TOKEN = 0.99  # "for every token", up to one in a hundred
+SCALES = (0.1, 10.0, 100.0)  # positive scales along the direction (S4: 'any vector along its span')
+MASS = 0.9  # S4.10: the tokens carrying 90 % of the approximation's mass
+# S4.10's final-layer subspaces at blocks 6..1: 81.78, 68.26, 58.15, 57.34, 52.02, 49.71 % against chance
+# 20.76, 20.55, 18.37, 18.20, 17.04, 16.31 %: the smallest ratio, block 1's, is what S4 still calls far above chance.
+SOURCE_SATISFIED = (49.71, 52.02, 57.34, 58.15, 68.26, 81.78)
+SOURCE_CHANCE = (16.31, 17.04, 18.20, 18.37, 20.55, 20.76)
+FAR_ABOVE_CHANCE = min(s / c for s, c in zip(SOURCE_SATISFIED, SOURCE_CHANCE))  # 3.05
+
+
+def token_embeddings(subject, seed: int, every_token: bool = False):
+    """Learned vectors for the subject's tokens (all up to ALL_TOKENS_UP_TO, else DRAWN_TOKENS drawn, or all with
+    ``every_token``), with the readout they were learned for."""
+    model = subject.model
+    norm, head = model.get_submodule(subject.adapter.final_norm), model.get_output_embeddings()
+    vocab, d_model = head.weight.shape
+    tokens = torch.arange(vocab)
+    if vocab > ALL_TOKENS_UP_TO and not every_token:
+        tokens = torch.randperm(vocab, generator=torch.Generator().manual_seed(seed))[:DRAWN_TOKENS].sort().values
+    model.requires_grad_(False)
+
+    def readout(x):
+        return head(norm(x.to(head.weight.dtype))).float()
+
+    return learn_token_embeddings(readout, tokens, d_model, RESTARTS, STEPS, LR, seed, head.weight.device), readout
+
+
+
+def _subspace_facts(learned, readout, device) -> dict[str, np.ndarray]:
+    """Per token: mean learned p, σ1/σ2 uncentred and centred, whether v1 predicts it, p(token | v1), and the largest
+    change of the distribution over positive scales of v1 (the readout runs on ``device``)."""
+    s, c = singular_values(learned.vectors), singular_values(learned.vectors, centred=True)
+    v = first_directions(learned.vectors)
+    with torch.no_grad():
+        p = torch.softmax(readout(v.to(device)).double(), dim=-1).cpu()
+        drift = torch.stack([(torch.softmax(readout((a * v).to(device)).double(), -1).cpu() - p).abs().amax(dim=-1)
+                             for a in SCALES]).amax(dim=0)
+    rows = torch.arange(len(learned.tokens))
+    return {"p": learned.probability.mean(dim=1).numpy(), "ratio": (s[:, 0] / s[:, 1]).numpy(),
+            "centred": (c[:, 0] / c[:, 1]).numpy(), "predicts": (p.argmax(-1) == learned.tokens).numpy(),
+            "p_v1": p[rows, learned.tokens].numpy(), "drift": drift.numpy()}
+
+
+def _min(u: np.ndarray) -> float:
+    return float(u.min())
+
+
+def _fraction(u: np.ndarray) -> float:
+    return float(u.mean())
+
+
+def _over_chance(u: np.ndarray) -> float:
+    """Fraction satisfied over the mean chance level; units (P, 2) = [satisfied 0/1, chance]."""
+    return float(u[:, 0].mean() / u[:, 1].mean())
+
+
+@pytest.mark.claim("S4.9", version=1)
+@pytest.mark.models("trained", "hf", twin=True)
+def test_token_embeddings_lie_along_one_direction(model_name, subject, pool, claim, settings):
+    """S4.9: learned vectors give p ≈ 1 for every token, σ1 > 6 σ2 (uncentred), and the first direction predicts."""
+    seed = settings.seed
+    learned, readout = token_embeddings(subject, seed)
+    f = _subspace_facts(learned, readout, subject.input_device)
+    twin = pool.get(subject.entry.twin)
+    t = _subspace_facts(*token_embeddings(twin, seed), twin.input_device)
+    est = {k: bootstrap(f[k].astype(np.float64), _min if k in ("p", "ratio") else _fraction, seed=seed)
+           for k in ("p", "ratio", "predicts")}
+    checks = [
+        Check.of("least mean p(token) of a token's learned vectors", est["p"], "probability", ">", PROBABILITY_NEAR_ONE,
+                 "S4: the learned embeddings give the token probability ≈ 1; S4 stops at mean NLL 1e-4 (p ≳ 0.9999) and "
+                 "its two worst tokens end at 0.9995; '≈ 1' is taken as above 0.99 for every token (the minimum over "
+                 "tokens; its interval is over tokens, resampled)"),
+        Check.of("least σ1/σ2 of a token's learned vectors (uncentred SVD, as S4)", est["ratio"], "ratio", ">",
+                 ONE_DIRECTION,
+                 "S4 Appendix V: 'over 6x' for token 'a', and a 1-D subspace 'quite well' for all tokens: every token's "
+                 "ratio above 6. S4's SVD is uncentred: the common mean inflates σ1 (the centred ratios and the untrained "
+                 "twin's, beside, show how much)"),
+        Check.of("fraction of tokens whose first singular direction alone predicts them (argmax)", est["predicts"],
+                 "fraction", ">", EVERY_TOKEN,
+                 "S4: 'that direction alone predicts the token', shown for 'a'; for every token, up to one in a hundred"),
+    ]
+    summary = {}
+    for name, facts in (("trained", f), ("untrained twin", t)):
+        summary[name] = {"tokens": len(facts["p"]), "min mean p": float(facts["p"].min()),
+                         "median mean p": float(np.median(facts["p"])), "min σ1/σ2": float(facts["ratio"].min()),
+                         "median σ1/σ2": float(np.median(facts["ratio"])),
+                         "median σ1/σ2 centred": float(np.median(facts["centred"])),
+                         "v1 predicts": float(facts["predicts"].mean()), "median p(token | v1)": float(np.median(facts["p_v1"])),
+                         "largest change over scales 0.1-100": float(facts["drift"].max())}
+    decode = subject.tokenizer.decode
+    vocab = subject.model.get_output_embeddings().weight.shape[0]
+    worst = np.argsort(f["p"])[:8]
+    claim.record(
+        checks,
+        procedure=(f"{RESTARTS} vectors per token ({len(f['p'])} of the {vocab} tokens: all up to {ALL_TOKENS_UP_TO}, else "
+                   f"{DRAWN_TOKENS}, a seeded draw), N(0, 1) starts (S4), at the final norm's input, "
+                   f"all in one batch, Adam lr {LR} for up to {STEPS} steps or until the mean NLL is below 1e-4 (S4: AdamW "
+                   "lr 3e-4, one token at a time, up to 50,000 steps; ours reaches the same plateau: tiny-w96's tokens "
+                   "end where 6,000 steps at lr 0.05 do). SVD of each token's (100, d_model) matrix, uncentred as S4 "
+                   "and centred; v1 sign-set so that most vectors point its way (S4's code). Scale invariance: the "
+                   "largest change in any token's probability with v1 scaled by 0.1, 10, 100 (positive scales only: "
+                   "a negative one flips the centred vector), reported, not checked: it follows from the norm."),
+        details={"token subspaces": summary,
+                 "tokens least predicted by their learned vectors": {
+                     repr(decode([int(learned.tokens[i])])): {"mean p": float(f["p"][i]), "σ1/σ2": float(f["ratio"][i]),
+                                                              "p(token | v1)": float(f["p_v1"][i])} for i in worst}},
+        plot={"kind": "bars", "title": f"S4.9 on {model_name}: σ1/σ2 of each token's learned vectors",
+              "categories": ["uncentred (S4)", "centred"], "xlabel": "SVD", "ylabel": "σ1/σ2 (median over tokens)",
+              "series": {"trained": {"value": [float(np.median(f["ratio"])), float(np.median(f["centred"]))]},
+                         "untrained twin": {"value": [float(np.median(t["ratio"])), float(np.median(t["centred"]))]}}},
+    )
+
+
+@pytest.mark.claim("S4.10", version=1)
+@pytest.mark.models("siblings")
+def test_ffn_outputs_point_to_predicted_tokens(model_name, approximation, pool, claim, settings):
+    """S4.10: per block, the fraction of prompts whose 90 %-mass tokens all rank in the top half of final-layer
+    subspaces by |cos| with the FFN output, over the chance level, above S4's smallest ratio 3.05."""
+    a, seed = approximation, settings.seed
+    subject = pool.get(a.model)
+    learned, readout = token_embeddings(subject, seed, every_token=True)
+    directions = first_directions(learned.vectors)  # row t: token t
+    vocab = directions.shape[0]
+    v = a.variants["source"]
+    half = a.eval_half
+    checks, rows, fractions, chances = [], {}, [], []
+    model_tokens = mass_tokens(v.model_probs[half], MASS)  # the model's own 90 %-mass tokens
+    control = np.stack([in_top_half(subspace_scores(v.final[half], directions), model_tokens).astype(np.float64),
+                        chance_in_top_half(vocab, np.array([len(x) for x in model_tokens]))], axis=1)
+    checks.append(Check.of("final state: satisfied / chance, the model's own 90 %-mass tokens", 
+                           bootstrap(control, _over_chance, seed=seed), "ratio", ">", FAR_ABOVE_CHANCE,
+                           "control: the subspaces and the ranking must place the model's own predicted tokens near the "
+                           "state they are read from (the final norm's input, where they were learned), far above chance "
+                           "as S4.10 requires of FFN outputs; else the instrument, not the FFN outputs, fails the claim",
+                           role="control"))
+    for b in range(a.n_blocks):
+        tokens = mass_tokens(v.single_block(b, a.fitted_thresholds[b])[half], MASS)
+        sizes = np.array([len(x) for x in tokens])
+        satisfied = {signed: in_top_half(subspace_scores(v.ffn[b][half], directions, signed), tokens)
+                     for signed in (False, True)}
+        chance = chance_in_top_half(vocab, sizes)
+        units = np.stack([satisfied[False].astype(np.float64), chance], axis=1)
+        ratio = bootstrap(units, _over_chance, seed=seed)
+        checks.append(Check.of(f"block {b + 1}: satisfied / chance (final-layer subspaces, |cos|)", ratio, "ratio",
+                               ">", FAR_ABOVE_CHANCE,
+                               "S4.10: 'far above chance', read as S4's own smallest ratio, block 1 with the final-layer "
+                               "subspaces: 49.71 % / 16.31 % = 3.05. Chance: per prompt C(V/2, n)/C(V, n), the exact "
+                               "value S4 simulated; |cos| as S4's code (cos(P_t f, f))"))
+        fractions.append(bootstrap(satisfied[False].astype(np.float64), _fraction, seed=seed))
+        chances.append(float(chance.mean()))
+        own = in_top_half(subspace_scores(v.ffn[b][half], directions), model_tokens)
+        rows[f"block {b + 1}"] = {"satisfied (|cos|)": float(satisfied[False].mean()),
+                                  "satisfied, model's own tokens (|cos|)": float(own.mean()),
+                                  "satisfied (signed cos)": float(satisfied[True].mean()), "chance": float(chance.mean()),
+                                  "mean tokens for 90 %": float(sizes.mean()), "threshold": a.fitted_thresholds[b]}
+    for i, (s, c) in enumerate(zip(SOURCE_SATISFIED, SOURCE_CHANCE)):
+        rows[f"S4 block {i + 1} (of 6)"] = {"satisfied (|cos|)": s / 100, "chance": c / 100}
+    blocks = list(range(1, a.n_blocks + 1))
+    claim.record(
+        checks,
+        procedure=(f"Per block: the block's own approximation (its fitted threshold {a.fitted_thresholds}, one block, as "
+                   "S4.10 uses), the fewest tokens carrying more than 90 % of it; the block's FFN output at the last "
+                   "position ranked against every token's first singular direction learned at the final norm's input "
+                   "(S4.9's procedure: the final-layer subspaces); satisfied when all those tokens rank in the top "
+                   f"{vocab // 2} of {vocab}. {len(half):,} held-out-half prompts of the source variant. Beside: the "
+                   "same criterion with the model's own 90 %-mass tokens (its prediction, not the approximation's). Block-specific "
+                   "subspaces (learned at a block's input through the later blocks) are not measured; at the last "
+                   "block they are the final-layer ones."),
+        details={"subspace criterion": rows},
+        plot={"kind": "lines", "title": f"S4.10 on {a.model}: FFN outputs in the predicted tokens' subspaces",
+              "x": blocks, "xlabel": "block", "ylabel": "fraction of prompts",
+              "series": {"satisfied": series(fractions), "chance": {"value": chances}}},
+        scaled=f"{a.n_blocks} blocks, vocabulary {vocab}, {a.n_prompts:,} prompts",
+    )
