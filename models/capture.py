@@ -341,6 +341,40 @@ def block_output_fn(model: nn.Module, adapter: Adapter, block: int, seq_len: int
     return forward
 
 
+def logits_from_block_input_fn(model: nn.Module, adapter: Adapter, block: int):
+    """A differentiable map from vectors placed at one block's input to the logits they give (S4.10's subspaces).
+
+    Each vector becomes a one-position sequence's residual stream entering ``block``: the model runs on
+    placeholder tokens, a pre-hook replaces the block's input with the vectors, and the later blocks, the final
+    norm and the head give the logits (S4: ``output_head(blocks[k:](x))``). Blocks before ``block`` run on the
+    placeholders and are discarded.
+
+    Args:
+        model, adapter: as for :func:`run_with_cache`.
+        block: 0-based index of the block whose input the vectors are, < n_blocks.
+    Returns:
+        f: (N, d_model) vectors -> (N, vocab) float32 logits.
+    Raises:
+        IndexError: for a block the model does not have.
+    """
+    target = adapter.block_list(model)[block]
+    device = model.get_input_embeddings().weight.device
+
+    def forward(vectors: torch.Tensor) -> torch.Tensor:
+        def replace(_m, args, kwargs):
+            x = vectors[:, None, :].to(_block_input(args, kwargs).dtype)
+            return ((x, *args[1:]), kwargs) if args else (args, {**kwargs, "hidden_states": x})
+
+        handle = target.register_forward_pre_hook(replace, with_kwargs=True)
+        try:
+            placeholders = torch.zeros(vectors.shape[0], 1, dtype=torch.long, device=device)
+            return model(input_ids=placeholders, use_cache=False).logits[:, 0].float()
+        finally:
+            handle.remove()
+
+    return forward
+
+
 def ablated_logits(
     model: nn.Module, adapter: Adapter, input_ids: torch.Tensor, block: int, drop: str
 ) -> torch.Tensor:

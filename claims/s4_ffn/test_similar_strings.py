@@ -160,7 +160,7 @@ def test_seed_siblings_differ_little(model_name, approximation, claim, settings)
               "categories": list(a.siblings), "xlabel": "sibling", "ylabel": "mean H",
               "series": {"this model": series([bootstrap(v.distance(p), _mean, seed=seed) for p in v.sibling_probs]),
                          "S4 (its own siblings)": {"value": list(SOURCE_FLOOR)}}},
-        scaled=f"tiny recipe at S4's seeds, {a.n_prompts:,} prompts",
+        scaled=f"{a.model}'s recipe at S4's seeds, {a.n_prompts:,} prompts",
     )
 
 
