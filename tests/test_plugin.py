@@ -141,8 +141,23 @@ def test_unknown_model_fails_at_collection_with_the_valid_names():
 def test_header_makes_the_run_replayable():
     done = pytest_run("claims", "--collect-only", "--seed", "7", "--zoo", "tiny", "-p", "no:cacheprovider")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "seed=7" in done.stdout
-    assert "replay: pytest claims -m gpu --zoo tiny --device cpu --prompts 32x128 --dtype float32 --seed 7" in done.stdout
+    assert "seed=7" in done.stdout and "source-scale=off" in done.stdout
+    assert ("replay: pytest claims -m gpu --zoo tiny --device cpu --prompts 32x128 --source-scale off --dtype float32 "
+            "--seed 7") in done.stdout
+
+
+def test_source_scale_variants_are_skipped_on_a_cpu_unless_asked_for(tmp_path):
+    (tmp_path / "test_scale.py").write_text(textwrap.dedent('''
+        import pytest
+
+        @pytest.mark.source_scale
+        def test_wide(settings):
+            assert settings.source_scale
+    '''))
+    args = ("test_scale.py", "--device", "cpu", "--report-dir", "reports", "-p", "no:cacheprovider", "-rs")
+    off, on = pytest_run(*args, cwd=tmp_path), pytest_run(*args, "--source-scale", "on", cwd=tmp_path)
+    assert "1 skipped" in off.stdout and "runs with --source-scale on" in off.stdout, off.stdout + off.stderr
+    assert "1 passed" in on.stdout and "source-scale=on" in on.stdout, on.stdout + on.stderr
 
 
 def test_default_tiny_zoo_collects_the_four_claims_over_their_models():

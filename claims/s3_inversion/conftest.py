@@ -20,13 +20,12 @@ the trained model and its twin, S3.4 every depth. Two settings:
   recovers few tokens where this one recovers most, so S3.2-S3.4 take, per model and block, the better
   of the two (:func:`tuned`, chosen inside every bootstrap resample), and report both.
 
-Sizes (:class:`Scale`): at source scale (a CUDA device, or ``LATENT_CLAIMS_SOURCE_SCALE=1``) 64 prompts,
+Sizes (:class:`Scale`): at source scale (``--source-scale on``, the default with CUDA) 64 prompts,
 N = 200 steps for untrained models (S3.2's figure) and 2000 for trained ones (S3's N for a trained GPT-2
 block); on a CPU by default 16 prompts (8 for models 512 or more wide) and N = 200 for every model, and
 each record says so (``scaled``).
 """
 
-import os
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -41,18 +40,12 @@ from latent_instruments.inversion import InversionConfig, PseudoInverse, decode_
 from models.capture import block_output_fn
 from models.zoo import LoadedModel, resolve
 
-SOURCE_SCALE_ENV = "LATENT_CLAIMS_SOURCE_SCALE"  # "1": source scale on a CPU too
 SOURCE_PROMPT = "The sky is blue."  # S3's prompt (5 GPT-2 tokens)
 SOURCE_SENTENCE = "The sky is blue or red depending on the time of day."  # S3's expanded allowed vocabulary (13)
 SETTINGS = ("source", "adapted")
 TOP_K = 5  # S3 shows the top-5 decodings
 WIDE = 512  # d_model from which a model counts as wide for the CPU sizes (references, hf models)
 EXAMPLES = 2  # prompts shown as decoded text per run
-
-
-def source_scale_requested() -> bool:
-    """Whether source-scale sizes are asked for: a CUDA device is present, or ``LATENT_CLAIMS_SOURCE_SCALE=1``."""
-    return os.environ.get(SOURCE_SCALE_ENV) == "1" or torch.cuda.is_available()
 
 
 @dataclass(frozen=True)
@@ -75,9 +68,9 @@ class Scale:
     trained_steps: int
 
     @classmethod
-    def of(cls, device: str) -> "Scale":
-        """Source scale on CUDA or on request, else the CPU sizes (same ratios of prompt to vocabulary and depth)."""
-        if device.startswith("cuda") or os.environ.get(SOURCE_SCALE_ENV) == "1":
+    def of(cls, source_scale: bool) -> "Scale":
+        """The source's sizes with ``--source-scale on`` (the default with CUDA), else the CPU sizes."""
+        if source_scale:
             return cls(True, 64, 64, 200, 2000)
         return cls(False, 16, 8, 200, 200)
 
@@ -95,7 +88,7 @@ class Scale:
             return ""
         return (f"CPU sizes: {self.prompts} prompts ({self.wide_prompts} for models {WIDE} or more wide) and "
                 f"N = {self.untrained_steps} steps for every model; at source "
-                f"scale (a GPU, or {SOURCE_SCALE_ENV}=1) 64 prompts and N = 2000 for trained models, as S3's "
+                f"scale (--source-scale on, the default with CUDA) 64 prompts and N = 2000 for trained models, as S3's "
                 "trained GPT-2 block (fewer steps can only leave a trained model less well inverted)")
 
 
@@ -290,4 +283,4 @@ def tuned(units: np.ndarray) -> np.ndarray:
 @pytest.fixture(scope="session")
 def inversions(settings, corpus) -> Inversions:
     """The session's :class:`Inversions` (one per session; runs are cached across S3's tests)."""
-    return Inversions(corpus, settings.seed, Scale.of(settings.device))
+    return Inversions(corpus, settings.seed, Scale.of(settings.source_scale))
