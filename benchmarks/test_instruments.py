@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from latent_instruments.distances import hellinger_distance
-from latent_instruments.inversion import invert_by_gradient_descent
+from latent_instruments.inversion import InversionConfig, descend
 from latent_instruments.spectra import LogBins, fit_power_law, power_spectral_density
 from models.adapters import adapter_for
 from models.capture import block_output_fn
@@ -68,11 +68,9 @@ def test_inversion(benchmark, steps):
     weight = model.get_input_embeddings().weight.detach()
     ids = torch.randint(0, VOCAB, (INVERSION_PROMPTS, INVERSION_TOKENS), generator=torch.Generator().manual_seed(SEED))
     layer = block_output_fn(model, adapter_for(model), 0, INVERSION_TOKENS)
-    scale = weight.norm(dim=1).mean().item()
 
-    def invert():
-        return invert_by_gradient_descent(layer, weight[ids], embedding_scale=scale, steps=steps, lr=0.1,
-                                          generator=torch.Generator().manual_seed(SEED))
+    def invert():  # S3's own setting (latent_instruments.inversion.InversionConfig's defaults)
+        return descend(layer, weight[ids], InversionConfig(steps=steps), torch.Generator().manual_seed(SEED))
 
     benchmark.group = "instruments"
     benchmark.extra_info.update(steps=steps, prompts=INVERSION_PROMPTS, tokens=INVERSION_TOKENS, model=recipe.name)

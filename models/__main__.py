@@ -1,4 +1,4 @@
-"""``python -m models prepare --zoo tiny``: fetch the corpus, train the BPE, the zoo's models and their seed siblings.
+"""``python -m models prepare --zoo tiny``: fetch the corpus, train the BPE, the zoo's models, their seed siblings and the ladder's other seeds.
 
 ``python -m models prepare NAME...`` trains only the named trained models (or a group's members,
 e.g. tiny-siblings), also those outside the profiles, as a damaged cache entry's rebuild command does.

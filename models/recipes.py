@@ -85,6 +85,7 @@ LADDERS: dict[str, tuple[Recipe, ...]] = {"tiny": TINY_LADDER, "full": FULL_LADD
 MAIN_MODEL = {"tiny": "tiny-w96", "full": "s4-w384"}
 
 SIBLING_SEEDS = (1442, 88, 99999)  # S4's alternate seeds (main: 1337)
+LADDER_SEEDS = (1442,)  # further training seeds of the ladder's narrowest and widest rungs (S3.5's stability)
 DEPTHS = {"tiny": (2, 8), "full": (3, 12)}  # n_layer of the depth variants, beside the main model's
 
 
@@ -92,14 +93,23 @@ def _main(profile: str) -> Recipe:
     return next(r for r in PROFILES[profile] if r.name == MAIN_MODEL[profile])
 
 
+def _at_seed(recipe: Recipe, seed: int) -> Recipe:
+    return replace(recipe, name=f"{recipe.name}-seed{seed}", seed=seed)
+
+
+def _seeded_ladder(profile: str) -> tuple[Recipe, ...]:
+    """The ladder at the main seed, then its narrowest and widest rungs at each of ``LADDER_SEEDS``."""
+    ladder = LADDERS[profile]
+    return (*ladder, *(_at_seed(r, s) for s in LADDER_SEEDS for r in (ladder[0], ladder[-1])))
+
+
 # Groups of recipes a claim can take as one subject (models.zoo): kind -> profile -> members.
 # Members outside PROFILES are trained on first use, not by `python -m models prepare`.
 GROUP_RECIPES: dict[str, dict[str, tuple[Recipe, ...]]] = {
-    "ladder": LADDERS,  # size ladder: one recipe at growing width (S3.5)
-    "siblings": {  # seed siblings: the main recipe at S4's four seeds (S4.7's noise floor)
-        p: (_main(p), *(replace(_main(p), name=f"{_main(p).name}-seed{s}", seed=s) for s in SIBLING_SEEDS))
-        for p in PROFILES
-    },
+    # size ladder (S3.5): one recipe at growing width, then the narrowest and widest at the other seeds
+    "ladder": {p: _seeded_ladder(p) for p in PROFILES},
+    # seed siblings: the main recipe at S4's four seeds (S4.7's noise floor)
+    "siblings": {p: (_main(p), *(_at_seed(_main(p), s) for s in SIBLING_SEEDS)) for p in PROFILES},
     "depths": {  # depth variants: the main recipe at other block counts (S3.4, S0 by depth)
         p: tuple(sorted((_main(p), *(replace(_main(p), name=f"{_main(p).name}-d{d}", n_layer=d) for d in DEPTHS[p])),
                         key=lambda r: r.n_layer))
@@ -108,8 +118,9 @@ GROUP_RECIPES: dict[str, dict[str, tuple[Recipe, ...]]] = {
 }
 
 
-# What `python -m models prepare` trains for a profile: its models and the seed siblings (S4.6-S4.8 read their
-# noise floor). Other groups' members (depth variants) are trained on first use.
+# What `python -m models prepare` trains for a profile: its models, the seed siblings (S4.6-S4.8 read their
+# noise floor) and the ladder's other seeds (S3.5). Other groups' members (depth variants) train on first use.
 PREPARED: dict[str, tuple[Recipe, ...]] = {
-    p: (*PROFILES[p], *(r for r in GROUP_RECIPES["siblings"][p] if r not in PROFILES[p])) for p in PROFILES
+    p: tuple(dict.fromkeys((*PROFILES[p], *GROUP_RECIPES["siblings"][p], *GROUP_RECIPES["ladder"][p])))
+    for p in PROFILES
 }

@@ -78,11 +78,12 @@ def lines(plot: dict) -> str:
     """Lines with 95 % intervals against one x axis (S3.5's accuracy by width, S2's norms by depth).
 
     plot: {"title": ..., "x": [...], "xlabel": ..., "ylabel": ..., "series": {label: {"value": [...],
-           "low": [...], "high": [...]}} (low/high optional), "logx"/"logy": bool, "ylim": [lo, hi] (optional)}.
+           "low": [...], "high": [...]}} (low/high optional; a series' own "x" where it covers other points),
+           "logx"/"logy": bool, "ylim": [lo, hi] (optional)}.
     """
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     for label, s in plot["series"].items():
-        ax.errorbar(plot["x"], s["value"], yerr=_errors(s), marker="o", capsize=3, label=label)
+        ax.errorbar(s.get("x", plot["x"]), s["value"], yerr=_errors(s), marker="o", capsize=3, label=label)
     ax.set(title=plot.get("title", ""), xlabel=plot.get("xlabel", ""), ylabel=plot.get("ylabel", ""))
     if plot.get("logx"):
         ax.set_xscale("log")

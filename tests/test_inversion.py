@@ -12,7 +12,7 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from latent_instruments.inversion import (
-    InversionConfig, decode_top_k, descend, invert, invert_by_gradient_descent, per_prompt_loss, pseudo_inverse,
+    InversionConfig, decode_top_k, descend, invert, per_prompt_loss, pseudo_inverse,
     pseudo_inverse_decode,
 )
 
@@ -190,17 +190,3 @@ def test_a_seeded_generator_gives_the_same_inversion():
     a, b = (invert(invertible_layer(16), ids, weight, torch.Generator().manual_seed(7), InversionConfig(steps=20))
             for _ in range(2))
     assert torch.equal(a.inputs, b.inputs) and torch.equal(a.shifted_distance, b.shifted_distance)
-
-
-# --- the earlier API (claims/s3_inversion/test_inversion.py, S3.5) -------------------------------------------
-
-
-def test_the_earlier_api_still_inverts_an_invertible_toy_map():
-    d_model, vocab = 16, 12
-    weight = embedding_matrix(vocab, d_model)
-    ids = token_ids(4, 6, vocab)
-    result = invert_by_gradient_descent(invertible_layer(d_model), weight[ids],
-                                        embedding_scale=weight.norm(dim=1).mean().item(), steps=400, lr=0.1,
-                                        generator=torch.Generator().manual_seed(3))
-    assert torch.equal(pseudo_inverse_decode(result.embeddings, weight), ids)
-    assert result.closer_than_shift.all()

@@ -8,8 +8,8 @@ NAMES = ["tiny-w96", "tiny-w128", "tiny-w96:untrained", "tiny-ladder", "/data/my
 def test_the_subject_is_read_from_the_parameter_part_of_the_node_id():
     assert model_of("claims/s4_ffn/test_feedforward.py::test_ffn[tiny-w96]", NAMES) == "tiny-w96"
     assert model_of("claims/s4_ffn/test_feedforward.py::test_ffn[tiny-w96:untrained]", NAMES) == "tiny-w96:untrained"
-    assert model_of("claims/s3_inversion/test_inversion.py::test_wider[tiny-ladder-restricted]", NAMES) == "tiny-ladder"
-    assert model_of("claims/s3_inversion/test_inversion.py::test_wider[restricted-tiny-w128]", NAMES) == "tiny-w128"
+    assert model_of("claims/s3_inversion/test_width.py::test_wider[tiny-ladder-restricted]", NAMES) == "tiny-ladder"
+    assert model_of("claims/s3_inversion/test_width.py::test_wider[restricted-tiny-w128]", NAMES) == "tiny-w128"
     assert model_of("claims/s0_spectra/test_spectra.py::test_power[/data/my-gpt2]", NAMES) == "/data/my-gpt2"
     assert model_of("tests/test_stats.py::test_bootstrap", NAMES) is None
 

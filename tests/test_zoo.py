@@ -35,7 +35,8 @@ def test_roles_of_zoo_names():
     assert resolve("tiny-w128").role == "trained"
     assert resolve("tiny-w128:untrained").role == "untrained"
     assert resolve("ref-llama-small").role == "reference"
-    assert resolve("tiny-ladder").members == ("tiny-w96", "tiny-w128", "tiny-w192")
+    assert resolve("tiny-ladder").members == ("tiny-w96", "tiny-w128", "tiny-w192",  # the main seed, then
+                                              "tiny-w96-seed1442", "tiny-w192-seed1442")  # ends at another
     assert resolve("EleutherAI/pythia-160m").role == "hf"
     assert {resolve(n).role for n in default_names("tiny")} == {"trained", "untrained", "reference", "ladder",
                                                                   "siblings", "depths"}
@@ -48,6 +49,7 @@ def test_groups_are_named_subjects_of_member_models():
     assert seed_siblings("tiny-w96") == seed_siblings("tiny-siblings") == siblings.members[1:]
     assert seed_siblings("tiny-w128") == seed_siblings("tiny-ladder") == ()
     assert [resolve(m).recipe.n_layer for m in resolve("tiny-depths").members] == [2, 4, 8]
+    assert resolve("tiny-ladder").members[3] == resolve("tiny-siblings").members[1]  # one checkpoint, trained once
     assert not resolve("tiny-w128").is_group
 
 

@@ -1,0 +1,152 @@
+"""S3.5 — larger (wider) trained models invert better, also from deeper layers.
+
+What S3 shows (decoded examples of 'The sky is blue.', no rates): trained GPT-2 (768 wide) fails from its
+first block; GPT-2 XL (1600) is "no noticeably better"; gains appear only from 4096 wide (GPT-J 6B
+recovers part, Llama-7B more), and differ between families at one width (GPT-J against Llama-7B, both
+4096). Llama-13B and 30B (5120, 6656) come close, not exact: their first blocks give 'The sky is blue''
+and 'blue<s>'. Deeper blocks degrade less in the larger models (Llama-30B at 4 blocks as at 1).
+
+Our ladder (``tiny-ladder``: 96, 128, 192 wide at the main seed; 96 and 192 at seed 1442) is a scaled
+form, and an extrapolation: S3's gains start between 1600 and 4096 wide, and its one doubling below that
+(768 → 1600) shows none. A fail here is consistent with the source; a pass says the ordering S3 reports
+for wide models already shows between narrow ones.
+
+Guards, each reported:
+
+* convergence gate: a width ladder measures width only if its rungs are trained alike to comparable
+  convergence. Same recipe and steps by construction; the gate asks that no wider rung ends with a higher
+  validation loss than a narrower one of its seed. Otherwise the ladder measures which rung trained best,
+  and the claim is not informative on it (a ladder retrained on another corpus reorders, and its gain
+  vanished with it);
+* stability: every check holds at each training seed, not only at one;
+* control: S3's success test ‖O(a_g) − O(a)‖₁ < ‖O(a′) − O(a)‖₁, with S3's shift σ = 1/20 per element,
+  on most prompts of the narrowest rung: else its lower accuracy is the optimiser stopping short.
+"""
+
+from itertools import groupby
+
+import numpy as np
+import pytest
+
+from claims.s3_inversion.conftest import SETTINGS, SOURCE_PROMPT, tuned
+from claims.s3_inversion.test_depth import depths
+from latent_instruments.stats import bootstrap
+from reports.plots import series
+from reports.records import Check
+
+pytestmark = pytest.mark.gpu
+
+SUCCESS_MAJORITY = 0.5  # control: most of the narrowest rung's prompts reach S3's success test
+LOSS_TOLERANCE = 0.0  # nats per token a wider rung may end above a narrower one (none: the ordering itself)
+DERIVATION = (
+    "S3 gives an ordering of decoded examples, no rate: trained GPT-2 (768 wide) fails from block 1, GPT-2 XL "
+    "(1600) is 'no noticeably better', gains appear from 4096 wide (GPT-J recovers part), and Llama-13B/30B come "
+    "close without recovering exactly ('The sky is blue'', 'blue<s>'). The threshold is that ordering on our "
+    "ladder: the widest rung's token accuracy above the narrowest's, by the low end of the 95 % bootstrap "
+    "interval of the paired difference over prompts; no margin is derivable from the source. The ladder "
+    "(2x in width, 96 to 192) extrapolates a claim S3 makes between 1600 and 4096+ wide models")
+
+
+def _accuracy(inversions, rung, block: int, vocabulary: str) -> np.ndarray:
+    """(prompts, settings) token accuracy of one rung at one block (1-based), in the chosen decoding."""
+    runs = [inversions.run(rung.name, rung, block - 1, s) for s in SETTINGS]
+    return np.stack([r.full_accuracy if vocabulary == "full-vocabulary" else r.accuracy for r in runs], -1)
+
+
+def _gain(units: np.ndarray) -> float:
+    """units (prompts, rungs, settings): widest minus narrowest rung, each its better setting."""
+    best = tuned(units)
+    return float(best[-1] - best[0])
+
+
+@pytest.mark.claim("S3.5", version=2)
+@pytest.mark.models("ladder")
+@pytest.mark.parametrize("variant", ["full-vocabulary", "restricted"])
+def test_wider_models_invert_better(model_name, variant, group, inversions, claim, settings):
+    """S3.5: at each training seed, the widest rung recovers more tokens than the narrowest, from the first
+    block and from a deeper one (⌈L/3⌉, S3's 4 of 12)."""
+    seeds = {seed: list(rungs) for seed, rungs in groupby(group, key=lambda m: m.entry.recipe.seed)}
+    blocks = depths(len(group[0].adapter.block_list(group[0].model)))[:2]  # block 1 and S3's "4 of 12"
+    losses = {m.name: m.info["curve"][-1]["val_loss"] for m in group}
+    reordered = [f"{wide.name} {losses[wide.name]:.3f} > {narrow.name} {losses[narrow.name]:.3f}"
+                 for rungs in seeds.values() for narrow, wide in zip(rungs, rungs[1:])
+                 if losses[wide.name] > losses[narrow.name] + LOSS_TOLERANCE]
+    if reordered:
+        claim.not_informative(
+            "convergence gate: a wider rung ended with a higher validation loss than a narrower one of its seed "
+            f"({'; '.join(reordered)}), so the ladder orders by training, not width",
+            details={"validation loss (nats per token)": losses})
+
+    units = {(seed, b): np.stack([_accuracy(inversions, r, b, variant) for r in rungs], 1)  # (prompts, rungs, s)
+             for seed, rungs in seeds.items() for b in blocks}
+    gains = {key: bootstrap(u, _gain, seed=settings.seed) for key, u in units.items()}
+    narrowest = {seed: rungs[0] for seed, rungs in seeds.items()}
+    success = {seed: bootstrap(np.stack([inversions.run(m.name, m, 0, s).success for s in SETTINGS], -1),
+                               lambda u: float(u.mean(0).max()), seed=settings.seed)
+               for seed, m in narrowest.items()}
+    per_rung = {key: [bootstrap(u[:, i], lambda v: float(tuned(v)), seed=settings.seed) for i in range(u.shape[1])]
+                for key, u in units.items()}
+
+    widths = {seed: [m.d_model for m in rungs] for seed, rungs in seeds.items()}
+    checks = [
+        Check.of(f"token accuracy, d_model {widths[seed][-1]} minus {widths[seed][0]}, block {b}, seed {seed} "
+                 "(each rung its better setting)", gain, "fraction of tokens", ">", 0.0,
+                 DERIVATION + ("" if b == 1 else f"; block {b} is S3's 'also from deeper layers' (4 of GPT-2's 12 "
+                                                 "blocks, at the same depth fraction)")
+                 + "; every seed must hold (stability across training seeds)")
+        for (seed, b), gain in gains.items()
+    ] + [
+        Check.of(f"fraction of the narrowest rung's prompts passing S3's success test (block 1, seed {seed}, "
+                 "better setting)", est, "fraction of prompts", ">", SUCCESS_MAJORITY,
+                 "control: S3 decodes once ‖O(a_g) − O(a)‖₁ < ‖O(a′) − O(a)‖₁ with a′ = a + N(0, 1/20²) per element "
+                 "(S3's shift); if most of the narrowest rung's prompts do not reach it, its lower accuracy is the "
+                 f"optimiser stopping short, not the width. Floor {SUCCESS_MAJORITY}, by the interval's low end",
+                 role="control")
+        for seed, est in success.items()
+    ]
+    example_rungs = [seeds[next(iter(seeds))][i] for i in (0, -1)]
+    claim.record(
+        checks,
+        procedure=(
+            f"{units[next(iter(units))].shape[0]} held-out prompts of {SOURCE_PROMPT!r}'s length in tokens, the same "
+            f"for every rung, inverted from the output of blocks {', '.join(map(str, blocks))}; N = "
+            f"{inversions.run(group[0].name, group[0], 0, 'source').steps} steps. Two settings per rung and block: "
+            "S3's own (plain gradient descent on the L1 distance, η 1 → 1/100 linearly, a₀ ~ N(½, 1/20²)) and the "
+            "adapted one (a normalised step from the embeddings' scale); each rung's statistic is its better "
+            "setting's, chosen inside every bootstrap resample. Decoding by argmax of a_g·W_E⁺ over "
+            + ("the whole vocabulary" if variant == "full-vocabulary" else
+               "each prompt's allowed vocabulary (the distinct tokens of its continuation to the length of S3's "
+               "13-token sentence; −inf outside)")
+            + ". Rungs are grouped by training seed; the convergence gate compares their final validation losses."
+        ),
+        scaled=" ".join(filter(None, [
+            "S3 compares GPT-2 (768), GPT-2 XL (1600), GPT-J and Llama-7B (4096), Llama-13B/30B (5120/6656) on one "
+            f"prompt; here {', '.join(m.name for m in group)} ({', '.join(str(m.d_model) for m in group)} wide), "
+            "a 2x range below the widths where S3 sees gains.", inversions.scale.note()])),
+        details={
+            "variant": variant,
+            "validation loss (nats per token) by rung": losses,
+            "token accuracy by rung (better setting)": {
+                f"seed {seed}, block {b}": {m.name: e.value for m, e in zip(seeds[seed], per_rung[seed, b])}
+                for seed, b in units},
+            **{f"examples, {m.name} block 1 (top-5 per position, as S3 shows them)":
+               _first_prompt(inversions.run(m.name, m, 0, _better(inversions, m)).examples) for m in example_rungs},
+        },
+        plot={
+            "kind": "lines",
+            "title": f"S3.5 on {model_name} ({variant}): recovery by width",
+            "x": widths[next(iter(seeds))], "xlabel": "d_model", "ylabel": "token accuracy", "ylim": [-0.02, 1.02],
+            "series": {f"seed {seed}, block {b}": series(per_rung[seed, b]) | {"x": widths[seed]}
+                       for seed, b in units},
+        },
+    )
+
+
+def _better(inversions, rung) -> str:
+    """The rung's better setting at block 1, by restricted token accuracy."""
+    return max(SETTINGS, key=lambda s: inversions.run(rung.name, rung, 0, s).accuracy.mean())
+
+
+def _first_prompt(examples: dict) -> dict:
+    return {k: v for k, v in examples.items() if k.startswith("prompt 1:")}
+
