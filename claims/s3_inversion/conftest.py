@@ -100,6 +100,7 @@ class Problem:
         ids: the prompts, (prompts, T) int64, on the model's input device.
         allowed: each prompt's allowed vocabulary, (prompts, vocab) bool: the distinct tokens of its
             continuation to the length of S3's sentence.
+        prompt_allowed: each prompt's own tokens, (prompts, vocab) bool (S3.6's narrowest vocabulary).
         weight: W_E, (vocab, d_model), detached.
         pinv: its pseudo-inverse.
         sentence_tokens: length of the window the allowed vocabulary is taken from.
@@ -107,6 +108,7 @@ class Problem:
 
     ids: torch.Tensor
     allowed: torch.Tensor
+    prompt_allowed: torch.Tensor
     weight: torch.Tensor
     pinv: PseudoInverse
     sentence_tokens: int
@@ -130,8 +132,10 @@ class Run:
         accuracy: restricted-vocabulary token accuracy, (prompts,).
         exact: 1.0 where every token was recovered (restricted), (prompts,).
         full_accuracy: the same decoded over the whole vocabulary, (prompts,).
+        prompt_accuracy: the same decoded over each prompt's own tokens only, (prompts,).
         success: 1.0 where S3's test ‖O(a_g) − O(a)‖₁ < ‖O(a′) − O(a)‖₁ holds, (prompts,).
         start_accuracy: restricted token accuracy of the random start a₀ itself (chance), (prompts,).
+        start_prompt_accuracy: the random start's token accuracy over the prompt's own tokens, (prompts,).
         distance_ratio: ‖O(a_g) − O(a)‖₁ / ‖O(a′) − O(a)‖₁, (prompts,) (S3: "< 1/6" for GPT-2 XL at N = 1000).
         examples: decoded text of the first prompts, {row: {"text": ..., "tokens right": ...}}.
         steps: N.
@@ -142,8 +146,10 @@ class Run:
     accuracy: np.ndarray
     exact: np.ndarray
     full_accuracy: np.ndarray
+    prompt_accuracy: np.ndarray
     success: np.ndarray
     start_accuracy: np.ndarray
+    start_prompt_accuracy: np.ndarray
     distance_ratio: np.ndarray
     examples: dict
     steps: int
@@ -230,8 +236,10 @@ class Inversions:
             ids = ids.to(subject.input_device)
             weight = subject.model.get_input_embeddings().weight.detach()
             allowed = torch.zeros(ids.shape[0], weight.shape[0], dtype=torch.bool, device=ids.device)
+            prompt_allowed = allowed.clone().scatter_(1, ids[:, :tokens], True)
             allowed.scatter_(1, ids, True)
-            self.problems[name] = Problem(ids[:, :tokens], allowed, weight, pseudo_inverse(weight), window)
+            self.problems[name] = Problem(ids[:, :tokens], allowed, prompt_allowed, weight, pseudo_inverse(weight),
+                                          window)
         return self.problems[name]
 
     def run(self, name: str, subject: LoadedModel, block: int, how: str) -> Run:
@@ -256,11 +264,14 @@ class Inversions:
                            pinv=problem.pinv)
         seconds = time.perf_counter() - started
         full = decode_top_k(found.inputs, TOP_K, pinv=problem.pinv)  # the same a_g over the whole vocabulary
+        own = [decode_top_k(x, 1, problem.prompt_allowed, pinv=problem.pinv)[..., 0] for x in (found.inputs, start.inputs)]
         shown = examples(problem.ids, found.top_k, subject.tokenizer, "restricted")
         shown |= examples(problem.ids, full, subject.tokenizer, "full vocabulary", target=False)
         return Run(_numpy(found.token_accuracy), _numpy(found.exact_match),
-                   _numpy((full[..., 0] == problem.ids).double().mean(1)), _numpy(found.success),
-                   _numpy(start.token_accuracy), _numpy(found.output_distance / found.shifted_distance),
+                   _numpy((full[..., 0] == problem.ids).double().mean(1)),
+                   _numpy((own[0] == problem.ids).double().mean(1)), _numpy(found.success),
+                   _numpy(start.token_accuracy), _numpy((own[1] == problem.ids).double().mean(1)),
+                   _numpy(found.output_distance / found.shifted_distance),
                    dict(sorted(shown.items(), key=_row_order)), steps, seconds,
                    "; ".join(config.deviations()))
 

@@ -1,0 +1,105 @@
+"""S3.6 — restricting the allowed vocabulary improves recovery.
+
+S3 ("Restricted Vocabulary Input Representation"): decoded over GPT-2's whole vocabulary, a trained block's
+a_g is rare tokens ('precarious NeighNASA Someonetre'); allowed only the words of the prompt, the same block
+recovers 'The sky is blue.' exactly at N = 2000; allowed the words of 'The sky is blue or red depending on the
+time of day.' (the prompt plus distractors), it gives 'day or day blue or' at N = 20000. GPT-J's first block:
+'The skyeton resp cease' over the whole vocabulary, 'The sky is blue of' over the sentence's words.
+
+What is tested: S3 decodes one a_g under nested vocabularies (whole ⊃ prompt + distractors ⊃ prompt), by
+argmax after masking. The argmax over a set that contains the answer cannot be wrong where the argmax over a
+larger set was right, so for one a_g accuracy can only rise as the set narrows: that part is a property of
+argmax, not of the model. The claim's content is that it rises, strictly and by how much: the model's errors
+are tokens outside the prompt, and a few distractors already bring most of them back ("even a very small
+expansion of the allowed vocabulary" undoes the recovery). Each difference is paired over prompts; the
+control asks that the narrowest vocabulary alone does not produce the recovery (the random start a₀ decoded
+with it stays below the found input).
+"""
+
+import numpy as np
+import pytest
+
+from claims.s3_inversion.conftest import SETTINGS, SOURCE_PROMPT
+from latent_instruments.stats import bootstrap
+from reports.plots import series
+from reports.records import Check
+
+pytestmark = pytest.mark.gpu
+
+SATURATED = 0.99  # full-vocabulary accuracy from which a restriction has nothing left to improve
+DECODINGS = ("whole vocabulary", "prompt + distractors", "prompt only")
+
+
+def _difference(a: int, b: int):
+    """Statistic of units (prompts, decodings): mean accuracy of decoding ``a`` minus decoding ``b``."""
+    return lambda u: float(u[:, a].mean() - u[:, b].mean())
+
+
+@pytest.mark.claim("S3.6", version=1)
+@pytest.mark.models("trained", "hf")
+def test_restricting_the_vocabulary_improves_recovery(model_name, subject, inversions, claim, settings):
+    """S3.6: one a_g from block 1, decoded over the whole vocabulary, the prompt's continuation's tokens and the
+    prompt's own tokens; accuracy rises strictly at each narrowing."""
+    problem = inversions.problem(model_name, subject)
+    runs = {s: inversions.run(model_name, subject, 0, s) for s in SETTINGS}
+    how = max(SETTINGS, key=lambda s: runs[s].accuracy.mean())  # the better setting, by S3's sentence vocabulary
+    run = runs[how]
+    units = np.column_stack([run.full_accuracy, run.accuracy, run.prompt_accuracy, run.start_prompt_accuracy])
+    estimates = [bootstrap(units[:, i], lambda u: float(u.mean()), seed=settings.seed) for i in range(4)]
+    if estimates[0].low >= SATURATED:
+        claim.not_informative(
+            f"the whole-vocabulary decoding is already exact ({estimates[0].value:.3f}): a restriction has nothing "
+            "to improve here", details={"token accuracy by decoding": dict(zip(DECODINGS, (e.value for e in estimates)))})
+    distractors = problem.allowed.sum(1).float().mean().item() - problem.prompt_allowed.sum(1).float().mean().item()
+    claim.record(
+        [
+            Check.of("token accuracy, prompt-only minus whole-vocabulary decoding",
+                     bootstrap(units, _difference(2, 0), seed=settings.seed), "fraction of tokens", ">", 0.0,
+                     "S3: a trained GPT-2 block's a_g is rare tokens over the whole vocabulary and 'The sky is blue.' "
+                     "exactly with only the prompt's words allowed. S3 gives one prompt, no rate: the threshold is "
+                     "the strict gain itself, the paired difference above 0 by the low end of its 95 % interval "
+                     "(it cannot be negative by construction, so the test is whether it is there)"),
+            Check.of("token accuracy, prompt + distractors minus whole-vocabulary decoding",
+                     bootstrap(units, _difference(1, 0), seed=settings.seed), "fraction of tokens", ">", 0.0,
+                     "S3: GPT-J's first block gives 'The skyeton resp cease' over the whole vocabulary and 'The sky "
+                     "is blue of' over the 13 tokens of 'The sky is blue or red depending on the time of day.': a "
+                     "restriction that keeps distractors still improves; strict gain, low end above 0"),
+            Check.of("token accuracy, prompt-only minus prompt + distractors decoding",
+                     bootstrap(units, _difference(2, 1), seed=settings.seed), "fraction of tokens", ">", 0.0,
+                     "S3: 'even a very small expansion of the allowed vocabulary results in a trained GPT-2 block "
+                     "being unable to accurately recognize the input' (exact with the prompt's words, 'day or day "
+                     "blue or' with the sentence's): the distractors are chosen; strict gain, low end above 0"),
+            Check.of("token accuracy over the prompt's own tokens, found input minus random start a₀",
+                     bootstrap(units, _difference(2, 3), seed=settings.seed), "fraction of tokens", ">", 0.0,
+                     "control: the narrowest vocabulary must not make the recovery by itself. The random start "
+                     "decoded with the prompt's own tokens scores chance (about one over the number of distinct "
+                     "prompt tokens); a found input no better than that would pass the claim vacuously",
+                     role="control"),
+        ],
+        procedure=(
+            f"{units.shape[0]} held-out prompts of {problem.tokens} tokens (S3's {SOURCE_PROMPT!r} in this "
+            f"tokenizer), inverted together from block 1's output ({how} setting, the better of S3's own and the "
+            f"adapted one by S3's sentence vocabulary; N = {run.steps}). The one a_g per prompt is decoded by "
+            "argmax of a_g·W_E⁺ three times, with −inf outside: the whole vocabulary "
+            f"({problem.weight.shape[0]} tokens); the distinct tokens of the prompt's {problem.sentence_tokens}-token "
+            f"continuation (S3's 13-token sentence, same ratio; {distractors:.1f} distractors on average); the "
+            "prompt's own tokens. S3 multiplies by a 0/1 mask before the argmax, which lets a masked 0 beat "
+            "negative allowed scores; −inf does not."
+        ),
+        scaled=" ".join(filter(None, [
+            f"S3: one prompt through block 1 of GPT-2 (768 wide) and GPT-J (4096); here {model_name} "
+            f"({subject.d_model} wide, vocabulary {problem.weight.shape[0]}).", inversions.scale.note()])),
+        details={
+            "token accuracy by decoding": {d: e.value for d, e in zip(DECODINGS, estimates)},
+            "random start, prompt-only decoding (chance)": estimates[3].value,
+            "setting": how,
+            "examples (block 1; top-5 per position, as S3 shows them)":
+                {k: v for k, v in run.examples.items() if k.startswith("prompt 1:")},
+        },
+        plot={
+            "kind": "bars",
+            "title": f"S3.6 on {model_name}: one a_g, three vocabularies",
+            "categories": list(DECODINGS) + ["random start, prompt only"], "ylabel": "token accuracy",
+            "series": {"block 1": series(estimates)},
+        },
+    )
