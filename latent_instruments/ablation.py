@@ -1,4 +1,4 @@
-"""Sub-module output ablation by hooks (S4.2).
+"""Sub-module ablation by hooks and swaps (S4.2; S3.11's attention residual, S3.13's layer norms).
 
 Source S4 (Appendix IV) sends on a block output with one summand removed:
 ``x + ffwd_out`` (no attention) or ``x + sa_out`` (no FFN), where the FFN
@@ -53,6 +53,72 @@ def subtract_child_output(parent: nn.Module, child: nn.Module) -> Iterator[None]
         return _replace_first(output, patched)
 
     handles = [child.register_forward_hook(keep), parent.register_forward_hook(subtract)]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def _is_norm(module: nn.Module) -> bool:
+    """LayerNorm, RMSNorm and the HF classes named so (LlamaRMSNorm, ...)."""
+    return isinstance(module, nn.LayerNorm | nn.RMSNorm) or type(module).__name__.endswith(("LayerNorm", "RMSNorm"))
+
+
+@contextmanager
+def norms_removed(module: nn.Module) -> Iterator[int]:
+    """Within the context, every normalisation inside ``module`` is the identity (S3.13: "removing the layer
+    normalizations"); the modules are swapped back on exit.
+
+    Args:
+        module: e.g. a transformer block, whose ln_1/ln_2 (GPT-2) or input_layernorm/post_attention_layernorm
+            (Llama) become ``nn.Identity``; tensors keep their shape (batch, seq, d_model).
+    Yields:
+        the number of norms removed.
+    Raises:
+        ValueError: if ``module`` holds no normalisation (nothing would be removed).
+    """
+    found = [(parent, name, child) for parent in module.modules() for name, child in parent.named_children()
+             if _is_norm(child)]
+    if not found:
+        raise ValueError(f"{type(module).__name__} holds no LayerNorm or RMSNorm to remove")
+    for parent, name, _ in found:
+        setattr(parent, name, nn.Identity())
+    try:
+        yield len(found)
+    finally:
+        for parent, name, child in found:
+            setattr(parent, name, child)
+
+
+@contextmanager
+def attention_residual_removed(block: nn.Module, attention: nn.Module) -> Iterator[None]:
+    """Within the context, ``block`` drops the residual connection across its attention (S3.11).
+
+    A pre-norm block computes h = x + attn(norm(x)), then h + mlp(norm(h)). With the attention's output replaced
+    by attn(norm(x)) − x, the block computes h = attn(norm(x)): the stream entering the block reaches the FFN
+    and the output only through attention. Shapes (batch, seq, d_model) throughout.
+
+    Args:
+        block: a sequential pre-norm transformer block (GPT-2, Llama, OPT, ...), whose first positional or
+            ``hidden_states`` argument is its input x.
+        attention: its attention module (``adapter.attn`` inside the block), whose output is added to x.
+    Raises:
+        RuntimeError: at the attention's call if the block did not run first (the wrong modules were named).
+    """
+    entering: list[torch.Tensor] = []
+
+    def keep(_module, args, kwargs):
+        entering.append(args[0] if args else kwargs["hidden_states"])
+
+    def subtract(_module, _inputs, output):
+        if not entering:
+            raise RuntimeError(f"{type(attention).__name__} ran outside {type(block).__name__}; cannot remove the "
+                               "residual across it")
+        x = entering.pop()
+        return _replace_first(output, _first(output) - x.reshape(_first(output).shape))
+
+    handles = [block.register_forward_pre_hook(keep, with_kwargs=True), attention.register_forward_hook(subtract)]
     try:
         yield
     finally:

@@ -1,0 +1,178 @@
+"""S3.7 and S3.13: inversion under the cosine loss.
+
+S3.7 — for direct input representation (a vector over the vocabulary per position, times W_E), the cosine loss
+fails on very short inputs where longer ones succeed. S3 (trained Llama-7B, block 1): 'Boba Fett' gives
+'Nacional**** tête', a 7-token sentence gibberish, the 11-word 'Boba Fett was a legendary bounty hunter in
+the outer rim' all but one token right; "nearly every one-word target input gives very inaccurate input
+representations". Its contrast: "performing gradient descent on the input embedding, ... cosine similarity
+yields accurate representations even for one-word inputs ('George' is represented 'George')".
+
+S3.13 — layer normalisation impedes minimising the cosine distance by gradient descent; removing it allows it.
+S3 (an untrained Llama block, direct representation): "for one-token inputs gradient descent is able to
+minimize cos(φ) ... but when more than one token is present in the input this is no longer possible";
+"removing the layer normalizations allows minimization of cos(φ) on the output via gradient descent on the
+input, as long as the input is not too long (>5 tokens)".
+"""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+from claims.s3_inversion.conftest import frozen, layer_output
+from fixtures.prompts import prompt_batch
+from latent_instruments.ablation import norms_removed
+from latent_instruments.inversion import InversionConfig, invert
+from latent_instruments.stats import bootstrap
+from reports.plots import series
+from reports.records import Check
+
+pytestmark = pytest.mark.gpu
+
+LONG_PROMPT = "Boba Fett was a legendary bounty hunter in the outer rim"  # S3.7's prompt that succeeds
+SHORT_TOKENS = 5  # S3.13: "as long as the input is not too long (>5 tokens)"
+RECOVERS = 0.5  # S3.7's control: most one-token inputs recovered by the indirect cosine inversion
+MINIMISED = 0.1  # S3.13's control: "minimised" = the cosine distance ends below a tenth of where it started
+
+
+def _mean(u: np.ndarray) -> float:
+    return float(u.mean())
+
+
+def _cosine_inversion(subject, ids: torch.Tensor, representation: str, steps: int, seed: int,
+                      adapted: bool = False):
+    """(found, start) inversions of ``ids`` (batch, T) from block 1's output under the cosine loss: S3's setting,
+    or (``adapted``, embedding space only) the normalised step from the embeddings' scale of S3.2-S3.4."""
+    weight = subject.model.get_input_embeddings().weight.detach()
+    layer = layer_output(subject, 0, ids.shape[1])
+    config = InversionConfig(representation=representation, loss="cosine", steps=steps)
+    if adapted:
+        scale = weight.float().norm(dim=1).mean().item()
+        config = replace(config, lr=0.1, lr_end=0.001, start_mean=0.0, start_std=scale / weight.shape[1] ** 0.5,
+                         step="normalised", step_scale=scale)
+    with frozen(subject.model):
+        found = invert(layer, ids, weight, torch.Generator().manual_seed(seed), config, k=1)
+        start = invert(layer, ids, weight, torch.Generator().manual_seed(seed), replace(config, steps=0), k=1)
+    return found, start
+
+
+def _numpy(t: torch.Tensor) -> np.ndarray:
+    return t.double().cpu().numpy()
+
+
+@pytest.mark.claim("S3.7", version=1)
+@pytest.mark.models("trained", "hf")
+def test_cosine_direct_inversion_fails_on_one_token(model_name, subject, inversions, corpus, claim, settings):
+    """S3.7: direct inversion under the cosine loss recovers long inputs better than one-token inputs."""
+    scale = inversions.scale
+    n = scale.prompts_for(subject.d_model)
+    long_tokens = min(len(subject.tokenizer.encode(LONG_PROMPT)), subject.context)
+    ids = prompt_batch(corpus, subject.tokenizer, n, long_tokens, settings.seed).to(subject.input_device)
+    steps = scale.steps(model_name)
+    one, _ = _cosine_inversion(subject, ids[:, :1], "direct", steps, settings.seed)
+    long, _ = _cosine_inversion(subject, ids, "direct", steps, settings.seed)
+    indirect = [_cosine_inversion(subject, ids[:, :1], "indirect", steps, settings.seed, adapted)[0]
+                for adapted in (False, True)]  # S3's setting and the adapted one: the control takes the better
+    units = np.column_stack([_numpy(long.token_accuracy), _numpy(one.token_accuracy),
+                             *(_numpy(i.token_accuracy) for i in indirect)])
+    per = [bootstrap(units[:, i], _mean, seed=settings.seed) for i in range(2)]
+    per.append(bootstrap(units[:, 2:], lambda u: float(u.mean(0).max()), seed=settings.seed))
+    claim.record(
+        [
+            Check.of(f"token accuracy, {long_tokens}-token minus one-token inputs (direct, cosine loss)",
+                     bootstrap(units, lambda u: float(u[:, 0].mean() - u[:, 1].mean()), seed=settings.seed),
+                     "fraction of tokens", ">", 0.0,
+                     "S3: under the cosine loss, direct representation recovers the 11-word 'Boba Fett was a "
+                     "legendary bounty hunter in the outer rim' but one token, while 'nearly every one-word target "
+                     "input gives very inaccurate input representations' ('George', 'The', 'when' all give 'que'). "
+                     "No rate is given: the threshold is the ordering, long above one-token by the low end of the "
+                     "95 % interval of the difference over prompts (a one-token input is each prompt's first "
+                     "token, so the two share their first position)"),
+            Check.of("token accuracy of one-token inputs, indirect (embedding) representation, cosine loss "
+                     "(better of S3's setting and the adapted one)",
+                     per[2], "fraction of tokens", ">", RECOVERS,
+                     "control: S3 contrasts 'gradient descent on the input embedding, where cosine similarity yields "
+                     "accurate representations even for one-word inputs'. If the embedding representation also fails "
+                     "on one token, the one-token target carries too little to invert at all, and the direct "
+                     f"representation's failure says nothing about it; most tokens (> {RECOVERS}) must come back",
+                     role="control"),
+        ],
+        procedure=(
+            f"{n} held-out prompts of {long_tokens} tokens (S3's {LONG_PROMPT!r} in this tokenizer) and their "
+            f"first tokens alone. Direct representation: a vector over the vocabulary per position, times W_E, "
+            f"optimised by plain gradient descent on 1 − cos(O(a_g), O(a)) of block 1's flattened output, η 1 → "
+            f"1/100 over N = {steps} steps from N(½, 1/20²) per element (S3's schedule and start); decoded by the "
+            "vector's argmax over the whole vocabulary. The control inverts the one-token inputs in embedding "
+            "space under the same loss, decoded by a_g·W_E⁺, with S3's setting and the adapted one (a normalised "
+            "step of 0.1 → 0.001 mean embedding norms from the embeddings' scale), taking the better."
+        ),
+        scaled=" ".join(filter(None, [f"S3: trained Llama-7B (4096 wide, vocabulary 32000), one prompt each; here "
+                                      f"{model_name} ({subject.d_model} wide).", scale.note()])),
+        details={"token accuracy": {f"{long_tokens}-token, direct": per[0].value, "one-token, direct": per[1].value,
+                                    "one-token, indirect": per[2].value},
+                 "cosine distance reached, median": {
+                     f"{long_tokens}-token, direct": float(long.loss.median()), "one-token, direct": float(one.loss.median()),
+                     "one-token, indirect (S3's setting)": float(indirect[0].loss.median()),
+                     "one-token, indirect (adapted)": float(indirect[1].loss.median())},
+                 "one-token, indirect, token accuracy by setting": {
+                     "S3's": float(units[:, 2].mean()), "adapted": float(units[:, 3].mean())}},
+        plot={"kind": "bars", "title": f"S3.7 on {model_name}: cosine loss, block 1",
+              "categories": [f"{long_tokens} tokens, direct", "1 token, direct", "1 token, indirect"],
+              "ylabel": "token accuracy", "series": {"cosine loss": series(per)}},
+    )
+
+
+@pytest.mark.claim("S3.13", version=1)
+@pytest.mark.models("untrained", "reference")
+def test_layer_norm_impedes_cosine_minimisation(model_name, subject, inversions, corpus, claim, settings):
+    """S3.13: the cosine distance reached on block 1's output of a random-init model is larger with its layer
+    norms than with them removed, for inputs of S3's at most 5 tokens."""
+    scale = inversions.scale
+    n = scale.prompts_for(subject.d_model)
+    ids = prompt_batch(corpus, subject.tokenizer, n, SHORT_TOKENS, settings.seed).to(subject.input_device)
+    steps = scale.steps(model_name)
+    block = subject.adapter.block_list(subject.model)[0]
+    with_norm, start = _cosine_inversion(subject, ids, "direct", steps, settings.seed)
+    with norms_removed(block) as removed:
+        without_norm, start_without = _cosine_inversion(subject, ids, "direct", steps, settings.seed)
+    one_token, one_start = _cosine_inversion(subject, ids[:, :1], "direct", steps, settings.seed)
+    units = np.column_stack([_numpy(with_norm.loss), _numpy(without_norm.loss), _numpy(start.loss),
+                             _numpy(start_without.loss), _numpy(one_token.loss), _numpy(one_start.loss)])
+    claim.record(
+        [
+            Check.of(f"cosine distance reached, with layer norms minus without ({SHORT_TOKENS}-token inputs)",
+                     bootstrap(units, lambda u: float(u[:, 0].mean() - u[:, 1].mean()), seed=settings.seed),
+                     "1 − cos", ">", 0.0,
+                     "S3: with an untrained Llama block's layer norms, gradient descent cannot minimise 1 − cos(φ) "
+                     "for inputs of more than one token; 'removing the layer normalizations allows minimization ... "
+                     "as long as the input is not too long (>5 tokens)'. S3 gives no distances: the threshold is the "
+                     "ordering, the paired difference of the distance reached above 0 by the low end of its 95 % "
+                     "interval over prompts"),
+            Check.of("cosine distance reached without layer norms, over its start",
+                     bootstrap(units, lambda u: float(u[:, 1].mean() / u[:, 3].mean()), seed=settings.seed),
+                     "ratio", "<", MINIMISED,
+                     "S3: without the norms the distance is minimised. 'Minimised' is read as reduced below a "
+                     f"tenth of the random start's distance ({MINIMISED}), by the interval's high end"),
+            Check.of("cosine distance reached with layer norms on one-token inputs, over its start",
+                     bootstrap(units, lambda u: float(u[:, 4].mean() / u[:, 5].mean()), seed=settings.seed),
+                     "ratio", "<", MINIMISED,
+                     "control: S3: 'for one-token inputs gradient descent is able to minimize cos(φ)' with the norms "
+                     "in place. If it cannot here, the optimiser fails on this model whatever the norms do, and a "
+                     f"larger distance with norms says nothing about them; below {MINIMISED} of the start",
+                     role="control"),
+        ],
+        procedure=(
+            f"{n} held-out prompts of {SHORT_TOKENS} tokens, inverted in the direct representation (a vector over the "
+            "vocabulary per position, times W_E, as S3's InputGPT) against 1 − cos(φ) of block 1's flattened "
+            f"output, by plain gradient descent, η 1 → 1/100 over N = {steps} steps from N(½, 1/20²), the same "
+            f"start with and without the block's {removed} normalisations (replaced by the identity; the same "
+            "weights otherwise). The control inverts each prompt's first token alone, norms in place."
+        ),
+        scaled=" ".join(filter(None, [f"S3: one untrained Llama-7B block (4096 wide); here {model_name} "
+                                      f"({subject.d_model} wide).", scale.note()])),
+        details={"cosine distance (mean)": {
+            "with norms": float(units[:, 0].mean()), "without norms": float(units[:, 1].mean()),
+            "start, with norms": float(units[:, 2].mean()), "start, without norms": float(units[:, 3].mean()),
+            "one token, with norms": float(units[:, 4].mean()), "one token, start": float(units[:, 5].mean())}},
+    )
