@@ -341,6 +341,39 @@ def block_output_fn(model: nn.Module, adapter: Adapter, block: int, seq_len: int
     return forward
 
 
+def blocks_output_fn(model: nn.Module, adapter: Adapter, blocks: list[int], seq_len: int):
+    """A differentiable map from token embeddings to several blocks' resid_post, concatenated (S3.14).
+
+    The model runs from ``inputs_embeds`` and stops after the last of ``blocks``.
+
+    Args:
+        model, adapter: as for :func:`run_with_cache`.
+        blocks: 0-based block indices, in increasing order.
+        seq_len: sequence length of the inputs.
+    Returns:
+        f: (batch, seq, d_model) embeddings -> (batch, seq, len(blocks) * d_model), the blocks' outputs side
+        by side along the feature axis, in ``blocks``' order.
+    Raises:
+        ValueError: for blocks not strictly increasing, or inputs of another length than ``seq_len``.
+    """
+    if list(blocks) != sorted(set(blocks)):
+        raise ValueError(f"blocks must be strictly increasing, got {blocks}")
+    modules = [adapter.block_list(model)[b] for b in blocks]
+    last = block_output_fn(model, adapter, blocks[-1], seq_len)
+
+    def forward(embeddings: torch.Tensor) -> torch.Tensor:
+        seen: list[torch.Tensor] = []
+        handles = [m.register_forward_hook(lambda _m, _a, out: seen.append(_tensor(out))) for m in modules[:-1]]
+        try:
+            final = last(embeddings)
+        finally:
+            for handle in handles:
+                handle.remove()
+        return torch.cat([*seen, final], dim=-1)
+
+    return forward
+
+
 def logits_from_block_input_fn(model: nn.Module, adapter: Adapter, block: int):
     """A differentiable map from vectors placed at one block's input to the logits they give (S4.10's subspaces).
 

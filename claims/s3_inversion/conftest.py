@@ -37,7 +37,7 @@ import torch
 
 from fixtures.prompts import prompt_batch
 from latent_instruments.inversion import InversionConfig, PseudoInverse, decode_top_k, invert, pseudo_inverse
-from models.capture import block_output_fn
+from models.capture import block_output_fn, blocks_output_fn
 from models.zoo import LoadedModel, resolve
 
 SOURCE_PROMPT = "The sky is blue."  # S3's prompt (5 GPT-2 tokens)
@@ -206,9 +206,13 @@ def frozen(model: torch.nn.Module):
             p.requires_grad_(flag)
 
 
-def layer_output(subject: LoadedModel, block: int, tokens: int) -> Callable[[torch.Tensor], torch.Tensor]:
-    """Embeddings (batch, T, d_model) -> block ``block``'s output (0-based), run in the model's dtype, float32."""
-    fn = block_output_fn(subject.model, subject.adapter, block, tokens)
+def layer_output(subject: LoadedModel, block: int | tuple[int, ...], tokens: int) -> Callable[[torch.Tensor], torch.Tensor]:
+    """Embeddings (batch, T, d_model) -> block ``block``'s output (0-based), run in the model's dtype, float32;
+    for a tuple of blocks, their outputs side by side, (batch, T, blocks × d_model) (S3.14)."""
+    if isinstance(block, tuple):
+        fn = blocks_output_fn(subject.model, subject.adapter, list(block), tokens)
+    else:
+        fn = block_output_fn(subject.model, subject.adapter, block, tokens)
     dtype = subject.model.get_input_embeddings().weight.dtype
     return lambda embeddings: fn(embeddings.to(dtype)).float()
 
@@ -242,8 +246,9 @@ class Inversions:
                                           window)
         return self.problems[name]
 
-    def run(self, name: str, subject: LoadedModel, block: int, how: str) -> Run:
-        """Invert every prompt from block ``block``'s output (0-based) under setting ``how``; cached."""
+    def run(self, name: str, subject: LoadedModel, block: int | tuple[int, ...], how: str) -> Run:
+        """Invert every prompt from block ``block``'s output (0-based; a tuple: those blocks' outputs together)
+        under setting ``how``; cached."""
         key = (name, block, how)
         if key not in self.runs:
             self.runs[key] = self._invert(name, subject, block, how)
