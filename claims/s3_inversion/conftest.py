@@ -28,7 +28,7 @@ each record says so (``scaled``).
 
 import time
 from collections.abc import Callable
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -36,6 +36,7 @@ import pytest
 import torch
 
 from fixtures.prompts import prompt_batch
+from latent_instruments.ablation import attention_residual_removed
 from latent_instruments.inversion import InversionConfig, PseudoInverse, decode_top_k, invert, pseudo_inverse
 from models.capture import block_output_fn, blocks_output_fn
 from models.zoo import LoadedModel, resolve
@@ -217,6 +218,18 @@ def layer_output(subject: LoadedModel, block: int | tuple[int, ...], tokens: int
     return lambda embeddings: fn(embeddings.to(dtype)).float()
 
 
+def _attention_residual_removed(subject: LoadedModel, block: int):
+    """S3.11: block ``block`` without its residual connection across attention."""
+    module = subject.adapter.block_list(subject.model)[block]
+    return attention_residual_removed(module, module.get_submodule(subject.adapter.attn))
+
+
+ABLATIONS = {  # changes to a model an inversion can run under: name -> (subject, block) -> context manager
+    "": lambda subject, block: nullcontext(),
+    "attention residual removed": _attention_residual_removed,
+}
+
+
 @dataclass
 class Inversions:
     """The session's S3 work: one :class:`Problem` per model (the two latest kept), one :class:`Run` per key."""
@@ -246,22 +259,23 @@ class Inversions:
                                           window)
         return self.problems[name]
 
-    def run(self, name: str, subject: LoadedModel, block: int | tuple[int, ...], how: str) -> Run:
+    def run(self, name: str, subject: LoadedModel, block: int | tuple[int, ...], how: str,
+            ablation: str = "") -> Run:
         """Invert every prompt from block ``block``'s output (0-based; a tuple: those blocks' outputs together)
-        under setting ``how``; cached."""
-        key = (name, block, how)
+        under setting ``how``, with the model changed by ``ablation`` (one of ``ABLATIONS``; "" for none); cached."""
+        key = (name, block, how, ablation)
         if key not in self.runs:
-            self.runs[key] = self._invert(name, subject, block, how)
+            self.runs[key] = self._invert(name, subject, block, how, ablation)
         return self.runs[key]
 
-    def _invert(self, name: str, subject: LoadedModel, block: int, how: str) -> Run:
+    def _invert(self, name: str, subject: LoadedModel, block, how: str, ablation: str) -> Run:
         problem = self.problem(name, subject)
         steps = self.scale.steps(name)
         config = setting(how, steps, problem)
         k = min(TOP_K, int(problem.allowed.sum(1).min()))
         layer = layer_output(subject, block, problem.tokens)
         started = time.perf_counter()
-        with frozen(subject.model):
+        with frozen(subject.model), ABLATIONS[ablation](subject, block):
             found = invert(layer, problem.ids, problem.weight, torch.Generator().manual_seed(self.seed), config,
                            allowed=problem.allowed, k=k, pinv=problem.pinv)
             start = invert(layer, problem.ids, problem.weight, torch.Generator().manual_seed(self.seed),
