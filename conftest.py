@@ -204,7 +204,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     """Give each claim test its outcome where it ends, and put its record on the report."""
     report = yield
-    if item.get_closest_marker("claim") and recording.subject_params(item)[0]:  # not an empty parameter set
+    not_run = item.get_closest_marker("source_scale") and not item.config.stash[SETTINGS_KEY].source_scale
+    if item.get_closest_marker("claim") and recording.subject_params(item)[0] and not not_run:  # a set that ran
         if report.when == "call" or (report.when == "setup" and not report.passed):
             recording.attach(item, report, *classify(report, call.excinfo, recording.recorded(item)))
         elif report.when == "teardown":

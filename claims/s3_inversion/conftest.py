@@ -119,11 +119,6 @@ class Problem:
         """T, tokens per prompt."""
         return self.ids.shape[1]
 
-    @property
-    def mean_norm(self) -> float:
-        """Mean L2 norm of W_E's rows (the unit of the adapted setting)."""
-        return self.weight.float().norm(dim=1).mean().item()
-
 
 @dataclass(frozen=True)
 class Run:
@@ -131,6 +126,7 @@ class Run:
 
     Attributes:
         accuracy: restricted-vocabulary token accuracy, (prompts,).
+        hits: where the restricted decoding's first choice is the prompt's token, (prompts, T) bool.
         exact: 1.0 where every token was recovered (restricted), (prompts,).
         full_accuracy: the same decoded over the whole vocabulary, (prompts,).
         prompt_accuracy: the same decoded over each prompt's own tokens only, (prompts,).
@@ -145,6 +141,7 @@ class Run:
     """
 
     accuracy: np.ndarray
+    hits: np.ndarray
     exact: np.ndarray
     full_accuracy: np.ndarray
     prompt_accuracy: np.ndarray
@@ -158,14 +155,19 @@ class Run:
     deviations: str
 
 
-def setting(name: str, steps: int, problem: Problem) -> InversionConfig:
-    """The inversion settings: "source" (S3's own) or "adapted" (normalised step from the embeddings' scale)."""
+def setting(name: str, steps: int, weight: torch.Tensor) -> InversionConfig:
+    """The inversion settings: "source" (S3's own) or "adapted" (normalised step from the scale of W_E's rows,
+    ``weight`` (vocab, d_model)).
+
+    Raises:
+        ValueError: for another name.
+    """
     if name == "source":
         return InversionConfig(steps=steps)
     if name == "adapted":
-        scale = problem.mean_norm
+        scale = weight.float().norm(dim=1).mean().item()
         return InversionConfig(steps=steps, lr=0.1, lr_end=0.001, start_mean=0.0,
-                               start_std=scale / problem.weight.shape[1] ** 0.5, step="normalised", step_scale=scale)
+                               start_std=scale / weight.shape[1] ** 0.5, step="normalised", step_scale=scale)
     raise ValueError(f"setting must be one of {', '.join(SETTINGS)}; got {name!r}")
 
 
@@ -260,33 +262,36 @@ class Inversions:
         return self.problems[name]
 
     def run(self, name: str, subject: LoadedModel, block: int | tuple[int, ...], how: str,
-            ablation: str = "") -> Run:
+            ablation: str = "", masked: int = 0) -> Run:
         """Invert every prompt from block ``block``'s output (0-based; a tuple: those blocks' outputs together)
-        under setting ``how``, with the model changed by ``ablation`` (one of ``ABLATIONS``; "" for none); cached."""
-        key = (name, block, how, ablation)
+        under setting ``how``, with the model changed by ``ablation`` (one of ``ABLATIONS``; "" for none) and the
+        outputs of the first ``masked`` positions left out of the target (S3.9's [:, masked:, :]); cached."""
+        key = (name, block, how, ablation, masked)
         if key not in self.runs:
-            self.runs[key] = self._invert(name, subject, block, how, ablation)
+            self.runs[key] = self._invert(name, subject, block, how, ablation, masked)
         return self.runs[key]
 
-    def _invert(self, name: str, subject: LoadedModel, block, how: str, ablation: str) -> Run:
+    def _invert(self, name: str, subject: LoadedModel, block, how: str, ablation: str, masked: int) -> Run:
         problem = self.problem(name, subject)
         steps = self.scale.steps(name)
-        config = setting(how, steps, problem)
+        config = setting(how, steps, problem.weight)
         k = min(TOP_K, int(problem.allowed.sum(1).min()))
         layer = layer_output(subject, block, problem.tokens)
         started = time.perf_counter()
         with frozen(subject.model), ABLATIONS[ablation](subject, block):
+            positions = slice(masked, None) if masked else None
             found = invert(layer, problem.ids, problem.weight, torch.Generator().manual_seed(self.seed), config,
-                           allowed=problem.allowed, k=k, pinv=problem.pinv)
+                           allowed=problem.allowed, k=k, pinv=problem.pinv, positions=positions)
             start = invert(layer, problem.ids, problem.weight, torch.Generator().manual_seed(self.seed),
                            replace(config, steps=0), allowed=problem.allowed, k=1,
-                           pinv=problem.pinv)
+                           pinv=problem.pinv, positions=positions)
         seconds = time.perf_counter() - started
         full = decode_top_k(found.inputs, TOP_K, pinv=problem.pinv)  # the same a_g over the whole vocabulary
         own = [decode_top_k(x, 1, problem.prompt_allowed, pinv=problem.pinv)[..., 0] for x in (found.inputs, start.inputs)]
         shown = examples(problem.ids, found.top_k, subject.tokenizer, "restricted")
         shown |= examples(problem.ids, full, subject.tokenizer, "full vocabulary", target=False)
-        return Run(_numpy(found.token_accuracy), _numpy(found.exact_match),
+        return Run(_numpy(found.token_accuracy), (found.decoded == problem.ids).cpu().numpy(),
+                   _numpy(found.exact_match),
                    _numpy((full[..., 0] == problem.ids).double().mean(1)),
                    _numpy((own[0] == problem.ids).double().mean(1)), _numpy(found.success),
                    _numpy(start.token_accuracy), _numpy((own[1] == problem.ids).double().mean(1)),

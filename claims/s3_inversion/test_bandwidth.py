@@ -86,7 +86,7 @@ def test_recovery_falls_sharply_with_output_features(model_name, subject, invers
     ids = prompt_batch(corpus, subject.tokenizer, n, tokens, settings.seed).to(subject.input_device)
     problem = inversions.problem(model_name, subject)
     steps = inversions.scale.steps(model_name)
-    curves = {how: Curve(subject, ids, problem, setting(how, steps, problem), settings.seed) for how in SETTINGS}
+    curves = {how: Curve(subject, ids, problem, setting(how, steps, problem.weight), settings.seed) for how in SETTINGS}
     how = max(curves, key=lambda h: curves[h].mean(d))  # the better setting on the full output
     curve = curves[how]
     full = bootstrap(curve(d), lambda u: float(u.mean()), seed=settings.seed)
