@@ -101,6 +101,8 @@ ADAPTERS: dict[str, Adapter] = {
     for a in (
         Adapter("gpt2", "transformer.wpe", "transformer.h", "attn", "mlp", "transformer.ln_f",
                 ("attn.c_attn",), "concat"),
+        # the masked mixer (models.mixer, S3.12): a causal convolution over positions in attention's place
+        Adapter("masked_mixer", None, "transformer.h", "conv", "mlp", "transformer.ln_f"),
         # OPT's FFN is inline in the layer (fc1 -> act -> fc2): fc2's output is mlp_out
         Adapter("opt", "model.decoder.embed_positions", "model.decoder.layers", "self_attn", "fc2", "model.decoder.final_layer_norm",
                 ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj")),

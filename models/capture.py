@@ -246,6 +246,9 @@ def _forward(model: nn.Module, adapter: Adapter, input_ids: torch.Tensor, wanted
                 if f"blocks.{i}.attn.hook_{x}" in wanted:
                     store[f"blocks.{i}.attn.hook_{x}"] = tensor
         if f"blocks.{i}.attn.hook_pattern" in wanted:
+            if getattr(out, "attentions", None) is None:
+                raise ValueError(f"{type(model).__name__} returns no attention pattern (it mixes positions without "
+                                 "attention, e.g. the masked mixer): leave blocks.*.attn.hook_pattern out of needs")
             store[f"blocks.{i}.attn.hook_pattern"] = out.attentions[i].detach().to("cpu" if offload else out.attentions[i].device)
     store = {name: tensor for name, tensor in store.items() if name in wanted}
     if LOGITS in wanted:

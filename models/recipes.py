@@ -34,14 +34,17 @@ class Recipe:
     seed: int  # init and batch sampling (S4: 1337; alternates 1442, 88, 99999)
     eval_every: int  # steps between validation-loss evaluations (loss curve resolution)
     tokenizer: str = "char"  # "char" (S4: one token per character) or "bpe" (the corpus' 4096-token byte-level BPE)
+    architecture: str = "gpt2"  # "gpt2" (S4's), or "masked_mixer" (models.mixer: attention -> causal convolution)
 
     def key(self, corpus_sha256: str, tokenizer_json: str) -> str:
         """Cache key: 16 hex digits of sha256 over trainer version, recipe, corpus and tokenizer.
 
         The tokenizer enters through its JSON (which fixes its kind too), so the ``tokenizer`` field is left out
-        of the recipe's part: char-level checkpoints keep the keys they had before the field existed.
+        of the recipe's part: char-level checkpoints keep the keys they had before the field existed. The
+        architecture enters only where it is not GPT-2, for the same reason.
         """
-        fields = {k: v for k, v in asdict(self).items() if k != "tokenizer"}
+        fields = {k: v for k, v in asdict(self).items()
+                  if k != "tokenizer" and not (k == "architecture" and v == "gpt2")}
         blob = json.dumps([TRAINER_VERSION, fields, corpus_sha256, tokenizer_json], sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -110,6 +113,9 @@ GROUP_RECIPES: dict[str, dict[str, tuple[Recipe, ...]]] = {
     "ladder": {p: _seeded_ladder(p) for p in PROFILES},
     # seed siblings: the main recipe at S4's four seeds (S4.7's noise floor)
     "siblings": {p: (_main(p), *(_at_seed(_main(p), s) for s in SIBLING_SEEDS)) for p in PROFILES},
+    # the main model and a masked mixer of its width and recipe (S3.12: token mixing by convolution)
+    "mixer": {p: (_main(p), replace(_main(p), name=_main(p).name.replace("-w", "-mixer-w"), architecture="masked_mixer"))
+              for p in PROFILES},
     "depths": {  # depth variants: the main recipe at other block counts (S3.4, S0 by depth)
         p: tuple(sorted((_main(p), *(replace(_main(p), name=f"{_main(p).name}-d{d}", n_layer=d) for d in DEPTHS[p])),
                         key=lambda r: r.n_layer))
@@ -119,8 +125,9 @@ GROUP_RECIPES: dict[str, dict[str, tuple[Recipe, ...]]] = {
 
 
 # What `python -m models prepare` trains for a profile: its models, the seed siblings (S4.6-S4.8 read their
-# noise floor) and the ladder's other seeds (S3.5). Other groups' members (depth variants) train on first use.
+# noise floor), the ladder's other seeds (S3.5) and the masked mixer (S3.12). Other groups' members (depth
+# variants) train on first use.
 PREPARED: dict[str, tuple[Recipe, ...]] = {
-    p: tuple(dict.fromkeys((*PROFILES[p], *GROUP_RECIPES["siblings"][p], *GROUP_RECIPES["ladder"][p])))
+    p: tuple(dict.fromkeys((*PROFILES[p], *(r for k in ("siblings", "ladder", "mixer") for r in GROUP_RECIPES[k][p]))))
     for p in PROFILES
 }

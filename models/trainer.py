@@ -24,11 +24,12 @@ from pathlib import Path
 import torch
 from safetensors import SafetensorError, safe_open
 from tqdm.auto import tqdm
-from transformers import GPT2Config, GPT2LMHeadModel
+from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedModel
 
 from models.cache import atomic_directory, cache_root
 from models.corpus import Corpus
 from models.errors import ModelLoadError
+from models.mixer import MaskedMixerConfig, MaskedMixerForCausalLM  # also registers it with the Auto classes
 from models.recipes import GROUP_RECIPES, PROFILES, Recipe
 from models.runtime import pin_cpu_threads
 from models.tokenization import corpus_tokenizer
@@ -55,6 +56,21 @@ def gpt2_config(recipe: Recipe, vocab_size: int) -> GPT2Config:
         bos_token_id=None,
         eos_token_id=None,
     )
+
+
+def build_model(recipe: Recipe, vocab_size: int) -> PreTrainedModel:
+    """An untrained model of the recipe's architecture: GPT-2 (``gpt2_config``) or the masked mixer (S3.12).
+
+    Raises:
+        ValueError: for another architecture name.
+    """
+    if recipe.architecture == "gpt2":
+        return GPT2LMHeadModel(gpt2_config(recipe, vocab_size))
+    if recipe.architecture == "masked_mixer":
+        return MaskedMixerForCausalLM(MaskedMixerConfig(vocab_size=vocab_size, n_embd=recipe.n_embd,
+                                                        n_layer=recipe.n_layer, n_positions=recipe.context,
+                                                        dropout=recipe.dropout))
+    raise ValueError(f"recipe {recipe.name}: unknown architecture {recipe.architecture!r}; gpt2 or masked_mixer")
 
 
 def checkpoint_dir(recipe: Recipe, corpus: Corpus) -> Path:
@@ -165,7 +181,7 @@ def measure_matmul_flops(device: str = "cpu", size: int | None = None, budget_se
 def recipe_n_params(recipe: Recipe, vocab_size: int) -> int:
     """Parameters of a recipe's model, counted on the meta device (nothing is allocated)."""
     with torch.device("meta"):
-        model = GPT2LMHeadModel(gpt2_config(recipe, vocab_size))
+        model = build_model(recipe, vocab_size)
     return sum(p.numel() for p in model.parameters())
 
 
@@ -216,7 +232,7 @@ def train(recipe: Recipe, corpus: Corpus, device: str = "cpu") -> Path:
         return final
     pin_cpu_threads()
     torch.manual_seed(recipe.seed)
-    model = GPT2LMHeadModel(gpt2_config(recipe, tokenizer.vocab_size)).to(device)
+    model = build_model(recipe, tokenizer.vocab_size).to(device)
     n_params = sum(p.numel() for p in model.parameters())
     flops = measure_matmul_flops(device)
     estimate = estimate_training_seconds(n_params, recipe.steps, recipe.batch, recipe.context, flops)
