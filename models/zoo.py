@@ -2,20 +2,21 @@
 
 Names (``--model NAME``, repeatable; ``--zoo tiny|full`` picks the default set):
 
-    tiny-w96, tiny-w128, tiny-w192   trained char-level ladder, profile tiny (main: tiny-w128)
+    tiny-w96, tiny-w128, tiny-w192   trained char-level ladder, profile tiny (main: tiny-w96)
     tiny-bpe-w96                     trained on the corpus' 4096-token byte-level BPE, profile tiny
     s4-w192, s4-w384, s4-w768        trained char-level ladder, profile full (s4-w384 is S4's recipe)
     s4-bpe-w384                      S4's recipe on the byte-level BPE, profile full
     NAME:untrained                   the untrained twin of any model: same config, seeded random init
     ref-opt-125m, ref-gpt2-small,    random-init reference architectures from models/configs/
     ref-pythia-160m, ref-llama-small
-    PROFILE-ladder                   group: the size ladder (S3.5)
+    PROFILE-ladder                   group: the size ladder, and its ends at a second seed (S3.5)
     PROFILE-siblings                 group: the main recipe at S4's four seeds (S4.7)
     PROFILE-depths                   group: the main recipe at other depths
+    PROFILE-mixer                    group: the main model and a masked mixer of its recipe (S3.12)
     hf:ID, ORG/NAME, or a folder     any Hugging Face causal LM: hub id or local HF folder
 
 Roles: "trained", "untrained", "reference", "hf", and the group kinds
-"ladder", "siblings", "depths". A group is one subject made of member models;
+"ladder", "siblings", "depths", "mixer". A group is one subject made of member models;
 its members are loaded, captured and freed like any model.
 """
 
