@@ -8,7 +8,7 @@ identity of the specific tokens ...: a true bandwidth phenomenon": [1000:2083] r
 [1000:3083] everything.
 
 Measured here: token accuracy a(k) of inversion from the first k features of block 1's output, k = 1 … d_model.
-The crossing k* (the fewest features with a(k) at least half of a(d_model)) is located on a grid of eighths of
+The crossing k* (the fewest features with a(k) at least half of a(d_model)) is located on a grid of quarters of
 d_model and then by bisection; the statistic is the one-feature jump a(k*) − a(k* − 1), paired over prompts.
 S3's jump is 1.0 (none to every token). "Sharp" is read as: most of the transition happens in one feature,
 a jump above ½, by the interval's low end. The transition's width (the features between the last k with
@@ -35,7 +35,7 @@ pytestmark = pytest.mark.gpu
 SOURCE_PROMPT = "Mario the man versus Mario the idea"  # S3.10's prompt
 SHARP = 0.5  # the one-feature jump must carry most of the transition (S3: all of it, 1.0)
 EVERY = 0.9  # full-output accuracy from which the model "recovers every token"
-GRID = 8  # first pass: k at eighths of d_model
+GRID = 4  # first pass: k at quarters of d_model
 
 
 class Curve:
@@ -63,7 +63,7 @@ class Curve:
 
 
 def crossing(curve: Curve, d_model: int, level: float) -> int:
-    """Fewest features k with mean accuracy ≥ level: a grid of eighths of d_model, then bisection."""
+    """Fewest features k with mean accuracy ≥ level: a grid of ``GRID`` steps over d_model, then bisection."""
     grid = sorted({max(1, round(d_model * i / GRID)) for i in range(1, GRID + 1)})
     high = next(k for k in grid if curve.mean(k) >= level)
     low = max([k for k in grid if k < high], default=0)
@@ -118,7 +118,7 @@ def test_recovery_falls_sharply_with_output_features(model_name, subject, invers
             f"{n} held-out prompts of {tokens} tokens (S3's {SOURCE_PROMPT!r} in this tokenizer), inverted from "
             f"the first k features of block 1's output ([:, :, :k], S3's slicing) in embedding space, L1 loss, "
             f"N = {steps} steps, {how} setting (the better of S3's own and the adapted one on the full output); "
-            "decoded by argmax of a_g·W_E⁺ over the whole vocabulary. k on a grid of eighths of d_model, then by "
+            "decoded by argmax of a_g·W_E⁺ over the whole vocabulary. k on a grid of quarters of d_model, then by "
             f"bisection to the crossing; {len(ks)} values of k evaluated."
         ),
         scaled=" ".join(filter(None, [

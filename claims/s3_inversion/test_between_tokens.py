@@ -137,7 +137,7 @@ def test_wide_untrained_layers_identify_a_masked_token(model_name, subject, scal
                               "are built from the Llama reference's config, on ref-llama-small")
     widths, seeds = (SOURCE_WIDTHS, SOURCE_SEEDS) if scale == "source-widths" else (CPU_WIDTHS, CPU_SEEDS)
     ids = torch.tensor([subject.tokenizer.encode(WIDE_PROMPT)], device=subject.input_device)
-    vocab = subject.model.get_input_embeddings().weight.shape[0]
+    vocab = subject.tokenizer.vocab_size  # the corpus BPE's 4096 (the reference's 32000 rows are mostly unused)
     steps = inversions.scale.untrained_steps
     outcomes = np.zeros((seeds, len(widths), 2))  # (seeds, widths, [masked found, unmasked accuracy])
     chosen = {}
@@ -170,7 +170,8 @@ def test_wide_untrained_layers_identify_a_masked_token(model_name, subject, scal
         ],
         procedure=(
             f"One untrained Llama layer per width ({', '.join(map(str, widths))}; heads of {HEAD_DIM}, FFN 4 × "
-            f"width, the Llama reference's other settings, vocabulary {vocab}) and initialisation seed ({seeds} "
+            f"width, the Llama reference's other settings, the corpus BPE's vocabulary of {vocab}, as S3's mixer "
+            f"section's 4096) and initialisation seed ({seeds} "
             f"each). S3's prompt {WIDE_PROMPT!r} ({ids.shape[1]} tokens of the corpus BPE) is inverted from the "
             "layer's output at positions 2 onwards ([:, 1:, :]) in embedding space against the L2 distance "
             f"(S3's), N = {steps} steps, under S3's setting and the adapted one; the one recovering more unmasked "
