@@ -65,7 +65,8 @@ def pytest_configure(config: pytest.Config) -> None:
     pin_cpu_threads()
     controller = getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput")
     if settings.device.startswith("cuda") and not controller:  # the xdist controller runs no model: no CUDA context
-        torch.cuda.set_device(settings.device)  # a pytest-xdist worker's own GPU is also the default one
+        if torch.device(settings.device).index is not None:  # plain "cuda" is the current device already
+            torch.cuda.set_device(settings.device)  # a pytest-xdist worker's own GPU is also the default one
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # deterministic cuBLAS
         torch.use_deterministic_algorithms(True, warn_only=True)
     torch.manual_seed(settings.seed)

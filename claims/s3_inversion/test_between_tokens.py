@@ -17,10 +17,12 @@ Two tests:
   fewer than half the prompts. Gate: the unmasked tokens must come back in the same inversion (S3's examples
   recover them), else a missed masked token says nothing and the claim is not informative.
 * ``test_wide_untrained_layers_identify_a_masked_token``: single untrained Llama layers (the Llama reference's
-  config at one block) at S3's widths 4096 and 8192 over 10 initialisation seeds (``--source-scale on``, the
-  default with CUDA), and at 256 and 512 over 5 seeds on a CPU (the same ratio of widths, the same heads of
-  128): the fraction of seeds whose inversion of S3's prompt finds the masked first token anywhere in the
-  decoded sequence (S3's reading), wider above narrower and above one half.
+  config at one block) at S3's widths 4096 and 8192 over initialisation seeds (``--source-scale on``, the
+  default with CUDA) over 10 seeds each, and at 256 and 512 over 5 on a CPU (the same ratio of widths, the same
+  heads of 128): the fraction of seeds whose inversion of S3's prompt finds the masked
+  first token, at its place or anywhere it does not also stand in the prompt (S3: "correctly found, even if
+  not in the correct token index"; its prompt repeats 'Mario', which must not count), wider above narrower
+  and above one half. N = 2000 at source scale (S3 gives none for these layers; its trained blocks' N).
 """
 
 from dataclasses import replace
@@ -44,7 +46,8 @@ MASKED = 1  # S3's usual [:, 1:, :]: the first position's output left out
 HALF = 0.5
 WIDE_PROMPT = "Mario the man versus Mario the idea"  # S3's prompt for the 8192-wide layer
 HEAD_DIM = 128  # Llama's: 4096 / 32 heads, 8192 / 64
-SOURCE_WIDTHS, SOURCE_SEEDS = (4096, 8192), 10
+SOURCE_WIDTHS, SOURCE_SEEDS = (4096, 8192), 10  # S3's fractions are fifths ("1/5ths ... more than 4/5ths")
+SOME = 0.1  # control: the wide layers' inversion recovers some unmasked tokens (S3's own example: a quarter to a half)
 CPU_WIDTHS, CPU_SEEDS = (256, 512), 5  # S3's ratio of widths and head size, at widths a CPU inverts in seconds
 
 
@@ -110,7 +113,7 @@ def _single_layer(reference: LoadedModel, width: int, vocab: int, seed: int, dev
 
 def _found_masked(layer: LoadedModel, ids: torch.Tensor, steps: int, seed: int) -> tuple[bool, float, str]:
     """Invert ``ids`` (1, T) from the layer's output at [:, 1:, :] (L2, indirect) under both settings; the one
-    recovering more unmasked tokens decides. Returns (masked token found anywhere, unmasked accuracy, setting)."""
+    recovering more unmasked tokens decides. Returns (masked tokens found (``_found``), unmasked accuracy, setting)."""
     weight = layer.model.get_input_embeddings().weight.detach()
     pinv = pseudo_inverse(weight)
     best = (False, -1.0, "")
@@ -122,8 +125,15 @@ def _found_masked(layer: LoadedModel, ids: torch.Tensor, steps: int, seed: int) 
         decoded = found.decoded[0]
         unmasked = float((decoded[MASKED:] == ids[0, MASKED:]).double().mean())
         if unmasked > best[1]:
-            best = (bool(torch.isin(ids[0, :MASKED], decoded).all()), unmasked, how)
+            best = (all(_found(t, ids[0], decoded) for t in range(MASKED)), unmasked, how)
     return best
+
+
+def _found(position: int, ids: torch.Tensor, decoded: torch.Tensor) -> bool:
+    """Whether the token at ``position`` is decoded at its place, or at a place where the prompt has another token
+    (a repeat of it elsewhere in the prompt, recovered there as a self token, does not count). ids, decoded: (T,)."""
+    token = ids[position]
+    return bool(decoded[position] == token) or bool(((decoded == token) & (ids != token)).any())
 
 
 @pytest.mark.claim("S3.9", version=1)
@@ -137,8 +147,8 @@ def test_wide_untrained_layers_identify_a_masked_token(model_name, subject, scal
                               "are built from the Llama reference's config, on ref-llama-small")
     widths, seeds = (SOURCE_WIDTHS, SOURCE_SEEDS) if scale == "source-widths" else (CPU_WIDTHS, CPU_SEEDS)
     ids = torch.tensor([subject.tokenizer.encode(WIDE_PROMPT)], device=subject.input_device)
-    vocab = subject.tokenizer.vocab_size  # the corpus BPE's 4096 (the reference's 32000 rows are mostly unused)
-    steps = inversions.scale.untrained_steps
+    vocab = subject.model.get_input_embeddings().weight.shape[0]  # Llama's 32000, as S3's LlamaConfig: vocab ≫ width
+    steps = inversions.scale.trained_steps  # S3 gives no N for these layers: its trained blocks' (200 on a CPU)
     outcomes = np.zeros((seeds, len(widths), 2))  # (seeds, widths, [masked found, unmasked accuracy])
     chosen = {}
     for i, width in enumerate(widths):
@@ -163,21 +173,22 @@ def test_wide_untrained_layers_identify_a_masked_token(model_name, subject, scal
                      "the low end; the margin from 4/5 is taken for S3's unstated number of models"),
             Check.of(f"token accuracy at the unmasked positions, width {widths[1]}",
                      bootstrap(outcomes[:, 1, 1], lambda u: float(u.mean()), seed=settings.seed),
-                     "fraction of tokens", ">", HALF,
-                     "control: the inversion must recover the unmasked tokens of the wider layers (S3's examples "
-                     "do), else a found or missed masked token is the optimiser's; most of them, by the low end",
-                     role="control"),
+                     "fraction of tokens", ">", SOME,
+                     "control: the inversion must recover unmasked tokens of the wider layers, else a found masked "
+                     "token is luck of a failed optimisation. S3's own 8192-wide example recovers a quarter to a half "
+                     "of them ('Mario the thecenwijні the'); the floor is a tenth, by the low end, far above chance "
+                     "(one over the vocabulary)", role="control"),
         ],
         procedure=(
             f"One untrained Llama layer per width ({', '.join(map(str, widths))}; heads of {HEAD_DIM}, FFN 4 × "
-            f"width, the Llama reference's other settings, the corpus BPE's vocabulary of {vocab}, as S3's mixer "
-            f"section's 4096) and initialisation seed ({seeds} "
+            f"width, the Llama reference's other settings and vocabulary of {vocab}: a W_E⁺ decoding needs vocab ≫ "
+            f"width) and initialisation seed ({seeds} "
             f"each). S3's prompt {WIDE_PROMPT!r} ({ids.shape[1]} tokens of the corpus BPE) is inverted from the "
             "layer's output at positions 2 onwards ([:, 1:, :]) in embedding space against the L2 distance "
             f"(S3's), N = {steps} steps, under S3's setting and the adapted one; the one recovering more unmasked "
             "tokens decides. Decoded by argmax of a_g·W_E⁺ over the whole vocabulary; the masked first token "
-            "counts as found where it appears anywhere in the decoded sequence (S3: 'correctly found, even if "
-            "not in the correct token index')."
+            "counts as found at its place or at any place where the prompt has another token (S3: 'correctly "
+            "found, even if not in the correct token index'; its prompt repeats 'Mario')."
         ),
         scaled="" if scale == "source-widths" else (
             f"CPU widths {CPU_WIDTHS[0]} and {CPU_WIDTHS[1]}, {CPU_SEEDS} seeds each: S3's ratio of widths and head "
