@@ -39,7 +39,7 @@ def test_roles_of_zoo_names():
                                               "tiny-w96-seed1442", "tiny-w192-seed1442")  # ends at another
     assert resolve("EleutherAI/pythia-160m").role == "hf"
     assert {resolve(n).role for n in default_names("tiny")} == {"trained", "untrained", "reference", "ladder",
-                                                                  "siblings", "depths"}
+                                                                  "siblings", "depths", "mixer"}
 
 
 def test_groups_are_named_subjects_of_member_models():
