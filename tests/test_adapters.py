@@ -63,7 +63,7 @@ def test_block_output_fn_matches_the_captured_first_block(arch):
 
 def test_unknown_architecture_fails_loudly_with_its_name():
     model = GPTBigCodeForCausalLM(GPTBigCodeConfig(n_embd=32, n_layer=1, n_head=2, vocab_size=50, n_positions=32))
-    supported = "bloom, falcon, gemma, gemma2, gpt2, gpt_neox, gptj, llama, mistral, opt, phi3, qwen2"
+    supported = "bloom, falcon, gemma, gemma2, gpt2, gpt_neox, gptj, llama, masked_mixer, mistral, opt, phi3, qwen2"
     with pytest.raises(UnsupportedArchitectureError, match=f"'gpt_bigcode'.*supported: {supported}. Add an Adapter"):
         adapter_for(model)
 
