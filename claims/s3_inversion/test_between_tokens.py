@@ -32,7 +32,7 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from claims.s3_inversion.conftest import SETTINGS, SOURCE_PROMPT, frozen, layer_output, setting, tuned
+from claims.s3_inversion.conftest import SETTINGS, frozen, layer_output, setting, tuned
 from latent_instruments.inversion import invert, pseudo_inverse
 from latent_instruments.stats import bootstrap
 from models.adapters import adapter_for
