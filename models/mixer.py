@@ -5,7 +5,9 @@ After the author's flat masked mixer (github.com/blbadger/maskedmixers, ``mixer_
 masked lower-triangular, so position i's output is a learned weighted sum of the (normed) inputs at positions
 j ≤ i, the same weight for every feature. There is no position embedding (the weights are per position).
 Kept from our GPT-2 recipe so that the mixing is the only difference at equal width: pre-LN blocks, the FFN
-(4 × d_model, ReLU; the author's is GELU), a final LayerNorm (the author's has none) and an untied head.
+(4 × d_model, ReLU; the author's is GELU), a final LayerNorm (the author's has none), an untied head, and GPT-2's
+initialisation (N(0, 0.02²) embeddings and linears; the author's embedding is PyTorch's N(0, 1)). The mixing's
+bias starts at zero (Conv1d's starts uniform).
 
 Registered with transformers' Auto classes as model type "masked_mixer" on import, so checkpoints save and
 load as HF folders (safetensors) without remote code.
