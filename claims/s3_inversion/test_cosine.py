@@ -20,10 +20,10 @@ import numpy as np
 import pytest
 import torch
 
-from claims.s3_inversion.conftest import frozen, layer_output
+from claims.s3_inversion.conftest import frozen, layer_output, setting
 from fixtures.prompts import prompt_batch
 from latent_instruments.ablation import norms_removed
-from latent_instruments.inversion import InversionConfig, invert
+from latent_instruments.inversion import invert
 from latent_instruments.stats import bootstrap
 from reports.plots import series
 from reports.records import Check
@@ -46,11 +46,8 @@ def _cosine_inversion(subject, ids: torch.Tensor, representation: str, steps: in
     or (``adapted``, embedding space only) the normalised step from the embeddings' scale of S3.2-S3.4."""
     weight = subject.model.get_input_embeddings().weight.detach()
     layer = layer_output(subject, 0, ids.shape[1])
-    config = InversionConfig(representation=representation, loss="cosine", steps=steps)
-    if adapted:
-        scale = weight.float().norm(dim=1).mean().item()
-        config = replace(config, lr=0.1, lr_end=0.001, start_mean=0.0, start_std=scale / weight.shape[1] ** 0.5,
-                         step="normalised", step_scale=scale)
+    config = replace(setting("adapted" if adapted else "source", steps, weight), representation=representation,
+                     loss="cosine")
     with frozen(subject.model):
         found = invert(layer, ids, weight, torch.Generator().manual_seed(seed), config, k=1)
         start = invert(layer, ids, weight, torch.Generator().manual_seed(seed), replace(config, steps=0), k=1)
