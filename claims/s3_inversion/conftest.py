@@ -197,6 +197,11 @@ def examples(ids: torch.Tensor, top_k: torch.Tensor, tokenizer, label: str, targ
     return rows
 
 
+def first_prompt(rows: dict) -> dict:
+    """The rows of :func:`examples` (or ``Run.examples``) that show prompt 1, for a report section per target."""
+    return {k: v for k, v in rows.items() if k.startswith("prompt 1:")}
+
+
 @contextmanager
 def frozen(model: torch.nn.Module):
     """Parameters without gradients inside (only the input's gradient is taken), restored after."""

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import torch
 
-from claims.s3_inversion.conftest import frozen, layer_output, setting
+from claims.s3_inversion.conftest import TOP_K, examples, first_prompt, frozen, layer_output, setting
 from fixtures.prompts import prompt_batch
 from latent_instruments.ablation import norms_removed
 from latent_instruments.inversion import invert
@@ -49,13 +49,19 @@ def _cosine_inversion(subject, ids: torch.Tensor, representation: str, steps: in
     config = replace(setting("adapted" if adapted else "source", steps, weight), representation=representation,
                      loss="cosine")
     with frozen(subject.model):
-        found = invert(layer, ids, weight, torch.Generator().manual_seed(seed), config, k=1)
+        found = invert(layer, ids, weight, torch.Generator().manual_seed(seed), config, k=TOP_K)
         start = invert(layer, ids, weight, torch.Generator().manual_seed(seed), replace(config, steps=0), k=1)
     return found, start
 
 
 def _numpy(t: torch.Tensor) -> np.ndarray:
     return t.double().cpu().numpy()
+
+
+def _examples(tokenizer, found: dict) -> dict:
+    """Report sections of decoded examples: {label: (ids (batch, T), Inversion)} -> {section title: prompt 1's rows}."""
+    return {f"examples, {label} (top-5 per position, as S3 shows them)":
+            first_prompt(examples(ids, inversion.top_k, tokenizer, "decoded")) for label, (ids, inversion) in found.items()}
 
 
 @pytest.mark.claim("S3.7", version=1)
@@ -97,7 +103,8 @@ def test_cosine_direct_inversion_fails_on_one_token(model_name, subject, inversi
         ],
         procedure=(
             f"{n} held-out prompts of {long_tokens} tokens (S3's {LONG_PROMPT!r} in this tokenizer) and their "
-            f"first tokens alone. Direct representation: a vector over the vocabulary per position, times W_E, "
+            f"first tokens alone. Direct representation: a vector over the vocabulary per position, times W_E (the "
+            "target vector one-hot; S3's code puts 10 at the token's index, its text gives 'no specific rule'), "
             f"optimised by plain gradient descent on 1 − cos(O(a_g), O(a)) of block 1's flattened output, η 1 → "
             f"1/100 over N = {steps} steps from N(½, 1/20²) per element (S3's schedule and start); decoded by the "
             "vector's argmax over the whole vocabulary. The control inverts the one-token inputs in embedding "
@@ -113,7 +120,11 @@ def test_cosine_direct_inversion_fails_on_one_token(model_name, subject, inversi
                      "one-token, indirect (S3's setting)": float(indirect[0].loss.median()),
                      "one-token, indirect (adapted)": float(indirect[1].loss.median())},
                  "one-token, indirect, token accuracy by setting": {
-                     "S3's": float(units[:, 2].mean()), "adapted": float(units[:, 3].mean())}},
+                     "S3's": float(units[:, 2].mean()), "adapted": float(units[:, 3].mean())},
+                 **_examples(subject.tokenizer, {
+                     f"{long_tokens}-token input, direct": (ids, long), "one-token inputs, direct": (ids[:, :1], one),
+                     "one-token inputs, indirect (better setting)":
+                         (ids[:, :1], max(indirect, key=lambda i: float(i.token_accuracy.mean())))})},
         plot={"kind": "bars", "title": f"S3.7 on {model_name}: cosine loss, block 1",
               "categories": [f"{long_tokens} tokens, direct", "1 token, direct", "1 token, indirect"],
               "ylabel": "token accuracy", "series": {"cosine loss": series(per)}},
@@ -179,7 +190,7 @@ def check_layer_norm(model_name, subject, inversions, corpus, claim, settings) -
         ],
         procedure=(
             f"{n} held-out prompts of {SHORT_TOKENS} tokens, inverted in the direct representation (a vector over the "
-            "vocabulary per position, times W_E, as S3's InputGPT) against 1 − cos(φ) of block 1's flattened "
+            "vocabulary per position, times W_E, as S3's InputGPT; the target one-hot, where S3's code puts 10) against 1 − cos(φ) of block 1's flattened "
             f"output, by plain gradient descent, η 1 → 1/100 over N = {steps} steps from N(½, 1/20²), the same "
             f"start with and without the block's {removed} normalisations (replaced by the identity; the same "
             "weights otherwise). Gate: each prompt's first token alone, norms in place, must be minimised (S3's "
@@ -187,5 +198,6 @@ def check_layer_norm(model_name, subject, inversions, corpus, claim, settings) -
         ),
         scaled=" ".join(filter(None, [f"S3: one untrained Llama-7B block (4096 wide); here {model_name} "
                                       f"({subject.d_model} wide).", scale.note()])),
-        details=details,
+        details={**details, **_examples(subject.tokenizer, {"with norms": (ids, with_norm),
+                                                             "without norms": (ids, without_norm)})},
     )

@@ -17,7 +17,7 @@ import math
 import numpy as np
 import pytest
 
-from claims.s3_inversion.conftest import SETTINGS, SOURCE_PROMPT, tuned
+from claims.s3_inversion.conftest import SETTINGS, SOURCE_PROMPT, first_prompt, tuned
 from latent_instruments.stats import bootstrap
 from reports.plots import series
 from reports.records import Check
@@ -49,10 +49,6 @@ def _by_depth(units: np.ndarray, statistic, seed: int) -> list:
 
 def _mean(u: np.ndarray) -> float:
     return float(u.mean())
-
-
-def _first_prompt(examples: dict) -> dict:
-    return {k: v for k, v in examples.items() if k.startswith("prompt 1:")}
 
 
 @pytest.mark.claim("S3.4", version=1)
@@ -126,7 +122,7 @@ def check_depth(model_name, subject, inversions, claim, settings) -> None:
             "by block": {f"block {b}": _row(runs, b, best[i]) for i, b in enumerate(blocks)},
             "random start (chance)": float(start.mean()),
             **{f"examples, block {b} ({best[i]} setting; top-5 per position, as S3 shows them)":
-               _first_prompt(runs[b, best[i]].examples) for i, b in enumerate(blocks)},
+               first_prompt(runs[b, best[i]].examples) for i, b in enumerate(blocks)},
         },
         plot={
             "kind": "lines",

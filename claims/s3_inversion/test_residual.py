@@ -19,7 +19,7 @@ than half, the twin more than half, each by its interval's far end.
 import numpy as np
 import pytest
 
-from claims.s3_inversion.conftest import SETTINGS, tuned
+from claims.s3_inversion.conftest import SETTINGS, first_prompt, tuned
 from latent_instruments.stats import bootstrap
 from reports.plots import series
 from reports.records import Check
@@ -48,9 +48,13 @@ def test_attention_residual_carries_self_token_identity(model_name, subject, gro
     recovery above chance, its untrained twin more than half."""
     twin = group_twins[0]
     models = {model_name: subject, twin.name: twin}
-    units = {}
+    units, shown = {}, {}
     for name, m in models.items():
         runs = {(v, s): inversions.run(name, m, 0, s, ablation=v) for v in VARIANTS for s in SETTINGS}
+        for v in VARIANTS:
+            how = max(SETTINGS, key=lambda s: runs[v, s].accuracy.mean())
+            label = f"examples, {name}, {v or 'intact'} ({how} setting; top-5 per position, as S3 shows them)"
+            shown[label] = first_prompt(runs[v, how].examples)
         chance = runs["", SETTINGS[0]].start_accuracy
         units[name] = np.stack([np.column_stack([*(runs[v, s].accuracy for s in SETTINGS), chance])
                                 for v in VARIANTS], 1)  # (prompts, variants, settings + chance)
@@ -90,7 +94,7 @@ def test_attention_residual_carries_self_token_identity(model_name, subject, gro
             f"({subject.d_model} wide) and its untrained twin.", inversions.scale.note()])),
         details={"token accuracy (better setting)": {
             f"{name}, {'intact' if not v else v}": accuracy[name][i].value
-            for name in models for i, v in enumerate(VARIANTS)}},
+            for name in models for i, v in enumerate(VARIANTS)}, **shown},
         plot={"kind": "bars", "title": f"S3.11 on {model_name}: block 1, attention residual removed",
               "categories": list(models), "ylabel": "token accuracy (restricted)",
               "series": {"intact": series([accuracy[n][0] for n in models]),

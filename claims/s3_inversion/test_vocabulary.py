@@ -19,7 +19,7 @@ with it stays below the found input).
 import numpy as np
 import pytest
 
-from claims.s3_inversion.conftest import SETTINGS, SOURCE_PROMPT
+from claims.s3_inversion.conftest import SETTINGS, SOURCE_PROMPT, first_prompt
 from latent_instruments.stats import bootstrap
 from reports.plots import series
 from reports.records import Check
@@ -94,7 +94,7 @@ def test_restricting_the_vocabulary_improves_recovery(model_name, subject, inver
             "random start, prompt-only decoding (chance)": estimates[3].value,
             "setting": how,
             "examples (block 1; top-5 per position, as S3 shows them)":
-                {k: v for k, v in run.examples.items() if k.startswith("prompt 1:")},
+                first_prompt(run.examples),
         },
         plot={
             "kind": "bars",

@@ -28,7 +28,7 @@ from itertools import groupby
 import numpy as np
 import pytest
 
-from claims.s3_inversion.conftest import SETTINGS, SOURCE_PROMPT, tuned
+from claims.s3_inversion.conftest import SETTINGS, SOURCE_PROMPT, first_prompt, tuned
 from claims.s3_inversion.test_depth import depths
 from latent_instruments.stats import bootstrap
 from reports.plots import series
@@ -130,7 +130,7 @@ def test_wider_models_invert_better(model_name, variant, group, inversions, clai
                 f"seed {seed}, block {b}": {m.name: e.value for m, e in zip(seeds[seed], per_rung[seed, b])}
                 for seed, b in units},
             **{f"examples, {m.name} block 1 (top-5 per position, as S3 shows them)":
-               _first_prompt(inversions.run(m.name, m, 0, _better(inversions, m)).examples) for m in example_rungs},
+               first_prompt(inversions.run(m.name, m, 0, _better(inversions, m)).examples) for m in example_rungs},
         },
         plot={
             "kind": "lines",
@@ -145,8 +145,3 @@ def test_wider_models_invert_better(model_name, variant, group, inversions, clai
 def _better(inversions, rung) -> str:
     """The rung's better setting at block 1, by restricted token accuracy."""
     return max(SETTINGS, key=lambda s: inversions.run(rung.name, rung, 0, s).accuracy.mean())
-
-
-def _first_prompt(examples: dict) -> dict:
-    return {k: v for k, v in examples.items() if k.startswith("prompt 1:")}
-
