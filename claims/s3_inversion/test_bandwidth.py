@@ -28,9 +28,9 @@ import numpy as np
 import pytest
 import torch
 
-from claims.s3_inversion.conftest import SETTINGS, examples, first_prompt, frozen, layer_output, setting
+from claims.s3_inversion.conftest import SETTINGS, TOP_K, examples, first_prompt, frozen, layer_output, setting
 from fixtures.prompts import prompt_batch
-from latent_instruments.inversion import decode_top_k, invert
+from latent_instruments.inversion import invert
 from latent_instruments.stats import bootstrap
 from reports.plots import series
 from reports.records import Check
@@ -42,7 +42,6 @@ SHARP = 0.5  # the one-feature jump must carry most of the transition (S3: all o
 EVERY = 0.9  # full-output accuracy from which the model "recovers every token"
 GRID = 4  # first pass: k at quarters of d_model
 MATCHED = 0.5  # control: S3's success test holds for most prompts just below the crossing
-TOP_K = 5  # decoded choices shown per position
 
 
 class Curve:
@@ -67,8 +66,8 @@ class Curve:
             weight = self.subject.model.get_input_embeddings().weight.detach()
             with frozen(self.subject.model):
                 found = invert(self.layer, self.ids, weight, torch.Generator().manual_seed(self.seed), self.config,
-                               features=slice(0, k), k=1, pinv=self.pinv)
-            self.top_k[k] = decode_top_k(found.inputs, TOP_K, pinv=self.pinv)
+                               features=slice(0, k), k=TOP_K, pinv=self.pinv)  # decoded over the whole vocabulary
+            self.top_k[k] = found.top_k
             self.points[k] = (self.top_k[k][..., 0] == self.ids).double().mean(1).cpu().numpy()
             self.success[k] = found.success.double().cpu().numpy()
         return self.points[k]
