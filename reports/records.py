@@ -87,7 +87,8 @@ class ClaimRecord:
             measured and what this scaled form tests instead; shown next to the verdict. "" otherwise.
         details: further numbers shown in the report as tables (per layer, per block, per rung).
         plot: data for the report's figure (``reports.plots``), or None.
-        expected: "holds", or "fails" where the ledger expects the claim to fail on this model.
+        expected: "holds"; "fails" where the ledger expects the claim to fail on this model; "either" where
+            the ledger lists it as differing between builds of the model (``unstable``).
         expected_reason: the ledger's reason.
         outcome: one of ``OUTCOMES``; set when the test ends (see ``fixtures.verdicts``).
         message: why, for every outcome but "holds": the failed checks, the skip reason or the error.

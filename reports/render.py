@@ -100,7 +100,7 @@ def subject_rows(records: list[dict]) -> tuple[list[str], list[list[str]]]:
         note = r["message"] if r["outcome"] != HOLDS else ""
         if r.get("scaled"):
             note = f"scaled form: {r['scaled']} {note}".strip()
-        if r["expected"] == "fails" and r["outcome"] != "fails as expected":
+        if r["expected"] != "holds" and r["outcome"] != "fails as expected":
             note = f"{note} (ledger: {r['expected_reason']})".strip()
         rows.append([label(r), test_name(r), r["outcome"], head.get("name", "—"), fmt(head.get("value")),
                      f"[{fmt(head.get('ci_low'))}, {fmt(head.get('ci_high'))}]" if head else "—",

@@ -46,9 +46,10 @@ CASES = textwrap.dedent('''
 ''')
 
 
-def ledger_for(fingerprint: str, variants: list[str], version: int = 1) -> str:
+def ledger_for(fingerprint: str, variants: list[str], version: int = 1, unstable: bool = False) -> str:
+    extra = "unstable = true\n" if unstable else ""
     return "".join(f'[[expected]]\nclaim = "S4.1"\nversion = {version}\nmodel = "ref-gpt2-small"\nfingerprint = "{fingerprint}"\n'
-                   f'variant = "{v}"\nwhy = "synthetic"\nwould_change = "nothing"\n\n' for v in variants)
+                   f'variant = "{v}"\nwhy = "synthetic"\nwould_change = "nothing"\n{extra}\n' for v in variants)
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +96,25 @@ def test_xdist_gives_the_serial_records(cases):
     done, parallel = run_cases(cases, "-n", "2")
     assert "bringing up nodes" in done.stdout, done.stdout[-2000:]
     assert parallel == serial
+
+
+def test_an_unstable_ledger_entry_expects_either_verdict_but_still_no_failed_control(cases, tmp_path):
+    """An entry measured to differ between builds: holding is "holds", failing "fails as expected"; a control stays red."""
+    from models.corpus import load_corpus
+    from models.zoo import fingerprint, resolve
+
+    mark = fingerprint(resolve("ref-gpt2-small"), load_corpus(None), 0)
+    (cases / "unstable-ledger.toml").write_text(ledger_for(mark, ["listed-fails", "listed-holds", "listed-control"],
+                                                           unstable=True))
+    done = pytest_run("test_cases.py", "--model", "ref-gpt2-small", "--ledger", "unstable-ledger.toml", "-k", "listed",
+                      "--report-dir", str(tmp_path), "-p", "no:cacheprovider", "-q", cwd=cases)
+    records = {r["params"]["case"]: r for r in json.loads((tmp_path / "latest" / "results.json").read_text())["records"]}
+    assert {case: r["outcome"] for case, r in records.items()} == {
+        "listed-fails": "fails as expected", "listed-holds": "holds", "listed-control": "control failed",
+        "listed-crash": "error"}, done.stdout[-3000:]
+    assert {r["expected"] for r in records.values() if r["params"]["case"] != "listed-crash"} == {"either"}
+    assert "differs between builds" in records["listed-holds"]["expected_reason"]
+    assert done.returncode == 1 and "2 failed" in done.stdout  # the control and the crash
 
 
 def test_a_ledger_entry_of_another_build_of_the_model_does_not_apply(cases, tmp_path):
@@ -177,7 +197,9 @@ def test_the_ledger_file_parses():
     "content, message",
     [("[[expected]]\nclaim = 'S0.3'\n", "malformed"),
      ("[[expected]]\nclaim='S0.3'\nversion=1\nmodel='m'\nfingerprint='f'\nwhy='w'\nwould_change='c'\n" * 2, "repeats"),
-     ("[[expected]]\nclaim='S0.3'\nmodel='m'\nfingerprint='f'\nwhy='w'\nwould_change='c'\n", "needs version")],
+     ("[[expected]]\nclaim='S0.3'\nmodel='m'\nfingerprint='f'\nwhy='w'\nwould_change='c'\n", "needs version"),
+     ("[[expected]]\nclaim='S0.3'\nversion=1\nmodel='m'\nfingerprint='f'\nwhy='w'\nwould_change='c'\nunstable='yes'\n",
+      "unstable = true")],
 )
 def test_a_broken_ledger_is_named(tmp_path, content, message):
     path = tmp_path / "ledger.toml"

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from claims.s1_attention.conftest import per_layer
-from latent_instruments.probes import layer_probe, majority_rate, shuffled, time_pooled
+from latent_instruments.probes import layer_probe, majority_rate, probe_correct, shuffled, time_pooled
 from latent_instruments.stats import bootstrap
 from models.capture import run_with_cache
 from models.corpus import NoPlaysError, corpus_works
@@ -29,6 +29,7 @@ WINDOW_TOKENS = 128  # the tiny zoo's context; S1 gives no length (iGPT pools wh
 SKIP_FRACTION = 0.05  # each play opens with its title and cast list, which name it outright: windows start after
 CHARS_PER_WINDOW = 8  # characters of text tokenized per window token (BPE tokens average about 4 characters)
 MICRO_BATCH = 64  # windows per forward pass
+SHUFFLES = 8  # label shufflings averaged by the control: its noise is then far below the leak it must detect
 
 
 def play_windows(corpus, tokenizer, length: int, per_play: int, seed: int) -> tuple[torch.Tensor, list[str], list]:
@@ -91,7 +92,7 @@ def _best_block(units: np.ndarray) -> float:
     return float(units[:, 1:].mean(axis=0).max())
 
 
-@pytest.mark.claim("S1.5", version=1)
+@pytest.mark.claim("S1.5", version=2)
 @pytest.mark.models("trained", "hf")
 def test_pooled_features_are_linearly_separable_by_play(model_name, subject, corpus, claim, settings):
     """S1.5: a logistic-regression probe on time-pooled hidden states tells a window's play, layer by layer."""
@@ -103,14 +104,15 @@ def test_pooled_features_are_linearly_separable_by_play(model_name, subject, cor
     features, labels = pooled_features(subject, ids)
     plays = np.array(plays)
     correct = layer_probe(features, plays, settings.seed)  # (n, n_layers) out-of-fold
-    control = layer_probe(features, shuffled(plays, settings.seed), settings.seed)
+    best = int(correct[:, 1:].mean(axis=0).argmax()) + 1
+    control = np.stack([probe_correct(features[:, best], shuffled(plays, settings.seed + k), settings.seed)
+                        for k in range(SHUFFLES)], axis=1)  # (n, SHUFFLES) out-of-fold, the best block
     with_genre = np.array([g is not None for g in genres])
     genre = np.array([g for g in genres if g is not None])
     genre_correct = layer_probe(features[with_genre], genre, settings.seed)
     chance, n = majority_rate(plays), len(plays)
     noise = 4 * np.sqrt(chance * (1 - chance) / n)
     accuracy = per_layer(correct, lambda u: float(u.mean()), settings.seed)
-    best = int(correct[:, 1:].mean(axis=0).argmax()) + 1
     last = correct.shape[1] - 1
     best_minus_last = bootstrap(correct, lambda u: float(u[:, 1:].mean(axis=0).max() - u[:, -1].mean()), settings.seed)
     claim.record(
@@ -121,14 +123,18 @@ def test_pooled_features_are_linearly_separable_by_play(model_name, subject, cor
                      "linearly decodable from the time average; S1 gives no accuracy, so the threshold is the claim's "
                      f"own bound, the majority-class rate ({chance:.4f} with {WINDOWS_PER_PLAY} windows per play), "
                      "cleared by the low end of a 95 % bootstrap interval over windows. The best block, since S1 says "
-                     "middle layers may be the useful ones; the selection among blocks is inside the bootstrap, and "
-                     "the control below is selected the same way"),
-            Check.of("the same with the play labels shuffled (best block)",
-                     bootstrap(control, _best_block, settings.seed), "fraction", "<", chance + noise,
+                     "middle layers may be the useful ones; the selection among blocks is inside the bootstrap"),
+            Check.of(f"the same with the play labels shuffled, mean of {SHUFFLES} shufflings (the claim's best block)",
+                     bootstrap(control, lambda u: float(u.mean()), settings.seed), "fraction", "<", chance + noise,
                      "control: with labels permuted at random no probe can beat chance, so a probe that did would be "
                      "reading overlap between training and test windows, not the class; the threshold is the "
                      f"majority rate plus 4 binomial standard errors of an n = {n} chance accuracy "
-                     f"({chance + noise:.4f}); the best of the blocks is taken as for the claim", role="control"),
+                     f"({chance + noise:.4f}), cleared by the high end of the interval. Taken at the block the claim "
+                     f"picks (on the whole sample) and averaged over {SHUFFLES} shufflings (a window's unit is its "
+                     "mean correctness over them). Version 1 took one shuffling and the best of the blocks: that "
+                     "statistic's own noise and selection, with the interval's width on top, come within reach of the "
+                     "bound with no leak at all (one build of tiny-w192: 0.043 [0.029, 0.065] against 0.058)",
+                     role="control"),
         ],
         procedure=(
             f"{n} windows of {length} tokens, {WINDOWS_PER_PLAY} per play from each play's text after its first "
@@ -142,12 +148,13 @@ def test_pooled_features_are_linearly_separable_by_play(model_name, subject, cor
         ),
         details={
             "accuracy by depth": {
-                label: {"plays": float(correct[:, i].mean()), "plays, labels shuffled": float(control[:, i].mean()),
-                        "genre (First Folio)": float(genre_correct[:, i].mean())}
+                label: {"plays": float(correct[:, i].mean()), "genre (First Folio)": float(genre_correct[:, i].mean())}
                 for i, label in enumerate(labels)},
             "best block": {"block": labels[best], "is the last block": best == last,
                            "best minus last accuracy": best_minus_last.value,
                            "95 % interval": f"[{best_minus_last.low:.4f}, {best_minus_last.high:.4f}]"},
+            "labels shuffled (control, best block)": {f"shuffling {k + 1}": float(control[:, k].mean())
+                                                      for k in range(SHUFFLES)},
             "chance": {"plays (majority rate)": chance, "genre (majority rate)": majority_rate(genre)},
         },
         plot={
@@ -156,7 +163,6 @@ def test_pooled_features_are_linearly_separable_by_play(model_name, subject, cor
             "ylabel": "cross-validated accuracy", "ylim": [0, 1],
             "series": {
                 "play (37 classes)": series(accuracy),
-                "play, labels shuffled (control)": {"value": control.mean(axis=0).tolist()},
                 "genre (3 classes)": {"value": genre_correct.mean(axis=0).tolist()},
                 "play chance": {"value": [chance] * len(labels)},
                 "genre chance": {"value": [majority_rate(genre)] * len(labels)},

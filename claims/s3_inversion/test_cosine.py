@@ -33,6 +33,7 @@ pytestmark = pytest.mark.gpu
 LONG_PROMPT = "Boba Fett was a legendary bounty hunter in the outer rim"  # S3.7's prompt that succeeds
 SHORT_TOKENS = 5  # S3.13: "as long as the input is not too long (>5 tokens)"
 RECOVERS = 0.5  # S3.7's control: most one-token inputs recovered by the indirect cosine inversion
+CONTROL_INPUTS = 64  # one-token inputs of S3.7's control at every scale: 16 leave its interval ±0.23 wide
 MINIMISED = 0.1  # S3.13: "minimised" = the cosine distance ends below a tenth of where it started
 
 
@@ -64,7 +65,7 @@ def _examples(tokenizer, found: dict) -> dict:
             first_prompt(examples(ids, inversion.top_k, tokenizer, "decoded")) for label, (ids, inversion) in found.items()}
 
 
-@pytest.mark.claim("S3.7", version=1)
+@pytest.mark.claim("S3.7", version=2)
 @pytest.mark.models("trained", "hf")
 def test_cosine_direct_inversion_fails_on_one_token(model_name, subject, inversions, corpus, claim, settings):
     """S3.7: direct inversion under the cosine loss recovers long inputs better than one-token inputs."""
@@ -75,12 +76,13 @@ def test_cosine_direct_inversion_fails_on_one_token(model_name, subject, inversi
     steps = scale.steps(model_name)
     one, _ = _cosine_inversion(subject, ids[:, :1], "direct", steps, settings.seed)
     long, _ = _cosine_inversion(subject, ids, "direct", steps, settings.seed)
-    indirect = [_cosine_inversion(subject, ids[:, :1], "indirect", steps, settings.seed, adapted)[0]
+    singles = prompt_batch(corpus, subject.tokenizer, CONTROL_INPUTS, 1, settings.seed).to(subject.input_device)
+    indirect = [_cosine_inversion(subject, singles, "indirect", steps, settings.seed, adapted)[0]
                 for adapted in (False, True)]  # S3's setting and the adapted one: the control takes the better
-    units = np.column_stack([_numpy(long.token_accuracy), _numpy(one.token_accuracy),
-                             *(_numpy(i.token_accuracy) for i in indirect)])
+    units = np.column_stack([_numpy(long.token_accuracy), _numpy(one.token_accuracy)])
+    control = np.column_stack([_numpy(i.token_accuracy) for i in indirect])  # (CONTROL_INPUTS, 2 settings)
     per = [bootstrap(units[:, i], _mean, seed=settings.seed) for i in range(2)]
-    per.append(bootstrap(units[:, 2:], lambda u: float(u.mean(0).max()), seed=settings.seed))
+    per.append(bootstrap(control, lambda u: float(u.mean(0).max()), seed=settings.seed))
     claim.record(
         [
             Check.of(f"token accuracy, {long_tokens}-token minus one-token inputs (direct, cosine loss)",
@@ -98,7 +100,9 @@ def test_cosine_direct_inversion_fails_on_one_token(model_name, subject, inversi
                      "control: S3 contrasts 'gradient descent on the input embedding, where cosine similarity yields "
                      "accurate representations even for one-word inputs'. If the embedding representation also fails "
                      "on one token, the one-token target carries too little to invert at all, and the direct "
-                     f"representation's failure says nothing about it; most tokens (> {RECOVERS}) must come back",
+                     f"representation's failure says nothing about it; most tokens (> {RECOVERS}) must come back, by "
+                     f"the low end of the interval over {CONTROL_INPUTS} one-token inputs (version 1 took the claim's "
+                     "16 on a CPU: an interval about ±0.23 wide, which a model recovering 0.69 of them failed)",
                      role="control"),
         ],
         procedure=(
@@ -108,8 +112,9 @@ def test_cosine_direct_inversion_fails_on_one_token(model_name, subject, inversi
             f"optimised by plain gradient descent on 1 − cos(O(a_g), O(a)) of block 1's flattened output, η 1 → "
             f"1/100 over N = {steps} steps from N(½, 1/20²) per element (S3's schedule and start); decoded by the "
             "vector's argmax over the whole vocabulary. The control inverts the one-token inputs in embedding "
-            "space under the same loss, decoded by a_g·W_E⁺, with S3's setting and the adapted one (a normalised "
-            "step of 0.1 → 0.001 mean embedding norms from the embeddings' scale), taking the better."
+            f"space under the same loss, {CONTROL_INPUTS} single tokens from random places of the held-out text, decoded by a_g·W_E⁺, "
+            "with S3's setting and the adapted one (a normalised step of 0.1 → 0.001 mean embedding norms from the "
+            "embeddings' scale), taking the better."
         ),
         scaled=" ".join(filter(None, [f"S3: trained Llama-7B (4096 wide, vocabulary 32000), one prompt each; here "
                                       f"{model_name} ({subject.d_model} wide).", scale.note()])),
@@ -120,11 +125,11 @@ def test_cosine_direct_inversion_fails_on_one_token(model_name, subject, inversi
                      "one-token, indirect (S3's setting)": float(indirect[0].loss.median()),
                      "one-token, indirect (adapted)": float(indirect[1].loss.median())},
                  "one-token, indirect, token accuracy by setting": {
-                     "S3's": float(units[:, 2].mean()), "adapted": float(units[:, 3].mean())},
+                     "S3's": float(control[:, 0].mean()), "adapted": float(control[:, 1].mean())},
                  **_examples(subject.tokenizer, {
                      f"{long_tokens}-token input, direct": (ids, long), "one-token inputs, direct": (ids[:, :1], one),
                      "one-token inputs, indirect (better setting)":
-                         (ids[:, :1], max(indirect, key=lambda i: float(i.token_accuracy.mean())))})},
+                         (singles, max(indirect, key=lambda i: float(i.token_accuracy.mean())))})},
         plot={"kind": "bars", "title": f"S3.7 on {model_name}: cosine loss, block 1",
               "categories": [f"{long_tokens} tokens, direct", "1 token, direct", "1 token, indirect"],
               "ylabel": "token accuracy", "series": {"cosine loss": series(per)}},
