@@ -62,7 +62,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SETTINGS_KEY] = settings
     config.stash[RECORDS_KEY] = []
     config.pluginmanager.register(Collector(config), "latent-claims-collector")
-    pin_cpu_threads()
+    pin_cpu_threads(int(getattr(config, "workerinput", {}).get("workercount", 1)))  # xdist: cores shared
     controller = getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput")
     if settings.device.startswith("cuda") and not controller:  # the xdist controller runs no model: no CUDA context
         if torch.device(settings.device).index is not None:  # plain "cuda" is the current device already
