@@ -198,6 +198,23 @@ def _cast(q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]
     return q.double(), k.double()
 
 
+def _modeling_function(model: nn.Module, name: str) -> Callable:
+    """A function of the model's transformers modeling module (e.g. ``apply_rotary_pos_emb``), or a clear error.
+
+    Raises:
+        ValueError: naming the module, the function and the installed transformers version, if it is gone.
+    """
+    module = sys.modules[type(model).__module__]
+    found = getattr(module, name, None)
+    if found is None:
+        import transformers
+
+        raise ValueError(f"{module.__name__} has no {name} in transformers {transformers.__version__}: S1.2 rotates "
+                         "queries and keys with it; latent_instruments.attention.score_form needs updating for this "
+                         "version (the suite's supported range is in pyproject.toml)")
+    return found
+
+
 def _rotary_module(model: nn.Module) -> nn.Module:
     """The model-level rotary embedding module (``model.model.rotary_emb``, ``gpt_neox.rotary_emb``, ...)."""
     found = [(name, module) for name, module in model.named_modules() if name.split(".")[-1] == "rotary_emb"]
@@ -206,11 +223,11 @@ def _rotary_module(model: nn.Module) -> nn.Module:
     return min(found, key=lambda item: item[0].count("."))[1]
 
 
-def _hf_rotary(model: nn.Module, attention: nn.Module) -> tuple[Callable, int]:
+def _hf_rotary(model: nn.Module) -> tuple[Callable, int]:
     """Rotation by the model's rotary module and its modeling module's ``apply_rotary_pos_emb`` (rotate_half;
     GPT-NeoX and Phi-3 turn the first ``cos.shape[-1]`` dimensions and pass the rest)."""
     rotary = _rotary_module(model)
-    apply = sys.modules[type(attention).__module__].apply_rotary_pos_emb
+    apply = _modeling_function(model, "apply_rotary_pos_emb")
 
     def angles(x: torch.Tensor, seq: int) -> tuple[torch.Tensor, torch.Tensor]:
         cos, sin = rotary(x, torch.arange(seq, device=x.device)[None])  # (1, seq, rotary dims)
@@ -224,13 +241,18 @@ def _hf_rotary(model: nn.Module, attention: nn.Module) -> tuple[Callable, int]:
     return rotate, angles(torch.zeros(1, dtype=torch.float64), 1)[0].shape[-1]
 
 
-def _gptj_rotary(attention: nn.Module) -> tuple[Callable, int]:
-    """GPT-J's rotation: sinusoids from the module's ``embed_positions``, rotate_every_two, on ``rotary_dim`` dims."""
-    apply = sys.modules[type(attention).__module__].apply_rotary_pos_emb
-    dims = attention.rotary_dim or attention.head_dim
+def _gptj_rotary(model: nn.Module) -> tuple[Callable, int]:
+    """GPT-J's rotation: the modeling module's ``create_sinusoidal_positions`` on ``config.rotary_dim`` (else
+    the hidden size, as GPT-J builds them) and its rotate_every_two ``apply_rotary_pos_emb``, on the first
+    ``rotary_dim`` dimensions of each head (all of them if None)."""
+    config = model.config
+    sinusoids = _modeling_function(model, "create_sinusoidal_positions")
+    apply = _modeling_function(model, "apply_rotary_pos_emb")
+    dims = config.rotary_dim or head_dim(config)
 
     def rotate(q, k):
-        sincos = attention.embed_positions[: q.shape[1]].to(device=q.device, dtype=torch.float64)[None]
+        sincos = sinusoids(q.shape[1], config.rotary_dim or config.hidden_size)
+        sincos = sincos.to(device=q.device, dtype=torch.float64)[None]  # (1, seq, dims)
         sin, cos = torch.split(sincos, sincos.shape[-1] // 2, dim=-1)  # (1, seq, dims / 2) each
         q, k = q.double(), k.double()
         return tuple(torch.cat([apply(x[..., :dims], sin, cos), x[..., dims:]], dim=-1) for x in (q, k))
@@ -241,19 +263,62 @@ def _gptj_rotary(attention: nn.Module) -> tuple[Callable, int]:
 ROTARY = ("gpt_neox", "llama", "mistral", "qwen2", "gemma", "gemma2", "phi3", "falcon")  # HF rotate_half rotary
 
 
-def score_form(model: nn.Module, attention: nn.Module) -> ScoreForm:
-    """The :class:`ScoreForm` of one attention module of a Hugging Face causal LM (eager attention).
+def head_dim(config) -> int:
+    """d_head from a transformers config: ``head_dim`` where the config sets it, else hidden size / heads."""
+    explicit = getattr(config, "head_dim", None)
+    return int(explicit) if explicit else config.hidden_size // config.num_attention_heads
+
+
+def score_scaling(config, layer: int) -> float:
+    """s, the factor on ⟨q_i, k_j⟩ in one layer's attention scores, from the model's config alone.
+
+    1/√d_head for every supported architecture, except: Gemma 2's ``query_pre_attn_scalar``^-½; GPT-2's
+    ``scale_attn_weights=False`` (s = 1) and ``scale_attn_by_inverse_layer_idx`` (an extra 1/(layer + 1)).
+    These are the configuration fields transformers documents, so the form does not depend on attribute names
+    of the attention modules, which change between versions (GPT-J's ``scale_attn`` is ``scaling`` in 5.x).
+
+    Args:
+        config: the model's transformers config.
+        layer: the block's index, from 0.
+    """
+    kind = config.model_type
+    if kind == "gemma2":
+        return float(config.query_pre_attn_scalar) ** -0.5
+    scaling = head_dim(config) ** -0.5
+    if kind == "gpt2":
+        scaling = scaling if config.scale_attn_weights else 1.0
+        if config.scale_attn_by_inverse_layer_idx:
+            scaling /= float(layer + 1)
+    return scaling
+
+
+def sliding_window(config, layer: int) -> int | None:
+    """One layer's sliding window from the config: ``sliding_window`` on the layers ``layer_types`` marks
+    "sliding_attention" (Gemma 2, Qwen2), on every layer where the config has no ``layer_types`` (Mistral,
+    Phi-3), None where it has no window."""
+    window = getattr(config, "sliding_window", None)
+    types = getattr(config, "layer_types", None)
+    if window is None or types is None:
+        return window
+    return window if types[layer] == "sliding_attention" else None
+
+
+def score_form(model: nn.Module, layer: int) -> ScoreForm:
+    """The :class:`ScoreForm` of one block's attention in a Hugging Face causal LM (eager attention).
 
     Handled: GPT-2 and OPT (no rotary; OPT multiplies the query by its scaling inside the module, after the
     q_proj output that is captured), GPT-NeoX (partial rotary), Llama, Mistral, Qwen2, Gemma, Gemma 2 without
-    soft-capping, Phi-3 (partial rotary), Falcon with rotary, GPT-J (partial rotary, rotate_every_two).
+    soft-capping, Phi-3 (partial rotary), Falcon with rotary, GPT-J (partial rotary, rotate_every_two). The
+    scaling and window come from the config (:func:`score_scaling`, :func:`sliding_window`); the rotation from
+    the model's rotary module and its modeling module's functions.
 
     Args:
         model: the causal LM (for its config and rotary module).
-        attention: one of its attention modules (the parent of the q/k/v projections).
+        layer: the block's index, from 0.
     Raises:
         NotAnOddsRatio: for ALiBi (BLOOM, Falcon with alibi=True) and soft-capped scores (Gemma 2 default).
-        ValueError: for an architecture this module does not know (never a silent pass).
+        ValueError: for an architecture this module does not know (never a silent pass), or a modeling module
+            that lacks the rotary function (naming the transformers version).
     """
     config = model.config
     kind = config.model_type
@@ -262,27 +327,20 @@ def score_form(model: nn.Module, attention: nn.Module) -> ScoreForm:
             f"{kind} uses ALiBi: its scores are s·⟨q_i, k_j⟩ plus a per-head bias m_h·(j − i) linear in the "
             "distance between positions, a term of neither q nor k, so the pattern is not a Gaussian odds ratio of "
             "q and k alone")
-    if kind == "gemma2" and getattr(attention, "attn_logit_softcapping", None) is not None:
+    if kind == "gemma2" and getattr(config, "attn_logit_softcapping", None) is not None:
         raise NotAnOddsRatio(
-            f"gemma2 soft-caps its scores, c·tanh(s·⟨q_i, k_j⟩ / c) with c = {attention.attn_logit_softcapping}: a "
+            f"gemma2 soft-caps its scores, c·tanh(s·⟨q_i, k_j⟩ / c) with c = {config.attn_logit_softcapping}: a "
             "nonlinear squashing of the log odds ratio, so the pattern is not a Gaussian odds ratio of q and k")
     if kind in ("gpt2", "opt"):
         rotate, dims = _cast, 0
     elif kind in ROTARY:
-        rotate, dims = _hf_rotary(model, attention)
+        rotate, dims = _hf_rotary(model)
     elif kind == "gptj":
-        rotate, dims = _gptj_rotary(attention)
+        rotate, dims = _gptj_rotary(model)
     else:
-        raise ValueError(f"no score form for architecture {kind!r} ({type(attention).__name__}): S1.2 cannot "
+        raise ValueError(f"no score form for architecture {kind!r} ({type(model).__name__}): S1.2 cannot "
                          "rebuild its scores from q and k; add it to latent_instruments.attention.score_form")
-    if kind == "gptj":
-        scaling = 1.0 / float(attention.scale_attn)
-    elif kind == "falcon":
-        scaling = float(attention.inv_norm_factor)
-    else:
-        scaling = float(attention.scaling)
-    window = getattr(attention, "sliding_window", getattr(config, "sliding_window", None))
-    return ScoreForm(scaling, rotate, dims, window)
+    return ScoreForm(score_scaling(config, layer), rotate, dims, sliding_window(config, layer))
 
 
 def repeat_kv(x: torch.Tensor, heads: int) -> torch.Tensor:

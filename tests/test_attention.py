@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings, strategies as st
-from transformers import FalconConfig, Gemma2Config, LlamaConfig
+from transformers import FalconConfig, Gemma2Config, GPT2Config, LlamaConfig
 from transformers.models.llama.modeling_llama import repeat_kv as hf_repeat_kv
 
 from latent_instruments.attention import (NotAnOddsRatio, allowed_positions, causal_mean, convex_combination,
@@ -134,6 +134,9 @@ def capture_attention(model, names=("pattern", "q", "k", "v")):
 
 VARIANTS = {
     **{arch: lambda arch=arch: tiny_model(arch) for arch in TINY_CONFIGS},
+    # GPT-2 with its per-layer scaling, 1/√d_head / (layer + 1), read from the config
+    "gpt2-inverse-layer": lambda: _from_config(GPT2Config(n_embd=32, n_layer=2, n_head=2, vocab_size=50, n_positions=32,
+                                                          scale_attn_by_inverse_layer_idx=True)),
     # grouped-query attention: 4 query heads share 1 key-value head
     "llama-gqa": lambda: _from_config(LlamaConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                                                   num_key_value_heads=1, intermediate_size=64, vocab_size=50,
@@ -166,10 +169,10 @@ def test_the_odds_ratio_form_rebuilds_every_architectures_pattern(variant):
     attentions, cache, _ = capture_attention(model)
     if variant in NOT_ODDS_RATIOS:
         with pytest.raises(NotAnOddsRatio, match=NOT_ODDS_RATIOS[variant]):
-            score_form(model, attentions[0])
+            score_form(model, 0)
         return
     for i, attention in enumerate(attentions):
-        form = score_form(model, attention)
+        form = score_form(model, i)
         pattern, q, k = (cache[f"blocks.{i}.attn.hook_{x}"] for x in ("pattern", "q", "k"))
         assert pattern.max() > 0.9  # peaked: a near-uniform pattern would not tell forms apart
         fit, wide = pattern_fit(pattern, q, k, form, widths=(1.0, 2.0))
@@ -181,19 +184,24 @@ def test_the_odds_ratio_form_rebuilds_every_architectures_pattern(variant):
 
 def test_the_forms_name_their_scaling_rotation_and_window():
     model = VARIANTS["gemma2-uncapped"]()
-    forms = [score_form(model, a) for a in capture_attention(model, ("pattern",))[0]]
+    forms = [score_form(model, i) for i in range(model.config.num_hidden_layers)]
     assert forms[0].scaling == pytest.approx(64 ** -0.5) and forms[0].rotary_dims == 16
     assert {f.window for f in forms} == {5, None}  # Gemma 2 alternates sliding-window and global layers
     pythia = tiny_model("gpt_neox")
-    neox = score_form(pythia, pythia.gpt_neox.layers[0].attention)
+    neox = score_form(pythia, 0)
     assert neox.rotary_dims == 4 and "rotary on 4 dimensions" in neox.description  # Pythia's partial rotary, 25 %
+
+
+def test_gpt2s_inverse_layer_scaling_comes_from_the_config():
+    model = VARIANTS["gpt2-inverse-layer"]()
+    assert [score_form(model, i).scaling for i in (0, 1)] == pytest.approx([16 ** -0.5, 16 ** -0.5 / 2])
 
 
 def test_an_unknown_architecture_is_an_error_not_a_pass():
     model = tiny_model("gpt2")
     model.config.model_type = "mystery"
     with pytest.raises(ValueError, match="no score form for architecture 'mystery'"):
-        score_form(model, model.transformer.h[0].attn)
+        score_form(model, 0)
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))

@@ -99,7 +99,7 @@ def test_attention_rows_lie_on_the_simplex(model_name, activations, claim, setti
 def _score_forms(subject, claim) -> list[ScoreForm]:
     """Each block's :class:`ScoreForm`; ends the test as not informative where scores are not an odds ratio."""
     try:
-        return [score_form(subject.model, attention) for attention in attention_modules(subject)]
+        return [score_form(subject.model, i) for i in range(len(attention_modules(subject)))]
     except NotAnOddsRatio as why:
         claim.not_informative(str(why))
 
