@@ -5,21 +5,42 @@ PY := $(VENV)/bin/python
 ZOO ?= auto
 PYTEST_ARGS ?=
 
-.PHONY: setup claims test bench clean-venv
+.PHONY: setup claims test bench lock test-deps clean-venv
 
 setup: $(VENV)/.ready
 
-# A python that already has torch (a GPU machine) is used as is; otherwise the
-# CPU build torch==2.13.0 is installed rather than gigabytes of CUDA packages.
-$(VENV)/.ready: pyproject.toml
+# The CPU case installs exactly the tested versions, hash-checked, from requirements.lock. A python that
+# already has torch (a GPU machine) keeps its torch and takes the rest at the lock's versions (constraints.txt).
+$(VENV)/.ready: pyproject.toml requirements.lock constraints.txt
 	@if $(PYTHON) -c "import torch" 2>/dev/null; then \
 		echo "setup: using the torch already installed"; \
-		$(PYTHON) -m venv --system-site-packages $(VENV); \
+		$(PYTHON) -m venv --system-site-packages $(VENV) && \
+		$(PY) -m pip install -q -c constraints.txt -e .; \
 	else \
-		$(PYTHON) -m venv $(VENV) && $(PY) -m pip install -q torch==2.13.0; \
+		$(PYTHON) -m venv $(VENV) && \
+		$(PY) -m pip install -q --require-hashes -r requirements.lock && \
+		$(PY) -m pip install -q --no-deps -e .; \
 	fi
-	$(PY) -m pip install -q -e .
 	touch $@
+
+# Tools that are not the suite's dependencies (uv compiles the lock, nox runs the dependency sessions).
+TOOLS := .tools
+FIND_LINKS := $(if $(PIP_FIND_LINKS),--find-links $(PIP_FIND_LINKS))
+$(TOOLS)/.ready:
+	$(PYTHON) -m venv $(TOOLS) && $(TOOLS)/bin/pip install -q nox uv
+	touch $@
+
+# Refresh the lock from pyproject.toml's ranges and requirements.in (the newest versions the indexes serve),
+# then run `make test` and commit both files only if it passes.
+lock: $(TOOLS)/.ready
+	$(TOOLS)/bin/uv pip compile pyproject.toml requirements.in --python-version 3.11 --generate-hashes \
+		$(FIND_LINKS) --custom-compile-command "make lock" -o requirements.lock
+	$(TOOLS)/bin/uv pip compile pyproject.toml requirements.in --python-version 3.11 --no-emit-package torch \
+		$(FIND_LINKS) --no-annotate --custom-compile-command "make lock" -o constraints.txt
+
+# tests/ on the oldest supported (pyproject.toml's lower bounds) and the newest available versions.
+test-deps: $(TOOLS)/.ready
+	$(TOOLS)/bin/nox -s "deps(oldest)" "deps(newest)"
 
 claims: setup
 	$(PY) -m models prepare --zoo $(ZOO)

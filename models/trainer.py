@@ -26,6 +26,7 @@ from safetensors import SafetensorError, safe_open
 from tqdm.auto import tqdm
 from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedModel
 
+from models.identity import build_facts
 from models.cache import atomic_directory, cache_root
 from models.corpus import Corpus
 from models.errors import ModelLoadError
@@ -274,6 +275,7 @@ def train(recipe: Recipe, corpus: Corpus, device: str = "cpu") -> Path:
             (scratch / "recipe.json").write_text(json.dumps(asdict(recipe), indent=1))
             (scratch / "tokenizer.json").write_text(tokenizer.to_json())
             meta = {"corpus": corpus.name, "corpus_sha256": corpus.sha256, "device": device,
+                    "trained_on": build_facts(device, torch.float32), "threads": torch.get_num_threads(),
                     "train_seconds": time.perf_counter() - started, "curve": curve}
             (scratch / "loss_curve.json").write_text(json.dumps(meta, indent=1))
     except OSError:  # another process (a pytest-xdist worker) finished the same checkpoint first: same recipe, same bits

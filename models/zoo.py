@@ -34,6 +34,7 @@ from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
 from models.adapters import Adapter, adapter_for
 from models.corpus import Corpus
+from models.identity import folder_sha256, state_dict_sha256
 from models.errors import ModelLoadError  # defined there (the trainer raises it too); import it from here
 from models.recipes import GROUP_RECIPES, PROFILES, Recipe
 from models.tokenization import HFTokenizer, hf_tokenizer_files, tokenizer_from_json, train_bpe
@@ -91,6 +92,9 @@ class LoadedModel:
         tokenizer: CharTokenizer, BPETokenizer or HFTokenizer.
         source: the folder, config or hub id it was made from.
         load_seconds: wall time to train-or-load and move it, in seconds.
+        info: the trainer's loss_curve.json for a trained model (curve, train_seconds, trained_on), else {}.
+        weights_sha256: sha256 (hex) of its weights: over the weight files of a folder in file-name order, or
+            over the state dict of a model built from a seed (``models.identity``).
     """
 
     entry: ZooEntry
@@ -100,6 +104,7 @@ class LoadedModel:
     source: str
     load_seconds: float = 0.0
     info: dict = field(default_factory=dict)
+    weights_sha256: str = ""
 
     @property
     def name(self) -> str:
@@ -194,15 +199,6 @@ def default_names(profile: str) -> list[str]:
     return trained + [t + TWIN_SUFFIX for t in trained] + list(REFERENCES) + [f"{profile}-{k}" for k in GROUP_KINDS]
 
 
-def _sha256_files(paths: list[Path]) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(paths):
-        with path.open("rb") as handle:
-            for chunk in iter(lambda: handle.read(1 << 24), b""):
-                digest.update(chunk)
-    return digest.hexdigest()[:16]
-
-
 def fingerprint(entry: ZooEntry, corpus: Corpus, seed: int) -> str:
     """What a model is, beyond its name: the ledger binds expected verdicts to it.
 
@@ -224,10 +220,10 @@ def fingerprint(entry: ZooEntry, corpus: Corpus, seed: int) -> str:
     if entry.source in {str(p) for p in REFERENCES.values()}:
         return f"{source.stem}-{hashlib.sha256(source.read_bytes()).hexdigest()[:16]}:seed{seed}"
     if source.is_dir():
-        weights = [*source.glob("*.safetensors"), *source.glob("*.bin")]
-        if not weights:
-            raise ModelLoadError(f"{entry.source}: no *.safetensors or *.bin weight files to fingerprint")
-        return f"weights-{_sha256_files(weights)}" + twin
+        try:
+            return f"weights-{folder_sha256(source)[:16]}" + twin
+        except FileNotFoundError as err:
+            raise ModelLoadError(f"{err} (to fingerprint it)") from None
     return f"hub:{entry.source}" + twin
 
 
@@ -379,7 +375,10 @@ def load(entry: ZooEntry, corpus: Corpus, device: str, dtype: torch.dtype, seed:
         source = hf_id
         _check_vocabulary(model, tokenizer, hf_id, corpus.validation[:1000])
     adapter = adapter_for(model)
+    # what is tested: the weight files of the folder the model was loaded from, else its state dict as built
+    from_folder = entry.role in ("trained", "hf") and Path(source).is_dir()
+    weights_sha256 = folder_sha256(Path(source)) if from_folder else state_dict_sha256(model)
     if getattr(model, "hf_device_map", None) is None:  # accelerate placed a device_map model already
         model = model.to(device=device, dtype=dtype)
     model.eval()
-    return LoadedModel(entry, model, adapter, tokenizer, source, time.perf_counter() - started, info)
+    return LoadedModel(entry, model, adapter, tokenizer, source, time.perf_counter() - started, info, weights_sha256)

@@ -12,8 +12,10 @@ from latent_instruments.stats import Estimate
 HOLDS, FAILS, FAILS_AS_EXPECTED = "holds", "fails", "fails as expected"
 HOLDS_UNEXPECTEDLY, CONTROL_FAILED, NOT_INFORMATIVE, ERROR = (
     "holds unexpectedly", "control failed", "not informative", "error")
-OUTCOMES = (HOLDS, FAILS, FAILS_AS_EXPECTED, HOLDS_UNEXPECTEDLY, CONTROL_FAILED, NOT_INFORMATIVE, ERROR)
-RED = frozenset({FAILS, HOLDS_UNEXPECTEDLY, CONTROL_FAILED, ERROR})
+INCONCLUSIVE = "inconclusive"
+OUTCOMES = (HOLDS, FAILS, FAILS_AS_EXPECTED, INCONCLUSIVE, HOLDS_UNEXPECTEDLY, CONTROL_FAILED, NOT_INFORMATIVE, ERROR)
+RED = frozenset({FAILS, HOLDS_UNEXPECTEDLY, CONTROL_FAILED, ERROR})  # INCONCLUSIVE too with --inconclusive=fail
+PASSED, FAILED = "passed", "failed"  # a check's status, with INCONCLUSIVE
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,30 @@ class Check:
     def passed(self) -> bool:
         """Whether the interval clears the threshold (margin > 0)."""
         return self.margin > 0
+
+    @property
+    def status(self) -> str:
+        """"passed" (the whole interval on the passing side), "failed" (the whole interval on the failing side) or
+        "inconclusive" (the interval contains the threshold: the sample cannot tell). A control is two-valued:
+        it must clear its threshold, so an interval that straddles it is "failed" (the measurement is not
+        shown to be trustworthy). An exact statistic (a point interval) is never inconclusive.
+        """
+        if self.passed:
+            return PASSED
+        beyond = self.ci_high <= self.threshold if self.comparison == ">" else self.ci_low >= self.threshold
+        return FAILED if beyond or self.role == "control" else INCONCLUSIVE
+
+    @property
+    def sample_factor(self) -> float | None:
+        """For an inconclusive check, about how many times its sample would decide it: (h / d)², with d the
+        distance of the statistic from the threshold and h the interval's half-width on the threshold's side,
+        which shrinks as 1/√n. None for a decided check; inf where the statistic sits on the threshold.
+        """
+        if self.status != INCONCLUSIVE:
+            return None
+        distance = abs(self.value - self.threshold)
+        half = self.value - self.ci_low if self.value > self.threshold else self.ci_high - self.value
+        return math.inf if distance == 0 else (half / distance) ** 2
 
     @property
     def finite(self) -> bool:
@@ -110,8 +136,13 @@ class ClaimRecord:
     scaled: str = ""
 
     def failed(self, role: str) -> list[Check]:
-        """The checks of ``role`` ("claim" or "control") that did not pass."""
-        return [c for c in self.checks if c.role == role and not c.passed]
+        """The checks of ``role`` ("claim" or "control") that failed: for a claim check, decisively (its whole
+        interval on the failing side); for a control, any that did not clear its threshold."""
+        return [c for c in self.checks if c.role == role and c.status == FAILED]
+
+    def inconclusive(self) -> list[Check]:
+        """The claim checks whose interval contains their threshold."""
+        return [c for c in self.checks if c.role == "claim" and c.status == INCONCLUSIVE]
 
     @property
     def headline(self) -> Check | None:
@@ -125,6 +156,8 @@ class ClaimRecord:
         for check, raw in zip(self.checks, out["checks"]):
             raw["margin"] = check.margin
             raw["passed"] = check.passed
+            raw["status"] = check.status
+            raw["sample_factor"] = check.sample_factor
         head = self.headline
         out["headline"] = None if head is None else {"name": head.name, "value": head.value, "ci_low": head.ci_low,
                                                      "ci_high": head.ci_high, "unit": head.unit, "margin": head.margin}

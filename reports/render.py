@@ -154,7 +154,8 @@ def header_lines(doc: dict) -> list[str]:
         f"zoo {doc['zoo']} · device {doc['device']['device']} ({doc['device'].get('gpu', doc['device']['platform'])}) · "
         f"dtype {doc['device']['dtype']} · seed {doc['seed']} · wall {doc['wall_seconds']} s · "
         f"peak RSS {doc['peak_rss_mib']} MiB",
-        f"python {v['python']} · torch {v['torch']} · transformers {v['transformers']} · tokenizers {v['tokenizers']}",
+        f"python {v['python']} · torch {v['torch']} · transformers {v['transformers']} · tokenizers {v['tokenizers']}"
+        + (" · NOT THE LOCK: " + "; ".join(doc["versions_off_lock"]) if doc.get("versions_off_lock") else ""),
         "replay: " + doc["replay"],
     ]
     if doc.get("merged_from"):
@@ -237,7 +238,7 @@ def markdown(doc: dict) -> str:
 STYLE = """body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;color:#222}
 table{border-collapse:collapse;margin:.6em 0}td,th{border:1px solid #ccc;padding:3px 7px;font-size:13px;text-align:left;vertical-align:top}
 th{background:#f3f3f3}.meta{color:#555;font-size:13px}h2{margin-top:1.8em}.figs{display:flex;flex-wrap:wrap;gap:8px}
-.figs img{max-width:49%}.red{background:#fde2e2}.ok{background:#e6f4e6}.na{background:#eee}details{margin:.3em 0}"""
+.figs img{max-width:49%}.red{background:#fde2e2}.ok{background:#e6f4e6}.na{background:#eee}.undecided{background:#fff3c4}details{margin:.3em 0}"""
 
 
 def html_table(header: list[str], rows: list[list[str]]) -> str:
@@ -247,7 +248,8 @@ def html_table(header: list[str], rows: list[list[str]]) -> str:
         low = str(c).lower()
         cls = " class='red'" if low.startswith(("fails ", "fails", "holds unexpectedly", "control failed", "error")) \
             and not low.startswith("fails as expected") else " class='ok'" if low.startswith("holds") else \
-            " class='na'" if low.startswith(("not informative", "fails as expected")) else ""
+            " class='na'" if low.startswith(("not informative", "fails as expected")) else \
+            " class='undecided'" if low.startswith("inconclusive") else ""
         return f"<td{cls}>{text}</td>"
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
     return f"<table><tr>{head}</tr>" + "".join("<tr>" + "".join(td(c) for c in row) + "</tr>" for row in rows) + "</table>"

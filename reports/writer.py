@@ -24,7 +24,7 @@ from models.cache import atomic_write_text, publish_mode
 from reports import baseline, benchmarks, history, render
 from reports.records import RED
 
-SCHEMA = "latent-claims/results/2"  # documented key by key in reports/SCHEMA.md
+SCHEMA = "latent-claims/results/3"  # documented key by key in reports/SCHEMA.md
 REPO = Path(__file__).resolve().parent.parent
 STARTED = time.perf_counter()
 
@@ -49,6 +49,7 @@ def replay_command(settings) -> str:
     placement += f" --ledger {settings.ledger}" if settings.ledger.resolve() != LEDGER.resolve() else ""
     placement += f" --prompts {settings.prompts[0]}x{settings.prompts[1]}"
     placement += f" --source-scale {'on' if settings.source_scale else 'off'}"
+    placement += " --inconclusive fail" if settings.inconclusive_fails else ""
     return (f"pytest claims -m gpu --zoo {settings.zoo} --device {device}{placement} --dtype {settings.dtype_name} "
             f"--seed {settings.seed}{corpus}{models}")
 
@@ -69,6 +70,33 @@ def _versions() -> dict[str, str]:
         except PackageNotFoundError:
             out[name] = "absent"
     return out
+
+
+LOCK = REPO / "requirements.lock"
+
+
+def lock_differences(lock: Path = LOCK) -> list[str]:
+    """Installed versions that differ from the lock, e.g. ["transformers 5.25.0, lock 5.24.0"]: a changed number
+    can then be traced to a changed library. Packages the lock pins but this environment lacks are named as
+    "absent"; packages it does not pin are not compared. An empty list where the lock file is missing (the suite
+    used outside its checkout) or everything matches.
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    if not lock.is_file():
+        return []
+    differ = []
+    for line in lock.read_text().splitlines():
+        name, sep, locked = line.split(" ")[0].partition("==")
+        if not sep or line.startswith(("#", " ")):
+            continue
+        try:
+            installed = version(name)
+        except PackageNotFoundError:
+            installed = "absent"
+        if installed != locked:
+            differ.append(f"{name} {installed}, lock {locked}")
+    return differ
 
 
 def gpu_peak_mib(settings) -> float:
@@ -132,6 +160,7 @@ def results(settings, records: list[dict], models: dict, exitstatus: int, peak_r
         "source_scale": settings.source_scale,
         "corpus": _corpus(settings),
         "versions": _versions(),
+        "versions_off_lock": lock_differences(),
         "git": git_revision(),
         "device": _device(settings, gpu_peak),
         "wall_seconds": round(time.perf_counter() - STARTED, 1),
@@ -201,7 +230,7 @@ def summarize(terminal, records: list[dict], folder: Path | None) -> None:
         stat = f"{head['value']:.4g} [{head['ci_low']:.4g}, {head['ci_high']:.4g}] ({head['name']})" if head else ""
         line = f"{r['claim']:6} {render.label(r):30} {r['outcome']:18} {stat} — {render.test_name(r)}"
         terminal.write_line(line, red=r["outcome"] in RED, bold=r["outcome"] in RED)
-        if r["outcome"] in RED or r["outcome"] == "not informative":
+        if r["outcome"] in RED or r["outcome"] in ("not informative", "inconclusive"):
             terminal.write_line(f"       {r['message'][:300]}")
     if folder:
         terminal.write_line(f"report: {folder}/report.html (results.json, report.md beside it)")

@@ -34,14 +34,16 @@ CASES = textwrap.dedent('''
     @pytest.mark.claim("S4.1", version=1)
     @pytest.mark.models("reference")
     @pytest.mark.parametrize("case", ["holds", "fails", "listed-fails", "listed-holds", "listed-crash",
-                                      "listed-control", "not-informative", "nan"])
+                                      "listed-control", "not-informative", "nan", "straddles", "listed-straddles",
+                                      "straddling-control"])
     def test_case(model_name, case, claim):
         if case == "listed-crash":
             raise RuntimeError("Expected all tensors to be on the same device")
         if case == "not-informative":
             claim.not_informative("an identity here")
-        value = {"holds": 1.0, "listed-holds": 1.0, "listed-control": 1.0, "nan": float("nan")}.get(case, -1.0)
-        control = -1.0 if case == "listed-control" else 1.0
+        value = {"holds": 1.0, "listed-holds": 1.0, "listed-control": 1.0, "nan": float("nan"), "straddles": 0.05,
+                 "listed-straddles": 0.05, "straddling-control": 0.05}.get(case, -1.0)
+        control = {"listed-control": -1.0, "straddling-control": 0.05}.get(case, 1.0)
         claim.record([check(value), check(control, role="control")])
 ''')
 
@@ -61,7 +63,8 @@ def cases(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("plugin-cases")
     (folder / "test_cases.py").write_text(CASES)
     mark = fingerprint(resolve("ref-gpt2-small"), load_corpus(None), 0)
-    (folder / "ledger.toml").write_text(ledger_for(mark, ["listed-fails", "listed-holds", "listed-crash", "listed-control"]))
+    (folder / "ledger.toml").write_text(ledger_for(mark, ["listed-fails", "listed-holds", "listed-crash", "listed-control",
+                                                          "listed-straddles"]))
     return folder
 
 
@@ -84,11 +87,27 @@ def test_every_outcome_and_only_the_claims_own_failure_is_absorbed_by_the_ledger
         "listed-control": "control failed",  # a failed control is red, ledger or not
         "not-informative": "not informative",
         "nan": "error",
+        "straddles": "inconclusive",  # 0.05 [-0.05, 0.15] against > 0: undecided, not a failure
+        "listed-straddles": "inconclusive",  # the ledger's xfail does not absorb it, and it is not red
+        "straddling-control": "control failed",  # a control must clear its threshold: a straddle fails it
     }, done.stdout[-3000:]
     assert done.returncode == 1
-    assert "5 failed, 1 passed, 1 skipped, 1 xfailed" in done.stdout
+    assert "6 failed, 1 passed, 3 skipped, 1 xfailed" in done.stdout
+    check = records["straddles"]["checks"][0]
+    assert check["status"] == "inconclusive" and check["sample_factor"] == pytest.approx(4.0)  # (0.1 / 0.05)²
+    assert "about 4× the sample would decide it" in records["straddles"]["message"]
+    assert records["fails"]["checks"][0]["status"] == "failed" and records["fails"]["checks"][0]["sample_factor"] is None
     assert "same device" in records["listed-crash"]["message"]
     assert "latent-claims outcomes" in done.stdout and "holds unexpectedly" in done.stdout
+
+
+def test_inconclusive_fail_makes_an_inconclusive_claim_red(cases, tmp_path):
+    done = pytest_run("test_cases.py", "--model", "ref-gpt2-small", "-k", "straddles and not listed", "--inconclusive",
+                      "fail", "--report-dir", str(tmp_path), "-p", "no:cacheprovider", "-q", cwd=cases)
+    records = json.loads((tmp_path / "latest" / "results.json").read_text())["records"]
+    assert [r["outcome"] for r in records] == ["inconclusive"] and done.returncode == 1, done.stdout[-2000:]
+    assert "1 failed" in done.stdout and "--inconclusive fail" in json.loads(
+        (tmp_path / "latest" / "results.json").read_text())["replay"]
 
 
 def test_xdist_gives_the_serial_records(cases):
@@ -104,14 +123,14 @@ def test_an_unstable_ledger_entry_expects_either_verdict_but_still_no_failed_con
     from models.zoo import fingerprint, resolve
 
     mark = fingerprint(resolve("ref-gpt2-small"), load_corpus(None), 0)
-    (cases / "unstable-ledger.toml").write_text(ledger_for(mark, ["listed-fails", "listed-holds", "listed-control"],
-                                                           unstable=True))
+    (cases / "unstable-ledger.toml").write_text(ledger_for(mark, ["listed-fails", "listed-holds", "listed-control",
+                                                                  "listed-straddles"], unstable=True))
     done = pytest_run("test_cases.py", "--model", "ref-gpt2-small", "--ledger", "unstable-ledger.toml", "-k", "listed",
                       "--report-dir", str(tmp_path), "-p", "no:cacheprovider", "-q", cwd=cases)
     records = {r["params"]["case"]: r for r in json.loads((tmp_path / "latest" / "results.json").read_text())["records"]}
     assert {case: r["outcome"] for case, r in records.items()} == {
         "listed-fails": "fails as expected", "listed-holds": "holds", "listed-control": "control failed",
-        "listed-crash": "error"}, done.stdout[-3000:]
+        "listed-crash": "error", "listed-straddles": "inconclusive"}, done.stdout[-3000:]
     assert {r["expected"] for r in records.values() if r["params"]["case"] != "listed-crash"} == {"either"}
     assert "differs between builds" in records["listed-holds"]["expected_reason"]
     assert done.returncode == 1 and "2 failed" in done.stdout  # the control and the crash

@@ -133,3 +133,23 @@ def test_a_file_that_is_not_results_json_is_refused(tmp_path):
     path.write_text("[]")
     with pytest.raises(ValueError, match="not a latent-claims results.json"):
         compare(path, [])
+
+
+@pytest.mark.parametrize("comparison, low, value, high, role, status", [
+    (">", 0.1, 0.2, 0.3, "claim", "passed"),
+    (">", -0.3, -0.2, -0.1, "claim", "failed"),
+    (">", -0.1, 0.05, 0.2, "claim", "inconclusive"),  # the interval contains the threshold 0
+    (">", -0.1, -0.05, 0.2, "claim", "inconclusive"),  # also with the point estimate on the failing side
+    (">", 0.0, 0.0, 0.0, "claim", "failed"),  # exact and equal: not > 0, and never inconclusive
+    ("<", -0.3, -0.2, -0.1, "claim", "passed"),
+    ("<", 0.1, 0.2, 0.3, "claim", "failed"),
+    ("<", -0.1, 0.05, 0.2, "claim", "inconclusive"),
+    (">", -0.1, 0.05, 0.2, "control", "failed"),  # a control must clear its threshold
+])
+def test_a_check_is_passed_failed_or_inconclusive_by_where_its_interval_lies(comparison, low, value, high, role,
+                                                                             status):
+    from reports.records import Check
+
+    check = Check("s", value, low, high, "u", comparison, 0.0, "d", role)
+    assert check.status == status
+    assert (check.sample_factor is None) == (status != "inconclusive")

@@ -32,7 +32,7 @@ from latent_instruments.similar_strings import combine, normalised, similar_stri
 from latent_instruments.strings import StringTable, SuffixMatcher
 from models.capture import run_with_cache
 from models.string_outputs import string_directions
-from models.zoo import fingerprint, resolve
+from models.zoo import resolve
 
 TEXT_CHARS = 1_115_394  # S4's corpus, TinyShakespeare, is 1,115,394 characters: as many from our training split
 STRING_LENGTH = 10  # S4: 10-character strings and prompts
@@ -182,7 +182,7 @@ def measure(pool, group_name: str, corpus, seed: int) -> Approximation:
     tokenizer = main.tokenizer
     text_ids = np.asarray(tokenizer.encode(corpus.train[:TEXT_CHARS]), dtype=np.int64)
     table = StringTable.of(text_ids, STRING_LENGTH, tokenizer.vocab_size)
-    directions = string_directions(main, fingerprint(main.entry, corpus, seed), table)
+    directions = string_directions(main, main.weights_sha256, table)
     n_blocks = directions.shape[0]
     n_prompts = N_PROMPTS[group_name.split("-")[0]]
     out = Approximation(main.name, list(entry.members[1:]), len(table), n_blocks, n_prompts,

@@ -1,0 +1,106 @@
+"""What was tested: the sha256 of a model's weights, and the facts of the build that ran it.
+
+A zoo name and its fingerprint (``models.zoo.fingerprint``) name a recipe; two trainings of one recipe on
+different CPUs (AVX2 against AVX-512 kernels) give different weights under the same name. The weights digest
+names the weights themselves: results.json records it for every model, baselines compare it, and caches
+derived from weights (S4.6's string outputs) are keyed by it.
+
+- A model loaded from a folder: sha256 over its weight files (``*.safetensors``, ``*.bin``) in file-name
+  order, the bytes of one file after the other. It is computed once and kept beside the files in
+  ``.latent-claims-weights.json`` with each file's size and modification time, so later runs read it back
+  (a file changed since is hashed again).
+- A model built from a seed (a random-init reference, an untrained twin): sha256 over its state dict, tensor by
+  tensor in name order (name, dtype, shape, then the raw bytes), on the CPU.
+"""
+
+import hashlib
+import json
+import platform
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from models.cache import atomic_write_text
+
+SIDECAR = ".latent-claims-weights.json"  # beside the weight files: {"files": {name: [size, mtime_ns]}, "sha256": hex}
+WEIGHT_PATTERNS = ("*.safetensors", "*.bin")
+
+
+def weight_files(folder: Path) -> list[Path]:
+    """A folder's weight files in file-name order (what :func:`folder_sha256` hashes)."""
+    return sorted({p for pattern in WEIGHT_PATTERNS for p in folder.glob(pattern)}, key=lambda p: p.name)
+
+
+def _stamp(files: list[Path]) -> dict[str, list[int]]:
+    return {p.name: [p.stat().st_size, p.stat().st_mtime_ns] for p in files}
+
+
+def folder_sha256(folder: Path) -> str:
+    """sha256 (hex, 64 characters) over a folder's weight files, read back from the sidecar where it is current.
+
+    The sidecar is written atomically where the folder is writable; where it is not, the digest is computed
+    and not kept (read-only folders cost the hashing on every run, about a second per GB).
+
+    Raises:
+        FileNotFoundError: if the folder holds no ``*.safetensors`` or ``*.bin`` file.
+    """
+    files = weight_files(folder)
+    if not files:
+        raise FileNotFoundError(f"{folder}: no *.safetensors or *.bin weight files to hash")
+    stamp, sidecar = _stamp(files), folder / SIDECAR
+    try:
+        kept = json.loads(sidecar.read_text())
+        if kept.get("files") == stamp and len(kept.get("sha256", "")) == 64:
+            return kept["sha256"]
+    except (OSError, ValueError, AttributeError):
+        pass
+    digest = hashlib.sha256()
+    for path in files:
+        with path.open("rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 24), b""):
+                digest.update(chunk)
+    try:
+        atomic_write_text(sidecar, json.dumps({"files": stamp, "sha256": digest.hexdigest()}, indent=1))
+    except OSError:
+        pass  # a read-only folder: the digest is still right, only not kept
+    return digest.hexdigest()
+
+
+def state_dict_sha256(model: nn.Module) -> str:
+    """sha256 (hex) over a model's state dict: for each tensor in name order, its name, dtype and shape, then
+    its bytes (on the CPU, contiguous). Meta tensors (weights offloaded by accelerate) hash as their shape only.
+    """
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
+        if tensor.device.type != "meta":
+            digest.update(tensor.detach().to("cpu").contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def build_facts(device: torch.device | str, dtype: torch.dtype) -> dict[str, str]:
+    """The facts that make two runs of the same weights give different numbers.
+
+    Returns:
+        {"torch": version, "device": e.g. "cpu" or "cuda:0", "dtype": e.g. "float32", and "cpu": the CPU model
+        with the vector extension torch's kernels use (``torch.backends.cpu.get_cpu_capability()``: "AVX2",
+        "AVX512", ...), or "gpu": the GPU's name on CUDA}.
+    """
+    device = torch.device(device)
+    facts = {"torch": torch.__version__, "device": str(device), "dtype": str(dtype).removeprefix("torch.")}
+    if device.type == "cuda":
+        facts["gpu"] = torch.cuda.get_device_name(device)
+    else:
+        facts["cpu"] = f"{_cpu_model()} ({torch.backends.cpu.get_cpu_capability()})"
+    return facts
