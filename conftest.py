@@ -9,6 +9,7 @@ controller, which alone writes the report (``reports.writer``).
 import functools
 import json
 import os
+import subprocess
 
 import pytest
 
@@ -19,7 +20,9 @@ import torch  # noqa: E402
 
 from fixtures import recording  # noqa: E402
 from fixtures.catalogue import ClaimMarker, catalogue_json, load_catalogue  # noqa: E402
+from fixtures.crashes import crash_record  # noqa: E402
 from fixtures.ledger import find as ledger_entry, load_ledger  # noqa: E402
+from fixtures.memory import PeakMemory  # noqa: E402
 from fixtures.scheduling import by_model_scheduler  # noqa: E402
 from fixtures.signals import writing_report  # noqa: E402
 from fixtures.settings import Settings, add_options, resolve_settings  # noqa: E402
@@ -59,6 +62,11 @@ def pytest_configure(config: pytest.Config) -> None:
     unknown = [c for c in config.getoption("lc_claims") or () if c not in load_catalogue().claims]
     if unknown:
         raise pytest.UsageError(f"--claim {' '.join(unknown)}: not in claims/catalogue.toml; ids run S0.1 … S4.10")
+    dist = getattr(config.option, "dist", "no")
+    if getattr(config.option, "numprocesses", None) and dist not in ("load", "no"):
+        raise pytest.UsageError(f"--dist {dist}: the suite schedules by model (all tests of one model on one worker, "
+                                "so each model is loaded once and every record is made as in a serial run); leave "
+                                "--dist out or write --dist load with -n N")
     config.stash[SETTINGS_KEY] = settings
     config.stash[RECORDS_KEY] = []
     config.pluginmanager.register(Collector(config), "latent-claims-collector")
@@ -144,7 +152,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Check every claim marker; apply the ledger as xfails bound to model fingerprints (strict unless unstable)."""
+    """Check every claim marker; apply the ledger as strict xfails bound to model fingerprints."""
     settings = config.stash[SETTINGS_KEY]
     try:
         ledger = load_ledger(settings.ledger)
@@ -188,8 +196,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 f"this run's {model} is {fingerprint_of(model)}: the entry does not apply"))
             continue
         item.stash[EXPECTATION_KEY] = found
-        # strict: a listed claim that starts holding is red; an entry measured to differ between builds is not
-        item.add_marker(pytest.mark.xfail(strict=not found.unstable, raises=ClaimDoesNotHold, reason=found.reason))
+        # strict: a listed claim that starts holding is red; only the claim's own check failing is absorbed
+        item.add_marker(pytest.mark.xfail(strict=True, raises=ClaimDoesNotHold, reason=found.reason))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -242,8 +250,10 @@ class Collector:
     def __init__(self, config: pytest.Config):
         self.config = config
         self.models: dict[str, dict] = {}
-        self.peak_rss_mib = 0.0
+        self.peak_rss_mib = 0.0  # the largest one process's own peak (a floor under the sampled sum)
         self.gpu_peak_mib = 0.0
+        self.exit_status: dict[str, int | None] = {}  # xdist worker id -> its exit status, once it went down
+        self.memory = None if hasattr(config, "workerinput") else PeakMemory().start()  # the controller samples all
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         records = self.config.stash[RECORDS_KEY]
@@ -253,9 +263,20 @@ class Collector:
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error) -> None:
         out = getattr(node, "workeroutput", {})
+        self.exit_status[node.gateway.id] = _exit_status(node) if error else None
         self.models.update(json.loads(out.get("latent_claims_models", "{}")))
         self.peak_rss_mib = max(self.peak_rss_mib, out.get("latent_claims_peak_rss_mib", 0.0))
         self.gpu_peak_mib = max(self.gpu_peak_mib, out.get("latent_claims_gpu_peak_mib", 0.0))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched) -> None:
+        """A worker died while running ``crashitem``: give a claim test its ``error`` record (``fixtures.crashes``)."""
+        worker = report.node.gateway.id
+        s = self.config.stash[SETTINGS_KEY]
+        rec = crash_record(crashitem, self.config.rootpath, list(s.models or default_names(s.zoo)), worker, self.exit_status.get(worker),
+                           load_ledger(s.ledger))
+        if rec is not None:
+            report.user_properties.append((recording.RECORD_PROPERTY, json.dumps(rec, default=float)))
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """Workers hand their model facts to the controller; the controller (or a serial run) writes the report."""
@@ -263,6 +284,9 @@ class Collector:
         if pool is not None:
             self.models.update(pool.describe())
         self.peak_rss_mib = max(self.peak_rss_mib, writer.peak_rss_mib())
+        if self.memory is not None:
+            self.memory.stop()
+            self.peak_rss_mib = self.memory.peak_mib(self.peak_rss_mib)
         self.gpu_peak_mib = max(self.gpu_peak_mib, writer.gpu_peak_mib(stash[SETTINGS_KEY]))
         if hasattr(self.config, "workerinput"):
             self.config.workeroutput["latent_claims_models"] = json.dumps(self.models)
@@ -274,6 +298,18 @@ class Collector:
                 stash[REPORT_KEY] = writer.write_run(stash[SETTINGS_KEY], stash[RECORDS_KEY], models,
                                                      int(exitstatus), self.peak_rss_mib, catalogue_json(),
                                                      self.gpu_peak_mib)
+
+
+def _exit_status(node) -> int | None:
+    """The exit status of a pytest-xdist worker that went down (negative: the signal), None if unknown.
+
+    execnet keeps the worker's ``subprocess.Popen`` on the gateway's IO object; a worker on another host has none.
+    The process may not be reaped yet when its connection drops, hence the short wait.
+    """
+    try:
+        return node.gateway._io.popen.wait(timeout=5)
+    except (AttributeError, subprocess.TimeoutExpired):
+        return None
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

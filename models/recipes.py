@@ -131,3 +131,14 @@ PREPARED: dict[str, tuple[Recipe, ...]] = {
     p: tuple(dict.fromkeys((*PROFILES[p], *(r for k in ("siblings", "ladder", "mixer") for r in GROUP_RECIPES[k][p]))))
     for p in PROFILES
 }
+
+
+def seed_builds(profile: str) -> dict[str, str]:
+    """The prepared trainings of a profile's trained models at other seeds: {sibling name: model name}, e.g.
+    {"tiny-w96-seed1442": "tiny-w96", ..., "tiny-w192-seed1442": "tiny-w192"}.
+
+    They run every claim their model runs, as subjects of their own, so that the report can say on how many
+    builds of a recipe a verdict holds (the variation between trainings, beside the prompt bootstrap).
+    """
+    return {r.name: m.name for m in PROFILES[profile] for r in PREPARED[profile]
+            if r.name != m.name and replace(r, name=m.name, seed=m.seed) == m}

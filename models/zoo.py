@@ -36,7 +36,7 @@ from models.adapters import Adapter, adapter_for
 from models.corpus import Corpus
 from models.identity import folder_sha256, state_dict_sha256
 from models.errors import ModelLoadError  # defined there (the trainer raises it too); import it from here
-from models.recipes import GROUP_RECIPES, PROFILES, Recipe
+from models.recipes import GROUP_RECIPES, PROFILES, Recipe, seed_builds
 from models.tokenization import HFTokenizer, hf_tokenizer_files, tokenizer_from_json, train_bpe
 from models.trainer import checkpoint_dir, train, unreadable_safetensors
 
@@ -194,9 +194,12 @@ def seed_siblings(name: str) -> tuple[str, ...]:
 
 
 def default_names(profile: str) -> list[str]:
-    """The zoo of a profile: its trained ladder, their twins, the references and the profile's groups."""
+    """The zoo of a profile: its trained models, their seed siblings (``models.recipes.seed_builds``: other
+    trainings of the same recipe, for the builds-agree table), the trained models' twins, the references and the
+    profile's groups."""
     trained = [r.name for r in PROFILES[profile]]
-    return trained + [t + TWIN_SUFFIX for t in trained] + list(REFERENCES) + [f"{profile}-{k}" for k in GROUP_KINDS]
+    return (trained + list(seed_builds(profile)) + [t + TWIN_SUFFIX for t in trained] + list(REFERENCES)
+            + [f"{profile}-{k}" for k in GROUP_KINDS])
 
 
 def fingerprint(entry: ZooEntry, corpus: Corpus, seed: int) -> str:

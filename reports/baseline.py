@@ -1,48 +1,144 @@
-"""Comparison of a run with an earlier results.json (``--baseline PATH``)."""
+"""Comparison of a run with an earlier results.json (``--baseline PATH``, ``--baseline-map OLD=NEW``).
+
+Records are paired by (claim, model, test). After a model upgrade the new checkpoint usually has a new name (a new
+folder): ``--baseline-map OLD_NAME=NEW_NAME`` pairs the old model's records with the new model's, its name
+replaced in the test id too. Each pair of models is described by both weight digests, and a model whose name is
+the same but whose weights are not is flagged on its own ("retrained in place").
+
+Changes are sorted by what caused them:
+
+- ``measured_changes``: a claim check's status (passed / failed / inconclusive) changed: the weights, the library
+  or the machine now give another measurement.
+- ``ledger_changes``: the outcome changed but every claim check's status is the same: only the ledger's
+  expectation changed (e.g. "fails" became "fails as expected").
+- ``method_changed``: the claim test's procedure version changed: its numbers are not compared.
+- ``moved``: a statistic changed by more than the two runs' interval half-widths together.
+
+A baseline made with another seed, prompt batch, dtype, zoo or corpus is compared all the same, but
+``differences`` names what differs and the report says so first.
+"""
 
 import json
+import re
 from pathlib import Path
 
+FACTS = {"seed": "--seed", "prompts": "--prompts", "zoo": "--zoo", "corpus": "--corpus", "dtype": "--dtype",
+         "source_scale": "--source-scale"}
 
-def _index(records: list[dict]) -> dict[tuple, dict]:
-    return {(r["claim"], r["model"], r["test"]): r for r in records}
+
+def parse_map(pairs: list[str]) -> dict[str, str]:
+    """``["OLD=NEW", ...]`` as {old: new}.
+
+    Raises:
+        ValueError: for an item without "=" or with an empty side, or an old name mapped twice.
+    """
+    out: dict[str, str] = {}
+    for pair in pairs:
+        old, sep, new = pair.partition("=")
+        if not sep or not old or not new:
+            raise ValueError(f"--baseline-map {pair!r}: write OLD_NAME=NEW_NAME (the model's name in the baseline, "
+                             "then in this run)")
+        if old in out:
+            raise ValueError(f"--baseline-map names {old!r} twice")
+        out[old] = new
+    return out
 
 
-def compare(baseline_path: Path, records: list[dict]) -> dict:
+def _renamed(test: str, old: str, new: str) -> str:
+    """A test id with the model's name replaced in its parameter part (``[OLD]``, ``[OLD-x]``, ``[x-OLD]``,
+    ``[x-OLD-y]``, as ``fixtures.scheduling.model_of`` finds it); unchanged where the name is not there."""
+    head, sep, params = test.partition("[")
+    if not sep or not params.endswith("]"):
+        return test
+    body = params[:-1]
+    if body == old:
+        body = new
+    elif body.startswith(f"{old}-"):
+        body = new + body[len(old):]
+    elif body.endswith(f"-{old}"):
+        body = body[:-len(old)] + new
+    elif f"-{old}-" in body:
+        body = body.replace(f"-{old}-", f"-{new}-", 1)
+    else:
+        return test
+    return f"{head}[{body}]"
+
+
+def _statuses(record: dict) -> dict[str, str]:
+    """The claim checks' statuses by name (results.json schema 3 on: ``status``; before: from ``passed``)."""
+    return {c["name"]: c.get("status") or ("passed" if c.get("passed") else "failed")
+            for c in record.get("checks") or [] if c.get("role", "claim") == "claim"}
+
+
+def _facts(doc: dict) -> dict:
+    device = doc.get("device") or {}
+    return {"seed": doc.get("seed"), "prompts": doc.get("prompts"), "zoo": doc.get("zoo"),
+            "corpus": (doc.get("corpus") or {}).get("sha256") if isinstance(doc.get("corpus"), dict) else doc.get("corpus"),
+            "dtype": device.get("dtype"), "source_scale": doc.get("source_scale")}
+
+
+def compare(baseline_path: Path, records: list[dict], models: dict | None = None, facts: dict | None = None,
+            mapping: dict[str, str] | None = None) -> dict:
     """What changed since the baseline run.
-
-    A statistic "moved beyond its tolerance" when the change in value exceeds
-    the sum of the two runs' interval half-widths (so exact statistics, whose
-    interval is a point, flag any change). Where a claim test's procedure
-    version changed, its numbers are not compared: the method changed.
 
     Args:
         baseline_path: an earlier run's results.json.
         records: this run's records, as in results.json.
+        models: this run's ``models`` (name -> facts with ``weights_sha256``), or None.
+        facts: this run's document (its seed, prompts, zoo, corpus, device), or None not to compare them.
+        mapping: {old model name: new model name} (``--baseline-map``); unmapped names pair with themselves.
     Returns:
-        {"baseline": path, "baseline_run_id", "verdict_changes": [...] (outcome changes),
-         "method_changed": [...], "moved": [...], "new": [...], "missing": [...]}
+        {"baseline", "baseline_run_id", "differences": [...], "models": [{old, new, old_weights_sha256,
+         new_weights_sha256, same_weights}], "retrained_in_place": [...], "measured_changes": [...],
+         "ledger_changes": [...], "verdict_changes": [...] (every outcome change), "method_changed": [...],
+         "moved": [...], "new": [...], "missing": [...]}.
     Raises:
         ValueError: if the file is not a latent-claims results.json.
     """
+    mapping = mapping or {}
     try:
         old = json.loads(Path(baseline_path).read_text(encoding="utf-8"))
-        old_records = _index(old["records"])
+        old_records = {}
+        for r in old["records"]:
+            model = mapping.get(r["model"], r["model"])
+            test = _renamed(r["test"], r["model"], model) if model != r["model"] else r["test"]
+            old_records[(r["claim"], model, test)] = r
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise ValueError(f"--baseline {baseline_path} is not a latent-claims results.json ({err})") from None
-    new_records = _index(records)
-    out = {"baseline": str(baseline_path), "baseline_run_id": old.get("run_id"), "verdict_changes": [],
+    new_records = {(r["claim"], r["model"], r["test"]): r for r in records}
+    out = {"baseline": str(baseline_path), "baseline_run_id": old.get("run_id"), "differences": [], "models": [],
+           "retrained_in_place": [], "measured_changes": [], "ledger_changes": [], "verdict_changes": [],
            "method_changed": [], "moved": [], "new": sorted(k[2] for k in new_records.keys() - old_records.keys()),
            "missing": sorted(k[2] for k in old_records.keys() - new_records.keys())}
+    if facts is not None:
+        was, now = _facts(old), _facts(facts)
+        out["differences"] = [f"{FACTS[k]}: {was[k]!r} in the baseline, {now[k]!r} here" for k in FACTS
+                              if was[k] != now[k]]
+    old_models, models = old.get("models") or {}, models or {}
+    for was_name, now_name in sorted((o, mapping.get(o, o)) for o in old_models if mapping.get(o, o) in models):
+        a = (old_models.get(was_name) or {}).get("weights_sha256")
+        b = (models.get(now_name) or {}).get("weights_sha256")
+        pair = {"old": was_name, "new": now_name, "old_weights_sha256": a, "new_weights_sha256": b,
+                "same_weights": None if not (a and b) else a == b}
+        out["models"].append(pair)
+        if was_name == now_name and pair["same_weights"] is False:
+            out["retrained_in_place"].append(pair)
     for key in sorted(new_records.keys() & old_records.keys()):
         new, was = new_records[key], old_records[key]
+        where = {"claim": key[0], "model": key[1], "test": key[2]}
         if new.get("outcome") != was.get("outcome"):
-            out["verdict_changes"].append({"claim": key[0], "model": key[1], "test": key[2],
-                                           "was": was.get("outcome"), "now": new.get("outcome")})
+            change = {**where, "was": was.get("outcome"), "now": new.get("outcome")}
+            out["verdict_changes"].append(change)
         if new.get("version") != was.get("version"):
-            out["method_changed"].append({"claim": key[0], "model": key[1], "test": key[2],
-                                          "was": was.get("version"), "now": new.get("version")})
+            out["method_changed"].append({**where, "was": was.get("version"), "now": new.get("version")})
             continue
+        before, after = _statuses(was), _statuses(new)
+        if before != after:
+            out["measured_changes"].append({**where, "was": before, "now": after,
+                                            "outcome_was": was.get("outcome"), "outcome_now": new.get("outcome")})
+        elif new.get("outcome") != was.get("outcome"):
+            out["ledger_changes"].append({**where, "was": was.get("outcome"), "now": new.get("outcome"),
+                                          "expected_was": was.get("expected"), "expected_now": new.get("expected")})
         old_checks = {c["name"]: c for c in was["checks"]}
         for check in new["checks"]:
             prior = old_checks.get(check["name"])

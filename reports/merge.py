@@ -23,7 +23,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from models.recipes import PROFILES, seed_builds
 from reports import render, writer
+from reports.records import builds_agree
 
 DIRTY = "+dirty"
 RECORD_KEY = ("claim", "model", "test")
@@ -159,6 +161,9 @@ def _merge_baselines(runs: list[Run], records: list[dict]) -> dict | None:
         return [item for c in cmps for item in c.get(key) or []]
 
     return {"baseline": joined("baseline"), "baseline_run_id": joined("baseline_run_id"),
+            "differences": list(dict.fromkeys(concat("differences"))), "models": concat("models"),
+            "retrained_in_place": concat("retrained_in_place"), "measured_changes": concat("measured_changes"),
+            "ledger_changes": concat("ledger_changes"),
             "verdict_changes": concat("verdict_changes"), "method_changed": concat("method_changed"),
             "moved": concat("moved"), "new": list(dict.fromkeys(concat("new"))),
             # a test one shard did not run may have run in another shard
@@ -229,6 +234,7 @@ def merge_runs(runs: list[Run]) -> Merged:
         "models": models,
         "catalogue": catalogue,
         "records": writer.sort_records(records),
+        "builds_agree": builds_agree(records, seed_builds(first["zoo"]) if first.get("zoo") in PROFILES else {}),
         "baseline": _merge_baselines(runs, records),
         "benchmarks": next((r.doc["benchmarks"] for r in runs if r.doc.get("benchmarks")), None),
         "merged_from": [r.doc.get("run_id") for r in runs],

@@ -113,9 +113,10 @@ class ClaimRecord:
             measured and what this scaled form tests instead; shown next to the verdict. "" otherwise.
         details: further numbers shown in the report as tables (per layer, per block, per rung).
         plot: data for the report's figure (``reports.plots``), or None.
-        expected: "holds"; "fails" where the ledger expects the claim to fail on this model; "either" where
-            the ledger lists it as differing between builds of the model (``unstable``).
+        expected: "holds"; "fails" where the ledger expects the claim to fail on this model.
         expected_reason: the ledger's reason.
+        ledger_weights_sha256: the weights digest the ledger entry was measured on ("" without an entry, or
+            where the entry does not record it).
         outcome: one of ``OUTCOMES``; set when the test ends (see ``fixtures.verdicts``).
         message: why, for every outcome but "holds": the failed checks, the skip reason or the error.
     """
@@ -134,6 +135,7 @@ class ClaimRecord:
     outcome: str = ""
     message: str = ""
     scaled: str = ""
+    ledger_weights_sha256: str = ""
 
     def failed(self, role: str) -> list[Check]:
         """The checks of ``role`` ("claim" or "control") that failed: for a claim check, decisively (its whole
@@ -162,3 +164,58 @@ class ClaimRecord:
         out["headline"] = None if head is None else {"name": head.name, "value": head.value, "ci_low": head.ci_low,
                                                      "ci_high": head.ci_high, "unit": head.unit, "margin": head.margin}
         return out
+
+
+def ledger_build(record: dict, models: dict) -> str | None:
+    """For a record the ledger expects to fail: "same build" where the entry was measured on the weights this run
+    tested, "another build" where on other weights of the same fingerprint (the entry still applies), "not
+    recorded" where the entry names no weights; None for a record without a ledger entry.
+
+    Args:
+        record: a record in results.json form.
+        models: results.json's ``models`` (name -> facts with ``weights_sha256``).
+    """
+    if record.get("expected") != "fails":
+        return None
+    measured = record.get("ledger_weights_sha256") or ""
+    tested = (models.get(record.get("model"), {}) or {}).get("weights_sha256") or ""
+    if not measured or not tested:
+        return "not recorded"
+    return "same build" if measured == tested else "another build"
+
+
+def builds_agree(records: list[dict], siblings: dict[str, str]) -> list[dict]:
+    """Per claim test, the outcomes on every build of a recipe: the model and its seed siblings.
+
+    Args:
+        records: the run's records (results.json form).
+        siblings: {sibling name: model name} (``models.recipes.seed_builds``).
+    Returns:
+        one row per (claim, test function, other parameters, recipe) with at least two builds run:
+        {"claim", "test", "params", "recipe", "builds": {name: outcome}, "summary": e.g.
+        "holds on 3 of 4 builds, inconclusive on 1"}; "fails as expected" counts as "fails".
+    """
+    rows: dict[tuple, dict] = {}
+    for r in records:
+        recipe = siblings.get(r["model"], r["model"])
+        if recipe not in siblings.values():
+            continue
+        test = r["test"].split("::")[-1].split("[")[0]
+        params = "-".join(r.get("params", {}).values())
+        row = rows.setdefault((r["claim"], test, params, recipe), {"claim": r["claim"], "test": test, "params": params,
+                                                                    "recipe": recipe, "builds": {}})
+        row["builds"][r["model"]] = r["outcome"]
+    out = []
+    for row in rows.values():
+        if len(row["builds"]) < 2:
+            continue
+        counts: dict[str, int] = {}
+        for outcome in row["builds"].values():
+            outcome = FAILS if outcome == FAILS_AS_EXPECTED else outcome
+            counts[outcome] = counts.get(outcome, 0) + 1
+        ranked = sorted(counts.items(), key=lambda kv: (-kv[1], OUTCOMES.index(kv[0])))
+        first, *rest = ranked
+        row["summary"] = ", ".join([f"{first[0]} on {first[1]} of {len(row['builds'])} builds",
+                                    *(f"{o} on {n}" for o, n in rest)])
+        out.append(row)
+    return out

@@ -102,6 +102,8 @@ def subject_rows(records: list[dict]) -> tuple[list[str], list[list[str]]]:
             note = f"scaled form: {r['scaled']} {note}".strip()
         if r["expected"] != "holds" and r["outcome"] != "fails as expected":
             note = f"{note} (ledger: {r['expected_reason']})".strip()
+        if r.get("ledger_build") == "another build":
+            note = f"{note} (ledger measured on another build)".strip()
         rows.append([label(r), test_name(r), r["outcome"], head.get("name", "—"), fmt(head.get("value")),
                      f"[{fmt(head.get('ci_low'))}, {fmt(head.get('ci_high'))}]" if head else "—",
                      f"{check['comparison']} {fmt(check['threshold'])}" if check else "—",
@@ -166,20 +168,55 @@ def header_lines(doc: dict) -> list[str]:
     return lines
 
 
+def _digest(value) -> str:
+    return str(value)[:12] if value else "not recorded"
+
+
+def _statuses(statuses: dict) -> str:
+    return ", ".join(f"{name}: {status}" for name, status in statuses.items()) or "no claim check"
+
+
 def baseline_lines(doc: dict) -> list[str]:
-    """What changed since the baseline run, most important first."""
+    """What changed since the baseline run, most important first: what makes the comparison unlike, which weights
+    were compared, then measured changes apart from changes of the ledger or the procedure."""
     cmp = doc["baseline"]
     lines = [f"Compared with {cmp['baseline']} (run {cmp['baseline_run_id']}):"]
-    lines += [f"- OUTCOME {c['claim']} on {c['model']}: {c['was']} → {c['now']} ({c['test']})" for c in cmp["verdict_changes"]]
+    lines += [f"- NOT LIKE FOR LIKE: {d}" for d in cmp.get("differences", [])]
+    lines += [f"- RETRAINED IN PLACE: {m['new']} has the same name but other weights (sha256 "
+              f"{_digest(m['old_weights_sha256'])} → {_digest(m['new_weights_sha256'])})"
+              for m in cmp.get("retrained_in_place", [])]
+    lines += [f"- compared {m['old']} (weights {_digest(m['old_weights_sha256'])}) with {m['new']} "
+              f"(weights {_digest(m['new_weights_sha256'])})" for m in cmp.get("models", [])
+              if m["old"] != m["new"]]
+    lines += [f"- MEASURED {c['claim']} on {c['model']}: {_statuses(c['was'])} → {_statuses(c['now'])} "
+              f"(outcome {c['outcome_was']} → {c['outcome_now']}; {c['test']})" for c in cmp.get("measured_changes", [])]
+    lines += [f"- ledger only: {c['claim']} on {c['model']}: {c['was']} → {c['now']}, the claim checks measured the "
+              f"same ({c['test']})" for c in cmp.get("ledger_changes", [])]
     lines += [f"- method changed: {c['claim']} on {c['model']}: version {c['was']} → {c['now']}, numbers not compared"
               for c in cmp.get("method_changed", [])]
     lines += [f"- moved: {m['claim']} on {m['model']}, {m['check']}: {num(m['was'], '.4g')} → {num(m['now'], '.4g')} "
               f"(tolerance {num(m['tolerance'])})"
               for m in cmp["moved"]]
     lines += [f"- new test: {t}" for t in cmp["new"]] + [f"- no longer run: {t}" for t in cmp["missing"]]
-    if len(lines) == 1:
+    if not any(line.startswith(("- MEASURED", "- ledger only", "- method", "- moved", "- new", "- no longer"))
+               for line in lines):
         lines.append("- no outcome changed and no statistic moved beyond its tolerance")
     return lines
+
+
+def builds_rows(doc: dict) -> tuple[list[str], list[list[str]]]:
+    """The builds-agree table: per claim test, how many trainings of one recipe (the model and its seed
+    siblings) give each outcome."""
+    header = ["claim", "test", "recipe", "builds agree", "outcome per build"]
+    rows = [[b["claim"], b["test"] + (f" [{b['params']}]" if b["params"] else ""), b["recipe"], b["summary"],
+             "; ".join(f"{name}: {outcome}" for name, outcome in b["builds"].items())]
+            for b in sorted(doc.get("builds_agree") or [], key=lambda b: (claim_order(b["claim"]), b["test"]))]
+    return header, rows
+
+
+BUILDS_NOTE = ("The same recipe trained at S4's other seeds (the seed siblings) is another set of weights: where "
+               "the builds disagree, a verdict follows the training run as much as the recipe. Each build keeps "
+               "its own verdict in the matrix.")
 
 
 def model_rows(doc: dict) -> tuple[list[str], list[list[str]]]:
@@ -219,6 +256,8 @@ def markdown(doc: dict) -> str:
         out += ["## Changes since the baseline", "", *baseline_lines(doc), ""]
     out += ["## Outcomes (claims × models; the claim check's statistic and 95 % interval)", "", md_table(*matrix(doc)), ""]
     out += ["## Coverage of the catalogue", "", md_table(*coverage(doc)), ""]
+    if doc.get("builds_agree"):
+        out += ["## Agreement between builds", "", BUILDS_NOTE, "", md_table(*builds_rows(doc)), ""]
     out += ["## Models", "", md_table(*model_rows(doc)), ""]
     for claim_id, entry, records in _claims(doc):
         out += [f"## {claim_id} — {entry.get('statement', '')}", "",
@@ -273,8 +312,11 @@ def to_html(doc: dict) -> str:
         parts += ["<h2>Changes since the baseline</h2><ul>",
                   *[f"<li>{esc(line.lstrip('- '))}</li>" for line in baseline_lines(doc)], "</ul>"]
     parts += ["<h2>Outcomes</h2><p class='meta'>claims × models; the claim check's statistic and 95 % interval</p>",
-              html_table(*matrix(doc)), "<h2>Coverage of the catalogue</h2>", html_table(*coverage(doc)),
-              "<h2>Models</h2>", html_table(*model_rows(doc))]
+              html_table(*matrix(doc)), "<h2>Coverage of the catalogue</h2>", html_table(*coverage(doc))]
+    if doc.get("builds_agree"):
+        parts += ["<h2>Agreement between builds</h2>", f"<p class='meta'>{esc(BUILDS_NOTE)}</p>",
+                  html_table(*builds_rows(doc))]
+    parts += ["<h2>Models</h2>", html_table(*model_rows(doc))]
     for claim_id, entry, records in _claims(doc):
         parts += [f"<h2 id='{esc(claim_id)}'>{esc(claim_id)} — {esc(entry.get('statement', ''))}</h2>",
                   f"<div class='meta'>Source: {esc(entry.get('source', ''))}; {esc(entry.get('section', ''))}."

@@ -22,9 +22,10 @@ from pathlib import Path
 from fixtures.ledger import LEDGER
 from models.cache import atomic_write_text, publish_mode
 from reports import baseline, benchmarks, history, render
-from reports.records import RED
+from models.recipes import seed_builds
+from reports.records import RED, builds_agree, ledger_build
 
-SCHEMA = "latent-claims/results/3"  # documented key by key in reports/SCHEMA.md
+SCHEMA = "latent-claims/results/4"  # documented key by key in reports/SCHEMA.md
 REPO = Path(__file__).resolve().parent.parent
 STARTED = time.perf_counter()
 
@@ -146,7 +147,9 @@ def results(settings, records: list[dict], models: dict, exitstatus: int, peak_r
             gpu_peak: float = 0.0) -> dict:
     """The results.json document (keys documented in reports/SCHEMA.md), without its run id."""
     records = sort_records(records)
-    return {
+    for r in records:
+        r["ledger_build"] = ledger_build(r, models)
+    doc = {
         "schema": SCHEMA,
         "run_id": None,
         "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -168,10 +171,14 @@ def results(settings, records: list[dict], models: dict, exitstatus: int, peak_r
         "models": models,
         "catalogue": catalogue,
         "records": records,
-        "baseline": baseline.compare(settings.baseline, records) if settings.baseline else None,
+        "builds_agree": builds_agree(records, seed_builds(settings.zoo)),
+        "baseline": None,
         "benchmarks": benchmarks.summarize(settings.report_dir / benchmarks.FILE),
         "merged_from": [],
     }
+    if settings.baseline:
+        doc["baseline"] = baseline.compare(settings.baseline, records, models, doc, settings.baseline_map)
+    return doc
 
 
 def _run_folder(base: Path) -> tuple[str, Path]:

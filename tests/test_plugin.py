@@ -48,8 +48,7 @@ CASES = textwrap.dedent('''
 ''')
 
 
-def ledger_for(fingerprint: str, variants: list[str], version: int = 1, unstable: bool = False) -> str:
-    extra = "unstable = true\n" if unstable else ""
+def ledger_for(fingerprint: str, variants: list[str], version: int = 1, extra: str = "") -> str:
     return "".join(f'[[expected]]\nclaim = "S4.1"\nversion = {version}\nmodel = "ref-gpt2-small"\nfingerprint = "{fingerprint}"\n'
                    f'variant = "{v}"\nwhy = "synthetic"\nwould_change = "nothing"\n{extra}\n' for v in variants)
 
@@ -117,23 +116,46 @@ def test_xdist_gives_the_serial_records(cases):
     assert parallel == serial
 
 
-def test_an_unstable_ledger_entry_expects_either_verdict_but_still_no_failed_control(cases, tmp_path):
-    """An entry measured to differ between builds: holding is "holds", failing "fails as expected"; a control stays red."""
+def test_a_ledger_entry_with_the_retired_unstable_key_is_a_usage_error_saying_what_to_do(cases, tmp_path):
+    """The ledger lists findings only: an entry that allowed either verdict is refused at startup."""
     from models.corpus import load_corpus
     from models.zoo import fingerprint, resolve
 
     mark = fingerprint(resolve("ref-gpt2-small"), load_corpus(None), 0)
-    (cases / "unstable-ledger.toml").write_text(ledger_for(mark, ["listed-fails", "listed-holds", "listed-control",
-                                                                  "listed-straddles"], unstable=True))
-    done = pytest_run("test_cases.py", "--model", "ref-gpt2-small", "--ledger", "unstable-ledger.toml", "-k", "listed",
+    (cases / "unstable-ledger.toml").write_text(ledger_for(mark, ["listed-fails"], extra="unstable = true\n"))
+    done = pytest_run("test_cases.py", "--model", "ref-gpt2-small", "--ledger", "unstable-ledger.toml",
                       "--report-dir", str(tmp_path), "-p", "no:cacheprovider", "-q", cwd=cases)
-    records = {r["params"]["case"]: r for r in json.loads((tmp_path / "latest" / "results.json").read_text())["records"]}
-    assert {case: r["outcome"] for case, r in records.items()} == {
-        "listed-fails": "fails as expected", "listed-holds": "holds", "listed-control": "control failed",
-        "listed-crash": "error", "listed-straddles": "inconclusive"}, done.stdout[-3000:]
-    assert {r["expected"] for r in records.values() if r["params"]["case"] != "listed-crash"} == {"either"}
-    assert "differs between builds" in records["listed-holds"]["expected_reason"]
-    assert done.returncode == 1 and "2 failed" in done.stdout  # the control and the crash
+    assert done.returncode == 4 and "unstable" in done.stderr and "decisively" in done.stderr, done.stderr[-2000:]
+    assert not (tmp_path / "latest").exists()
+
+
+LOADED = textwrap.dedent('''
+    import pytest
+    from latent_instruments.stats import Estimate
+    from reports.records import Check
+
+    @pytest.mark.claim("S4.1", version=1)
+    @pytest.mark.models("reference")
+    @pytest.mark.parametrize("case", ["listed-fails"])
+    def test_loaded(model_name, case, subject, claim):
+        claim.record([Check.of("statistic", Estimate(-1.0, -1.1, -0.9, 0.95, 8), "unit", ">", 0.0, "derivation")])
+''')
+
+
+def test_a_ledger_entry_measured_on_other_weights_still_applies_and_says_so(tmp_path):
+    from models.corpus import load_corpus
+    from models.zoo import fingerprint, resolve
+
+    mark = fingerprint(resolve("ref-gpt2-small"), load_corpus(None), 0)
+    (tmp_path / "test_loaded.py").write_text(LOADED)
+    (tmp_path / "ledger.toml").write_text(ledger_for(mark, ["listed-fails"], extra=f'weights_sha256 = "{"0" * 64}"\n'))
+    done = pytest_run("test_loaded.py", "--model", "ref-gpt2-small", "--ledger", "ledger.toml", "--report-dir",
+                      "reports", "-p", "no:cacheprovider", "-q", cwd=tmp_path)
+    results = json.loads((tmp_path / "reports" / "latest" / "results.json").read_text())
+    [record] = results["records"]
+    assert record["outcome"] == "fails as expected" and record["ledger_weights_sha256"] == "0" * 64, done.stdout[-2000:]
+    assert record["ledger_build"] == "another build" and len(results["models"]["ref-gpt2-small"]["weights_sha256"]) == 64
+    assert "ledger measured on another build" in (tmp_path / "reports" / "latest" / "report.md").read_text()
 
 
 def test_a_ledger_entry_of_another_build_of_the_model_does_not_apply(cases, tmp_path):
@@ -280,3 +302,100 @@ def test_claim_selection_is_exact_where_k_matches_substrings():
     assert {i.split("::")[1].split("[")[0] for i in ids} == {
         "test_final_norm_removes_scale", "test_final_norm_scale_invariance_property", "test_wider_models_invert_better"}
     assert "not in claims/catalogue.toml" in pytest_run("--collect-only", "--claim", "S4.99").stderr
+
+
+CRASH = textwrap.dedent('''
+    import os
+    import signal
+
+    import pytest
+    from latent_instruments.stats import Estimate
+    from reports.records import Check
+
+    @pytest.mark.claim("S4.1", version=3)
+    @pytest.mark.models("reference")
+    @pytest.mark.parametrize("case", ["dies", "holds"])
+    def test_worker(model_name, case, claim):
+        if case == "dies" and os.environ.get("PYTEST_XDIST_WORKER"):
+            os.kill(os.getpid(), signal.SIGKILL)  # as the kernel's out-of-memory killer would
+        claim.record([Check.of("statistic", Estimate(1.0, 0.9, 1.1, 0.95, 8), "unit", ">", 0.0, "derivation")])
+''')
+
+
+def test_a_killed_xdist_worker_leaves_an_error_record_naming_the_worker_and_the_signal(tmp_path):
+    (tmp_path / "test_crash.py").write_text(CRASH)
+    done = pytest_run("test_crash.py", "--model", "ref-gpt2-small", "-n", "2", "--report-dir", "reports",
+                      "-p", "no:cacheprovider", "-q", cwd=tmp_path)
+    records = {r["params"]["case"] if "case" in r["params"] else r["params"].get("variant"): r
+               for r in json.loads((tmp_path / "reports" / "latest" / "results.json").read_text())["records"]}
+    assert set(records) == {"dies", "holds"}, done.stdout[-3000:]
+    dead = records["dies"]
+    assert dead["outcome"] == "error" and (dead["claim"], dead["version"], dead["model"]) == ("S4.1", 3, "ref-gpt2-small")
+    assert "worker gw" in dead["message"] and "SIGKILL" in dead["message"], dead["message"]
+    assert records["holds"]["outcome"] == "holds" and done.returncode == 1
+
+
+def test_a_dist_mode_other_than_the_suites_scheduler_is_a_usage_error(cases):
+    done = pytest_run("test_cases.py", "--model", "ref-gpt2-small", "-n", "2", "--dist", "worksteal",
+                      "-p", "no:cacheprovider", "-q", cwd=cases)
+    assert done.returncode == 4 and "--dist worksteal" in done.stderr and "schedules by model" in done.stderr, done.stderr
+
+
+def test_the_peak_memory_is_the_sum_over_processes_alive_at_once():
+    """A child holding 200 MiB while this process runs: the sampled peak counts both."""
+    from fixtures.memory import PeakMemory
+
+    memory = PeakMemory(interval=0.05)
+    alone = memory.sample()
+    child = subprocess.Popen([sys.executable, "-c", "import time; b = bytearray(200 * 2**20); b[::4096] = b'x' * "
+                              "len(b[::4096]); print('ready', flush=True); time.sleep(30)"], stdout=subprocess.PIPE,
+                             text=True)
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        both = memory.sample()
+    finally:
+        child.kill()
+        child.wait()
+    assert both - alone > 200 * 2**20
+    assert memory.peak_mib() >= both / 2**20 - 0.1 and memory.peak_mib(10**6) == 10**6
+
+
+def test_two_checkpoint_folders_of_one_architecture_are_compared_through_the_baseline_map(tmp_path, monkeypatch):
+    """An upgrade as users make one: the old and the new checkpoint in two folders (here two seeds of one recipe,
+    saved by the trainer), run one after the other and compared through --baseline-map."""
+    from dataclasses import replace
+
+    from models.corpus import load_text_file
+    from models.recipes import TINY
+    from models.trainer import train
+
+    monkeypatch.setenv("LATENT_CLAIMS_CACHE", str(tmp_path / "cache"))
+    text = tmp_path / "corpus.txt"
+    text.write_text("Now is the winter of our discontent\nMade glorious summer by this sun of York;\n" * 400)
+    micro = replace(TINY[0], name="micro", n_layer=2, n_embd=16, n_head=2, context=32, steps=6, batch=4,
+                    eval_every=3, lr_drop_step=4)
+    old, new = (str(train(replace(micro, seed=seed), load_text_file(text))) for seed in (1337, 1442))
+    common = ("claims", "-m", "gpu", "--claim", "S0.1", "--corpus", str(text), "--prompts", "4x32",
+              "-p", "no:cacheprovider", "-q")
+    env = {"LATENT_CLAIMS_CACHE": str(tmp_path / "cache")}
+    first = pytest_run(*common, "--model", old, "--report-dir", str(tmp_path / "old"), env=env)
+    baseline = tmp_path / "old" / "latest" / "results.json"
+    assert baseline.is_file(), first.stdout[-3000:] + first.stderr[-2000:]
+    pytest_run(*common, "--model", new, "--report-dir", str(tmp_path / "new"), "--baseline", str(baseline),
+               "--baseline-map", f"{old}={new}", env=env)
+    doc = json.loads((tmp_path / "new" / "latest" / "results.json").read_text())
+    was = json.loads(baseline.read_text())["models"][old]["weights_sha256"]
+    assert {r["outcome"] for r in doc["records"]} - {"error"}, [r["message"] for r in doc["records"]]
+    [pair] = doc["baseline"]["models"]
+    assert pair == {"old": old, "new": new, "old_weights_sha256": was,
+                    "new_weights_sha256": doc["models"][new]["weights_sha256"], "same_weights": False}
+    assert doc["baseline"]["new"] == [] and doc["baseline"]["missing"] == []  # every record found its pair
+    assert doc["models"][new]["build"]["torch"] and doc["baseline"]["retrained_in_place"] == []
+
+
+def test_a_baseline_map_naming_a_model_the_baseline_lacks_is_a_usage_error(cases, tmp_path):
+    run_cases(cases)
+    baseline = cases / "reports" / "latest" / "results.json"
+    done = pytest_run("test_cases.py", "--model", "ref-gpt2-small", "--baseline", str(baseline), "--baseline-map",
+                      "ref-opt-125m=ref-gpt2-small", "-p", "no:cacheprovider", "-q", cwd=cases)
+    assert done.returncode == 4 and "has no model 'ref-opt-125m'" in done.stderr and "ref-gpt2-small" in done.stderr

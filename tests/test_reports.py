@@ -12,7 +12,7 @@ from fixtures.catalogue import catalogue_json
 from fixtures.settings import Settings
 from reports import render, writer
 from reports.baseline import compare
-from reports.records import Check, ClaimRecord
+from reports.records import Check, ClaimRecord, builds_agree
 
 
 def settings_for(tmp_path: Path, baseline=None) -> Settings:
@@ -125,7 +125,58 @@ def test_baseline_changes_come_first_in_the_report(tmp_path):
     old = write(settings_for(tmp_path), [record(0.2)]) / "results.json"
     md = (write(settings_for(tmp_path, baseline=old), [record(-0.2)], 1) / "report.md").read_text()
     assert md.index("Changes since the baseline") < md.index("## Outcomes")
-    assert "OUTCOME S0.3 on tiny-w128: holds → fails" in md
+    assert "MEASURED S0.3 on tiny-w128: straightening: passed → straightening: failed (outcome holds → fails" in md
+
+
+def _models(**digests) -> dict:
+    return {name.replace("_", "-"): {"weights_sha256": digest * 64} for name, digest in digests.items()}
+
+
+def _baseline(tmp_path: Path, records: list[dict], models: dict) -> Path:
+    """A results.json whose models carry only their weight digests (all the comparison reads of them)."""
+    path = write(settings_for(tmp_path), records) / "results.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "models": models}))
+    return path
+
+
+def test_a_baseline_map_pairs_an_upgraded_model_under_a_new_name_and_states_both_digests(tmp_path):
+    old = _baseline(tmp_path, [record(0.2, "old-ckpt")], _models(old_ckpt="a"))
+    changes = compare(old, [record(-0.2, "new-ckpt")], _models(new_ckpt="b"), mapping={"old-ckpt": "new-ckpt"})
+    assert changes["new"] == [] and changes["missing"] == []
+    assert changes["models"] == [{"old": "old-ckpt", "new": "new-ckpt", "old_weights_sha256": "a" * 64,
+                                  "new_weights_sha256": "b" * 64, "same_weights": False}]
+    [measured] = changes["measured_changes"]
+    assert (measured["model"], measured["was"], measured["now"]) == ("new-ckpt", {"straightening": "passed"},
+                                                                    {"straightening": "failed"})
+    assert changes["retrained_in_place"] == []  # another name: an upgrade, not a retraining in place
+    unmapped = compare(old, [record(-0.2, "new-ckpt")], _models(new_ckpt="b"))
+    assert unmapped["measured_changes"] == [] and unmapped["new"] and unmapped["missing"]  # compared with nothing
+
+
+def test_the_same_name_on_other_weights_is_flagged_as_retrained_in_place(tmp_path):
+    old = _baseline(tmp_path, [record(0.2)], _models(tiny_w128="a"))
+    changes = compare(old, [record(0.2)], _models(tiny_w128="c"))
+    assert [m["new"] for m in changes["retrained_in_place"]] == ["tiny-w128"]
+    assert compare(old, [record(0.2)], _models(tiny_w128="a"))["retrained_in_place"] == []
+    assert "RETRAINED IN PLACE: tiny-w128" in "\n".join(render.baseline_lines({"baseline": changes}))
+
+
+def test_a_change_of_the_ledger_alone_is_not_a_measured_change(tmp_path):
+    old = write(settings_for(tmp_path), [record(-0.2)]) / "results.json"
+    listed = record(-0.2, outcome="fails as expected")
+    changes = compare(old, [listed])
+    assert changes["measured_changes"] == [] and changes["moved"] == []
+    assert [(c["was"], c["now"]) for c in changes["ledger_changes"]] == [("fails", "fails as expected")]
+
+
+def test_a_baseline_of_another_seed_or_prompt_batch_is_named_as_such_first(tmp_path):
+    old = write(settings_for(tmp_path), [record(0.2)]) / "results.json"
+    doc = json.loads(old.read_text())
+    changes = compare(old, [record(0.2)], {}, {**doc, "seed": 7, "prompts": [64, 128]})
+    assert changes["differences"] == ["--seed: 0 in the baseline, 7 here", "--prompts: [32, 128] in the baseline, "
+                                      "[64, 128] here"]
+    md = render.markdown({**doc, "baseline": changes})
+    assert md.index("NOT LIKE FOR LIKE: --seed") < md.index("## Outcomes")
 
 
 def test_a_file_that_is_not_results_json_is_refused(tmp_path):
@@ -153,3 +204,16 @@ def test_a_check_is_passed_failed_or_inconclusive_by_where_its_interval_lies(com
     check = Check("s", value, low, high, "u", comparison, 0.0, "d", role)
     assert check.status == status
     assert (check.sample_factor is None) == (status != "inconclusive")
+
+
+def test_the_builds_agree_table_counts_outcomes_over_a_recipes_seed_siblings(tmp_path):
+    siblings = {"tiny-w96-seed1442": "tiny-w96", "tiny-w96-seed88": "tiny-w96", "tiny-w96-seed99999": "tiny-w96"}
+    records = [record(0.2, "tiny-w96"), record(0.2, "tiny-w96-seed1442"), record(-0.2, "tiny-w96-seed88"),
+               record(0.005, "tiny-w96-seed99999", outcome="inconclusive"), record(0.2, "tiny-w128")]
+    records[2]["outcome"] = "fails as expected"
+    [row] = builds_agree(records, siblings)
+    assert row["recipe"] == "tiny-w96" and len(row["builds"]) == 4
+    assert row["summary"] == "holds on 2 of 4 builds, fails on 1, inconclusive on 1"
+    assert builds_agree([record(0.2, "tiny-w96")], siblings) == []  # one build: nothing to agree on
+    folder = writer.write_run(settings_for(tmp_path), records, {}, 0, 1.0, catalogue_json())
+    assert "holds on 2 of 4 builds, fails on 1, inconclusive on 1" in (folder / "report.md").read_text()

@@ -9,7 +9,7 @@ from safetensors.torch import load_file
 
 from models.corpus import load_text_file
 from models.recipes import TINY
-from models.tokenization import CharTokenizer
+from models.tokenization import CharTokenizer, is_hf_tokenizer_folder, tokenizer_from_json
 from models.trainer import checkpoint_dir, train
 
 TEXT = "Now is the winter of our discontent\nMade glorious summer by this sun of York;\n" * 200
@@ -27,7 +27,7 @@ def corpus(tmp_path, monkeypatch):
 def test_checkpoint_carries_recipe_tokenizer_and_loss_curve(corpus):
     folder = train(MICRO, corpus)
     assert json.loads((folder / "recipe.json").read_text())["name"] == "micro"
-    assert json.loads((folder / "tokenizer.json").read_text())["kind"] == "char"
+    assert tokenizer_from_json((folder / "tokenizer.json").read_text()) == CharTokenizer.from_corpus(corpus)
     curve = json.loads((folder / "loss_curve.json").read_text())["curve"]
     assert [point["step"] for point in curve] == [3, 6]
     assert "lm_head.weight" in load_file(folder / "model.safetensors")  # untied head is saved
@@ -70,3 +70,28 @@ def test_full_profile_is_s4s_recipe():
     assert (s4.lr, s4.lr_drop_step, s4.lr_final, s4.batch, s4.seed, s4.steps) == (3e-4, 3500, 3e-5, 64, 1337, 4500)
     assert [r.n_embd for r in LADDERS["full"]] == [192, 384, 768]
     assert s4.tokenizer == "char"  # S4: one token per character
+
+
+@pytest.mark.parametrize("kind", ["char", "bpe"])
+def test_a_checkpoint_folder_is_a_plain_hf_folder_whose_tokenizer_autotokenizer_loads(corpus, kind):
+    """Any tool opens a zoo checkpoint: AutoTokenizer gives the tokens the model was trained on, and back."""
+    from transformers import AutoTokenizer
+
+    from models.tokenization import corpus_tokenizer
+
+    folder = train(replace(MICRO, tokenizer=kind), corpus)
+    ours, theirs = corpus_tokenizer(kind, corpus), AutoTokenizer.from_pretrained(folder)
+    text = TEXT[:300]
+    ids = theirs(text, add_special_tokens=False)["input_ids"]
+    assert ids == ours.encode(text) and theirs.decode(ids) == text
+    assert tokenizer_from_json((folder / "tokenizer.json").read_text()).encode(text) == ids
+
+
+def test_a_checkpoint_of_an_earlier_version_gets_hf_tokenizer_files_and_keeps_its_weights(corpus):
+    folder = train(MICRO, corpus)
+    weights = (folder / "model.safetensors").read_bytes()
+    (folder / "tokenizer.json").write_text(CharTokenizer.from_corpus(corpus).to_json())  # the earlier form
+    (folder / "tokenizer_config.json").unlink()
+    assert not is_hf_tokenizer_folder(folder)
+    assert train(MICRO, corpus) == folder
+    assert is_hf_tokenizer_folder(folder) and (folder / "model.safetensors").read_bytes() == weights

@@ -176,3 +176,14 @@ def test_the_merge_glob_takes_each_shard_run_folder_once(tmp_path):
     expanded = subprocess.run(["bash", "-c", f"printf '%s\\n' {patterns[0]}"], cwd=tmp_path, capture_output=True,
                               text=True, check=True).stdout.split()
     assert sorted(expanded) == sorted(runs) == sorted(glob.glob(patterns[0], root_dir=tmp_path))
+
+
+def test_the_newest_dependencies_job_runs_the_self_tests_and_blocks_nothing():
+    """Upstream breakage is reported by a job of its own: the claims and the report never wait for it."""
+    jobs = workflow()["jobs"]
+    run = step("newest-dependencies", "make test-deps")["run"]
+    assert 'NOX_SESSIONS="deps(newest)"' in run
+    assert all("newest-dependencies" not in str(job.get("needs", "")) for job in jobs.values())
+    makefile = (REPO / "Makefile").read_text()
+    assert re.search(r"^NOX_SESSIONS \?=.*deps\(newest\)", makefile, re.M)
+    assert 'def deps(' in (REPO / "noxfile.py").read_text() and '"newest"' in (REPO / "noxfile.py").read_text()

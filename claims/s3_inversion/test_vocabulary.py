@@ -30,12 +30,13 @@ SATURATED = 0.99  # full-vocabulary accuracy from which a restriction has nothin
 DECODINGS = ("whole vocabulary", "prompt + distractors", "prompt only")
 
 
-def _difference(a: int, b: int):
-    """Statistic of units (prompts, decodings): mean accuracy of decoding ``a`` minus decoding ``b``."""
-    return lambda u: float(u[:, a].mean() - u[:, b].mean())
+def _difference(a: int, b: int, tokens: int):
+    """Statistic of units (prompts, decodings) holding counts of tokens right per prompt: the accuracy of decoding
+    ``a`` minus that of ``b``, from integer counts (exact: equal accuracies give 0, not a float32 rounding)."""
+    return lambda u: float(u[:, a].sum() - u[:, b].sum()) / (len(u) * tokens)
 
 
-@pytest.mark.claim("S3.6", version=1)
+@pytest.mark.claim("S3.6", version=2)
 @pytest.mark.models("trained", "hf")
 def test_restricting_the_vocabulary_improves_recovery(model_name, subject, inversions, claim, settings):
     """S3.6: one a_g from block 1, decoded over the whole vocabulary, the prompt's continuation's tokens and the
@@ -45,6 +46,8 @@ def test_restricting_the_vocabulary_improves_recovery(model_name, subject, inver
     how = max(SETTINGS, key=lambda s: runs[s].accuracy.mean())  # the better setting, by S3's sentence vocabulary
     run = runs[how]
     units = np.column_stack([run.full_accuracy, run.accuracy, run.prompt_accuracy, run.start_prompt_accuracy])
+    tokens = run.hits.shape[1]
+    counts = np.rint(units.astype(np.float64) * tokens).astype(np.int64)  # tokens right per prompt, exact
     estimates = [bootstrap(units[:, i], lambda u: float(u.mean()), seed=settings.seed) for i in range(4)]
     if estimates[0].low >= SATURATED:
         claim.not_informative(
@@ -54,23 +57,23 @@ def test_restricting_the_vocabulary_improves_recovery(model_name, subject, inver
     claim.record(
         [
             Check.of("token accuracy, prompt-only minus whole-vocabulary decoding",
-                     bootstrap(units, _difference(2, 0), seed=settings.seed), "fraction of tokens", ">", 0.0,
+                     bootstrap(counts, _difference(2, 0, tokens), seed=settings.seed), "fraction of tokens", ">", 0.0,
                      "S3: a trained GPT-2 block's a_g is rare tokens over the whole vocabulary and 'The sky is blue.' "
                      "exactly with only the prompt's words allowed. S3 gives one prompt, no rate: the threshold is "
                      "the strict gain itself, the paired difference above 0 by the low end of its 95 % interval "
                      "(it cannot be negative by construction, so the test is whether it is there)"),
             Check.of("token accuracy, prompt + distractors minus whole-vocabulary decoding",
-                     bootstrap(units, _difference(1, 0), seed=settings.seed), "fraction of tokens", ">", 0.0,
+                     bootstrap(counts, _difference(1, 0, tokens), seed=settings.seed), "fraction of tokens", ">", 0.0,
                      "S3: GPT-J's first block gives 'The skyeton resp cease' over the whole vocabulary and 'The sky "
                      "is blue of' over the 13 tokens of 'The sky is blue or red depending on the time of day.': a "
                      "restriction that keeps distractors still improves; strict gain, low end above 0"),
             Check.of("token accuracy, prompt-only minus prompt + distractors decoding",
-                     bootstrap(units, _difference(2, 1), seed=settings.seed), "fraction of tokens", ">", 0.0,
+                     bootstrap(counts, _difference(2, 1, tokens), seed=settings.seed), "fraction of tokens", ">", 0.0,
                      "S3: 'even a very small expansion of the allowed vocabulary results in a trained GPT-2 block "
                      "being unable to accurately recognize the input' (exact with the prompt's words, 'day or day "
                      "blue or' with the sentence's): the distractors are chosen; strict gain, low end above 0"),
             Check.of("token accuracy over the prompt's own tokens, found input minus random start a₀",
-                     bootstrap(units, _difference(2, 3), seed=settings.seed), "fraction of tokens", ">", 0.0,
+                     bootstrap(counts, _difference(2, 3, tokens), seed=settings.seed), "fraction of tokens", ">", 0.0,
                      "control: the narrowest vocabulary must not make the recovery by itself. The random start "
                      "decoded with the prompt's own tokens scores chance (about one over the number of distinct "
                      "prompt tokens); a found input no better than that would pass the claim vacuously",
