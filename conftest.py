@@ -32,6 +32,7 @@ from fixtures.verdicts import ClaimDoesNotHold, classify  # noqa: E402
 from fixtures.zoo import ACTIVATION_FIXTURES, MODELS_KWARGS, pool_names  # noqa: E402
 from models.capture import check_patterns  # noqa: E402
 from models.corpus import load_corpus  # noqa: E402
+from models.recipes import NOT_ON_SIBLINGS, seed_builds  # noqa: E402
 from models.runtime import pin_cpu_threads  # noqa: E402
 from models.zoo import ROLES, default_names, fingerprint, resolve  # noqa: E402
 from reports import writer  # noqa: E402
@@ -147,6 +148,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     s = metafunc.config.stash[SETTINGS_KEY]
     names = s.models or default_names(s.zoo)
     chosen = [n for n in names if resolve(n).role in roles]
+    marker = metafunc.definition.get_closest_marker("claim")
+    if not s.models and marker and marker.args[0] in NOT_ON_SIBLINGS:  # said in the report (builds_not_run)
+        chosen = [n for n in chosen if n not in seed_builds(s.zoo)]
     # session scope makes pytest run all tests of one model together, so the pool holds few models at once
     metafunc.parametrize("model_name", chosen, ids=chosen, scope="session")
 
@@ -271,10 +275,9 @@ class Collector:
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched) -> None:
         """A worker died while running ``crashitem``: give a claim test its ``error`` record (``fixtures.crashes``)."""
-        worker = report.node.gateway.id
-        s = self.config.stash[SETTINGS_KEY]
-        rec = crash_record(crashitem, self.config.rootpath, list(s.models or default_names(s.zoo)), worker, self.exit_status.get(worker),
-                           load_ledger(s.ledger))
+        worker, s = report.node.gateway.id, self.config.stash[SETTINGS_KEY]
+        rec = crash_record(crashitem, self.config.rootpath, list(s.models or default_names(s.zoo)), worker,
+                           self.exit_status.get(worker), load_ledger(s.ledger))
         if rec is not None:
             report.user_properties.append((recording.RECORD_PROPERTY, json.dumps(rec, default=float)))
 

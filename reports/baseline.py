@@ -19,7 +19,6 @@ A baseline made with another seed, prompt batch, dtype, zoo or corpus is compare
 """
 
 import json
-import re
 from pathlib import Path
 
 FACTS = {"seed": "--seed", "prompts": "--prompts", "zoo": "--zoo", "corpus": "--corpus", "dtype": "--dtype",

@@ -235,6 +235,7 @@ def merge_runs(runs: list[Run]) -> Merged:
         "catalogue": catalogue,
         "records": writer.sort_records(records),
         "builds_agree": builds_agree(records, seed_builds(first["zoo"]) if first.get("zoo") in PROFILES else {}),
+        "builds_not_run": {k: v for r in runs for k, v in (r.doc.get("builds_not_run") or {}).items()},
         "baseline": _merge_baselines(runs, records),
         "benchmarks": next((r.doc["benchmarks"] for r in runs if r.doc.get("benchmarks")), None),
         "merged_from": [r.doc.get("run_id") for r in runs],

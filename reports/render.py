@@ -258,6 +258,8 @@ def markdown(doc: dict) -> str:
     out += ["## Coverage of the catalogue", "", md_table(*coverage(doc)), ""]
     if doc.get("builds_agree"):
         out += ["## Agreement between builds", "", BUILDS_NOTE, "", md_table(*builds_rows(doc)), ""]
+        out += [f"- not run on the seed siblings: {claim_id}: {why}" for claim_id, why in
+                (doc.get("builds_not_run") or {}).items()] + [""]
     out += ["## Models", "", md_table(*model_rows(doc)), ""]
     for claim_id, entry, records in _claims(doc):
         out += [f"## {claim_id} — {entry.get('statement', '')}", "",
@@ -316,6 +318,8 @@ def to_html(doc: dict) -> str:
     if doc.get("builds_agree"):
         parts += ["<h2>Agreement between builds</h2>", f"<p class='meta'>{esc(BUILDS_NOTE)}</p>",
                   html_table(*builds_rows(doc))]
+        parts += [f"<p class='meta'>not run on the seed siblings: {esc(c)}: {esc(why)}</p>"
+                  for c, why in (doc.get("builds_not_run") or {}).items()]
     parts += ["<h2>Models</h2>", html_table(*model_rows(doc))]
     for claim_id, entry, records in _claims(doc):
         parts += [f"<h2 id='{esc(claim_id)}'>{esc(claim_id)} — {esc(entry.get('statement', ''))}</h2>",

@@ -22,7 +22,7 @@ from pathlib import Path
 from fixtures.ledger import LEDGER
 from models.cache import atomic_write_text, publish_mode
 from reports import baseline, benchmarks, history, render
-from models.recipes import seed_builds
+from models.recipes import NOT_ON_SIBLINGS, seed_builds
 from reports.records import RED, builds_agree, ledger_build
 
 SCHEMA = "latent-claims/results/4"  # documented key by key in reports/SCHEMA.md
@@ -172,6 +172,7 @@ def results(settings, records: list[dict], models: dict, exitstatus: int, peak_r
         "catalogue": catalogue,
         "records": records,
         "builds_agree": builds_agree(records, seed_builds(settings.zoo)),
+        "builds_not_run": {} if settings.models else dict(NOT_ON_SIBLINGS),
         "baseline": None,
         "benchmarks": benchmarks.summarize(settings.report_dir / benchmarks.FILE),
         "merged_from": [],

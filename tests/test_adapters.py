@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from transformers import (AutoModelForCausalLM, BloomConfig, FalconConfig, GPTBigCodeConfig, GPTBigCodeForCausalLM,
+from transformers import (AutoModelForCausalLM, BloomConfig, GPTBigCodeConfig, GPTBigCodeForCausalLM,
                           MambaConfig, MambaForCausalLM)
 from transformers.models.bloom.modeling_bloom import build_alibi_tensor
 

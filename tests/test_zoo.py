@@ -129,3 +129,32 @@ def test_unreachable_hub_id_says_so(monkeypatch):
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     with pytest.raises(ModelLoadError, match="could not load"):
         load(resolve("nobody-here/no-such-model"), CORPUS, "cpu", torch.float32, seed=0)
+
+
+def test_the_seed_siblings_are_subjects_of_the_default_zoo_beside_their_models():
+    from models.recipes import seed_builds
+
+    builds = seed_builds("tiny")
+    assert builds == {"tiny-w96-seed1442": "tiny-w96", "tiny-w96-seed88": "tiny-w96",
+                      "tiny-w96-seed99999": "tiny-w96", "tiny-w192-seed1442": "tiny-w192"}
+    names = default_names("tiny")
+    assert set(builds) <= set(names) and all(resolve(b).role == "trained" for b in builds)
+    assert not any(f"{b}:untrained" in names for b in builds)  # a sibling's twin would be the main model's twin again
+    assert set(seed_builds("full")) >= {"s4-w384-seed1442", "s4-w384-seed88", "s4-w384-seed99999"}
+
+
+def test_every_claim_runs_on_the_siblings_but_those_the_report_names():
+    import subprocess
+    import sys
+
+    from models.recipes import NOT_ON_SIBLINGS
+
+    done = subprocess.run([sys.executable, "-m", "pytest", "claims", "-m", "gpu", "--collect-only", "-q",
+                           "-p", "no:cacheprovider"], capture_output=True, text=True, timeout=300)
+    ids = [line for line in done.stdout.splitlines() if "::" in line]
+    on_sibling = [i for i in ids if "[tiny-w96-seed88" in i]
+    assert on_sibling and not [i for i in on_sibling if "test_cosine_direct_inversion_fails_on_one_token" in i]
+    assert "S3.7" in NOT_ON_SIBLINGS
+    on_main = {i.replace("[tiny-w96]", "") for i in ids if i.endswith("[tiny-w96]")}
+    on_seed = {i.replace("[tiny-w96-seed88]", "") for i in on_sibling}
+    assert on_main - on_seed == {i for i in on_main if "test_cosine_direct_inversion_fails_on_one_token" in i}
