@@ -230,8 +230,13 @@ def test_default_tiny_zoo_collects_the_four_claims_over_their_models():
     assert any("test_final_norm_removes_scale[ref-llama-small]" in i for i in ids)
 
 
-def test_the_ledger_file_parses():
-    assert all(e.why and e.would_change and e.fingerprint for e in load_ledger().values())
+def test_the_ledger_file_parses_and_every_entry_names_the_weights_it_was_measured_on():
+    ledger = load_ledger().values()
+    assert all(e.why and e.would_change and e.fingerprint for e in ledger)
+    # without a digest: a group subject (its members' digests are in results.json), and the entry measured at
+    # source scale on a GPU before digests were recorded
+    assert {(e.claim, e.model, e.variant) for e in ledger if not e.weights_sha256} == {
+        ("S3.9", "ref-llama-small", "source-widths"), ("S4.10", "tiny-siblings", "")}
 
 
 @pytest.mark.parametrize(
@@ -240,7 +245,9 @@ def test_the_ledger_file_parses():
      ("[[expected]]\nclaim='S0.3'\nversion=1\nmodel='m'\nfingerprint='f'\nwhy='w'\nwould_change='c'\n" * 2, "repeats"),
      ("[[expected]]\nclaim='S0.3'\nmodel='m'\nfingerprint='f'\nwhy='w'\nwould_change='c'\n", "needs version"),
      ("[[expected]]\nclaim='S0.3'\nversion=1\nmodel='m'\nfingerprint='f'\nwhy='w'\nwould_change='c'\nunstable='yes'\n",
-      "unstable = true")],
+      "no longer takes"),
+     ("[[expected]]\nclaim='S0.3'\nversion=1\nmodel='m'\nfingerprint='f'\nwhy='w'\nwould_change='c'\n"
+      "weights_sha256='abc'\n", "64 hex digits")],
 )
 def test_a_broken_ledger_is_named(tmp_path, content, message):
     path = tmp_path / "ledger.toml"
