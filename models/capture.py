@@ -9,6 +9,7 @@ of memory), and shares it through the ``activations`` fixture. See
 """
 
 import fnmatch
+import inspect
 import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -214,6 +215,12 @@ def _check_finite(tensor: torch.Tensor, what: str) -> None:
         require_finite(tensor, what)
 
 
+def _takes_logits_to_keep(model: nn.Module) -> bool:
+    """Whether the model's forward takes ``logits_to_keep`` (BLOOM's does from transformers 5; before, passing
+    it is an error)."""
+    return "logits_to_keep" in inspect.signature(model.forward).parameters
+
+
 def _forward(model: nn.Module, adapter: Adapter, input_ids: torch.Tensor, wanted: set[str], offload: bool) -> dict:
     """One forward pass of one (micro-)batch: the wanted activations, derived ones included, and logits."""
     n_blocks = len(adapter.block_list(model))
@@ -224,7 +231,7 @@ def _forward(model: nn.Module, adapter: Adapter, input_ids: torch.Tensor, wanted
     store: dict[str, torch.Tensor] = {}
     patterns = any(n.endswith("attn.hook_pattern") for n in wanted)
     kwargs = {"output_attentions": True} if patterns else {}
-    if LOGITS not in wanted:
+    if LOGITS not in wanted and _takes_logits_to_keep(model):
         kwargs["logits_to_keep"] = 1  # the head's matmul over the vocabulary is skipped where no claim needs it
     on_modules: list[str] = []
     with torch.no_grad(), _hooks(model, adapter, hooked, store, offload, on_modules):

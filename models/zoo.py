@@ -247,6 +247,17 @@ def _load_error(source: str, what: str, err: Exception) -> ModelLoadError:
     )
 
 
+def _cause_of_type(err: BaseException, kind: type) -> BaseException | None:
+    """The first exception of ``kind`` in ``err``'s chain of causes and contexts, or None."""
+    seen: set[int] = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, kind):
+            return err
+        seen.add(id(err))
+        err = err.__cause__ or err.__context__
+    return None
+
+
 def _unpickle_error(source: str, err: pickle.UnpicklingError) -> ModelLoadError:
     folder = Path(source)
     bins = sorted(folder.glob("*.bin")) if folder.is_dir() else []
@@ -271,6 +282,9 @@ def _hf_model(source: str, placement: dict | None = None, **kwargs) -> PreTraine
     except pickle.UnpicklingError as err:  # a .bin whose pickle torch.load(weights_only=True) refused
         raise _unpickle_error(source, err) from None
     except LOAD_ERRORS as err:
+        refused = _cause_of_type(err, pickle.UnpicklingError)  # transformers 4.x wraps it in an OSError
+        if refused is not None:
+            raise _unpickle_error(source, refused) from None
         raise _load_error(source, "model", err) from err
 
 

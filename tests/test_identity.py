@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+from importlib.metadata import version
 
 import pytest
 import torch
@@ -51,7 +52,8 @@ def test_the_build_facts_name_the_cpu_and_its_vector_extension():
 
 def test_versions_that_differ_from_the_lock_are_named(tmp_path):
     lock = tmp_path / "requirements.lock"
-    lock.write_text(f"# header\ntorch=={torch.__version__} \\\n    --hash=sha256:00\n"
+    installed = version("torch")  # the installed distribution's version (a CUDA wheel's torch.__version__ adds +cuNNN)
+    lock.write_text(f"# header\ntorch=={installed} \\\n    --hash=sha256:00\n"
                     "pytest==0.0.1 \\\n    # via x\nnot-installed-anywhere==1.0\n")
     assert lock_differences(lock) == ["pytest " + __import__("pytest").__version__ + ", lock 0.0.1",
                                       "not-installed-anywhere absent, lock 1.0"]
