@@ -21,7 +21,7 @@ import torch  # noqa: E402
 from fixtures import recording  # noqa: E402
 from fixtures.catalogue import ClaimMarker, catalogue_json, load_catalogue  # noqa: E402
 from fixtures.crashes import crash_record  # noqa: E402
-from fixtures.ledger import find as ledger_entry, load_ledger  # noqa: E402
+from fixtures.ledger import applicable, load_ledger  # noqa: E402
 from fixtures.memory import PeakMemory  # noqa: E402
 from fixtures.scheduling import by_model_scheduler  # noqa: E402
 from fixtures.signals import writing_report  # noqa: E402
@@ -163,9 +163,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     except ValueError as err:
         raise pytest.UsageError(str(err)) from None
 
-    @functools.cache
-    def fingerprint_of(name: str) -> str:
-        return fingerprint(resolve(name), load_corpus(settings.corpus), settings.seed)
+    fingerprint_of = functools.partial(_fingerprint, settings.corpus, settings.seed)
 
     wanted = set(config.getoption("lc_claims") or ())
     if wanted:
@@ -186,18 +184,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         model, params = recording.subject_params(item)
         if not model:
             continue
-        found = marker and ledger_entry(ledger, marker.args[0], model, "-".join(params.values()), item.originalname)
+        found, why_not = applicable(ledger, marker.args[0], ClaimMarker.of(item).version, model,
+                                    "-".join(params.values()), item.originalname, fingerprint_of)
+        if why_not:
+            item.warn(pytest.PytestWarning(why_not))
         if not found:
-            continue
-        if found.version != ClaimMarker.of(item).version:
-            item.warn(pytest.PytestWarning(
-                f"ledger entry {found.claim} on {model} was measured with procedure version {found.version}, this "
-                f"test is version {ClaimMarker.of(item).version}: the entry does not apply; measure again"))
-            continue
-        if found.fingerprint != fingerprint_of(model):
-            item.warn(pytest.PytestWarning(
-                f"ledger entry {found.claim} on {model} was measured on model {found.fingerprint}, "
-                f"this run's {model} is {fingerprint_of(model)}: the entry does not apply"))
             continue
         item.stash[EXPECTATION_KEY] = found
         # strict: a listed claim that starts holding is red; only the claim's own check failing is absorbed
@@ -277,7 +268,7 @@ class Collector:
         """A worker died while running ``crashitem``: give a claim test its ``error`` record (``fixtures.crashes``)."""
         worker, s = report.node.gateway.id, self.config.stash[SETTINGS_KEY]
         rec = crash_record(crashitem, self.config.rootpath, list(s.models or default_names(s.zoo)), worker,
-                           self.exit_status.get(worker), load_ledger(s.ledger))
+                           self.exit_status.get(worker), load_ledger(s.ledger), functools.partial(_fingerprint, s.corpus, s.seed))
         if rec is not None:
             report.user_properties.append((recording.RECORD_PROPERTY, json.dumps(rec, default=float)))
 
@@ -301,6 +292,12 @@ class Collector:
                 stash[REPORT_KEY] = writer.write_run(stash[SETTINGS_KEY], stash[RECORDS_KEY], models,
                                                      int(exitstatus), self.peak_rss_mib, catalogue_json(),
                                                      self.gpu_peak_mib)
+
+
+@functools.cache
+def _fingerprint(corpus, seed: int, name: str) -> str:
+    """``models.zoo.fingerprint`` of a run's model (what ledger entries are bound to), once per name."""
+    return fingerprint(resolve(name), load_corpus(corpus), seed)
 
 
 def _exit_status(node) -> int | None:

@@ -137,8 +137,10 @@ def seed_builds(profile: str) -> dict[str, str]:
     """The prepared trainings of a profile's trained models at other seeds: {sibling name: model name}, e.g.
     {"tiny-w96-seed1442": "tiny-w96", ..., "tiny-w192-seed1442": "tiny-w192"}.
 
-    They run every claim their model runs, as subjects of their own, so that the report can say on how many
-    builds of a recipe a verdict holds (the variation between trainings, beside the prompt bootstrap).
+    Wider than ``models.zoo.seed_siblings`` (the siblings group of the main model only, S4.7's noise floor): here
+    every prepared training at another seed counts, the ladder's extra seeds too. They run every claim their model
+    runs, as subjects of their own, so that the report can say on how many builds of a recipe a verdict holds
+    (the variation between trainings, beside the prompt bootstrap).
     """
     return {r.name: m.name for m in PROFILES[profile] for r in PREPARED[profile]
             if r.name != m.name and replace(r, name=m.name, seed=m.seed) == m}

@@ -232,7 +232,10 @@ def train(recipe: Recipe, corpus: Corpus, device: str = "cpu") -> Path:
     if final.exists() or final.is_symlink():
         check_checkpoint(recipe, corpus, final)
         if not is_hf_tokenizer_folder(final):  # a checkpoint of an earlier version: same weights, tokenizer files
-            save_hf_tokenizer(tokenizer, final)  # that AutoTokenizer reads (the same tokens)
+            try:  # that AutoTokenizer reads (the same tokens)
+                save_hf_tokenizer(tokenizer, final)
+            except OSError:
+                pass  # a read-only cache: the suite still reads the earlier tokenizer.json itself
         return final
     pin_cpu_threads()
     torch.manual_seed(recipe.seed)

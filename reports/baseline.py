@@ -7,10 +7,11 @@ the same but whose weights are not is flagged on its own ("retrained in place").
 
 Changes are sorted by what caused them:
 
-- ``measured_changes``: a claim check's status (passed / failed / inconclusive) changed: the weights, the library
-  or the machine now give another measurement.
-- ``ledger_changes``: the outcome changed but every claim check's status is the same: only the ledger's
-  expectation changed (e.g. "fails" became "fails as expected").
+- ``measured_changes``: a check's status (passed / failed / inconclusive; a control's too) changed, or the outcome
+  changed with the ledger's expectation the same (an error that came or went): the weights, the library or the
+  machine now give another measurement.
+- ``ledger_changes``: the outcome changed, every check's status is the same, and the ledger's expectation
+  changed (e.g. "fails" became "fails as expected").
 - ``method_changed``: the claim test's procedure version changed: its numbers are not compared.
 - ``moved``: a statistic changed by more than the two runs' interval half-widths together.
 
@@ -20,6 +21,8 @@ A baseline made with another seed, prompt batch, dtype, zoo or corpus is compare
 
 import json
 from pathlib import Path
+
+from fixtures.scheduling import swap_model
 
 FACTS = {"seed": "--seed", "prompts": "--prompts", "zoo": "--zoo", "corpus": "--corpus", "dtype": "--dtype",
          "source_scale": "--source-scale"}
@@ -43,37 +46,14 @@ def parse_map(pairs: list[str]) -> dict[str, str]:
     return out
 
 
-def _renamed(test: str, old: str, new: str) -> str:
-    """A test id with the model's name replaced in its parameter part (``[OLD]``, ``[OLD-x]``, ``[x-OLD]``,
-    ``[x-OLD-y]``, as ``fixtures.scheduling.model_of`` finds it); unchanged where the name is not there."""
-    head, sep, params = test.partition("[")
-    if not sep or not params.endswith("]"):
-        return test
-    body = params[:-1]
-    if body == old:
-        body = new
-    elif body.startswith(f"{old}-"):
-        body = new + body[len(old):]
-    elif body.endswith(f"-{old}"):
-        body = body[:-len(old)] + new
-    elif f"-{old}-" in body:
-        body = body.replace(f"-{old}-", f"-{new}-", 1)
-    else:
-        return test
-    return f"{head}[{body}]"
-
-
 def _statuses(record: dict) -> dict[str, str]:
-    """The claim checks' statuses by name (results.json schema 3 on: ``status``; before: from ``passed``)."""
-    return {c["name"]: c.get("status") or ("passed" if c.get("passed") else "failed")
-            for c in record.get("checks") or [] if c.get("role", "claim") == "claim"}
+    """Every check's status by name, the controls' marked "(control)": what was measured, whatever the ledger."""
+    return {c["name"] + (" (control)" if c["role"] == "control" else ""): c["status"] for c in record["checks"]}
 
 
 def _facts(doc: dict) -> dict:
-    device = doc.get("device") or {}
-    return {"seed": doc.get("seed"), "prompts": doc.get("prompts"), "zoo": doc.get("zoo"),
-            "corpus": (doc.get("corpus") or {}).get("sha256") if isinstance(doc.get("corpus"), dict) else doc.get("corpus"),
-            "dtype": device.get("dtype"), "source_scale": doc.get("source_scale")}
+    return {"seed": doc["seed"], "prompts": doc["prompts"], "zoo": doc["zoo"], "corpus": doc["corpus"]["sha256"],
+            "dtype": doc["device"]["dtype"], "source_scale": doc["source_scale"]}
 
 
 def compare(baseline_path: Path, records: list[dict], models: dict | None = None, facts: dict | None = None,
@@ -100,7 +80,7 @@ def compare(baseline_path: Path, records: list[dict], models: dict | None = None
         old_records = {}
         for r in old["records"]:
             model = mapping.get(r["model"], r["model"])
-            test = _renamed(r["test"], r["model"], model) if model != r["model"] else r["test"]
+            test = swap_model(r["test"], r["model"], model) if model != r["model"] else r["test"]
             old_records[(r["claim"], model, test)] = r
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise ValueError(f"--baseline {baseline_path} is not a latent-claims results.json ({err})") from None
@@ -132,12 +112,12 @@ def compare(baseline_path: Path, records: list[dict], models: dict | None = None
             out["method_changed"].append({**where, "was": was.get("version"), "now": new.get("version")})
             continue
         before, after = _statuses(was), _statuses(new)
-        if before != after:
-            out["measured_changes"].append({**where, "was": before, "now": after,
-                                            "outcome_was": was.get("outcome"), "outcome_now": new.get("outcome")})
-        elif new.get("outcome") != was.get("outcome"):
-            out["ledger_changes"].append({**where, "was": was.get("outcome"), "now": new.get("outcome"),
-                                          "expected_was": was.get("expected"), "expected_now": new.get("expected")})
+        if before == after and new["outcome"] != was["outcome"] and new["expected"] != was["expected"]:
+            out["ledger_changes"].append({**where, "was": was["outcome"], "now": new["outcome"],
+                                          "expected_was": was["expected"], "expected_now": new["expected"]})
+        elif before != after or new["outcome"] != was["outcome"]:  # a check, or an error that has none
+            out["measured_changes"].append({**where, "was": before, "now": after, "outcome_was": was["outcome"],
+                                            "outcome_now": new["outcome"]})
         old_checks = {c["name"]: c for c in was["checks"]}
         for check in new["checks"]:
             prior = old_checks.get(check["name"])

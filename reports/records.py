@@ -193,7 +193,8 @@ def builds_agree(records: list[dict], siblings: dict[str, str]) -> list[dict]:
     Returns:
         one row per (claim, test function, other parameters, recipe) with at least two builds run:
         {"claim", "test", "params", "recipe", "builds": {name: outcome}, "summary": e.g.
-        "holds on 3 of 4 builds, inconclusive on 1"}; "fails as expected" counts as "fails".
+        "holds on 3 of 4 builds, inconclusive on 1"}; "fails as expected" counts as "fails" and "holds
+        unexpectedly" as "holds": the table compares measurements, not the ledger.
     """
     rows: dict[tuple, dict] = {}
     for r in records:
@@ -211,7 +212,7 @@ def builds_agree(records: list[dict], siblings: dict[str, str]) -> list[dict]:
             continue
         counts: dict[str, int] = {}
         for outcome in row["builds"].values():
-            outcome = FAILS if outcome == FAILS_AS_EXPECTED else outcome
+            outcome = {FAILS_AS_EXPECTED: FAILS, HOLDS_UNEXPECTEDLY: HOLDS}.get(outcome, outcome)  # the measurement
             counts[outcome] = counts.get(outcome, 0) + 1
         ranked = sorted(counts.items(), key=lambda kv: (-kv[1], OUTCOMES.index(kv[0])))
         first, *rest = ranked

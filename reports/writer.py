@@ -172,7 +172,8 @@ def results(settings, records: list[dict], models: dict, exitstatus: int, peak_r
         "catalogue": catalogue,
         "records": records,
         "builds_agree": builds_agree(records, seed_builds(settings.zoo)),
-        "builds_not_run": {} if settings.models else dict(NOT_ON_SIBLINGS),
+        "builds_not_run": {} if settings.models else {c: why for c, why in NOT_ON_SIBLINGS.items()
+                                                       if any(r["claim"] == c for r in records)},
         "baseline": None,
         "benchmarks": benchmarks.summarize(settings.report_dir / benchmarks.FILE),
         "merged_from": [],

@@ -333,7 +333,7 @@ def test_a_killed_xdist_worker_leaves_an_error_record_naming_the_worker_and_the_
     (tmp_path / "test_crash.py").write_text(CRASH)
     done = pytest_run("test_crash.py", "--model", "ref-gpt2-small", "-n", "2", "--report-dir", "reports",
                       "-p", "no:cacheprovider", "-q", cwd=tmp_path)
-    records = {r["params"]["case"] if "case" in r["params"] else r["params"].get("variant"): r
+    records = {r["params"]["case"]: r  # the crash record names the test's parameters as the test does
                for r in json.loads((tmp_path / "reports" / "latest" / "results.json").read_text())["records"]}
     assert set(records) == {"dies", "holds"}, done.stdout[-3000:]
     dead = records["dies"]
@@ -406,3 +406,22 @@ def test_a_baseline_map_naming_a_model_the_baseline_lacks_is_a_usage_error(cases
     done = pytest_run("test_cases.py", "--model", "ref-gpt2-small", "--baseline", str(baseline), "--baseline-map",
                       "ref-opt-125m=ref-gpt2-small", "-p", "no:cacheprovider", "-q", cwd=cases)
     assert done.returncode == 4 and "has no model 'ref-opt-125m'" in done.stderr and "ref-gpt2-small" in done.stderr
+
+
+@pytest.mark.parametrize("pairs, run, problem", [
+    (["a=c"], ("c",), ""),
+    (["a=b"], ("b",), "the baseline has a model 'b' too"),  # b's own records would pair with the same ones
+    (["a=c", "b=c"], ("c",), "two baseline models map to 'c'"),
+    (["a=z"], ("c",), "this run has no model 'z'"),
+    (["a"], ("c",), "write OLD_NAME=NEW_NAME"),
+])
+def test_a_baseline_map_that_would_pair_records_twice_or_with_nothing_is_refused(tmp_path, pairs, run, problem):
+    from fixtures.settings import check_baseline_map
+
+    baseline = tmp_path / "results.json"
+    baseline.write_text(json.dumps({"records": [{"model": "a"}, {"model": "b"}]}))
+    if not problem:
+        assert check_baseline_map(pairs, baseline, run) == {"a": "c"}
+        return
+    with pytest.raises(pytest.UsageError, match=problem):
+        check_baseline_map(pairs, baseline, run)

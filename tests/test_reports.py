@@ -125,7 +125,8 @@ def test_baseline_changes_come_first_in_the_report(tmp_path):
     old = write(settings_for(tmp_path), [record(0.2)]) / "results.json"
     md = (write(settings_for(tmp_path, baseline=old), [record(-0.2)], 1) / "report.md").read_text()
     assert md.index("Changes since the baseline") < md.index("## Outcomes")
-    assert "MEASURED S0.3 on tiny-w128: straightening: passed → straightening: failed (outcome holds → fails" in md
+    assert ("MEASURED S0.3 on tiny-w128: straightening: passed, learned (control): passed → straightening: failed, "
+            "learned (control): passed (outcome holds → fails") in md
 
 
 def _models(**digests) -> dict:
@@ -146,8 +147,8 @@ def test_a_baseline_map_pairs_an_upgraded_model_under_a_new_name_and_states_both
     assert changes["models"] == [{"old": "old-ckpt", "new": "new-ckpt", "old_weights_sha256": "a" * 64,
                                   "new_weights_sha256": "b" * 64, "same_weights": False}]
     [measured] = changes["measured_changes"]
-    assert (measured["model"], measured["was"], measured["now"]) == ("new-ckpt", {"straightening": "passed"},
-                                                                    {"straightening": "failed"})
+    assert (measured["model"], measured["was"]["straightening"], measured["now"]["straightening"]) == (
+        "new-ckpt", "passed", "failed")
     assert changes["retrained_in_place"] == []  # another name: an upgrade, not a retraining in place
     unmapped = compare(old, [record(-0.2, "new-ckpt")], _models(new_ckpt="b"))
     assert unmapped["measured_changes"] == [] and unmapped["new"] and unmapped["missing"]  # compared with nothing
@@ -163,7 +164,7 @@ def test_the_same_name_on_other_weights_is_flagged_as_retrained_in_place(tmp_pat
 
 def test_a_change_of_the_ledger_alone_is_not_a_measured_change(tmp_path):
     old = write(settings_for(tmp_path), [record(-0.2)]) / "results.json"
-    listed = record(-0.2, outcome="fails as expected")
+    listed = {**record(-0.2, outcome="fails as expected"), "expected": "fails"}  # a ledger entry came
     changes = compare(old, [listed])
     assert changes["measured_changes"] == [] and changes["moved"] == []
     assert [(c["was"], c["now"]) for c in changes["ledger_changes"]] == [("fails", "fails as expected")]
@@ -217,3 +218,11 @@ def test_the_builds_agree_table_counts_outcomes_over_a_recipes_seed_siblings(tmp
     assert builds_agree([record(0.2, "tiny-w96")], siblings) == []  # one build: nothing to agree on
     folder = writer.write_run(settings_for(tmp_path), records, {}, 0, 1.0, catalogue_json())
     assert "holds on 2 of 4 builds, fails on 1, inconclusive on 1" in (folder / "report.md").read_text()
+
+
+def test_a_control_that_changed_is_a_measured_change_not_the_ledger(tmp_path):
+    old = write(settings_for(tmp_path), [record(0.2)]) / "results.json"
+    changes = compare(old, [record(0.2, control=-0.5, outcome="control failed")])
+    assert changes["ledger_changes"] == []
+    [measured] = changes["measured_changes"]
+    assert measured["was"]["learned (control)"] == "passed" and measured["now"]["learned (control)"] == "failed"

@@ -1,5 +1,7 @@
 """pytest-xdist scheduling by model: the unit of work is the subject, so one model loads on one worker."""
 
+import pytest
+
 from fixtures.scheduling import model_of, work_unit
 
 NAMES = ["tiny-w96", "tiny-w128", "tiny-w96:untrained", "tiny-ladder", "/data/my-gpt2"]
@@ -19,3 +21,18 @@ def test_tests_of_one_model_form_one_work_unit():
         "claims/a.py::test_x[tiny-w96]", "claims/b.py::test_y[tiny-w96]", "claims/b.py::test_y[tiny-w128]")}
     assert units == {"tiny-w96", "tiny-w128"}
     assert work_unit("tests/test_stats.py::TestX::test_bootstrap", NAMES) == "tests/test_stats.py"
+
+
+@pytest.mark.parametrize("nodeid, old, new, swapped, rest", [
+    ("a.py::t[tiny-w96]", "tiny-w96", "new", "a.py::t[new]", ""),
+    ("a.py::t[tiny-w96-restricted]", "tiny-w96", "new", "a.py::t[new-restricted]", "restricted"),
+    ("a.py::t[cpu-widths-ref-llama-small]", "ref-llama-small", "n", "a.py::t[cpu-widths-n]", "cpu-widths"),
+    ("a.py::t[a-m-b]", "m", "N", "a.py::t[a-N-b]", "a-b"),
+    ("a.py::t[tiny-w960]", "tiny-w96", "n", "a.py::t[tiny-w960]", "tiny-w960"),  # another model, not a prefix
+    ("a.py::t", "m", "n", "a.py::t", ""),
+])
+def test_a_models_name_is_swapped_or_dropped_in_the_parameter_part_only(nodeid, old, new, swapped, rest):
+    from fixtures.scheduling import params_besides, swap_model
+
+    assert swap_model(nodeid, old, new) == swapped
+    assert params_besides(nodeid, old) == rest
