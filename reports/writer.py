@@ -48,7 +48,7 @@ def replay_command(settings) -> str:
     device = settings.device.split(":")[0] if os.environ.get("PYTEST_XDIST_WORKER") else settings.device
     placement = f" --device-map {settings.device_map}" if settings.device_map else ""
     placement += f" --ledger {settings.ledger}" if settings.ledger.resolve() != LEDGER.resolve() else ""
-    placement += f" --prompts {settings.prompts[0]}x{settings.prompts[1]}"
+    placement += f" --prompts {settings.prompts[0]}x{settings.prompts[1]} --max-prompts {settings.max_prompts}"
     placement += f" --source-scale {'on' if settings.source_scale else 'off'}"
     placement += " --inconclusive fail" if settings.inconclusive_fails else ""
     return (f"pytest claims -m gpu --zoo {settings.zoo} --device {device}{placement} --dtype {settings.dtype_name} "

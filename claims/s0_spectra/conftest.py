@@ -120,13 +120,18 @@ def loglog_panels(title: str, labels: list[str], psd: np.ndarray) -> dict[str, l
     return {title: {label: mean[i].tolist() for i, label in enumerate(labels)}}
 
 
-@pytest.fixture(scope="session")
-def spectra(pool, model_name, settings) -> ModelSpectra:
-    """The subject's :class:`ModelSpectra`, computed once per model for every S0 test."""
-    return model_spectra(pool.capture(model_name), settings.seed)
+def _spectra_of(pool, name: str, scale: int, seed: int) -> ModelSpectra:
+    captured = pool.capture(name, scale)
+    return captured.memo("spectra", lambda: model_spectra(captured, seed))
 
 
-@pytest.fixture(scope="session")
-def twin_spectra(pool, model_name, settings) -> ModelSpectra:
+@pytest.fixture
+def spectra(pool, model_name, settings, sample_scale) -> ModelSpectra:
+    """The subject's :class:`ModelSpectra`, computed once per model (and per look's batch) for every S0 test."""
+    return _spectra_of(pool, model_name, sample_scale, settings.seed)
+
+
+@pytest.fixture
+def twin_spectra(pool, model_name, settings, sample_scale) -> ModelSpectra:
     """The same for the subject's untrained twin (the control of S0.2 and S0.5), on the same token ids."""
-    return model_spectra(pool.capture(resolve(model_name).twin), settings.seed)
+    return _spectra_of(pool, resolve(model_name).twin, sample_scale, settings.seed)

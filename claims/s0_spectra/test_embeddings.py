@@ -17,7 +17,7 @@ pytestmark = pytest.mark.gpu
 FLAT_SLOPE = 0.1
 
 
-@pytest.mark.claim("S0.1", version=1)
+@pytest.mark.claim("S0.1", version=2, sample="prompts")  # 2: more prompts while inconclusive (fixtures.rounds)
 @pytest.mark.models("trained", "untrained", "reference", "hf")
 @pytest.mark.needs(*SPECTRA_NEEDS)
 def test_token_embeddings_have_a_flat_spectrum(model_name, spectra, claim, settings):
@@ -34,7 +34,7 @@ def test_token_embeddings_have_a_flat_spectrum(model_name, spectra, claim, setti
     derivation = (f"S0 Fig 2/3: 'uniform power across frequency just after the initial token embeddings'. S0 gives "
                   f"no number; flat is read as an exponent within ±{FLAT_SLOPE}, a third of the about −1/3 of the "
                   "final layers' law in the same figure (one decade over 3.0 decades of frequency, S0.4), so flat "
-                  "and power law cannot be confused; the 95 % interval must lie inside the band")
+                  "and power law cannot be confused; the interval must lie inside the band")
     claim.record(
         [
             Check.of("token-embedding exponent, above the lower edge", slope, "log-log slope", ">", -FLAT_SLOPE,
@@ -62,7 +62,7 @@ def _tilt(bins, pos: np.ndarray, tok: np.ndarray) -> float:
     return float(np.log10(p[bins.low].mean() / t[bins.low].mean()) - np.log10(p[bins.high].mean() / t[bins.high].mean()))
 
 
-@pytest.mark.claim("S0.2", version=1)
+@pytest.mark.claim("S0.2", version=2, sample="prompts")  # 2: more prompts while inconclusive (fixtures.rounds)
 @pytest.mark.models("trained", "hf", twin=True)
 @pytest.mark.needs(*SPECTRA_NEEDS)
 def test_learned_positions_raise_low_frequencies(model_name, spectra, twin_spectra, claim, settings):
@@ -86,7 +86,7 @@ def test_learned_positions_raise_low_frequencies(model_name, spectra, twin_spect
         [
             Check.of("low-frequency tilt added by the position embeddings", trained, "decades", ">", 0.0,
                      "S0 Fig 2: 'an increase in low frequencies after the position embeddings get added'; no number "
-                     "is given, so the threshold is the claim's sign, cleared by the low end of the 95 % interval"),
+                     "is given, so the threshold is the claim's sign, cleared by the low end of the interval"),
             Check.of("tilt of the trained model minus its untrained twin's", learned, "decades", ">", 0.0,
                      "S0 Fig 3: 'at initialization the position embeddings are flat'; the rise must be learned, so "
                      "the trained tilt must exceed the twin's on the same token ids (paired bootstrap)"),

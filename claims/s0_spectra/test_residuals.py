@@ -77,7 +77,7 @@ def _procedure(spectra, what: str) -> str:
             f"of {spectra.n_blocks} blocks stand for S0's first three of 12.")
 
 
-@pytest.mark.claim("S0.6", version=1)
+@pytest.mark.claim("S0.6", version=2, sample="prompts")  # 2: more prompts while inconclusive (fixtures.rounds)
 @pytest.mark.models("untrained", "reference")
 @pytest.mark.needs(*SPECTRA_NEEDS)
 def test_untrained_attention_residuals_are_nearly_straight(model_name, spectra, claim, settings):
@@ -103,7 +103,7 @@ def test_untrained_attention_residuals_are_nearly_straight(model_name, spectra, 
     )
 
 
-@pytest.mark.claim("S0.7", version=1)
+@pytest.mark.claim("S0.7", version=2, sample="prompts")  # 2: more prompts while inconclusive (fixtures.rounds)
 @pytest.mark.models("untrained", "reference")
 @pytest.mark.needs(*SPECTRA_NEEDS)
 def test_untrained_mlp_residuals_match_hidden_states(model_name, spectra, claim, settings):
@@ -142,7 +142,7 @@ def test_untrained_mlp_residuals_match_hidden_states(model_name, spectra, claim,
     )
 
 
-@pytest.mark.claim("S0.8", version=1)
+@pytest.mark.claim("S0.8", version=2, sample="prompts")  # 2: more prompts while inconclusive (fixtures.rounds)
 @pytest.mark.models("trained", "hf")
 @pytest.mark.needs(*SPECTRA_NEEDS)
 def test_trained_attention_residual_spikes(model_name, spectra, claim, settings):
@@ -173,7 +173,7 @@ def test_trained_attention_residual_spikes(model_name, spectra, claim, settings)
     )
 
 
-@pytest.mark.claim("S0.9", version=1)
+@pytest.mark.claim("S0.9", version=2, sample="prompts")  # 2: more prompts while inconclusive (fixtures.rounds)
 @pytest.mark.models("trained", "hf")
 @pytest.mark.needs(*SPECTRA_NEEDS)
 def test_trained_mlp_residual_spike_in_block_one(model_name, spectra, claim, settings):
@@ -196,7 +196,7 @@ def test_trained_mlp_residual_spike_in_block_one(model_name, spectra, claim, set
     )
 
 
-@pytest.mark.claim("S0.10", version=1)
+@pytest.mark.claim("S0.10", version=2, sample="prompts")  # 2: more prompts while inconclusive (fixtures.rounds)
 @pytest.mark.models("trained", "hf")
 @pytest.mark.needs(*SPECTRA_NEEDS)
 def test_early_blocks_add_low_frequencies(model_name, spectra, claim, settings):

@@ -63,7 +63,7 @@ def _growth(norms: np.ndarray) -> float:
     return float(growth_per_layer(torch.from_numpy(_mean(norms))))
 
 
-@pytest.mark.claim("S2.1", version=1)
+@pytest.mark.claim("S2.1", version=2, sample="prompts")  # 2: more prompts while inconclusive (fixtures.rounds)
 @pytest.mark.models("trained", "hf", twin=True)
 @pytest.mark.needs(*RESIDUAL_NEEDS)
 def test_hidden_state_norm_grows_with_depth(model_name, activations, twin_activations, claim, settings):
@@ -91,7 +91,7 @@ def test_hidden_state_norm_grows_with_depth(model_name, activations, twin_activa
                      "S2: 'if we measure the magnitude of the generated embeddings vector after each transformer "
                      "layer, we see that it keeps growing' (Table 1, Mistral-7B). The threshold is the claim's own "
                      "bound: a ratio above 1 at every step, the embedding → block 1 step included, cleared by the low "
-                     "end of a 95 % bootstrap interval over prompts"),
+                     "end of a bootstrap interval over prompts"),
             Check.of("growth factor per layer, (last / first) ** (1 / L)", rate, "× per layer", ">", GROWTH_THRESHOLD,
                      f"S2 Table 1: the norm 'grows exponentially by nearly 90×' over Mistral-7B's {SOURCE_LAYERS} "
                      f"layers, i.e. a constant {SOURCE_FACTOR:.3f}× per layer (90^(1/32)); a per-layer factor is "
@@ -149,7 +149,7 @@ def _excess(units: np.ndarray, n_blocks: int) -> np.ndarray:
     return excess_over_baseline(torch.from_numpy(consecutive), torch.from_numpy(baseline)).numpy()
 
 
-@pytest.mark.claim("S2.2", version=1)
+@pytest.mark.claim("S2.2", version=2, sample="prompts")  # 2: more prompts while inconclusive (fixtures.rounds)
 @pytest.mark.models("trained", "hf", twin=True)
 @pytest.mark.needs(*RESIDUAL_NEEDS)
 def test_consecutive_layers_point_the_same_way(model_name, activations, twin_activations, claim, settings):
@@ -185,7 +185,7 @@ def test_consecutive_layers_point_the_same_way(model_name, activations, twin_act
                      "S2 Table 1 (Mistral-7B): the cosine between consecutive layers 'stabilizes quickly above 0.88' "
                      "(text: 'often bigger than 0.9'). The threshold is that floor, 0.88, with no margin, for every "
                      "transition after the first block's: only the embedding → block 1 step may still be settling "
-                     "(1 of 32 steps on Mistral, 1 of L here); the low end of a 95 % bootstrap interval over prompts "
+                     "(1 of 32 steps on Mistral, 1 of L here); the low end of a bootstrap interval over prompts "
                      "must clear it"),
             Check.of("smallest excess of consecutive over cross-token cosine, (c − b) / (1 − b)", excess, "fraction",
                      ">", EXCESS_FLOOR,

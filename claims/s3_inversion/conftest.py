@@ -60,6 +60,7 @@ class Scale:
             about 30x a tiny model's per step on a CPU.
         untrained_steps: N for untrained and random-init models (S3.2: "the same model before training ... N=200").
         trained_steps: N for trained models (S3: N = 2000 for a trained GPT-2 block; 20000 for its failure).
+        look: a sequential test's later look takes this many times the prompts (``fixtures.rounds``).
     """
 
     source: bool
@@ -67,6 +68,7 @@ class Scale:
     wide_prompts: int
     untrained_steps: int
     trained_steps: int
+    look: int = 1
 
     @classmethod
     def of(cls, source_scale: bool) -> "Scale":
@@ -76,8 +78,8 @@ class Scale:
         return cls(False, 16, 8, 200, 200)
 
     def prompts_for(self, d_model: int) -> int:
-        """Prompts for a model of this width."""
-        return self.wide_prompts if d_model >= WIDE else self.prompts
+        """Prompts for a model of this width (times the look's scale)."""
+        return (self.wide_prompts if d_model >= WIDE else self.prompts) * self.look
 
     def steps(self, name: str) -> int:
         """N for a model: trained (and hf) models get ``trained_steps``, untrained and reference ``untrained_steps``."""
@@ -247,9 +249,14 @@ class Inversions:
     runs: dict = field(default_factory=dict)
     problems: dict = field(default_factory=dict)  # the two latest models' (a model and its twin)
 
+    def at(self, look: int) -> "Inversions":
+        """The same work at a sequential test's later look: ``look`` times the prompts, the same caches."""
+        return replace(self, scale=replace(self.scale, look=look))
+
     def problem(self, name: str, subject: LoadedModel) -> Problem:
         """The model's prompts, allowed vocabularies and W_E⁺ (computed once while the model is in use)."""
-        if name not in self.problems:
+        key = (name, self.scale.prompts_for(subject.d_model))
+        if key not in self.problems:
             while len(self.problems) >= 2:
                 self.problems.pop(next(iter(self.problems)))
             tok = subject.tokenizer
@@ -262,16 +269,16 @@ class Inversions:
             allowed = torch.zeros(ids.shape[0], weight.shape[0], dtype=torch.bool, device=ids.device)
             prompt_allowed = allowed.clone().scatter_(1, ids[:, :tokens], True)
             allowed.scatter_(1, ids, True)
-            self.problems[name] = Problem(ids[:, :tokens], allowed, prompt_allowed, weight, pseudo_inverse(weight),
-                                          window)
-        return self.problems[name]
+            self.problems[key] = Problem(ids[:, :tokens], allowed, prompt_allowed, weight, pseudo_inverse(weight),
+                                         window)
+        return self.problems[key]
 
     def run(self, name: str, subject: LoadedModel, block: int | tuple[int, ...], how: str,
             ablation: str = "", masked: int = 0) -> Run:
         """Invert every prompt from block ``block``'s output (0-based; a tuple: those blocks' outputs together)
         under setting ``how``, with the model changed by ``ablation`` (one of ``ABLATIONS``; "" for none) and the
         outputs of the first ``masked`` positions left out of the target (S3.9's [:, masked:, :]); cached."""
-        key = (name, block, how, ablation, masked)
+        key = (name, self.scale.prompts_for(subject.d_model), block, how, ablation, masked)
         if key not in self.runs:
             self.runs[key] = self._invert(name, subject, block, how, ablation, masked)
         return self.runs[key]
@@ -321,6 +328,12 @@ def tuned(units: np.ndarray) -> np.ndarray:
 
 
 @pytest.fixture(scope="session")
-def inversions(settings, corpus) -> Inversions:
+def session_inversions(settings, corpus) -> Inversions:
     """The session's :class:`Inversions` (one per session; runs are cached across S3's tests)."""
     return Inversions(corpus, settings.seed, Scale.of(settings.source_scale))
+
+
+@pytest.fixture
+def inversions(session_inversions, sample_scale) -> Inversions:
+    """The session's inversions at this look's sample (``fixtures.rounds``): the first look's, or a multiple."""
+    return session_inversions.at(sample_scale)

@@ -51,14 +51,14 @@ def _mean(u: np.ndarray) -> float:
     return float(u.mean())
 
 
-@pytest.mark.claim("S3.4", version=1)
+@pytest.mark.claim("S3.4", version=2, sample="prompts")  # 2: more prompts while inconclusive (fixtures.rounds)
 @pytest.mark.models("trained", "hf")
 def test_inversion_degrades_with_depth(model_name, subject, inversions, claim, settings):
     """S3.4: token accuracy recovered from block 1's output exceeds that from the last block's (tuned settings)."""
     check_depth(model_name, subject, inversions, claim, settings)
 
 
-@pytest.mark.claim("S3.4", version=1)
+@pytest.mark.claim("S3.4", version=2, sample="prompts")  # 2: more prompts while inconclusive (fixtures.rounds)
 @pytest.mark.models("untrained", "reference")
 @pytest.mark.source_scale  # on a CPU the 12-block references cost minutes per depth, the twins double the budget
 def test_untrained_inversion_degrades_with_depth(model_name, subject, inversions, claim, settings):
@@ -97,7 +97,7 @@ def check_depth(model_name, subject, inversions, claim, settings) -> None:
                      "S3: a trained GPT-2 inverts from 1 block, from 4 with tuning, rarely from 12; Llama-7B is much "
                      "poorer at block 12 than at 1; untrained small models only for one or two blocks. S3 gives "
                      "decoded examples, no rates, so the threshold is the ordering: recovery from the first block "
-                     "above recovery from the last, by the low end of the 95 % interval of the paired difference. "
+                     "above recovery from the last, by the low end of the interval of the paired difference. "
                      "The middle depth is shown, not thresholded (S3's GPT-2 recovers at 4 blocks as at 1)"),
             Check.of(f"fraction of prompts passing S3's success test at block {blocks[-1]} ({deepest} setting)",
                      success, "fraction of prompts", ">", SUCCESS_MAJORITY,

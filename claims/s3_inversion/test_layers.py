@@ -39,6 +39,8 @@ LAYERS = 3  # S3's "first three layers"
 HALF = 0.5  # "no better": less than half of block 1's advantage over the last block is recovered
 
 
+# not sample="prompts": the share is a ratio whose denominator, block 1's advantage over block 3, is within noise
+# of 0 on the tiny models; at 32 prompts its interval spans [-0.6, 2.3] and the control straddles (issue 20)
 @pytest.mark.claim("S3.14", version=2)  # 2: the control on the concatenated descent
 @pytest.mark.models("trained", "hf")
 def test_several_layers_do_not_improve_inversion(model_name, subject, inversions, claim, settings):
@@ -76,7 +78,7 @@ def test_several_layers_do_not_improve_inversion(model_name, subject, inversions
                      "before', with 'the same ability ... as simply taking the output of the last (in this case "
                      "the third) block'. The concatenation holds block 1's output, which alone inverts better; "
                      f"'no better' is read as closing less than half ({HALF}) of block 1's advantage over block "
-                     f"{LAYERS}, by the high end of the 95 % interval. S3 gives no figure, hence no further margin"),
+                     f"{LAYERS}, by the high end of the interval. S3 gives no figure, hence no further margin"),
             Check.of(f"the same share, as a floor: blocks 1-{LAYERS} together not far below block {LAYERS} alone",
                      share, "fraction of the gap", ">", -HALF,
                      f"control: the concatenation holds block {LAYERS}'s output, so a descent that works on the "

@@ -40,7 +40,7 @@ def _kept(u: np.ndarray) -> float:
     return float((removed - chance) / gain) if gain > 0 else 0.0
 
 
-@pytest.mark.claim("S3.11", version=1)
+@pytest.mark.claim("S3.11", version=2, sample="prompts")  # 2: more prompts while inconclusive (fixtures.rounds)
 @pytest.mark.models("trained", "hf", twin=True)
 def test_attention_residual_carries_self_token_identity(model_name, subject, group_twins, inversions, claim,
                                                         settings):

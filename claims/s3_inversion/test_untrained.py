@@ -41,7 +41,7 @@ def _mean(u: np.ndarray) -> float:
     return float(u.mean())
 
 
-@pytest.mark.claim("S3.2", version=1)
+@pytest.mark.claim("S3.2", version=2, sample="prompts")  # 2: more prompts while inconclusive (fixtures.rounds)
 @pytest.mark.models("untrained", "reference")
 def test_an_untrained_block_recovers_its_input(model_name, subject, inversions, claim, settings):
     """S3.2: exact recovery of the prompt from block 1's output of a random-init model (better of two settings)."""
@@ -62,7 +62,7 @@ def test_an_untrained_block_recovers_its_input(model_name, subject, inversions, 
                      "steps' (untrained GPT-2, block 1, the words of a 13-token sentence allowed for a 5-token "
                      "prompt). S3 shows one prompt, recovered exactly; one success fixes no rate, so the "
                      f"threshold reads 'recovers' as the typical outcome: more than {EXACT_MAJORITY} of prompts "
-                     "exactly, by the low end of the 95 % interval. The statistic is the better of S3's own "
+                     "exactly, by the low end of the interval. The statistic is the better of S3's own "
                      "setting and the adapted one, chosen inside every resample (S3 tuned its learning rate); "
                      "S3's own setting's rate is in the details"),
             Check.of("token accuracy of the random start a₀ (restricted vocabulary, the higher of the two settings)", start,
@@ -104,7 +104,7 @@ def _summary(run) -> dict:
             "steps": run.steps, "seconds": round(run.seconds, 2), "deviations from S3": run.deviations or "none"}
 
 
-@pytest.mark.claim("S3.3", version=1)
+@pytest.mark.claim("S3.3", version=2, sample="prompts")  # 2: more prompts while inconclusive (fixtures.rounds)
 @pytest.mark.models("trained", "hf", twin=True)
 def test_training_makes_inversion_worse(model_name, subject, group_twins, inversions, claim, settings):
     """S3.3: the untrained twin recovers more prompts exactly, and more tokens, than the trained model (block 1)."""
@@ -127,7 +127,7 @@ def test_training_makes_inversion_worse(model_name, subject, group_twins, invers
                      "trained one gives 'day or day blue or' at N = 20000 (same allowed vocabulary): the trained "
                      "model fails where the twin succeeds. S3 gives one prompt each, no rate, so the threshold "
                      "is the ordering itself: the paired difference of exact-recovery rates above 0 by the low "
-                     "end of its 95 % interval. Each model gets the better of S3's setting and the adapted one "
+                     "end of its interval. Each model gets the better of S3's setting and the adapted one "
                      "(S3 tuned the learning rate for the trained model), so the trained model is not failed by "
                      "an optimiser that does not suit it"),
             Check.of("token accuracy, untrained twin minus trained (each its better setting)", token_gap,

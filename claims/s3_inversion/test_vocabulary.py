@@ -36,7 +36,7 @@ def _difference(a: int, b: int, tokens: int):
     return lambda u: float(u[:, a].sum() - u[:, b].sum()) / (len(u) * tokens)
 
 
-@pytest.mark.claim("S3.6", version=2)
+@pytest.mark.claim("S3.6", version=3, sample="prompts")  # 3: more prompts while inconclusive (fixtures.rounds)
 @pytest.mark.models("trained", "hf")
 def test_restricting_the_vocabulary_improves_recovery(model_name, subject, inversions, claim, settings):
     """S3.6: one a_g from block 1, decoded over the whole vocabulary, the prompt's continuation's tokens and the
@@ -60,7 +60,7 @@ def test_restricting_the_vocabulary_improves_recovery(model_name, subject, inver
                      bootstrap(counts, _difference(2, 0, tokens), seed=settings.seed), "fraction of tokens", ">", 0.0,
                      "S3: a trained GPT-2 block's a_g is rare tokens over the whole vocabulary and 'The sky is blue.' "
                      "exactly with only the prompt's words allowed. S3 gives one prompt, no rate: the threshold is "
-                     "the strict gain itself, the paired difference above 0 by the low end of its 95 % interval "
+                     "the strict gain itself, the paired difference above 0 by the low end of its interval "
                      "(it cannot be negative by construction, so the test is whether it is there)"),
             Check.of("token accuracy, prompt + distractors minus whole-vocabulary decoding",
                      bootstrap(counts, _difference(1, 0, tokens), seed=settings.seed), "fraction of tokens", ">", 0.0,

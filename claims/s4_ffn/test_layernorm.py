@@ -74,7 +74,7 @@ def _row(e: Estimate) -> dict:
     return {"value": e.value, "low": e.low, "high": e.high}
 
 
-@pytest.mark.claim("S4.5", version=3)
+@pytest.mark.claim("S4.5", version=4, sample="prompts")  # 4: more prompts while inconclusive (fixtures.rounds)
 @pytest.mark.models("trained", "hf", "reference")
 @pytest.mark.needs("ln_final.hook_in")
 def test_final_norm_removes_scale(model_name, subject, activations, claim, settings):
@@ -110,7 +110,7 @@ def test_final_norm_removes_scale(model_name, subject, activations, claim, setti
                      UNDER,
                      "S4 Appendix III: cosine 0.5178 moved 23.1496 to 23.0546 (0.41 %); the claim's bound is 'under "
                      "1 %', "
-                     "taken as is, for the mean over vectors (upper end of a 95 % bootstrap interval over prompts). "
+                     "taken as is, for the mean over vectors (upper end of a bootstrap interval over prompts). "
                      "S4's figure is one vector and one noise draw: the median and the fraction of vectors under 1 % "
                      "are reported beside it"),
             Check.of("same measure with the norm replaced by identity, input × 10", est(unnormalised), "fraction", ">", 1e-3,
