@@ -92,7 +92,8 @@ def coverage(doc: dict) -> tuple[list[str], list[list[str]]]:
 
 def subject_rows(records: list[dict]) -> tuple[list[str], list[list[str]]]:
     """One claim's table: per subject the claim check's statistic, interval, threshold, margin, outcome, why."""
-    header = ["subject", "test", "outcome", "claim check", "value", "95 % interval", "threshold", "margin", "note"]
+    header = ["subject", "test", "outcome", "claim check", "value", "interval (level, n)", "threshold", "margin",
+              "note"]
     rows = []
     for r in records:
         head = r.get("headline") or {}
@@ -104,11 +105,21 @@ def subject_rows(records: list[dict]) -> tuple[list[str], list[list[str]]]:
             note = f"{note} (ledger: {r['expected_reason']})".strip()
         if r.get("ledger_build") == "another build":
             note = f"{note} (ledger measured on another build)".strip()
+        if len(r.get("looks") or ()) > 1:
+            note = f"looked at {' → '.join(str(look['prompts']) for look in r['looks'])} prompts. {note}".strip()
         rows.append([label(r), test_name(r), r["outcome"], head.get("name", "—"), fmt(head.get("value")),
-                     f"[{fmt(head.get('ci_low'))}, {fmt(head.get('ci_high'))}]" if head else "—",
+                     f"[{fmt(head.get('ci_low'))}, {fmt(head.get('ci_high'))}]{_level(check)}" if head else "—",
                      f"{check['comparison']} {fmt(check['threshold'])}" if check else "—",
                      num(head["margin"], "+.4g") if head else "—", note[:400]])
     return header, rows
+
+
+def _level(check: dict | None) -> str:
+    """" (98.3 %, n = 128)": an interval's level and sample, where the record has them (schema 5)."""
+    if not check or check.get("confidence") is None:
+        return ""
+    n = f", n = {check['n']}" if check.get("n") else ""
+    return f" ({check['confidence']:.1%}{n})"
 
 
 def thresholds(records: list[dict]) -> list[tuple[str, str, str]]:

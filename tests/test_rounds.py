@@ -1,0 +1,147 @@
+"""Sequential claim tests (fixtures/rounds.py): more prompts in rounds while undecided, 1 − 0.05/K at every look."""
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from fixtures.prompts import prompt_batch
+from fixtures.rounds import Rounds
+from tests.test_plugin import pytest_run
+
+# Synthetic sequential claim tests: each look's interval is set by the look's scale (1, 2, 4), as a real
+# statistic's narrows with more prompts; the level comes from the library's bootstrap, to show it is the split one.
+CASES = textwrap.dedent('''
+    import numpy as np
+    import pytest
+    from latent_instruments.stats import Estimate, bootstrap
+    from reports.records import Check
+
+    HALF_WIDTH = {1: 0.2, 2: 0.1, 4: 0.05}  # shrinks with the sample
+    CASES = {  # case -> (claim value, control value) at each scale
+        "decided-at-second-look": ({1: 0.15, 2: 0.15, 4: 0.15}, {1: 1, 2: 1, 4: 1}),
+        "never-decided": ({1: 0.01, 2: 0.01, 4: 0.01}, {1: 1, 2: 1, 4: 1}),
+        "fails-at-first-look": ({1: -1, 2: -1, 4: -1}, {1: 1, 2: 1, 4: 1}),
+        "control-straddles-then-clears": ({1: 1, 2: 1, 4: 1}, {1: 0.15, 2: 0.15, 4: 0.15}),
+        "control-always-straddles": ({1: 1, 2: 1, 4: 1}, {1: 0.01, 2: 0.01, 4: 0.01}),
+    }
+    SEEN = []  # the scales each look's fixture was built at
+
+    @pytest.fixture
+    def per_look(sample_scale):
+        SEEN.append(sample_scale)
+        return sample_scale
+
+    def check(value, scale, role="claim"):
+        level = bootstrap(np.arange(16.0), lambda u: float(u.mean()), seed=0).confidence
+        half = HALF_WIDTH[scale]
+        return Check.of("statistic", Estimate(value, value - half, value + half, level, 32 * scale), "unit", ">",
+                        0.0, "derivation", role=role)
+
+    @pytest.mark.claim("S4.1", version=1, sample="prompts")
+    @pytest.mark.models("reference")
+    @pytest.mark.parametrize("case", list(CASES))
+    def test_sequential(model_name, case, per_look, claim):
+        claim_value, control_value = CASES[case]
+        claim.record([check(claim_value[per_look], per_look), check(control_value[per_look], per_look, "control")],
+                     details={"fixture built at": {"scales": {"so far": str(SEEN)}}})
+
+    @pytest.mark.claim("S4.1", version=1)
+    @pytest.mark.models("reference")
+    def test_fixed(model_name, sample_scale, claim):
+        claim.record([check(0.01, sample_scale)])
+''')
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("rounds-cases")
+    (folder / "test_cases.py").write_text(CASES)
+    return folder
+
+
+def run_cases(folder: Path, *extra: str) -> tuple[object, dict]:
+    done = pytest_run("test_cases.py", "--model", "ref-gpt2-small", "--report-dir", "reports", "-p", "no:cacheprovider",
+                      "-q", *extra, cwd=folder)
+    results = json.loads((folder / "reports" / "latest" / "results.json").read_text())
+    return done, {r["params"].get("case", "fixed"): r for r in results["records"]}
+
+
+def test_rounds_double_the_prompts_up_to_the_cap_and_split_alpha_over_the_looks():
+    assert Rounds(32, 128).scales == (1, 2, 4) and Rounds(32, 128).confidence == pytest.approx(1 - 0.05 / 3)
+    assert Rounds(32, 100).scales == (1, 2)  # 128 would pass the cap
+    assert Rounds(32, 32).scales == (1,) and Rounds(32, 32).confidence == pytest.approx(0.95)
+    assert "32 → 64 → 128 prompts" in Rounds(32, 128).describe() and "Bonferroni" in Rounds(32, 128).describe()
+
+
+def test_a_larger_prompt_batch_starts_with_the_smaller_ones_windows():
+    """Later looks add prompts to the first look's, so the looks are one growing sample."""
+    from models.corpus import load_corpus
+
+    class Chars:
+        def encode(self, text):
+            return [ord(c) % 256 for c in text]
+
+    corpus = load_corpus(None)
+    small, large = (prompt_batch(corpus, Chars(), n, 16, seed=0) for n in (32, 64))
+    rows = {tuple(r.tolist()) for r in large}
+    assert all(tuple(r.tolist()) in rows for r in small) and len(rows) == 64
+
+
+def test_sequential_claims_look_again_until_decided_and_record_every_look(cases):
+    done, records = run_cases(cases)
+    outcomes = {case: r["outcome"] for case, r in records.items()}
+    assert outcomes == {
+        "decided-at-second-look": "holds",  # 0.15 ± 0.2 straddles 0; ± 0.1 clears it
+        "never-decided": "inconclusive",  # still straddling at the cap: inconclusive, not a failure
+        "fails-at-first-look": "fails",  # decided at once: no further look
+        "control-straddles-then-clears": "holds",  # a straddling control is measured again too
+        "control-always-straddles": "control failed",  # at the last look a straddle fails the control
+        "fixed": "inconclusive",  # not sequential: one look, 95 %
+    }, done.stdout[-3000:]
+    looks = {case: [(look["scale"], look["prompts"], look["outcome"]) for look in r["looks"]] for case, r in records.items()}
+    assert looks["decided-at-second-look"] == [(1, 32, "inconclusive"), (2, 64, "holds")]
+    assert looks["never-decided"] == [(1, 32, "inconclusive"), (2, 64, "inconclusive"), (4, 128, "inconclusive")]
+    assert looks["fails-at-first-look"] == [(1, 32, "fails")]
+    assert looks["control-straddles-then-clears"] == [(1, 32, "control failed"), (2, 64, "holds")]
+    assert len(looks["control-always-straddles"]) == 3 and looks["fixed"] == []
+    level = 1 - 0.05 / 3
+    assert all(c["confidence"] == pytest.approx(level) for case, r in records.items() if case != "fixed"
+               for c in r["checks"])
+    assert records["fixed"]["checks"][0]["confidence"] == pytest.approx(0.95)
+    assert records["decided-at-second-look"]["checks"][0]["n"] == 64  # the record's checks are the last look's
+    # each look's function-scoped fixtures are built anew, at its own scale
+    assert records["never-decided"]["details"]["fixture built at"]["scales"]["so far"].endswith("1, 2, 4]")
+    assert "look 3 of 3, 128 prompts, 98.3% intervals; --max-prompts 128" in records["never-decided"]["message"]
+    assert "2 failed, 2 passed, 2 skipped" in done.stdout  # one report per test, whatever its looks
+
+
+def test_max_prompts_at_the_first_looks_size_gives_one_look_at_95_percent(cases, tmp_path):
+    done = pytest_run("test_cases.py", "--model", "ref-gpt2-small", "-k", "never", "--max-prompts", "32",
+                      "--report-dir", str(tmp_path), "-p", "no:cacheprovider", "-q", cwd=cases)
+    record, = json.loads((tmp_path / "latest" / "results.json").read_text())["records"]
+    assert [look["scale"] for look in record["looks"]] == [1], done.stdout[-2000:]
+    assert record["checks"][0]["confidence"] == pytest.approx(0.95)
+    assert "--max-prompts 32" in json.loads((tmp_path / "latest" / "results.json").read_text())["replay"]
+
+
+def test_xdist_gives_the_serial_looks(cases):
+    _, serial = run_cases(cases)
+    done, parallel = run_cases(cases, "-n", "2")
+    assert "bringing up nodes" in done.stdout, done.stdout[-2000:]
+    strip = lambda records: {k: {**r, "details": {}} for k, r in records.items()}  # noqa: E731 - SEEN is per process
+    assert strip(parallel) == strip(serial)
+
+
+def test_an_unknown_sample_is_a_usage_error_naming_the_test(tmp_path):
+    (tmp_path / "test_bad.py").write_text(textwrap.dedent('''
+        import pytest
+
+        @pytest.mark.claim("S4.1", version=1, sample="seeds")
+        @pytest.mark.models("reference")
+        def test_bad(model_name, claim):
+            pass
+    '''))
+    done = pytest_run("test_bad.py", "--model", "ref-gpt2-small", "-p", "no:cacheprovider", cwd=tmp_path)
+    assert done.returncode == 4 and "sample='seeds'" in done.stderr + done.stdout and "test_bad" in done.stderr + done.stdout
