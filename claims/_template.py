@@ -17,7 +17,10 @@ pytestmark = pytest.mark.gpu
 THRESHOLD = 1.0  # the source's figure this comes from (e.g. "S4 Appendix IV: smallest ratio 1.67"), margin taken
 
 
-@pytest.mark.claim("SX.Y", version=1)  # an id of claims/catalogue.toml; bump version when the procedure changes
+# an id of claims/catalogue.toml; bump version when the procedure changes. sample="prompts": the statistic is a mean
+# over the held-out prompts, so while a check is undecided the test runs again on 2x and 4x the prompts (fixtures
+# that draw prompts follow; intervals are 98.3 % at every look); leave it out where the sample is fixed (seeds)
+@pytest.mark.claim("SX.Y", version=1, sample="prompts")
 @pytest.mark.models("trained", "hf", twin=True)  # roles: trained untrained reference hf ladder siblings depths
 @pytest.mark.needs("blocks.*.hook_resid_post")  # canonical activations read (models/adapters.py lists them)
 def test_the_claim_in_words(model_name, activations, twin_activations, claim, settings):

@@ -109,6 +109,7 @@ CHECKS = (
     ("corpus.sha256", "--corpus", lambda d: _field(d, "corpus.sha256")),
     ("zoo", "--zoo", lambda d: d.get("zoo")),
     ("prompt batch", "--prompts", lambda d: d.get("prompts")),
+    ("max_prompts", "--max-prompts", lambda d: d.get("max_prompts")),
     ("device.dtype", "--dtype", lambda d: _field(d, "device.dtype")),
 )
 

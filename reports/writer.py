@@ -161,6 +161,7 @@ def results(settings, records: list[dict], models: dict, exitstatus: int, peak_r
         "seed": settings.seed,
         "zoo": settings.zoo,
         "prompts": list(settings.prompts),
+        "max_prompts": settings.max_prompts,
         "source_scale": settings.source_scale,
         "corpus": _corpus(settings),
         "versions": _versions(),

@@ -203,8 +203,9 @@ def test_header_makes_the_run_replayable():
     done = pytest_run("claims", "--collect-only", "--seed", "7", "--zoo", "tiny", "-p", "no:cacheprovider")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "seed=7" in done.stdout and "source-scale=off" in done.stdout
-    assert ("replay: pytest claims -m gpu --zoo tiny --device cpu --prompts 32x128 --source-scale off --dtype float32 "
-            "--seed 7") in done.stdout
+    assert ("replay: pytest claims -m gpu --zoo tiny --device cpu --prompts 32x128 --max-prompts 128 --source-scale off "
+            "--dtype float32 --seed 7") in done.stdout
+    assert "sequential claims (sample='prompts'): looks at 32 → 64 → 128 prompts" in done.stdout
 
 
 def test_source_scale_variants_are_skipped_on_a_cpu_unless_asked_for(tmp_path):

@@ -100,7 +100,8 @@ def test_sequential_claims_look_again_until_decided_and_record_every_look(cases)
         "control-always-straddles": "control failed",  # at the last look a straddle fails the control
         "fixed": "inconclusive",  # not sequential: one look, 95 %
     }, done.stdout[-3000:]
-    looks = {case: [(look["scale"], look["prompts"], look["outcome"]) for look in r["looks"]] for case, r in records.items()}
+    looks = {case: [(look["scale"], look["prompts"], look["outcome"]) for look in r["looks"]]
+             for case, r in records.items()}
     assert looks["decided-at-second-look"] == [(1, 32, "inconclusive"), (2, 64, "holds")]
     assert looks["never-decided"] == [(1, 32, "inconclusive"), (2, 64, "inconclusive"), (4, 128, "inconclusive")]
     assert looks["fails-at-first-look"] == [(1, 32, "fails")]
@@ -144,4 +145,5 @@ def test_an_unknown_sample_is_a_usage_error_naming_the_test(tmp_path):
             pass
     '''))
     done = pytest_run("test_bad.py", "--model", "ref-gpt2-small", "-p", "no:cacheprovider", cwd=tmp_path)
-    assert done.returncode == 4 and "sample='seeds'" in done.stderr + done.stdout and "test_bad" in done.stderr + done.stdout
+    said = done.stderr + done.stdout
+    assert done.returncode == 4 and "sample='seeds'" in said and "test_bad" in said
