@@ -81,3 +81,24 @@ def layer_probe(features: np.ndarray, labels: np.ndarray, seed: int, folds: int 
 def shuffled(labels: np.ndarray, seed: int) -> np.ndarray:
     """The labels permuted at random (the label-shuffle control: a probe must then be at chance)."""
     return np.random.default_rng(seed).permutation(np.asarray(labels))
+
+
+def shuffled_null(features: np.ndarray, labels: np.ndarray, seed: int, shuffles: int,
+                  folds: int = FOLDS) -> np.ndarray:
+    """Out-of-fold correctness of the same probe with the labels shuffled, ``shuffles`` times (S1.5's null).
+
+    With labels permuted no probe can tell a class, so its accuracy is what the probe, the folds and any overlap
+    between windows give without signal: the bound a real probe must clear, rather than the majority rate.
+
+    Args:
+        features: (n, d) one feature vector per window.
+        labels: (n,) class labels.
+        seed: shuffling k uses ``seed + k``; the folds use ``seed``.
+        shuffles: how many shufflings (more make the null's interval tighter).
+    Returns:
+        (n, shuffles) bool out-of-fold correctness, one column per shuffling.
+    Raises:
+        ValueError: as :func:`probe_correct`.
+    """
+    return np.stack([probe_correct(features, shuffled(labels, seed + k), seed, folds) for k in range(shuffles)],
+                    axis=1)

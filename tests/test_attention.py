@@ -16,10 +16,13 @@ from latent_instruments.attention import (NotAnOddsRatio, allowed_positions, cau
                                           module_inputs, odds_ratio_pattern, output_error_bound, output_projection,
                                           pattern_error_bound, pattern_fit, probability_rounding, repeat_kv,
                                           score_form, simplex_deviation)
-from latent_instruments.probes import layer_probe, majority_rate, probe_correct, shuffled, time_pooled
+from latent_instruments.probes import (layer_probe, majority_rate, probe_correct, shuffled, shuffled_null,
+                                       time_pooled)
+from latent_instruments.stats import bootstrap
 from models import corpus as corpus_module
 from models.adapters import adapter_for
 from models.capture import run_with_cache
+from reports.records import Check
 from tests.conftest import TINY_CONFIGS, tiny_model
 
 seeds = st.integers(0, 10_000)
@@ -272,6 +275,23 @@ def test_layer_probe_scores_each_layer_with_the_same_folds():
     correct = layer_probe(np.stack([noise, x], axis=1), y, seed=3)
     assert correct.shape == (90, 2) and correct[:, 1].mean() > correct[:, 0].mean() + 0.4
     np.testing.assert_array_equal(correct, layer_probe(np.stack([noise, x], axis=1), y, seed=3))  # deterministic
+
+
+def _null_check(x: np.ndarray, y: np.ndarray) -> Check:
+    """S1.5's claim check on one layer: the probe's accuracy against the high end of the shuffled-label null."""
+    null = bootstrap(shuffled_null(x, y, seed=0, shuffles=8), lambda u: float(u.mean()), seed=0)
+    return Check.of("accuracy", bootstrap(probe_correct(x, y, seed=0), lambda u: float(u.mean()), seed=0), "fraction",
+                    ">", null.high, "S1.5: above the shuffled-label null")
+
+
+def test_the_s1_5_check_fails_a_probe_with_no_signal_and_passes_one_with_signal():
+    """A probe on features that carry no class sits at the shuffled-label null, so the check cannot pass it; the
+    majority rate (version 2's threshold) is no such bound (the null's mean lies about it, either side)."""
+    x, y = blobs(40, 5.0, 4)
+    noise = np.random.default_rng(4).normal(size=x.shape)
+    assert _null_check(x, y).status == "passed"
+    assert _null_check(noise, y).status != "passed"
+    assert shuffled_null(x, y, seed=0, shuffles=3).shape == (120, 3)
 
 
 def test_shuffled_labels_are_a_permutation_and_pooling_is_the_time_mean():
