@@ -24,8 +24,8 @@ from pathlib import Path
 
 from fixtures.scheduling import swap_model
 
-FACTS = {"seed": "--seed", "prompts": "--prompts", "zoo": "--zoo", "corpus": "--corpus", "dtype": "--dtype",
-         "source_scale": "--source-scale"}
+FACTS = {"seed": "--seed", "prompts": "--prompts", "max_prompts": "--max-prompts", "zoo": "--zoo",
+         "corpus": "--corpus", "dtype": "--dtype", "source_scale": "--source-scale"}
 
 
 def parse_map(pairs: list[str]) -> dict[str, str]:
@@ -52,8 +52,9 @@ def _statuses(record: dict) -> dict[str, str]:
 
 
 def _facts(doc: dict) -> dict:
-    return {"seed": doc["seed"], "prompts": doc["prompts"], "zoo": doc["zoo"], "corpus": doc["corpus"]["sha256"],
-            "dtype": doc["device"]["dtype"], "source_scale": doc["source_scale"]}
+    return {"seed": doc["seed"], "prompts": doc["prompts"], "max_prompts": doc.get("max_prompts"),  # schema 5
+            "zoo": doc["zoo"], "corpus": doc["corpus"]["sha256"], "dtype": doc["device"]["dtype"],
+            "source_scale": doc["source_scale"]}
 
 
 def compare(baseline_path: Path, records: list[dict], models: dict | None = None, facts: dict | None = None,

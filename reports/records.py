@@ -68,14 +68,17 @@ class Check:
         """
         if self.passed:
             return PASSED
-        beyond = self.ci_high <= self.threshold if self.comparison == ">" else self.ci_low >= self.threshold
-        return FAILED if beyond or self.role == "control" else INCONCLUSIVE
+        return FAILED if self._beyond or self.role == "control" else INCONCLUSIVE
+
+    @property
+    def _beyond(self) -> bool:
+        """Whether the whole interval lies on the failing side of the threshold."""
+        return self.ci_high <= self.threshold if self.comparison == ">" else self.ci_low >= self.threshold
 
     @property
     def straddles(self) -> bool:
         """Whether the interval contains the threshold (neither side decided; a control then counts as failed)."""
-        return not self.passed and (self.ci_high > self.threshold if self.comparison == ">"
-                                    else self.ci_low < self.threshold)
+        return not self.passed and not self._beyond
 
     @property
     def sample_factor(self) -> float | None:

@@ -265,7 +265,7 @@ def markdown(doc: dict) -> str:
     out = ["# latent-claims report", "", *[f"{line}  " for line in header_lines(doc)], ""]
     if doc["baseline"]:
         out += ["## Changes since the baseline", "", *baseline_lines(doc), ""]
-    out += ["## Outcomes (claims × models; the claim check's statistic and 95 % interval)", "", md_table(*matrix(doc)), ""]
+    out += ["## Outcomes (claims × models; the claim check's statistic and interval: 95 %, or the lower-α level its claim table gives where the claim is sequential over prompts)", "", md_table(*matrix(doc)), ""]
     out += ["## Coverage of the catalogue", "", md_table(*coverage(doc)), ""]
     if doc.get("builds_agree"):
         out += ["## Agreement between builds", "", BUILDS_NOTE, "", md_table(*builds_rows(doc)), ""]
@@ -324,7 +324,7 @@ def to_html(doc: dict) -> str:
     if doc["baseline"]:
         parts += ["<h2>Changes since the baseline</h2><ul>",
                   *[f"<li>{esc(line.lstrip('- '))}</li>" for line in baseline_lines(doc)], "</ul>"]
-    parts += ["<h2>Outcomes</h2><p class='meta'>claims × models; the claim check's statistic and 95 % interval</p>",
+    parts += ["<h2>Outcomes</h2><p class='meta'>claims × models; the claim check's statistic and interval: 95 %, or the lower-α level its claim table gives (with n) where the claim is sequential over prompts</p>",
               html_table(*matrix(doc)), "<h2>Coverage of the catalogue</h2>", html_table(*coverage(doc))]
     if doc.get("builds_agree"):
         parts += ["<h2>Agreement between builds</h2>", f"<p class='meta'>{esc(BUILDS_NOTE)}</p>",

@@ -75,7 +75,7 @@ def test_rounds_double_the_prompts_up_to_the_cap_and_split_alpha_over_the_looks(
     assert "32 → 64 → 128 prompts" in Rounds(32, 128).describe() and "Bonferroni" in Rounds(32, 128).describe()
 
 
-def test_a_larger_prompt_batch_starts_with_the_smaller_ones_windows():
+def test_a_larger_prompt_batch_holds_the_smaller_ones_windows():
     """Later looks add prompts to the first look's, so the looks are one growing sample."""
     from models.corpus import load_corpus
 

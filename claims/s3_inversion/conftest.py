@@ -47,6 +47,7 @@ SETTINGS = ("source", "adapted")
 TOP_K = 5  # S3 shows the top-5 decodings
 WIDE = 512  # d_model from which a model counts as wide for the CPU sizes (references, hf models)
 EXAMPLES = 2  # prompts shown as decoded text per run
+KEPT_PROBLEMS = 4  # problems kept: a model and its untrained twin, each at two looks' prompt counts
 
 
 @dataclass(frozen=True)
@@ -241,13 +242,14 @@ ABLATIONS = {  # changes to a model an inversion can run under: name -> (subject
 
 @dataclass
 class Inversions:
-    """The session's S3 work: one :class:`Problem` per model (the two latest kept), one :class:`Run` per key."""
+    """The session's S3 work: one :class:`Problem` per model and prompt count (the latest ``KEPT_PROBLEMS`` kept),
+    one :class:`Run` per key."""
 
     corpus: object
     seed: int
     scale: Scale
     runs: dict = field(default_factory=dict)
-    problems: dict = field(default_factory=dict)  # the two latest models' (a model and its twin)
+    problems: dict = field(default_factory=dict)  # (name, prompts) -> Problem: a model and its twin, two looks each
 
     def at(self, look: int) -> "Inversions":
         """The same work at a sequential test's later look: ``look`` times the prompts, the same caches."""
@@ -257,7 +259,8 @@ class Inversions:
         """The model's prompts, allowed vocabularies and W_E⁺ (computed once while the model is in use)."""
         key = (name, self.scale.prompts_for(subject.d_model))
         if key not in self.problems:
-            while len(self.problems) >= 2:
+            earlier = next((p.pinv for (n, _), p in self.problems.items() if n == name), None)  # W_E⁺ of a look
+            while len(self.problems) >= KEPT_PROBLEMS:
                 self.problems.pop(next(iter(self.problems)))
             tok = subject.tokenizer
             tokens = len(tok.encode(SOURCE_PROMPT))
@@ -269,8 +272,8 @@ class Inversions:
             allowed = torch.zeros(ids.shape[0], weight.shape[0], dtype=torch.bool, device=ids.device)
             prompt_allowed = allowed.clone().scatter_(1, ids[:, :tokens], True)
             allowed.scatter_(1, ids, True)
-            self.problems[key] = Problem(ids[:, :tokens], allowed, prompt_allowed, weight, pseudo_inverse(weight),
-                                         window)
+            pinv = earlier if earlier is not None else pseudo_inverse(weight)
+            self.problems[key] = Problem(ids[:, :tokens], allowed, prompt_allowed, weight, pinv, window)
         return self.problems[key]
 
     def run(self, name: str, subject: LoadedModel, block: int | tuple[int, ...], how: str,
