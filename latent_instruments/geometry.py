@@ -115,23 +115,56 @@ def cross_token_cosine(layers: Sequence[torch.Tensor], first_position: int = 1) 
     return torch.stack(out, dim=1)
 
 
-def excess_over_baseline(cosine: torch.Tensor, baseline: torch.Tensor) -> torch.Tensor:
-    """(cosine − baseline) / (1 − baseline): the part of the headroom above a baseline cosine that is reached.
+def mismatched_consecutive_cosines(layers: Sequence[torch.Tensor], first_position: int = 1) -> torch.Tensor:
+    """Mean cosine between one token's state at layer l and a *different* token's at layer l + 1 (S2.2's null).
 
-    If every state is a shared direction plus a token-specific part, orthogonal across
-    tokens, the baseline is the cross-token cosine and this is the cosine between the
-    token-specific parts of the two states; 0 when a shared direction explains it all.
+    The null of S2.2's control: if the stream points one shared way and no token keeps its
+    own direction, a token's state at layer l + 1 is as close to any other token's state at
+    layer l as to its own, so the consecutive cosine equals this. Over all ordered pairs t ≠ s
+    of kept positions, exactly: ((Σ_t u_t) · (Σ_s v_s) − Σ_t u_t · v_t) / (n (n − 1)), u, v
+    the unit states at layers l and l + 1.
 
     Args:
-        cosine, baseline: broadcastable, each in [-1, 1]; baseline < 1.
+        layers: the residual stream by depth, each (batch, seq, d_model); at least two.
+        first_position: positions before it are left out; at least two must remain.
     Returns:
-        the excess, same shape, dimensionless (1: identical directions).
+        (batch, n_layers - 1), float64 on the CPU, in [-1, 1]; entry l pairs layers l and l + 1.
     Raises:
-        ValueError: if a baseline is 1 or more (no headroom to measure against).
+        ValueError: for fewer than two layers, mismatched shapes, or fewer than two positions left.
+        NonFiniteError: if a hidden state holds NaN or inf.
     """
-    if (baseline >= 1).any():
-        raise ValueError("a baseline cosine of 1 leaves no headroom: every token points the same way")
-    return (cosine - baseline) / (1 - baseline)
+    if len(layers) < 2:
+        raise ValueError(f"consecutive cosines need at least two layers, got {len(layers)}")
+    _checked(layers, first_position, "hidden states")
+    n = layers[0].shape[1] - first_position
+    if n < 2:
+        raise ValueError("mismatched cosines need at least two positions after first_position")
+    before, out = _unit(_kept(layers[0], first_position, "hidden states")).double(), []
+    for h in layers[1:]:
+        after = _unit(_kept(h, first_position, "hidden states")).double()
+        every_pair = (before.sum(dim=1) * after.sum(dim=1)).sum(dim=-1)  # (batch,)
+        same_token = (before * after).sum(dim=(1, 2))
+        out.append(((every_pair - same_token) / (n * (n - 1))).cpu())
+        before = after
+    return torch.stack(out, dim=1)
+
+
+def token_norm_ratio(first: torch.Tensor, last: torch.Tensor, first_position: int = 1) -> torch.Tensor:
+    """Each token's norm at a later layer over its norm at an earlier one, ‖last[t]‖ / ‖first[t]‖ (S2.1's control).
+
+    Args:
+        first, last: hidden states (batch, seq, d_model) of one batch at two layers.
+        first_position: positions before it are left out.
+    Returns:
+        (batch, seq − first_position), float64 on the CPU (1: the token's norm did not change).
+    Raises:
+        ValueError: for mismatched shapes or no position left.
+        NonFiniteError: if a hidden state holds NaN or inf.
+    """
+    _checked([first, last], first_position, "hidden states")
+    before = _kept(first, first_position, "hidden states").double().norm(dim=-1)
+    after = _kept(last, first_position, "hidden states").double().norm(dim=-1)
+    return (after / before.clamp_min(EPS)).cpu()
 
 
 def growth_per_layer(mean_norms: torch.Tensor) -> torch.Tensor:

@@ -2,14 +2,20 @@
 
 import math
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
 from latent_instruments.errors import NonFiniteError
 from latent_instruments.geometry import (
-    analogy_ranks, consecutive_cosines, crossed_analogies, cross_token_cosine, excess_over_baseline,
-    fit_log_growth, growth_per_layer, mean_norm_by_layer, word_token,
+    analogy_ranks, consecutive_cosines, crossed_analogies, cross_token_cosine, fit_log_growth, growth_per_layer,
+    mean_norm_by_layer, mismatched_consecutive_cosines, token_norm_ratio, word_token,
+)
+from latent_instruments.stats import bootstrap
+from reports.records import Check
+from claims.s2_residual.test_residual_stream import (
+    COSINE_FLOOR, RATE_HIGH, RATE_LOW, block_rate, median_token_growth, min_step_ratio, null_margin,
 )
 from models.tokenization import CharTokenizer
 
@@ -97,21 +103,92 @@ def test_cross_token_cosine_is_the_mean_over_pairs(seed):
     assert cross_token_cosine([h])[:, 0].numpy() == pytest.approx(expected.numpy(), abs=1e-12)
 
 
-def test_excess_is_the_cosine_of_the_token_parts_under_a_shared_direction():
-    # h = μ + x_t with |μ|² = m, |x|² = s, token parts orthogonal across tokens and at cosine ρ across layers
-    d, n, m, rho = 64, 8, 9.0, 0.6
-    basis = torch.linalg.qr(randn(d, d))[0]
-    mu = basis[:, 0] * math.sqrt(m)
-    x = basis[:, 1: n + 1].T  # (n, d), unit, orthogonal
-    y = basis[:, n + 1: 2 * n + 1].T
-    x_next = rho * x + math.sqrt(1 - rho**2) * y
-    before, after = (mu + x)[None], (mu + x_next)[None]
-    baseline = cross_token_cosine([before], first_position=0)[0, 0]
-    assert baseline.item() == pytest.approx(m / (m + 1), abs=1e-9)
-    cos = consecutive_cosines([before, after], first_position=0)[0, 0]
-    assert excess_over_baseline(cos, baseline).item() == pytest.approx(rho, abs=1e-9)
-    with pytest.raises(ValueError):
-        excess_over_baseline(cos, torch.tensor(1.0))
+def test_the_mismatched_null_averages_every_pair_of_different_tokens_across_two_layers():
+    before, after = randn(2, 6, 5, seed=1), randn(2, 6, 5, seed=2)
+    u = before[:, 1:] / before[:, 1:].norm(dim=-1, keepdim=True)
+    v = after[:, 1:] / after[:, 1:].norm(dim=-1, keepdim=True)
+    gram = u @ v.transpose(1, 2)  # (batch, n, n): cos(h_l[t], h_l+1[s])
+    n = u.shape[1]
+    expected = (gram.sum(dim=(1, 2)) - gram.diagonal(dim1=1, dim2=2).sum(-1)) / (n * (n - 1))
+    assert mismatched_consecutive_cosines([before, after])[:, 0].numpy() == pytest.approx(expected.numpy(), abs=1e-12)
+
+
+def _shared_direction_stream(token_part: float, keep: float, blocks: int = 4, batch: int = 16, seed: int = 0):
+    """A stream of a shared direction plus token parts of size token_part that keep cosine ``keep`` per layer."""
+    d, n = 64, 12
+    generator = torch.Generator().manual_seed(seed)
+    mu = torch.zeros(d, dtype=torch.float64)
+    mu[0] = 1.0
+    part = torch.randn(batch, n, d, generator=generator, dtype=torch.float64) / math.sqrt(d)
+    layers = []
+    for _ in range(blocks + 1):
+        layers.append(mu + token_part * part)
+        fresh = torch.randn(batch, n, d, generator=generator, dtype=torch.float64) / math.sqrt(d)
+        part = keep * part + math.sqrt(1 - keep**2) * fresh
+    return layers
+
+
+def _s2_2_checks(layers) -> tuple[Check, Check]:
+    """S2.2's claim check and control on a stream, as the claim computes them."""
+    consecutive = consecutive_cosines(layers).numpy()
+    units = np.concatenate([consecutive, mismatched_consecutive_cosines(layers).numpy()], axis=1)
+    n_blocks = len(layers) - 1
+    floor = bootstrap(consecutive, lambda u: float(u.mean(axis=0)[1:].min()), seed=0)
+    margin = bootstrap(units, lambda u: float(null_margin(u, n_blocks)[1:].min()), seed=0)
+    return (Check.of("floor", floor, "cosine", ">", COSINE_FLOOR, "S2.2"),
+            Check.of("margin", margin, "cosine", ">", 0.0, "S2.2", role="control"))
+
+
+def test_the_s2_2_control_fails_a_stream_whose_tokens_keep_no_direction_of_their_own():
+    """A shared direction with token parts that are redrawn every layer passes the 0.88 floor, vacuously: the
+    control sees it. Token parts that persist across layers pass both."""
+    vacuous_floor, vacuous_control = _s2_2_checks(_shared_direction_stream(token_part=0.3, keep=0.0))
+    assert vacuous_floor.status == "passed" and vacuous_control.status == "failed"
+    floor, control = _s2_2_checks(_shared_direction_stream(token_part=0.3, keep=0.9))
+    assert floor.status == "passed" and control.status == "passed"
+    floor, _ = _s2_2_checks(_shared_direction_stream(token_part=3.0, keep=0.5))
+    assert floor.status == "failed"  # the claim check fails a stream that turns
+
+
+def _growing_stream(rate: float, blocks: int = 4, batch: int = 16, seed: int = 0, outliers: bool = False):
+    """Hidden states whose norm is 0.1 at the embedding, 1 at block 1, then × rate per block (every token), or,
+    with ``outliers``, one token per prompt growing × rate² per block while every other token shrinks × 0.9."""
+    generator = torch.Generator().manual_seed(seed)
+    direction = torch.randn(batch, 9, 32, generator=generator, dtype=torch.float64)
+    direction = direction / direction.norm(dim=-1, keepdim=True)
+    scales = [0.1] + [1.0] * blocks
+    layers = []
+    for k, s in enumerate(scales):
+        per_token = torch.full((batch, 9, 1), s * (rate ** max(k - 1, 0)), dtype=torch.float64)
+        if outliers and k >= 1:
+            per_token[:] = 0.9 ** (k - 1)
+            per_token[:, 4] = rate ** (2 * (k - 1)) * 10
+        layers.append(direction * per_token)
+    return layers
+
+
+def _s2_1_checks(layers) -> list[Check]:
+    """S2.1's checks and control on a stream, as the claim computes them."""
+    norms = mean_norm_by_layer(layers).numpy()
+    ratios = token_norm_ratio(layers[1], layers[-1]).numpy()
+    rate = bootstrap(norms, block_rate, seed=0)
+    return [Check.of("steps", bootstrap(norms, min_step_ratio, seed=0), "ratio", ">", 1.0, "S2.1"),
+            Check.of("rate low", rate, "×", ">", RATE_LOW, "S2.1"), Check.of("rate high", rate, "×", "<", RATE_HIGH, "S2.1"),
+            Check.of("median token", bootstrap(ratios, median_token_growth, seed=0), "ratio", ">", 1.0, "S2.1",
+                     role="control")]
+
+
+def test_the_s2_1_checks_fail_a_stream_off_table_1s_rate_and_the_control_fails_outlier_growth():
+    """Table 1's rate passes all four; a stream that grows only in its embedding step (every block × 1.0), one
+    twice as fast per block as Mistral, and one whose mean grows through one token per prompt each fail theirs."""
+    assert [c.status for c in _s2_1_checks(_growing_stream(1.15))] == ["passed"] * 4
+    flat = _s2_1_checks(_growing_stream(1.0))
+    assert [c.status for c in flat] == ["failed", "failed", "passed", "failed"]
+    fast = _s2_1_checks(_growing_stream(1.3))
+    assert [c.status for c in fast] == ["passed", "passed", "failed", "passed"]
+    outliers = _s2_1_checks(_growing_stream(1.15, outliers=True))
+    assert outliers[0].status == "passed" and outliers[3].status == "failed"
+    assert RATE_LOW == pytest.approx(45 ** (1 / 32)) and RATE_HIGH == pytest.approx(180 ** (1 / 32))
 
 
 def test_shape_and_value_errors():
