@@ -71,7 +71,19 @@ def matrix(doc: dict) -> tuple[list[str], list[list[str]]]:
     for r in doc["records"]:
         suffix = f" — {test_name(r)}" if r["claim"] in several else ""
         cells.setdefault((r["claim"], r["model"]), []).append(cell(r) + suffix)
-    return ["claim"] + models, [[c] + ["<br>".join(cells.get((c, m), ["·"])) for m in models] for c in claims]
+    names = {c: c + (" (implementation check)" if is_implementation(doc, c) else "") for c in claims}
+    return ["claim"] + models, [[names[c]] + ["<br>".join(cells.get((c, m), ["·"])) for m in models] for c in claims]
+
+
+IMPLEMENTATION_NOTE = ("Implementation check: the claim is an identity of the mechanism, true for any weights, trained "
+                       "or random. 'holds' says that the captured activations are what the source's algebra says "
+                       "they are on this architecture and dtype (its controls show the check sees a violation), not "
+                       "that the model learned anything.")
+
+
+def is_implementation(doc: dict, claim_id: str) -> bool:
+    """Whether the catalogue marks a claim as an implementation check (an identity, S1.1-S1.3)."""
+    return (doc.get("catalogue") or {}).get(claim_id, {}).get("kind") == "implementation"
 
 
 def coverage(doc: dict) -> tuple[list[str], list[list[str]]]:
@@ -83,7 +95,8 @@ def coverage(doc: dict) -> tuple[list[str], list[list[str]]]:
         counts: dict[str, int] = {}
         for r in records:
             counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
-        rows.append([claim_id, entry["statement"][:90] + ("…" if len(entry["statement"]) > 90 else ""),
+        kind = "[implementation check] " if entry.get("kind") == "implementation" else ""
+        rows.append([claim_id, kind + entry["statement"][:90] + ("…" if len(entry["statement"]) > 90 else ""),
                      ", ".join(tests) or "not yet implemented",
                      ", ".join(dict.fromkeys(r["model"] for r in records)) or "—",
                      ", ".join(f"{n} {o}" for o, n in counts.items()) or "—"])
@@ -277,6 +290,8 @@ def markdown(doc: dict) -> str:
                 f"Source: {entry.get('source', '')}; {entry.get('section', '')}. "
                 + (f"Source's figures: {entry['figures']}. " if entry.get("figures") else "")
                 + f"Procedure version {', '.join(sorted({str(r['version']) for r in records}))}.", ""]
+        if is_implementation(doc, claim_id):
+            out += [f"*{IMPLEMENTATION_NOTE}*", ""]
         out += [f"- {role} check *{name}*: {derivation}" for role, name, derivation in thresholds(records)] + [""]
         out += [md_table(*subject_rows(records)), ""]
         for procedure in dict.fromkeys(r["procedure"] for r in records if r["procedure"]):
@@ -335,7 +350,8 @@ def to_html(doc: dict) -> str:
     for claim_id, entry, records in _claims(doc):
         parts += [f"<h2 id='{esc(claim_id)}'>{esc(claim_id)} — {esc(entry.get('statement', ''))}</h2>",
                   f"<div class='meta'>Source: {esc(entry.get('source', ''))}; {esc(entry.get('section', ''))}."
-                  + (f" Source's figures: {esc(entry['figures'])}." if entry.get("figures") else "") + "</div>",
+                  + (f" Source's figures: {esc(entry['figures'])}." if entry.get("figures") else "") + "</div>"
+                  + (f"<p class='meta'><b>{esc(IMPLEMENTATION_NOTE)}</b></p>" if is_implementation(doc, claim_id) else ""),
                   "<ul>" + "".join(f"<li>{esc(role)} check <i>{esc(name)}</i>: {esc(d)}</li>"
                                    for role, name, d in thresholds(records)) + "</ul>",
                   html_table(*subject_rows(records))]

@@ -1,5 +1,6 @@
 """The report: results.json, report.md/html, the latest link, the history index, baseline comparison, no overwrites."""
 
+import html
 import json
 import os
 import stat
@@ -73,6 +74,20 @@ def test_coverage_lists_every_catalogued_claim(tmp_path):
     header, rows = render.coverage(doc)
     assert len(rows) == 42
     assert rows[2][:3] == ["S0.3", rows[2][1], "t"] and rows[0][2] == "not yet implemented"
+
+
+def test_an_implementation_check_is_marked_as_one_in_the_matrix_coverage_and_its_section(tmp_path):
+    """S1.1-S1.3 are identities of softmax attention: their 'holds' must not read as a finding about the model."""
+    simplex = {**record(0.2), "claim": "S1.1", "test": "claims/s1_attention/test_simplex.py::t[tiny-w128]"}
+    folder = write(settings_for(tmp_path), [record(0.2), simplex])
+    doc = json.loads((folder / "results.json").read_text())
+    assert doc["catalogue"]["S1.1"]["kind"] == "implementation" and doc["catalogue"]["S0.3"]["kind"] == "empirical"
+    md = (folder / "report.md").read_text()
+    assert "| S1.1 (implementation check) | holds" in md and "| S0.3 | holds" in md
+    assert md.count(render.IMPLEMENTATION_NOTE) == 1
+    rows = {row[0]: row[1] for row in render.coverage(doc)[1]}
+    assert rows["S1.3"].startswith("[implementation check] ") and not rows["S0.3"].startswith("[")
+    assert html.escape(render.IMPLEMENTATION_NOTE) in (folder / "report.html").read_text()
 
 
 def test_a_failed_control_and_an_error_are_named_in_the_matrix(tmp_path):
@@ -226,3 +241,11 @@ def test_a_control_that_changed_is_a_measured_change_not_the_ledger(tmp_path):
     assert changes["ledger_changes"] == []
     [measured] = changes["measured_changes"]
     assert measured["was"]["learned (control)"] == "passed" and measured["now"]["learned (control)"] == "failed"
+
+
+def test_a_catalogue_entry_of_an_unknown_kind_is_refused_with_its_id(tmp_path):
+    from fixtures.catalogue import CATALOGUE, load_catalogue
+    bad = tmp_path / "catalogue.toml"
+    bad.write_text(CATALOGUE.read_text().replace('kind = "implementation"', 'kind = "identity"', 1))
+    with pytest.raises(ValueError, match="S1.1: kind 'identity'"):
+        load_catalogue(bad)
