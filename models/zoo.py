@@ -76,6 +76,13 @@ class ZooEntry:
         return self.name + TWIN_SUFFIX
 
     @property
+    def trained(self) -> str | None:
+        """The trained model an untrained twin was drawn beside (its name without ``:untrained``); None for any
+        other role: a random-init reference has no trained counterpart here (run the twin of the trained
+        checkpoint instead, ``--model FOLDER:untrained``)."""
+        return self.name.removesuffix(TWIN_SUFFIX) if self.role == "untrained" else None
+
+    @property
     def is_group(self) -> bool:
         """Whether this subject is a group of models (``GROUP_KINDS``)."""
         return self.role in GROUP_KINDS

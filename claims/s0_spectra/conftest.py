@@ -3,10 +3,12 @@
 The spectra follow S0's code: |rfft|² along the sequence, first token dropped,
 averaged over d_model (then over sequences, which are the bootstrap unit). They
 are taken of the residual stream before the final norm (S0's hidden states), of
-each block's attention and MLP residuals (what the block adds), and of two
-variants: a Hann-windowed, mean-removed one (the leakage check) and the token
+each block's attention and MLP residuals (what the block adds), and of
+variants: Hann-windowed, mean-removed ones (the leakage checks), the token
 embeddings with their positions shuffled within each sequence (white by
-construction: S0.1's control).
+construction: S0.1's control), and every state with its positions shuffled
+(``Shuffled``: the null of S0.3-S0.9's controls, which keeps each token's state
+and destroys only the order along the sequence).
 """
 
 from dataclasses import dataclass
@@ -24,6 +26,22 @@ SPECTRA_NEEDS = ("hook_embed", "blocks.*.hook_resid_pre", "blocks.*.hook_resid_p
 
 
 @dataclass(frozen=True)
+class Shuffled:
+    """The same states with positions 1..T−1 shuffled within each sequence (one permutation per sequence, shared by
+    every layer; the dropped first token stays first): white by construction, with every token's state kept.
+
+    Attributes: hidden, hidden_nopos (batch, n_layers, n_freq), attn, mlp, update (batch, n_blocks, n_freq), as in
+    ModelSpectra.
+    """
+
+    hidden: np.ndarray
+    hidden_nopos: np.ndarray
+    attn: np.ndarray
+    mlp: np.ndarray
+    update: np.ndarray
+
+
+@dataclass(frozen=True)
 class ModelSpectra:
     """One model's spectra on its held-out prompt batch (S0 Fig 2-7).
 
@@ -32,10 +50,15 @@ class ModelSpectra:
         labels: hidden-state layer labels: "embed", "embed+pos" (learned positions only), "block 1" .. "block L".
         hidden: (batch, n_layers, n_freq) power of the hidden states, S0's procedure.
         hidden_hann: (batch, n_layers, n_freq) the same, Hann-windowed with each sequence's mean removed.
+        hidden_nopos: (batch, n_layers, n_freq) the hidden states with the learned position embedding subtracted
+            at every layer (the residual stream carries it unchanged to the end): S0.5 compares without the
+            position bump of S0.2. Equal to ``hidden`` where positions are not learned.
         attn: (batch, n_blocks, n_freq) power of each block's attention residual (attn_out).
         mlp: (batch, n_blocks, n_freq) power of each block's MLP residual (mlp_out).
         update: (batch, n_blocks, n_freq) power of each block's whole update, resid_post − resid_pre.
+        update_hann: (batch, n_blocks, n_freq) the same, Hann-windowed with each sequence's mean removed.
         shuffled_embed: (batch, n_freq) power of the token embeddings with positions shuffled per sequence.
+        shuffled: every state above with positions 1..T−1 shuffled (:class:`Shuffled`), the controls' null.
         positions: tokens per sequence before the first is dropped.
     """
 
@@ -43,10 +66,13 @@ class ModelSpectra:
     labels: list[str]
     hidden: np.ndarray
     hidden_hann: np.ndarray
+    hidden_nopos: np.ndarray
     attn: np.ndarray
     mlp: np.ndarray
     update: np.ndarray
+    update_hann: np.ndarray
     shuffled_embed: np.ndarray
+    shuffled: Shuffled
     positions: int
 
     @property
@@ -78,20 +104,36 @@ def model_spectra(captured, seed: int) -> ModelSpectra:
     generator = torch.Generator().manual_seed(seed)
     order = torch.stack([torch.randperm(embed.shape[1], generator=generator) for _ in range(embed.shape[0])])
     shuffled = torch.take_along_dim(embed, order[:, :, None], dim=1)
+    keep_first = torch.stack([torch.cat([torch.zeros(1, dtype=torch.long), 1 + torch.randperm(embed.shape[1] - 1,
+                                                                                                generator=generator)])
+                              for _ in range(embed.shape[0])])  # (batch, seq): position 0 stays, the rest shuffled
     freqs = power_spectral_density(embed[:1])[0]
+    hidden = [h for _, h in layers]
+    labels = [label for label, _ in layers]
+    positions = hidden[labels.index("embed+pos")] - hidden[0] if "embed+pos" in labels else 0.0
+    hidden_nopos = [h - positions for h in hidden]
+    attn = [cache[f"blocks.{i}.hook_attn_out"] for i in range(n)]
+    mlp = [cache[f"blocks.{i}.hook_mlp_out"] for i in range(n)]
+    update = [cache[f"blocks.{i}.hook_resid_post"] - cache[f"blocks.{i}.hook_resid_pre"] for i in range(n)]
 
-    def stack(tensors, window=None) -> np.ndarray:
-        return torch.stack([_psd(t, window) for t in tensors], dim=1).numpy()
+    def stack(tensors, window=None, shuffle=False) -> np.ndarray:
+        def prepare(t):
+            t = t.float().cpu()
+            return torch.take_along_dim(t, keep_first[:, :, None], dim=1) if shuffle else t
+        return torch.stack([_psd(prepare(t), window) for t in tensors], dim=1).numpy()
 
     return ModelSpectra(
         bins=LogBins.of(freqs),
-        labels=[label for label, _ in layers],
-        hidden=stack([h for _, h in layers]),
-        hidden_hann=stack([h for _, h in layers], window="hann"),
-        attn=stack([cache[f"blocks.{i}.hook_attn_out"] for i in range(n)]),
-        mlp=stack([cache[f"blocks.{i}.hook_mlp_out"] for i in range(n)]),
-        update=stack([cache[f"blocks.{i}.hook_resid_post"] - cache[f"blocks.{i}.hook_resid_pre"] for i in range(n)]),
+        labels=labels,
+        hidden=stack(hidden),
+        hidden_hann=stack(hidden, window="hann"),
+        hidden_nopos=stack(hidden_nopos),
+        attn=stack(attn),
+        mlp=stack(mlp),
+        update=stack(update),
+        update_hann=stack(update, window="hann"),
         shuffled_embed=_psd(shuffled).numpy(),
+        shuffled=Shuffled(*(stack(x, shuffle=True) for x in (hidden, hidden_nopos, attn, mlp, update))),
         positions=embed.shape[1],
     )
 
@@ -112,6 +154,22 @@ def mean_fit(bins: LogBins, units: np.ndarray) -> PowerLawFit:
 def estimate(units: np.ndarray, statistic, seed: int) -> Estimate:
     """Bootstrap over sequences (the first axis of ``units``) of a statistic of the resampled units."""
     return bootstrap(units, statistic, seed=seed)
+
+
+def beyond_null(real: np.ndarray, null: np.ndarray, statistic, seed: int) -> Estimate:
+    """statistic(real) − statistic(null), bootstrapped over sequences with the pairs kept together.
+
+    Args:
+        real, null: (batch, ...) units of the same shape, row i of both from sequence i (e.g. a spectrum and
+            the spectrum of the same states with positions shuffled, ``Shuffled``).
+        statistic: units (batch, ...) → float.
+    Raises:
+        ValueError: if the shapes differ.
+    """
+    if real.shape != null.shape:
+        raise ValueError(f"real and null units must have one shape, got {real.shape} and {null.shape}")
+    paired = np.stack([real, null], axis=1)
+    return estimate(paired, lambda u: statistic(u[:, 0]) - statistic(u[:, 1]), seed)
 
 
 def loglog_panels(title: str, labels: list[str], psd: np.ndarray) -> dict[str, list[float]]:
@@ -135,3 +193,12 @@ def spectra(pool, model_name, settings, sample_scale) -> ModelSpectra:
 def twin_spectra(pool, model_name, settings, sample_scale) -> ModelSpectra:
     """The same for the subject's untrained twin (the control of S0.2 and S0.5), on the same token ids."""
     return _spectra_of(pool, resolve(model_name).twin, sample_scale, settings.seed)
+
+
+@pytest.fixture
+def trained_spectra(pool, model_name, settings, sample_scale) -> ModelSpectra | None:
+    """For an untrained twin, its trained counterpart's spectra on the same token ids (``models(..., trained=True)``):
+    S0.6 and S0.7 take their tolerance from its final hidden state, a law S0 calls clean. None for a subject
+    without one (a random-init reference)."""
+    trained = resolve(model_name).trained
+    return None if trained is None else _spectra_of(pool, trained, sample_scale, settings.seed)

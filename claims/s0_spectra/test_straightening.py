@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from claims.s0_spectra.conftest import SPECTRA_NEEDS, estimate, loglog_panels, mean_fit
+from claims.s0_spectra.conftest import SPECTRA_NEEDS, beyond_null, estimate, loglog_panels, mean_fit
 from reports.plots import series
 from reports.records import Check
 
@@ -32,7 +32,7 @@ def _deviation_by_layer(bins, units: np.ndarray) -> np.ndarray:
     return mean_fit(bins, units).deviation
 
 
-def _straightening(bins, units: np.ndarray, start: int) -> float:
+def straightening(bins, units: np.ndarray, start: int) -> float:
     """Scatter at the last block minus at the start layer, decades (negative: straighter after the blocks)."""
     deviation = _deviation_by_layer(bins, units)
     return float(deviation[-1] - deviation[start])
@@ -44,7 +44,7 @@ def _trend(bins, units: np.ndarray, start: int) -> float:
     return float(stats.spearmanr(np.arange(deviation.size), deviation).statistic)
 
 
-@pytest.mark.claim("S0.3", version=4, sample="prompts")  # 4: more prompts while inconclusive (fixtures.rounds)
+@pytest.mark.claim("S0.3", version=5, sample="prompts")  # 5: control, straighter than the position-shuffled stream
 @pytest.mark.models("trained", "hf")
 @pytest.mark.needs(*SPECTRA_NEEDS)
 def test_power_law_straightens_with_depth(model_name, spectra, claim, settings):
@@ -59,9 +59,10 @@ def test_power_law_straightens_with_depth(model_name, spectra, claim, settings):
     bins, hidden, start = spectra.bins, spectra.hidden, spectra.start
     labels = spectra.labels
     trend = estimate(hidden, lambda u: _trend(bins, u, start), settings.seed)
-    drop = estimate(hidden, lambda u: _straightening(bins, u, start), settings.seed)
+    drop = estimate(hidden, lambda u: straightening(bins, u, start), settings.seed)
     slope = estimate(hidden[:, -1], lambda u: float(mean_fit(bins, u).slope), settings.seed)
-    windowed = estimate(spectra.hidden_hann, lambda u: _straightening(bins, u, start), settings.seed)
+    windowed = estimate(spectra.hidden_hann, lambda u: straightening(bins, u, start), settings.seed)
+    ordered = beyond_null(hidden, spectra.shuffled.hidden, lambda u: straightening(bins, u, start), settings.seed)
     deviation = mean_fit(bins, hidden).deviation
     deviation_hann = mean_fit(bins, spectra.hidden_hann).deviation
     claim.record(
@@ -83,6 +84,13 @@ def test_power_law_straightens_with_depth(model_name, spectra, claim, settings):
                      "law; the windowed, mean-removed spectra must straighten too. A claim check, not a control: "
                      "a straightening that only leakage shows is the claim failing (a finding), and as a control "
                      "it would turn every model that does not straighten into 'control failed'"),
+            Check.of(f"straightening, {labels[-1]} minus {labels[start]}, minus that of the position-shuffled "
+                     "stream", ordered, "decades", "<", 0.0,
+                     "control: the straightening is of structure along the sequence. With positions shuffled (the "
+                     "same tokens' states, white by construction) the scatter is the estimator's noise; where that "
+                     "noise alone falls with depth (a few outlier tokens early, even states late) the claim checks "
+                     "pass with no law at all. The real stream must straighten more (paired bootstrap)",
+                     role="control"),
         ],
         procedure=(f"{hidden.shape[0]} held-out sequences of {spectra.positions} tokens (S0: 8 × 2048 of C4), first "
                    "token dropped, |rfft|² averaged over d_model then sequences (S0's procedure, no window); "
@@ -99,7 +107,7 @@ def test_power_law_straightens_with_depth(model_name, spectra, claim, settings):
     )
 
 
-@pytest.mark.claim("S0.4", version=2, sample="prompts")  # 2: more prompts while inconclusive (fixtures.rounds)
+@pytest.mark.claim("S0.4", version=3, sample="prompts")  # 3: control, the law survives a Hann window
 @pytest.mark.models("trained", "hf")
 @pytest.mark.needs(*SPECTRA_NEEDS)
 def test_final_power_law_spans_about_one_decade(model_name, spectra, claim, settings):
@@ -111,6 +119,7 @@ def test_final_power_law_spans_about_one_decade(model_name, spectra, claim, sett
     """
     bins, hidden, labels = spectra.bins, spectra.hidden, spectra.labels
     slope = estimate(hidden[:, -1], lambda u: float(mean_fit(bins, u).slope), settings.seed)
+    windowed = estimate(spectra.hidden_hann[:, -1], lambda u: float(mean_fit(bins, u).slope), settings.seed)
     steep, shallow = -SPAN_HIGH / S0_BAND_DECADES, -SPAN_LOW / S0_BAND_DECADES
     by_layer = [estimate(hidden[:, i], lambda u: float(mean_fit(bins, u).slope), settings.seed)
                 for i in range(len(labels))]
@@ -123,6 +132,10 @@ def test_final_power_law_spans_about_one_decade(model_name, spectra, claim, sett
                      shallow, derivation),
             Check.of(f"exponent at {labels[-1]}, shallower than two decades per 3.0", slope, "log-log slope", ">",
                      steep, derivation),
+            Check.of(f"exponent at {labels[-1]}, Hann-windowed with the mean removed", windowed, "log-log slope", "<",
+                     0.0, "control: without a window a slow drift along the sequence leaks ~f⁻² power over the whole "
+                     "band and passes for a law of any span; a law of the states survives the window, leakage does "
+                     "not, so the windowed spectrum must still fall with frequency", role="control"),
         ],
         procedure=(f"{hidden.shape[0]} held-out sequences of {spectra.positions} tokens, S0's procedure; exponent of "
                    f"the least-squares line through {bins.centers.size} log-spaced bins of the last block's "
@@ -139,28 +152,61 @@ def test_final_power_law_spans_about_one_decade(model_name, spectra, claim, sett
     )
 
 
-@pytest.mark.claim("S0.5", version=2, sample="prompts")  # 2: more prompts while inconclusive (fixtures.rounds)
+def learned_straightening(bins, units: np.ndarray, start: int) -> float:
+    """Straightening of the trained model minus its twin's, decades; units (batch, 2, n_layers, n_freq)."""
+    return straightening(bins, units[:, 0], start) - straightening(bins, units[:, 1], start)
+
+
+@pytest.mark.claim("S0.5", version=3, sample="prompts")  # 3: without the position bump, from block 1; control
 @pytest.mark.models("trained", "hf", twin=True)
 @pytest.mark.needs(*SPECTRA_NEEDS)
 def test_straightening_is_learned(model_name, spectra, twin_spectra, claim, settings):
-    """S0.5: the untrained twin straightens less than the trained model, on the same token ids."""
-    bins, start = spectra.bins, spectra.start
-    paired = np.stack([spectra.hidden, twin_spectra.hidden], axis=1)  # (batch, 2, n_layers, n_freq)
-    learned = estimate(paired, lambda u: _straightening(bins, u[:, 0], start) - _straightening(bins, u[:, 1], start),
-                       settings.seed)
-    twin = estimate(twin_spectra.hidden, lambda u: _straightening(bins, u, start), settings.seed)
+    """S0.5: the untrained twin straightens less than the trained model, on the same token ids.
+
+    Learned positions confound S0.3's comparison: the trained model's position embedding adds a
+    low-frequency bump (S0.2) that makes its first block's input crooked, and the residual
+    stream carries it unchanged to every layer, so "straightens more" could be the bump alone.
+    Here the position embedding is subtracted from every layer's state, and the straightening is
+    counted from block 1's output (block 1 of both models applied, the bump's own start left out).
+    """
+    bins, n = spectra.bins, len(spectra.labels)
+    first = spectra.labels.index("block 1")
+    if n - first < 2:
+        claim.not_informative("one block: no straightening after block 1 to compare")
+    paired = np.stack([spectra.hidden_nopos, twin_spectra.hidden_nopos], axis=1)  # (batch, 2, n_layers, n_freq)
+    null = np.stack([spectra.shuffled.hidden_nopos, twin_spectra.shuffled.hidden_nopos], axis=1)
+    learned = estimate(paired, lambda u: learned_straightening(bins, u, first), settings.seed)
+    ordered = beyond_null(paired, null, lambda u: learned_straightening(bins, u, first), settings.seed)
+    twin = estimate(twin_spectra.hidden_nopos, lambda u: straightening(bins, u, first), settings.seed)
+    with_positions = np.stack([spectra.hidden, twin_spectra.hidden], axis=1)
+    start = spectra.start
     claim.record(
         [
-            Check.of("straightening of the trained model minus its untrained twin's", learned, "decades", "<", 0.0,
+            Check.of(f"straightening from block 1 to {spectra.labels[-1]}, positions removed: trained minus twin",
+                     learned, "decades", "<", 0.0,
                      "S0 Fig 3: the randomly initialised OPT-125m's spectra do not straighten ('the hidden layers "
                      "have learned to straighten out the power law'); the trained model's drop in scatter must "
-                     "exceed the twin's (paired bootstrap over sequences); no figure for a margin"),
+                     "exceed the twin's (paired bootstrap over sequences); no figure for a margin. The learned "
+                     "position embedding is subtracted at every layer, so its bump (S0.2) cannot stand for it"),
+            Check.of("the same difference minus that of the position-shuffled streams", ordered, "decades", "<", 0.0,
+                     "control: a difference the two models' position-shuffled states show as well (white, every "
+                     "token's state kept) is a difference in the estimator's noise, not in a law along the "
+                     "sequence; the real difference must be the larger (paired bootstrap)", role="control"),
         ],
         procedure=(f"{spectra.hidden.shape[0]} held-out sequences of {spectra.positions} tokens through the model "
-                   "and its untrained twin (same config, seeded random init); straightening as in S0.3."),
-        details={"straightening (decades)": {"trained": _straightening(bins, spectra.hidden, start),
-                                             "untrained twin": twin.value}},
+                   "and its untrained twin (same config, seeded random init); each layer's state minus the model's "
+                   "own position embedding (where learned), spectra as in S0.3, straightening = scatter at the last "
+                   "block minus at block 1's output."),
+        details={"straightening (decades)": {
+            "trained, positions removed, from block 1": straightening(bins, spectra.hidden_nopos, first),
+            "untrained twin, positions removed, from block 1": twin.value,
+            f"trained minus twin with positions, from {spectra.labels[start]} (S0.3's, confounded)":
+                learned_straightening(bins, with_positions, start),
+            f"confound: scatter at {spectra.labels[start]}, trained minus twin":
+                float(mean_fit(bins, spectra.hidden[:, start]).deviation - mean_fit(bins, twin_spectra.hidden[:, start]).deviation),
+        }},
         plot={"kind": "loglog", "x": bins.freqs.tolist(), "xlabel": "frequency (cycles/token)", "ylabel": "power",
-              "panels": {**loglog_panels(f"{model_name} (S0 Fig 2)", spectra.labels, spectra.hidden),
-                         **loglog_panels(f"{model_name}:untrained (S0 Fig 3)", twin_spectra.labels, twin_spectra.hidden)}},
+              "panels": {**loglog_panels(f"{model_name}, positions removed", spectra.labels, spectra.hidden_nopos),
+                         **loglog_panels(f"{model_name}:untrained, positions removed", twin_spectra.labels,
+                                         twin_spectra.hidden_nopos)}},
     )

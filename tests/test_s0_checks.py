@@ -1,0 +1,206 @@
+"""S0.3-S0.10's checks and controls, computed as the claims compute them, each failing on an input built to fail it.
+
+Spectra are built directly as (batch, n_layers, n_freq) power arrays, a power law times a bump times
+Gamma noise of a given shape (a larger shape, less noise), except for the leakage controls, which need
+states along a sequence.
+"""
+
+import numpy as np
+import pytest
+import torch
+
+from claims.s0_spectra.conftest import beyond_null, early_blocks, estimate
+from claims.s0_spectra.test_residuals import (
+    _outlier, _spikes, closeness_over_clean_law, early_over_late, flattest_law, scatter_over_clean_law, spikes_over_null,
+)
+from claims.s0_spectra.test_straightening import SPAN_LOW, S0_BAND_DECADES, learned_straightening, straightening
+from latent_instruments.spectra import LogBins, fit_power_law, power_spectral_density
+from reports.records import Check
+
+FREQS = np.fft.rfftfreq(127)
+BINS = LogBins.of(FREQS)
+BATCH = 24
+
+
+def spectrum(alpha: float = 0.0, bump: float = 0.0, at: float = 0.05, noise: float = 400.0, seed: int = 0
+             ) -> np.ndarray:
+    """(BATCH, n_freq) power f^alpha, times 1 + bump at frequency ``at`` (a narrow Gaussian in log f), times Gamma
+    noise of shape ``noise`` (mean 1) per sequence and frequency."""
+    rng = np.random.default_rng(seed)
+    f = np.where(FREQS > 0, FREQS, 1.0)
+    law = f ** alpha * (1 + bump * np.exp(-((np.log10(f) - np.log10(at)) / 0.08) ** 2))
+    return law[None] * rng.gamma(noise, 1 / noise, size=(BATCH, FREQS.size))
+
+
+def layers(*spectra: np.ndarray) -> np.ndarray:
+    """Stack per-layer spectra (BATCH, n_freq) into units (BATCH, n_layers, n_freq)."""
+    return np.stack(spectra, axis=1)
+
+
+def spikes(units: np.ndarray) -> np.ndarray:
+    """Each block's spike, decades, as S0.8/S0.9 measure it; units (batch, n_blocks, n_freq)."""
+    return _spikes(BINS, units)[0]
+
+
+def status(value, comparison: str, role: str = "claim") -> str:
+    """The status of a check of an Estimate against threshold 0."""
+    return Check.of("x", value, "decades", comparison, 0.0, "test", role=role).status
+
+
+# S0.3 -------------------------------------------------------------------------------------------------------------
+
+def test_s0_3_control_fails_a_stream_whose_scatter_falls_only_because_its_noise_does():
+    """White states, noisy early and smooth late: scatter falls with depth with no law at all. The claim's drop
+    passes; the position-shuffled stream (the same noise, another draw) falls as much, and the control fails."""
+    noise = (5.0, 20.0, 80.0, 320.0, 1280.0)
+    real = layers(*(spectrum(noise=k, seed=i) for i, k in enumerate(noise)))
+    null = layers(*(spectrum(noise=k, seed=10 + i) for i, k in enumerate(noise)))
+    drop = estimate(real, lambda u: straightening(BINS, u, 0), seed=0)
+    assert status(drop, "<") == "passed"
+    control = beyond_null(real, null, lambda u: straightening(BINS, u, 0), seed=0)
+    assert status(control, "<", "control") == "failed"
+    # a crooked start that straightens into a law, against a white shuffled null: both pass
+    law = layers(spectrum(-0.3, bump=3.0), spectrum(-0.3, bump=1.0, seed=1), spectrum(-0.3, seed=2))
+    white = layers(*(spectrum(seed=20 + i) for i in range(3)))
+    assert status(beyond_null(law, white, lambda u: straightening(BINS, u, 0), seed=0), "<", "control") == "passed"
+
+
+# S0.4 -------------------------------------------------------------------------------------------------------------
+
+def _slopes(states: torch.Tensor) -> tuple[float, float]:
+    """Unwindowed and Hann-windowed exponents of (batch, seq, d_model) states."""
+    freqs, plain = power_spectral_density(states)
+    _, hann = power_spectral_density(states, window="hann")
+    bins = LogBins.of(freqs)
+    return float(fit_power_law(bins, plain.mean(0)).slope), float(fit_power_law(bins, hann.mean(0)).slope)
+
+
+def test_s0_4_control_fails_a_span_that_is_leakage_of_a_drift():
+    """White states plus a slow drift: without a window the drift's leakage passes for a law of about one decade
+    (S0.4's claim checks pass); Hann-windowed with the mean removed, it spans less than half a decade."""
+    g = torch.Generator().manual_seed(0)
+    white = torch.randn(16, 128, 32, generator=g)
+    drift = torch.linspace(0, 1, 128)[None, :, None] * torch.randn(16, 1, 32, generator=g).sign()
+    plain, hann = _slopes(white + 1.25 * drift)
+    shallow = -SPAN_LOW / S0_BAND_DECADES
+    assert -2 / S0_BAND_DECADES < plain < shallow  # the claim's range
+    assert hann > shallow  # the control's bound: the windowed law must still be steeper than the shallow end
+
+
+# S0.5 -------------------------------------------------------------------------------------------------------------
+
+def test_s0_5_check_fails_a_twin_that_straightens_as_much_and_control_fails_a_noise_difference():
+    straightens = layers(spectrum(bump=3.0), spectrum(bump=1.0, seed=1), spectrum(seed=2))
+    flat = layers(spectrum(seed=3), spectrum(seed=4), spectrum(seed=5))
+    as_much = np.stack([flat, straightens], axis=1)  # trained does not, twin does
+    assert status(estimate(as_much, lambda u: learned_straightening(BINS, u, 0), seed=0), "<") == "failed"
+    learned = np.stack([straightens, flat], axis=1)
+    assert status(estimate(learned, lambda u: learned_straightening(BINS, u, 0), seed=0), "<") == "passed"
+    # the trained model's noise falls with depth, the twin's does not: the difference is the estimator's noise
+    noisy = layers(*(spectrum(noise=k, seed=i) for i, k in enumerate((5.0, 40.0, 320.0))))
+    steady = layers(*(spectrum(noise=40.0, seed=6 + i) for i in range(3)))
+    real = np.stack([noisy, steady], axis=1)
+    null = np.stack([layers(*(spectrum(noise=k, seed=30 + i) for i, k in enumerate((5.0, 40.0, 320.0)))),
+                     layers(*(spectrum(noise=40.0, seed=40 + i) for i in range(3)))], axis=1)
+    assert status(estimate(real, lambda u: learned_straightening(BINS, u, 0), seed=0), "<") == "passed"
+    control = beyond_null(real, null, lambda u: learned_straightening(BINS, u, 0), seed=0)
+    assert status(control, "<", "control") == "failed"
+
+
+# S0.6 / S0.7 ------------------------------------------------------------------------------------------------------
+
+def test_s0_6_check_fails_crooked_residuals_and_control_fails_white_ones():
+    clean = spectrum(-0.5, bump=0.3, seed=9)  # the trained final law: a little scatter
+    crooked = layers(spectrum(-0.5, bump=4.0), *(spectrum(-0.5, bump=2.0, seed=i) for i in (1, 2, 3)))
+    units = np.concatenate([crooked, clean[:, None]], axis=1)
+    assert status(estimate(units, lambda u: scatter_over_clean_law(BINS, u), seed=0), "<") == "failed"
+    # white residuals are straighter than any law (the claim check passes) but they are no law: the control fails
+    white = layers(*(spectrum(seed=i) for i in range(4)))
+    shuffled = layers(*(spectrum(seed=10 + i) for i in range(4)))
+    units = np.concatenate([white, clean[:, None]], axis=1)
+    assert status(estimate(units, lambda u: scatter_over_clean_law(BINS, u), seed=0), "<") == "passed"
+    assert status(beyond_null(white, shuffled, lambda u: flattest_law(BINS, u), seed=0), "<", "control") == "failed"
+    law = layers(*(spectrum(-0.5, seed=i) for i in range(4)))
+    assert status(beyond_null(law, shuffled, lambda u: flattest_law(BINS, u), seed=0), "<", "control") == "passed"
+    # block 1 must scatter most
+    first_straight = layers(spectrum(-0.5), spectrum(-0.5, bump=2.0, seed=1), spectrum(-0.5, seed=2))
+    outlier = estimate(first_straight, lambda u: _outlier(fit_power_law(BINS, u.mean(axis=0)).deviation), seed=0)
+    assert status(outlier, ">") == "failed"
+
+
+def test_s0_7_check_fails_an_mlp_residual_of_another_shape_and_control_fails_a_blind_distance():
+    n = 3
+    clean = spectrum(-0.5, bump=0.3, seed=9)[:, None]
+    hidden = layers(*(spectrum(-0.4, bump=1.5, at=0.02, seed=i) for i in range(n)))
+    other = layers(*(spectrum(-1.5, bump=3.0, at=0.2, seed=10 + i) for i in range(n)))
+    alike = layers(*(spectrum(-0.4, bump=1.5, at=0.02, seed=20 + i) for i in range(n)))
+
+    def close(residual):
+        return estimate(np.concatenate([residual, hidden, clean], axis=1),
+                        lambda u: closeness_over_clean_law(BINS, u, n), seed=0)
+
+    assert status(close(other), "<") == "failed"  # the claim check
+    assert status(close(alike), "<") == "passed"
+    assert status(close(alike), ">", "control") == "failed"  # attention residuals as alike: the distance is blind
+    assert status(close(other), ">", "control") == "passed"
+
+
+# S0.8 / S0.9 ------------------------------------------------------------------------------------------------------
+
+def test_s0_8_and_s0_9_controls_fail_spikes_that_are_noise_and_the_checks_fail_without_spikes():
+    """Block 1 noisier than the rest (fewer effective dimensions): its largest rise above the law is larger, so
+    S0.9's check passes; the shuffled residuals are as noisy, so the control fails. A real spike passes both."""
+    noisy_first = layers(spectrum(-0.5, noise=3.0), *(spectrum(-0.5, noise=400.0, seed=i) for i in (1, 2, 3)))
+    null = layers(spectrum(-0.5, noise=3.0, seed=7), *(spectrum(-0.5, noise=400.0, seed=i) for i in (8, 9, 10)))
+    first = estimate(noisy_first, lambda u: _outlier(spikes(u)), seed=0)
+    assert status(first, ">") == "passed"
+    paired = np.stack([noisy_first, null], axis=1)
+    assert status(estimate(paired, lambda u: spikes_over_null(BINS, u, [slice(0, 1)]), seed=0), ">", "control") == "failed"
+    spiked = layers(spectrum(-0.5, bump=8.0), *(spectrum(-0.5, seed=i) for i in (1, 2, 3)))
+    white_null = layers(*(spectrum(seed=20 + i) for i in range(4)))
+    paired = np.stack([spiked, white_null], axis=1)
+    assert status(estimate(paired, lambda u: spikes_over_null(BINS, u, [slice(0, 1)]), seed=0), ">", "control") == "passed"
+    # S0.8 with 4 blocks: early = block 1, the last must spike more than the middle; a smooth last block fails
+    e = early_blocks(4)
+    smooth_last = layers(spectrum(-0.5, bump=8.0), spectrum(-0.5, bump=3.0, seed=1), spectrum(-0.5, bump=3.0, seed=2),
+                         spectrum(-0.5, seed=3))
+    last = estimate(smooth_last, lambda u: float(spikes(u)[-1:].mean() - spikes(u)[e:-1].mean()), seed=0)
+    assert status(last, ">") == "failed"
+    # S0.9's and S0.8's early checks fail where block 1 spikes less than the rest
+    late_spikes = layers(spectrum(-0.5), *(spectrum(-0.5, bump=4.0, seed=i) for i in (1, 2, 3)))
+    assert status(estimate(late_spikes, lambda u: _outlier(spikes(u)), seed=0), ">") == "failed"
+    early = estimate(late_spikes, lambda u: float(spikes(u)[:e].mean() - spikes(u)[e:-1].mean()), seed=0)
+    assert status(early, ">") == "failed"
+    # and the control takes the smaller of the early and last groups: a noise-only last block fails it
+    noisy_last = layers(spectrum(-0.5, bump=8.0), spectrum(-0.5, seed=1), spectrum(-0.5, seed=2),
+                        spectrum(-0.5, noise=3.0, seed=3))
+    null = layers(spectrum(seed=30), spectrum(seed=31), spectrum(seed=32), spectrum(noise=3.0, seed=33))
+    paired = np.stack([noisy_last, null], axis=1)
+    control = estimate(paired, lambda u: spikes_over_null(BINS, u, [slice(0, e), slice(-1, None)]), seed=0)
+    assert status(control, ">", "control") == "failed"
+
+
+# S0.10 ------------------------------------------------------------------------------------------------------------
+
+def test_s0_10_control_fails_a_low_band_share_that_only_leakage_gives():
+    """Early updates: white plus a drift (its unwindowed leakage fills the low band); later updates: white plus a
+    slow periodic wave (no leakage). Unwindowed, the early share is the larger (the claim passes); windowed, the
+    later one is (the control fails)."""
+    g = torch.Generator().manual_seed(0)
+    t = torch.arange(128, dtype=torch.float32)[None, :, None]
+    sign = torch.randn(16, 1, 32, generator=g).sign()
+    early = torch.randn(16, 128, 32, generator=g) + 1.5 * sign * t / 127
+    wave = torch.sin(2 * torch.pi * 2 * (t - 1) / 127 + torch.rand(16, 1, 32, generator=g) * 6.28)
+    late = [torch.randn(16, 128, 32, generator=g) + 0.35 * wave for _ in range(3)]
+    plain = np.stack([power_spectral_density(x)[1].numpy() for x in (early, *late)], axis=1)
+    hann = np.stack([power_spectral_density(x, window="hann")[1].numpy() for x in (early, *late)], axis=1)
+    assert status(estimate(plain, lambda u: early_over_late(BINS, u, 1), seed=0), ">") == "passed"
+    assert status(estimate(hann, lambda u: early_over_late(BINS, u, 1), seed=0), ">", "control") == "failed"
+    # and the claim check fails where the early blocks add no more low band than the later ones
+    white = np.stack([power_spectral_density(torch.randn(16, 128, 32, generator=g))[1].numpy() for _ in range(4)], 1)
+    assert status(estimate(white, lambda u: early_over_late(BINS, u, 1), seed=0), ">") != "passed"
+
+
+def test_beyond_null_refuses_units_of_different_shapes():
+    with pytest.raises(ValueError, match="one shape"):
+        beyond_null(np.ones((4, 3)), np.ones((4, 2)), lambda u: 0.0, seed=0)
