@@ -5,7 +5,9 @@ summary and results.json use; ``RED`` are the outcomes that fail the run.
 """
 
 import math
+import re
 from dataclasses import asdict, dataclass, field
+from decimal import Decimal, InvalidOperation
 
 from latent_instruments.stats import Estimate
 
@@ -202,6 +204,44 @@ def ledger_build(record: dict, models: dict) -> str | None:
     if not measured or not tested:
         return "not recorded"
     return "same build" if measured == tested else "another build"
+
+
+def _agrees(quoted: str, value: float) -> bool:
+    """Whether a number as the ledger prints it ("0.116", "-3.3e-05") is ``value`` rounded: within half a unit of
+    its last printed digit, or 1 % of it."""
+    try:
+        printed = Decimal(quoted)
+    except InvalidOperation:
+        return False
+    half_digit = 0.5 * 10.0 ** printed.as_tuple().exponent
+    return abs(float(printed) - value) <= max(half_digit, 0.01 * abs(float(printed)))
+
+
+def ledger_quotes_disagree(record: dict) -> list[str]:
+    """Where an expected failure's why quotes a check of this record ("NAME = v [low, high]") with other numbers
+    than the record's: the why was written for other weights, another model or another procedure.
+
+    Only records whose ledger entry was measured on the weights this run tested (``ledger_build`` "same build")
+    are compared; a quote of a check the record does not have is not a disagreement.
+
+    Args:
+        record: a record in results.json form, with ``ledger_build`` set.
+    Returns:
+        one line per disagreeing quote: 'NAME: the ledger quotes v [low, high], this run measured v' [low', high']'.
+    """
+    if record.get("ledger_build") != "same build":
+        return []
+    why = record.get("expected_reason") or ""
+    out = []
+    for check in record["checks"]:
+        match = re.search(re.escape(check["name"]) + r" = (\S+) \[(\S+), (\S+?)\]", why)
+        if match is None:
+            continue
+        measured = (check["value"], check["ci_low"], check["ci_high"])
+        if not all(_agrees(q, v) for q, v in zip(match.groups(), measured)):
+            out.append(f"{check['name']}: the ledger quotes {match.group(1)} [{match.group(2)}, {match.group(3)}], "
+                       f"this run measured {measured[0]:.4g} [{measured[1]:.4g}, {measured[2]:.4g}]")
+    return out
 
 
 def builds_agree(records: list[dict], siblings: dict[str, str]) -> list[dict]:

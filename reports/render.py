@@ -118,6 +118,8 @@ def subject_rows(records: list[dict]) -> tuple[list[str], list[list[str]]]:
             note = f"{note} (ledger: {r['expected_reason']})".strip()
         if r.get("ledger_build") == "another build":
             note = f"{note} (ledger measured on another build)".strip()
+        if r.get("ledger_quotes_disagree"):
+            note = f"{note} (the ledger's why does not match this run: {'; '.join(r['ledger_quotes_disagree'])})".strip()
         if len(r.get("looks") or ()) > 1:
             note = f"looked at {' → '.join(str(look['prompts']) for look in r['looks'])} prompts. {note}".strip()
         rows.append([label(r), test_name(r), r["outcome"], head.get("name", "—"), fmt(head.get("value")),

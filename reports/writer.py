@@ -23,7 +23,7 @@ from fixtures.ledger import LEDGER
 from models.cache import atomic_write_text, publish_mode
 from reports import baseline, benchmarks, history, render
 from models.recipes import NOT_ON_SIBLINGS, seed_builds
-from reports.records import RED, builds_agree, ledger_build
+from reports.records import RED, builds_agree, ledger_build, ledger_quotes_disagree
 
 SCHEMA = "latent-claims/results/5"  # documented key by key in reports/SCHEMA.md
 READABLE = ("latent-claims/results/4", SCHEMA)  # what --baseline reads: 5 only added keys (looks, a check's n, level)
@@ -150,6 +150,7 @@ def results(settings, records: list[dict], models: dict, exitstatus: int, peak_r
     records = sort_records(records)
     for r in records:
         r["ledger_build"] = ledger_build(r, models)
+        r["ledger_quotes_disagree"] = ledger_quotes_disagree(r)
     doc = {
         "schema": SCHEMA,
         "run_id": None,

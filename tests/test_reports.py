@@ -249,3 +249,22 @@ def test_a_catalogue_entry_of_an_unknown_kind_is_refused_with_its_id(tmp_path):
     bad.write_text(CATALOGUE.read_text().replace('kind = "implementation"', 'kind = "identity"', 1))
     with pytest.raises(ValueError, match="S1.1: kind 'identity'"):
         load_catalogue(bad)
+
+
+def test_a_ledger_why_that_quotes_other_numbers_than_the_run_is_named_in_the_report(tmp_path):
+    """A why copied from another model ('= 0.116 [-0.033, 0.198]') must not stand beside this run's numbers."""
+    from reports.records import ledger_quotes_disagree
+    rec = record(-0.2, outcome="fails as expected")  # straightening = -0.2 [-0.21, -0.19]
+    rec.update(expected="fails", ledger_weights_sha256="abc", ledger_build="same build",
+               expected_reason="measured: straightening = -0.2 [-0.21, -0.19] decades (needs > 0)")
+    assert ledger_quotes_disagree(rec) == []
+    rec["expected_reason"] = "measured: straightening = 0.116 [-0.033, 0.198] decades (needs > 0)"
+    assert ledger_quotes_disagree(rec) == [
+        "straightening: the ledger quotes 0.116 [-0.033, 0.198], this run measured -0.2 [-0.21, -0.19]"]
+    assert ledger_quotes_disagree({**rec, "ledger_build": "another build"}) == []  # other weights: other numbers
+    rec["model"] = "tiny-w96"
+    doc = writer.results(settings_for(tmp_path), [rec], {"tiny-w96": {"weights_sha256": "abc"}}, 0, 1.0,
+                         catalogue_json())
+    assert doc["records"][0]["ledger_quotes_disagree"]
+    note = render.subject_rows(doc["records"])[1][0][-1]
+    assert "the ledger's why does not match this run: straightening: the ledger quotes 0.116" in note
