@@ -167,6 +167,26 @@ def token_norm_ratio(first: torch.Tensor, last: torch.Tensor, first_position: in
     return (after / before.clamp_min(EPS)).cpu()
 
 
+def excess_over_baseline(cosine: torch.Tensor, baseline: torch.Tensor) -> torch.Tensor:
+    """(cosine − baseline) / (1 − baseline): the part of the headroom above a baseline cosine that is reached.
+
+    If every state is a shared direction plus a token-specific part, orthogonal across
+    tokens, the baseline is the cross-token cosine and this is the cosine between the
+    token-specific parts of the two states; 0 when a shared direction explains it all
+    (S4.3's alignment of FFN and attention outputs).
+
+    Args:
+        cosine, baseline: broadcastable, each in [-1, 1]; baseline < 1.
+    Returns:
+        the excess, same shape, dimensionless (1: identical directions).
+    Raises:
+        ValueError: if a baseline is 1 or more (no headroom to measure against).
+    """
+    if (baseline >= 1).any():
+        raise ValueError("a baseline cosine of 1 leaves no headroom: every token points the same way")
+    return (cosine - baseline) / (1 - baseline)
+
+
 def growth_per_layer(mean_norms: torch.Tensor) -> torch.Tensor:
     """Geometric-mean growth factor per layer, (last / first) ** (1 / (n_layers − 1)) (S2.1).
 

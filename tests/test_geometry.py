@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from latent_instruments.errors import NonFiniteError
 from latent_instruments.geometry import (
-    analogy_ranks, consecutive_cosines, crossed_analogies, cross_token_cosine, fit_log_growth, growth_per_layer,
+    analogy_ranks, consecutive_cosines, crossed_analogies, cross_token_cosine, excess_over_baseline, fit_log_growth, growth_per_layer,
     mean_norm_by_layer, mismatched_consecutive_cosines, token_norm_ratio, word_token,
 )
 from latent_instruments.stats import bootstrap
@@ -101,6 +101,23 @@ def test_cross_token_cosine_is_the_mean_over_pairs(seed):
     n = u.shape[1]
     expected = (gram.sum(dim=(1, 2)) - gram.diagonal(dim1=1, dim2=2).sum(-1)) / (n * (n - 1))
     assert cross_token_cosine([h])[:, 0].numpy() == pytest.approx(expected.numpy(), abs=1e-12)
+
+
+def test_excess_is_the_cosine_of_the_token_parts_under_a_shared_direction():
+    # h = μ + x_t with |μ|² = m, |x|² = s, token parts orthogonal across tokens and at cosine ρ across layers
+    d, n, m, rho = 64, 8, 9.0, 0.6
+    basis = torch.linalg.qr(randn(d, d))[0]
+    mu = basis[:, 0] * math.sqrt(m)
+    x = basis[:, 1: n + 1].T  # (n, d), unit, orthogonal
+    y = basis[:, n + 1: 2 * n + 1].T
+    x_next = rho * x + math.sqrt(1 - rho**2) * y
+    before, after = (mu + x)[None], (mu + x_next)[None]
+    baseline = cross_token_cosine([before], first_position=0)[0, 0]
+    assert baseline.item() == pytest.approx(m / (m + 1), abs=1e-9)
+    cos = consecutive_cosines([before, after], first_position=0)[0, 0]
+    assert excess_over_baseline(cos, baseline).item() == pytest.approx(rho, abs=1e-9)
+    with pytest.raises(ValueError):
+        excess_over_baseline(cos, torch.tensor(1.0))
 
 
 def test_the_mismatched_null_averages_every_pair_of_different_tokens_across_two_layers():
