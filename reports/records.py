@@ -37,6 +37,10 @@ class Check:
             where not given.
         confidence: the interval's level (0.95; 1 − 0.05/K at each look of a sequential test with K looks; 1.0
             for an exact statistic); None where not given.
+        guards_pass: for a control, whether it guards only against a vacuous *pass*: the claim's statistic
+            against a null through the same estimator (e.g. position-shuffled states), which fails whenever the
+            claim check does. It decides the outcome only where every claim check passed; elsewhere it is
+            recorded and shown, and there is no pass for it to guard.
     """
 
     name: str
@@ -50,6 +54,7 @@ class Check:
     role: str = "claim"
     n: int | None = None
     confidence: float | None = None
+    guards_pass: bool = False
 
     @property
     def margin(self) -> float:
@@ -101,18 +106,21 @@ class Check:
 
     @classmethod
     def of(cls, name: str, estimate: Estimate, unit: str, comparison: str, threshold: float, derivation: str,
-           role: str = "claim") -> "Check":
+           role: str = "claim", guards_pass: bool = False) -> "Check":
         """A check from a bootstrap :class:`Estimate`.
 
         Raises:
-            ValueError: for a comparison other than ">" or "<", or a role other than "claim" or "control".
+            ValueError: for a comparison other than ">" or "<", a role other than "claim" or "control", or
+                ``guards_pass`` on a claim check.
         """
         if comparison not in (">", "<"):
             raise ValueError(f"comparison must be '>' or '<', got {comparison!r}")
         if role not in ("claim", "control"):
             raise ValueError(f"role must be 'claim' or 'control', got {role!r}")
+        if guards_pass and role != "control":
+            raise ValueError("guards_pass is for a control")
         return cls(name, estimate.value, estimate.low, estimate.high, unit, comparison, threshold, derivation, role,
-                   estimate.n, estimate.confidence)
+                   estimate.n, estimate.confidence, guards_pass)
 
 
 @dataclass
@@ -161,8 +169,11 @@ class ClaimRecord:
 
     def failed(self, role: str) -> list[Check]:
         """The checks of ``role`` ("claim" or "control") that failed: for a claim check, decisively (its whole
-        interval on the failing side); for a control, any that did not clear its threshold."""
-        return [c for c in self.checks if c.role == role and c.status == FAILED]
+        interval on the failing side); for a control, any that did not clear its threshold, a control that
+        guards a pass (``Check.guards_pass``) only where every claim check passed."""
+        claim_passed = all(c.passed for c in self.checks if c.role == "claim")
+        return [c for c in self.checks if c.role == role and c.status == FAILED
+                and (claim_passed or not c.guards_pass)]
 
     def inconclusive(self) -> list[Check]:
         """The claim checks whose interval contains their threshold."""

@@ -53,7 +53,9 @@ def cell(record: dict) -> str:
     params = "-".join(record["params"].values())
     suffix = f" ({params})" if params else ""
     if record["outcome"] == "control failed":
-        failed = [c["name"] for c in record["checks"] if c["role"] == "control" and not c["passed"]]
+        claim_passed = all(c["passed"] for c in record["checks"] if c["role"] == "claim")
+        failed = [c["name"] for c in record["checks"] if c["role"] == "control" and not c["passed"]
+                  and (claim_passed or not c.get("guards_pass"))]
         return f"CONTROL FAILED: {'; '.join(failed)}{suffix}"
     if record["outcome"] == "error":
         first = record["message"].strip().splitlines()[0] if record["message"].strip() else ""

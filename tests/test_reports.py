@@ -13,6 +13,7 @@ from fixtures.catalogue import catalogue_json
 from fixtures.settings import Settings
 from reports import render, writer
 from reports.baseline import compare
+from latent_instruments.stats import Estimate
 from reports.records import Check, ClaimRecord, builds_agree
 
 
@@ -268,3 +269,18 @@ def test_a_ledger_why_that_quotes_other_numbers_than_the_run_is_named_in_the_rep
     assert doc["records"][0]["ledger_quotes_disagree"]
     note = render.subject_rows(doc["records"])[1][0][-1]
     assert "the ledger's why does not match this run: straightening: the ledger quotes 0.116" in note
+
+
+def test_a_control_that_guards_a_pass_decides_only_where_the_claim_passed():
+    """A claim statistic against a null fails whenever the claim does: it may turn a pass into 'control failed',
+    never a fail."""
+    def rec(claim_value: float) -> ClaimRecord:
+        return ClaimRecord("S0.3", 1, "m", "t", {}, [
+            Check("claim", claim_value, claim_value - 0.01, claim_value + 0.01, "x", ">", 0.0, "d"),
+            Check("beyond null", -1.0, -1.01, -0.99, "x", ">", 0.0, "d", role="control", guards_pass=True),
+            Check("independent", 1.0, 0.99, 1.01, "x", ">", 0.0, "d", role="control")])
+    assert [c.name for c in rec(0.5).failed("control")] == ["beyond null"]  # a pass the null explains
+    assert rec(-0.5).failed("control") == [] and [c.name for c in rec(-0.5).failed("claim")] == ["claim"]
+    assert rec(0.005).failed("control") == []  # inconclusive: no pass to guard either
+    with pytest.raises(ValueError, match="guards_pass"):
+        Check.of("x", Estimate(0.0, 0.0, 0.0, 0.95, 8), "x", ">", 0.0, "d", guards_pass=True)

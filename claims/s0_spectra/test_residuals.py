@@ -145,7 +145,7 @@ def test_untrained_attention_residuals_are_nearly_straight(model_name, spectra, 
                      "control: a white spectrum is straight too, so white residuals would pass vacuously; S0's are a "
                      "law falling with frequency. The same residuals with positions shuffled are white with every "
                      "token's state kept: even the flattest of blocks 2..L must fall more steeply",
-                     role="control"),
+                     role="control", guards_pass=True),
         ],
         procedure=_procedure(spectra, "each block's attention residual (attn_out)")
         + f" Tolerance: the trained counterpart's final hidden state on the same token ids, {clean:.4f} decades.",
@@ -260,7 +260,7 @@ def test_trained_attention_residual_spikes(model_name, spectra, claim, settings)
                      "control: the largest rise above a fitted law is never 0, even for white noise; the spikes must "
                      "be structure along the sequence, not the estimator's noise or single tokens' states, so the "
                      "same residuals with positions shuffled must spike less, in the early blocks and in the last",
-                     role="control"),
+                     role="control", guards_pass=True),
         ],
         procedure=_procedure(spectra, "each block's attention residual (attn_out)"),
         details={"spikes by block": {b: {"size (decades)": float(s), "at (cycles/token)": float(f)}
@@ -289,7 +289,7 @@ def test_trained_mlp_residual_spike_in_block_one(model_name, spectra, claim, set
             Check.of("block 1's spike minus its position-shuffled null", above_noise, "decades", ">", 0.0,
                      "control: 'a big spike' is structure along the sequence: the same residual with positions "
                      "shuffled (white, every token's state kept) must spike less, or block 1 stands out only by "
-                     "its noise (fewer effective dimensions) or by single tokens", role="control"),
+                     "its noise (fewer effective dimensions) or by single tokens", role="control", guards_pass=True),
         ],
         procedure=_procedure(spectra, "each block's MLP residual (mlp_out)"),
         details={"spikes by block": {b: {"size (decades)": float(s), "at (cycles/token)": float(f)}
@@ -326,7 +326,8 @@ def test_early_blocks_add_low_frequencies(model_name, spectra, claim, settings):
             Check.of("the same log ratio of the Hann-windowed, mean-removed updates", windowed, "decades", ">", 0.0,
                      "control: without a window, a slow drift or an offset along the sequence leaks power into the "
                      "lowest frequencies; long-range structure survives the window, leakage does not, so the "
-                     "windowed updates must show the early blocks' larger share too", role="control"),
+                     "windowed updates must show the early blocks' larger share too", role="control",
+                     guards_pass=True),
         ],
         procedure=_procedure(spectra, "each block's update resid_post − resid_pre (attention + MLP residual)"),
         details={"low-band share by block": dict(zip(_blocks(n), (e_.value for e_ in per_block)))},

@@ -90,7 +90,7 @@ def test_power_law_straightens_with_depth(model_name, spectra, claim, settings):
                      "same tokens' states, white by construction) the scatter is the estimator's noise; where that "
                      "noise alone falls with depth (a few outlier tokens early, even states late) the claim checks "
                      "pass with no law at all. The real stream must straighten more (paired bootstrap)",
-                     role="control"),
+                     role="control", guards_pass=True),
         ],
         procedure=(f"{hidden.shape[0]} held-out sequences of {spectra.positions} tokens (S0: 8 × 2048 of C4), first "
                    "token dropped, |rfft|² averaged over d_model then sequences (S0's procedure, no window); "
@@ -135,7 +135,8 @@ def test_final_power_law_spans_about_one_decade(model_name, spectra, claim, sett
             Check.of(f"exponent at {labels[-1]}, Hann-windowed with the mean removed", windowed, "log-log slope", "<",
                      0.0, "control: without a window a slow drift along the sequence leaks ~f⁻² power over the whole "
                      "band and passes for a law of any span; a law of the states survives the window, leakage does "
-                     "not, so the windowed spectrum must still fall with frequency", role="control"),
+                     "not, so the windowed spectrum must still fall with frequency", role="control",
+                     guards_pass=True),
         ],
         procedure=(f"{hidden.shape[0]} held-out sequences of {spectra.positions} tokens, S0's procedure; exponent of "
                    f"the least-squares line through {bins.centers.size} log-spaced bins of the last block's "
@@ -191,7 +192,8 @@ def test_straightening_is_learned(model_name, spectra, twin_spectra, claim, sett
             Check.of("the same difference minus that of the position-shuffled streams", ordered, "decades", "<", 0.0,
                      "control: a difference the two models' position-shuffled states show as well (white, every "
                      "token's state kept) is a difference in the estimator's noise, not in a law along the "
-                     "sequence; the real difference must be the larger (paired bootstrap)", role="control"),
+                     "sequence; the real difference must be the larger (paired bootstrap)", role="control",
+                     guards_pass=True),
         ],
         procedure=(f"{spectra.hidden.shape[0]} held-out sequences of {spectra.positions} tokens through the model "
                    "and its untrained twin (same config, seeded random init); each layer's state minus the model's "

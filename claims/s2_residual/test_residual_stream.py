@@ -121,7 +121,8 @@ def test_hidden_state_norm_grows_with_depth(model_name, activations, twin_activa
                      "control: the mean norm can grow because a few tokens' states grow (massive activations, "
                      "attention sinks beyond the first token) while most do not; then the claim checks pass on a "
                      "stream whose typical state does not grow. The median token must grow over the same blocks "
-                     "(ratio above 1, the claim's own bound; bootstrap over prompts)", role="control"),
+                     "(ratio above 1, the claim's own bound; bootstrap over prompts)", role="control",
+                     guards_pass=True),
         ],
         procedure=(
             f"{norms.shape[0]} held-out prompts of {activations.input_ids.shape[1]} tokens; L2 norm of the residual "
