@@ -30,7 +30,7 @@ class Shuffled:
     """The same states with positions 1..T−1 shuffled within each sequence (one permutation per sequence, shared by
     every layer; the dropped first token stays first): white by construction, with every token's state kept.
 
-    Attributes: hidden, hidden_nopos (batch, n_layers, n_freq), attn, mlp, update (batch, n_blocks, n_freq), as in
+    Attributes: hidden, hidden_nopos (batch, n_layers, n_freq), attn, mlp (batch, n_blocks, n_freq), as in
     ModelSpectra.
     """
 
@@ -38,7 +38,6 @@ class Shuffled:
     hidden_nopos: np.ndarray
     attn: np.ndarray
     mlp: np.ndarray
-    update: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -58,7 +57,8 @@ class ModelSpectra:
         update: (batch, n_blocks, n_freq) power of each block's whole update, resid_post − resid_pre.
         update_hann: (batch, n_blocks, n_freq) the same, Hann-windowed with each sequence's mean removed.
         shuffled_embed: (batch, n_freq) power of the token embeddings with positions shuffled per sequence.
-        shuffled: every state above with positions 1..T−1 shuffled (:class:`Shuffled`), the controls' null.
+        shuffled: the hidden states (with and without positions) and the residuals with positions 1..T−1 shuffled
+            (:class:`Shuffled`), the controls' null.
         positions: tokens per sequence before the first is dropped.
     """
 
@@ -104,36 +104,40 @@ def model_spectra(captured, seed: int) -> ModelSpectra:
     generator = torch.Generator().manual_seed(seed)
     order = torch.stack([torch.randperm(embed.shape[1], generator=generator) for _ in range(embed.shape[0])])
     shuffled = torch.take_along_dim(embed, order[:, :, None], dim=1)
-    keep_first = torch.stack([torch.cat([torch.zeros(1, dtype=torch.long), 1 + torch.randperm(embed.shape[1] - 1,
-                                                                                                generator=generator)])
-                              for _ in range(embed.shape[0])])  # (batch, seq): position 0 stays, the rest shuffled
+    batch, seq = embed.shape[:2]
+    rest = torch.stack([1 + torch.randperm(seq - 1, generator=generator) for _ in range(batch)])
+    keep_first = torch.cat([torch.zeros(batch, 1, dtype=torch.long), rest], dim=1)  # position 0 stays first
     freqs = power_spectral_density(embed[:1])[0]
     hidden = [h for _, h in layers]
     labels = [label for label, _ in layers]
-    positions = hidden[labels.index("embed+pos")] - hidden[0] if "embed+pos" in labels else 0.0
-    hidden_nopos = [h - positions for h in hidden]
+    learned_positions = "embed+pos" in labels
+    positions = hidden[labels.index("embed+pos")] - hidden[0] if learned_positions else None
+    hidden_nopos = [h - positions for h in hidden] if learned_positions else hidden
     attn = [cache[f"blocks.{i}.hook_attn_out"] for i in range(n)]
     mlp = [cache[f"blocks.{i}.hook_mlp_out"] for i in range(n)]
     update = [cache[f"blocks.{i}.hook_resid_post"] - cache[f"blocks.{i}.hook_resid_pre"] for i in range(n)]
 
-    def stack(tensors, window=None, shuffle=False) -> np.ndarray:
-        def prepare(t):
-            t = t.float().cpu()
-            return torch.take_along_dim(t, keep_first[:, :, None], dim=1) if shuffle else t
-        return torch.stack([_psd(prepare(t), window) for t in tensors], dim=1).numpy()
+    def stack(tensors, window=None) -> np.ndarray:
+        return torch.stack([_psd(t, window) for t in tensors], dim=1).numpy()
 
+    def shuffled_stack(tensors) -> np.ndarray:
+        return stack([torch.take_along_dim(t.float().cpu(), keep_first[:, :, None], dim=1) for t in tensors])
+
+    hidden_psd = stack(hidden)
+    shuffled_hidden = shuffled_stack(hidden)
     return ModelSpectra(
         bins=LogBins.of(freqs),
         labels=labels,
-        hidden=stack(hidden),
+        hidden=hidden_psd,
         hidden_hann=stack(hidden, window="hann"),
-        hidden_nopos=stack(hidden_nopos),
+        hidden_nopos=stack(hidden_nopos) if learned_positions else hidden_psd,
         attn=stack(attn),
         mlp=stack(mlp),
         update=stack(update),
         update_hann=stack(update, window="hann"),
         shuffled_embed=_psd(shuffled).numpy(),
-        shuffled=Shuffled(*(stack(x, shuffle=True) for x in (hidden, hidden_nopos, attn, mlp, update))),
+        shuffled=Shuffled(shuffled_hidden, shuffled_stack(hidden_nopos) if learned_positions else shuffled_hidden,
+                          shuffled_stack(attn), shuffled_stack(mlp)),
         positions=embed.shape[1],
     )
 
