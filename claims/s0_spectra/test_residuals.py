@@ -136,8 +136,8 @@ def test_untrained_attention_residuals_are_nearly_straight(model_name, spectra, 
             Check.of("largest scatter about a power law of blocks 2..L, minus the trained final law's", rest,
                      "decades", "<", 0.0,
                      "S0 Fig 4: 'not a completely straight line, but it's pretty close', asked as whether these "
-                     f"residuals bias training towards the trained outputs' smooth law. {CLEAN_LAW} "
-                     f"({clean:.4f} decades here): blocks 2..L must scatter no more (paired bootstrap over sequences)"),
+                     f"residuals bias training towards the trained outputs' smooth law. {CLEAN_LAW} (each model's "
+                     "value in its procedure): blocks 2..L must scatter no more (paired bootstrap over sequences)"),
             Check.of("block 1's scatter minus the largest of blocks 2..L", outlier, "decades", ">", 0.0,
                      "S0 Fig 4: 'layer 1 is our outlier friend': block 1 scatters more than any later block"),
             Check.of("flattest exponent of blocks 2..L minus that of their position-shuffled states", not_white,
@@ -200,7 +200,7 @@ def test_untrained_mlp_residuals_match_hidden_states(model_name, spectra, traine
                      "scatter", close, "decades", "<", 0.0,
                      "S0 Fig 5: 'the initial MLP residuals are pretty close to the initial hidden states'; close = "
                      f"differing in shape by no more than a law S0 calls clean scatters about its line. {CLEAN_LAW} "
-                     f"({clean:.4f} decades here); paired bootstrap over sequences"),
+                     "(each model's value in its procedure); paired bootstrap over sequences"),
             Check.of("shape distance, attention residual to hidden state (mean over blocks), minus the same scatter",
                      apart, "decades", ">", 0.0,
                      "control: the distance must tell spectra apart, or every residual would be 'close'. S0 shows the "
