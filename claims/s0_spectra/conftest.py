@@ -11,7 +11,7 @@ construction: S0.1's control), and every state with its positions shuffled
 and destroys only the order along the sequence).
 """
 
-from dataclasses import dataclass
+import functools
 
 import numpy as np
 import pytest
@@ -25,28 +25,55 @@ SPECTRA_NEEDS = ("hook_embed", "blocks.*.hook_resid_pre", "blocks.*.hook_resid_p
                  "blocks.*.hook_mlp_out")  # what every S0 test declares (the shared fixture reads them all)
 
 
-@dataclass(frozen=True)
 class Shuffled:
     """The same states with positions 1..T−1 shuffled within each sequence (one permutation per sequence, shared by
     every layer; the dropped first token stays first): white by construction, with every token's state kept.
 
-    Attributes: hidden, hidden_nopos (batch, n_layers, n_freq), attn, mlp (batch, n_blocks, n_freq), as in
-    ModelSpectra.
+    Attributes (each computed on first use): hidden, hidden_nopos (batch, n_layers, n_freq), attn, mlp
+    (batch, n_blocks, n_freq), as in :class:`ModelSpectra`.
     """
 
-    hidden: np.ndarray
-    hidden_nopos: np.ndarray
-    attn: np.ndarray
-    mlp: np.ndarray
+    def __init__(self, spectra: "ModelSpectra"):
+        self._of = spectra
+
+    def _stack(self, tensors) -> np.ndarray:
+        order = self._of.keep_first[:, :, None]
+        return _stack([torch.take_along_dim(t.float().cpu(), order, dim=1) for t in tensors])
+
+    @functools.cached_property
+    def hidden(self) -> np.ndarray:
+        return self._stack(self._of.hidden_states)
+
+    @functools.cached_property
+    def hidden_nopos(self) -> np.ndarray:
+        return self._stack(self._of.hidden_states_nopos) if self._of.learned_positions else self.hidden
+
+    @functools.cached_property
+    def attn(self) -> np.ndarray:
+        return self._stack(self._of.block_outputs("attn_out"))
+
+    @functools.cached_property
+    def mlp(self) -> np.ndarray:
+        return self._stack(self._of.block_outputs("mlp_out"))
 
 
-@dataclass(frozen=True)
+def _psd(x: torch.Tensor, window: str | None = None) -> torch.Tensor:
+    return power_spectral_density(x.float().cpu(), window=window)[1]
+
+
+def _stack(tensors, window: str | None = None) -> np.ndarray:
+    """(batch, len(tensors), n_freq) power spectra of a list of (batch, seq, d_model) states."""
+    return torch.stack([_psd(t, window) for t in tensors], dim=1).numpy()
+
+
 class ModelSpectra:
-    """One model's spectra on its held-out prompt batch (S0 Fig 2-7).
+    """One model's spectra on its held-out prompt batch (S0 Fig 2-7), each computed on first use (a later look's
+    larger batch needs only what its undecided claims read).
 
     Attributes:
         bins: log-spaced frequency bins of the spectra.
         labels: hidden-state layer labels: "embed", "embed+pos" (learned positions only), "block 1" .. "block L".
+        positions: tokens per sequence before the first is dropped.
         hidden: (batch, n_layers, n_freq) power of the hidden states, S0's procedure.
         hidden_hann: (batch, n_layers, n_freq) the same, Hann-windowed with each sequence's mean removed.
         hidden_nopos: (batch, n_layers, n_freq) the hidden states with the learned position embedding subtracted
@@ -59,87 +86,80 @@ class ModelSpectra:
         shuffled_embed: (batch, n_freq) power of the token embeddings with positions shuffled per sequence.
         shuffled: the hidden states (with and without positions) and the residuals with positions 1..T−1 shuffled
             (:class:`Shuffled`), the controls' null.
-        positions: tokens per sequence before the first is dropped.
     """
 
-    bins: LogBins
-    labels: list[str]
-    hidden: np.ndarray
-    hidden_hann: np.ndarray
-    hidden_nopos: np.ndarray
-    attn: np.ndarray
-    mlp: np.ndarray
-    update: np.ndarray
-    update_hann: np.ndarray
-    shuffled_embed: np.ndarray
-    shuffled: Shuffled
-    positions: int
+    def __init__(self, captured, seed: int):
+        """Args: captured: the pool's capture of one model (``Captured``, with ``SPECTRA_NEEDS``); seed: seeds the
+        position shuffles."""
+        self._cache = captured.cache
+        layers = self._cache.hidden_states()
+        self.labels = [label for label, _ in layers]
+        self.hidden_states = [h for _, h in layers]
+        self._embed = self._cache["hook_embed"].float().cpu()  # (batch, seq, d_model)
+        batch, seq = self._embed.shape[:2]
+        generator = torch.Generator().manual_seed(seed)
+        self._order = torch.stack([torch.randperm(seq, generator=generator) for _ in range(batch)])
+        rest = torch.stack([1 + torch.randperm(seq - 1, generator=generator) for _ in range(batch)])
+        self.keep_first = torch.cat([torch.zeros(batch, 1, dtype=torch.long), rest], dim=1)  # position 0 stays
+        self.bins = LogBins.of(power_spectral_density(self._embed[:1])[0])
+        self.positions = seq
+        self.learned_positions = "embed+pos" in self.labels
+        self.shuffled = Shuffled(self)
 
     @property
     def n_blocks(self) -> int:
         """Number of transformer blocks L."""
-        return self.attn.shape[1]
+        return self._cache.n_blocks
 
     @property
     def start(self) -> int:
         """Index in ``labels`` of the first block's input: "embed+pos" where positions are learned, else "embed"."""
-        return self.labels.index("embed+pos") if "embed+pos" in self.labels else 0
+        return self.labels.index("embed+pos") if self.learned_positions else 0
 
+    @property
+    def hidden_states_nopos(self) -> list[torch.Tensor]:
+        """The hidden states minus the learned position embedding, (batch, seq, d_model) each."""
+        positions = self.hidden_states[self.start] - self.hidden_states[0]
+        return [h - positions for h in self.hidden_states]
 
-def _psd(x: torch.Tensor, window: str | None = None) -> torch.Tensor:
-    return power_spectral_density(x.float().cpu(), window=window)[1]
+    def block_outputs(self, hook: str) -> list[torch.Tensor]:
+        """Each block's ``blocks.{i}.hook_{hook}`` activation, (batch, seq, d_model) each."""
+        return [self._cache[f"blocks.{i}.hook_{hook}"] for i in range(self.n_blocks)]
 
+    def _updates(self) -> list[torch.Tensor]:
+        return [post - pre for post, pre in zip(self.block_outputs("resid_post"), self.block_outputs("resid_pre"))]
 
-def model_spectra(captured, seed: int) -> ModelSpectra:
-    """The :class:`ModelSpectra` of a captured prompt batch (needs ``SPECTRA_NEEDS``).
+    @functools.cached_property
+    def hidden(self) -> np.ndarray:
+        return _stack(self.hidden_states)
 
-    Args:
-        captured: the pool's capture of one model (``Captured``).
-        seed: seeds the position shuffle of the token embeddings.
-    """
-    cache = captured.cache
-    layers = cache.hidden_states()
-    n = cache.n_blocks
-    embed = cache["hook_embed"].float().cpu()  # (batch, seq, d_model)
-    generator = torch.Generator().manual_seed(seed)
-    order = torch.stack([torch.randperm(embed.shape[1], generator=generator) for _ in range(embed.shape[0])])
-    shuffled = torch.take_along_dim(embed, order[:, :, None], dim=1)
-    batch, seq = embed.shape[:2]
-    rest = torch.stack([1 + torch.randperm(seq - 1, generator=generator) for _ in range(batch)])
-    keep_first = torch.cat([torch.zeros(batch, 1, dtype=torch.long), rest], dim=1)  # position 0 stays first
-    freqs = power_spectral_density(embed[:1])[0]
-    hidden = [h for _, h in layers]
-    labels = [label for label, _ in layers]
-    learned_positions = "embed+pos" in labels
-    positions = hidden[labels.index("embed+pos")] - hidden[0] if learned_positions else None
-    hidden_nopos = [h - positions for h in hidden] if learned_positions else hidden
-    attn = [cache[f"blocks.{i}.hook_attn_out"] for i in range(n)]
-    mlp = [cache[f"blocks.{i}.hook_mlp_out"] for i in range(n)]
-    update = [cache[f"blocks.{i}.hook_resid_post"] - cache[f"blocks.{i}.hook_resid_pre"] for i in range(n)]
+    @functools.cached_property
+    def hidden_hann(self) -> np.ndarray:
+        return _stack(self.hidden_states, window="hann")
 
-    def stack(tensors, window=None) -> np.ndarray:
-        return torch.stack([_psd(t, window) for t in tensors], dim=1).numpy()
+    @functools.cached_property
+    def hidden_nopos(self) -> np.ndarray:
+        return _stack(self.hidden_states_nopos) if self.learned_positions else self.hidden
 
-    def shuffled_stack(tensors) -> np.ndarray:
-        return stack([torch.take_along_dim(t.float().cpu(), keep_first[:, :, None], dim=1) for t in tensors])
+    @functools.cached_property
+    def attn(self) -> np.ndarray:
+        return _stack(self.block_outputs("attn_out"))
 
-    hidden_psd = stack(hidden)
-    shuffled_hidden = shuffled_stack(hidden)
-    return ModelSpectra(
-        bins=LogBins.of(freqs),
-        labels=labels,
-        hidden=hidden_psd,
-        hidden_hann=stack(hidden, window="hann"),
-        hidden_nopos=stack(hidden_nopos) if learned_positions else hidden_psd,
-        attn=stack(attn),
-        mlp=stack(mlp),
-        update=stack(update),
-        update_hann=stack(update, window="hann"),
-        shuffled_embed=_psd(shuffled).numpy(),
-        shuffled=Shuffled(shuffled_hidden, shuffled_stack(hidden_nopos) if learned_positions else shuffled_hidden,
-                          shuffled_stack(attn), shuffled_stack(mlp)),
-        positions=embed.shape[1],
-    )
+    @functools.cached_property
+    def mlp(self) -> np.ndarray:
+        return _stack(self.block_outputs("mlp_out"))
+
+    @functools.cached_property
+    def update(self) -> np.ndarray:
+        return _stack(self._updates())
+
+    @functools.cached_property
+    def update_hann(self) -> np.ndarray:
+        return _stack(self._updates(), window="hann")
+
+    @functools.cached_property
+    def shuffled_embed(self) -> np.ndarray:
+        return _psd(torch.take_along_dim(self._embed, self._order[:, :, None], dim=1)).numpy()
 
 
 def early_blocks(n_blocks: int) -> int:
@@ -184,7 +204,7 @@ def loglog_panels(title: str, labels: list[str], psd: np.ndarray) -> dict[str, l
 
 def _spectra_of(pool, name: str, scale: int, seed: int) -> ModelSpectra:
     captured = pool.capture(name, scale)
-    return captured.memo("spectra", lambda: model_spectra(captured, seed))
+    return captured.memo("spectra", lambda: ModelSpectra(captured, seed))
 
 
 @pytest.fixture
