@@ -11,7 +11,10 @@ Measured here: token accuracy a(k) of inversion from the first k features of blo
 The crossing k* (the fewest features with a(k) at least half of a(d_model)) is located on a grid of quarters of
 d_model and then by bisection; the statistic is the one-feature jump a(k*) − a(k* − 1), paired over prompts.
 S3's jump is 1.0 (none to every token). "Sharp" is read as: most of the transition happens in one feature,
-a jump above ½, by the interval's low end. The transition's width (the features between the last k with
+a jump above ½, by the interval's low end. The threshold must also lie well below the width, as S3's (2202 of
+4096 = 0.54 of d_model): where k* = d_model the output is needed whole, which is dimension counting (a full-rank
+linear map needs every feature) and holds for any weights, so the claim is not informative there; elsewhere
+k*/d_model, bootstrapped over prompts, must stay below 0.77, halfway from S3's 0.54 to the width. The transition's width (the features between the last k with
 a(k) ≤ 10 % and the first with a(k) ≥ 90 % of a(d_model), among the k evaluated) is reported, in features and
 as a fraction of d_model (S3: 1 of 4096). Where the full output does not recover (nearly) every token there
 is no 'every' to fall from, and the claim is not informative: so it is also run on the untrained twins,
@@ -42,6 +45,8 @@ SHARP = 0.5  # the one-feature jump must carry most of the transition (S3: all o
 EVERY = 0.9  # full-output accuracy from which the model "recovers every token"
 GRID = 4  # first pass: k at quarters of d_model
 MATCHED = 0.5  # control: S3's success test holds for most prompts just below the crossing
+SOURCE_FRACTION = 2202 / 4096  # S3: Llama-7B's crossing, as a fraction of its width (0.54)
+BELOW_WIDTH = (SOURCE_FRACTION + 1) / 2  # k*/d_model must stay below this (0.77): halfway from S3's to the width
 
 
 class Curve:
@@ -91,7 +96,25 @@ def crossing(curve: Curve, d_model: int, level: float) -> int:
     return high
 
 
-@pytest.mark.claim("S3.10", version=2)  # 2: the success-test control
+def crossing_fraction(units: np.ndarray, ks: list[int], d_model: int) -> float:
+    """k*/d_model from accuracies at the evaluated k: the fewest features whose mean accuracy reaches half the full
+    output's (S3.10's crossing), as a fraction of the width.
+
+    Args:
+        units: (prompts, len(ks)) token accuracy per prompt at each k, columns in the order of ``ks``.
+        ks: the feature counts evaluated, ascending, the last one d_model (the full output).
+        d_model: the width.
+    Raises:
+        ValueError: if ``ks`` does not end at d_model.
+    """
+    if ks[-1] != d_model:
+        raise ValueError(f"the evaluated feature counts must end at d_model = {d_model}; got {ks[-1]}")
+    means = units.mean(axis=0)
+    return next(k for k, m in zip(ks, means) if m >= means[-1] / 2) / d_model
+
+
+@pytest.mark.claim("S3.10", version=3)  # 3: k* = d_model is dimension counting; k*/d_model below 0.77
+
 @pytest.mark.models("trained", "hf", "untrained")
 def test_recovery_falls_sharply_with_output_features(model_name, subject, inversions, corpus, claim, settings):
     """S3.10: one feature fewer than the crossing k* loses most of the recovered tokens (block 1)."""
@@ -114,6 +137,12 @@ def test_recovery_falls_sharply_with_output_features(model_name, subject, invers
     if k_star == 1:
         claim.not_informative(f"the first feature alone already recovers {curve.mean(1):.3f} of tokens, half the full "
                               "output's: there is no threshold within the output to measure")
+    if k_star == d:
+        claim.not_informative(
+            f"the crossing is at k* = d_model = {d}: the output is needed whole, which is dimension counting (a "
+            "full-rank map needs every feature) and holds for any weights; S3's finding is a threshold well below "
+            f"the width (2202 of 4096 = {SOURCE_FRACTION:.2f})",
+            details={"token accuracy by k": {str(k): round(curve.mean(k), 4) for k in sorted(curve.points)}})
     jump = bootstrap(np.column_stack([curve(k_star), curve(k_star - 1)]),
                      lambda u: float(u[:, 0].mean() - u[:, 1].mean()), seed=settings.seed)
     matched = bootstrap(curve.success[k_star - 1], lambda u: float(u.mean()), seed=settings.seed)
@@ -122,6 +151,8 @@ def test_recovery_falls_sharply_with_output_features(model_name, subject, invers
     below = max((k for k in ks if means[k] <= 0.1 * full.value), default=0)
     above = min(k for k in ks if means[k] >= 0.9 * full.value)
     per_k = [bootstrap(curve(k), lambda u: float(u.mean()), seed=settings.seed) for k in ks]
+    fraction = bootstrap(np.column_stack([curve(k) for k in ks]), lambda u: crossing_fraction(u, ks, d),
+                         seed=settings.seed)
     claim.record(
         [
             Check.of(f"token accuracy from the first {k_star} features minus the first {k_star - 1}", jump,
@@ -132,6 +163,12 @@ def test_recovery_falls_sharply_with_output_features(model_name, subject, invers
                      "features giving half the full output's accuracy), by the low end of the 95 % interval of the "
                      "paired difference over prompts; the margin from 1.0 to 0.5 is taken because S3 shows one "
                      "prompt on one model"),
+            Check.of("crossing k* as a fraction of d_model", fraction, "fraction of d_model", "<", BELOW_WIDTH,
+                     f"S3: the threshold lies at 2202 of Llama-7B's 4096 features ({SOURCE_FRACTION:.2f} of the width); "
+                     "at k* = d_model the step is dimension counting, true of any weights (not informative). 'Well "
+                     f"below the width' is read as k*/d_model < {BELOW_WIDTH:.2f}, halfway from S3's fraction to 1, by "
+                     "the high end of the 95 % interval of the crossing recomputed on prompts resampled (over the k "
+                     "evaluated)"),
             Check.of(f"fraction of prompts passing S3's success test on the first {k_star - 1} features", matched,
                      "fraction of prompts", ">", MATCHED,
                      "control: a jump also appears where the descent breaks down below some width, which is no "

@@ -15,7 +15,8 @@ Two tests:
 
 * ``test_later_positions_do_not_identify_a_masked_token`` (trained models, untrained twin beside): S3.2's
   problem inverted from block 1's output without the first position; the masked token must come back in
-  fewer than half the prompts. Gate: the unmasked tokens must come back in the same inversion (S3's examples
+  fewer than a fifth of the prompts: S3's trained models find it in none of its six, where its untrained
+  4096-wide layers find it in about 1 of 5 initialisations, the rarest rate S3 reports for any layer. Gate: the unmasked tokens must come back in the same inversion (S3's examples
   recover them), else a missed masked token says nothing and the claim is not informative.
 * ``test_wide_untrained_layers_identify_a_masked_token``: single untrained Llama layers (the Llama reference's
   config at one block) at S3's widths 4096 and 8192 over initialisation seeds (``--source-scale on``, the
@@ -45,6 +46,7 @@ pytestmark = pytest.mark.gpu
 
 MASKED = 1  # S3's usual [:, 1:, :]: the first position's output left out
 HALF = 0.5
+RAREST = 1 / 5  # S3: untrained 4096-wide layers find the masked token in "perhaps 1/5ths" of initialisations
 WIDE_PROMPT = "Mario the man versus Mario the idea"  # S3's prompt for the 8192-wide layer
 HEADS = 32  # S3's layers': LlamaConfig's default (its config's 'num_heads': 64 is no LlamaConfig field)
 SOURCE_WIDTHS, SOURCE_SEEDS = (4096, 8192), 10  # S3's fractions are fifths ("1/5ths ... more than 4/5ths")
@@ -52,12 +54,12 @@ SOME = 0.1  # control: the wide layers' inversion recovers some unmasked tokens 
 CPU_WIDTHS, CPU_SEEDS = (256, 512), 5  # S3's ratio of widths and head size, at widths a CPU inverts in seconds
 
 
-@pytest.mark.claim("S3.9", version=2, sample="prompts")  # 2: more prompts while inconclusive (fixtures.rounds)
+@pytest.mark.claim("S3.9", version=3, sample="prompts")  # 3: below S3's rarest untrained rate, 1/5 (2: 1/2)
 @pytest.mark.models("trained", "hf", twin=True)
 def test_later_positions_do_not_identify_a_masked_token(model_name, subject, group_twins, inversions, claim,
                                                         settings):
     """S3.9 (trained): from block 1's output without the first position, the first token comes back in fewer
-    than half of the prompts; the other tokens come back."""
+    than a fifth of the prompts; the other tokens come back."""
     twin = group_twins[0]
     problem = inversions.problem(model_name, subject)
     units = {}
@@ -79,10 +81,14 @@ def test_later_positions_do_not_identify_a_masked_token(model_name, subject, gro
     claim.record(
         [
             Check.of("fraction of prompts whose masked first token is recovered (restricted vocabulary)", masked,
-                     "fraction of prompts", "<", HALF,
+                     "fraction of prompts", "<", RAREST,
                      "S3: trained Llama 7B-65B, Llama-2 70B and Mistral 7B never identify the masked first token "
-                     "from [:, 1:, :] of block 1 (none of the top-5 in its examples). 'Do not identify' is read as "
-                     f"fewer than half the prompts ({HALF}), by the interval's high end (S3's own figure is none)"),
+                     "from [:, 1:, :] of block 1 (none of 6 models; none of the top-5 in its examples), while "
+                     "untrained layers do: 'perhaps 1/5ths' of 4096-wide initialisations (S3's fifths: about 5 "
+                     "per width), 'more than 4/5ths' of 8192-wide ones. 'Do not identify' is read as rarer than "
+                     f"S3's rarest untrained rate, fewer than {RAREST:.1f} of the prompts by the interval's high end "
+                     "(version 2 took one half, which a model finding the token in 2 of 5 prompts passed; S3's own "
+                     "figure is none, which S3's 6 models bound only to below 0.46 at 95 %)"),
         ],
         procedure=(
             f"{own.shape[0]} held-out prompts of {problem.tokens} tokens (S3.2's problem: restricted vocabulary of "

@@ -1,0 +1,141 @@
+"""S3's checks, gates and controls fail on inputs built to fail them (S3.7, S3.9, S3.10, S3.13).
+
+Each test builds the statistic a claim test computes, from a known case, and runs it through the same threshold
+the claim uses: a check that passes everything would pass these too.
+"""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+from claims.s3_inversion.test_bandwidth import BELOW_WIDTH, crossing_fraction
+from claims.s3_inversion.test_between_tokens import RAREST
+from claims.s3_inversion.test_cosine import MINIMISED, RECOVERS, _ratio
+from latent_instruments.inversion import InversionConfig, direct_fit_decode, invert, pseudo_inverse
+from latent_instruments.stats import bootstrap
+from reports.records import Check
+
+
+def _mean(u: np.ndarray) -> float:
+    return float(u.mean())
+
+
+def _start(batch: int, seq: int, vocab: int) -> torch.Tensor:
+    """S3's start a₀ ~ N(½, 1/20²) over the vocabulary, (batch, seq, vocab)."""
+    return 0.5 + 0.05 * torch.randn(batch, seq, vocab, generator=torch.Generator().manual_seed(3))
+
+
+# --- S3.7: the identifiability gate and the L2 descent control ---------------------------------------------
+
+
+def test_an_exact_fit_decodes_every_token_where_the_width_covers_the_vocabulary():
+    weight = torch.randn(84, 96, generator=torch.Generator().manual_seed(0))  # a char model's shape
+    ids = torch.randint(0, 84, (8, 12), generator=torch.Generator().manual_seed(1))
+    decoded = direct_fit_decode(ids, _start(8, 12, 84), pseudo_inverse(weight))
+    assert bool((decoded == ids).all())
+
+
+def test_an_exact_fit_cannot_decode_where_the_vocabulary_is_43_times_the_width():
+    """The sub-word tiny model's shape (4096 × 96): the gate's bound stays under 'most', so S3.7 is not informative."""
+    weight = torch.randn(4096, 96, generator=torch.Generator().manual_seed(0))
+    ids = torch.randint(0, 4096, (8, 12), generator=torch.Generator().manual_seed(1))
+    decoded = direct_fit_decode(ids, _start(8, 12, 4096), pseudo_inverse(weight))
+    fit = bootstrap((decoded == ids).double().mean(1).numpy(), _mean, seed=0)
+    assert fit.low <= RECOVERS
+
+
+def test_the_exact_fit_is_where_plain_descent_on_a_linear_map_ends():
+    """On the identity layer the L2 descent converges to a₀ + P(onehot − a₀): the bound is the descent's limit."""
+    weight, _ = torch.linalg.qr(torch.randn(40, 8, generator=torch.Generator().manual_seed(0)))  # orthonormal columns
+    ids = torch.randint(0, 40, (4, 3), generator=torch.Generator().manual_seed(1))
+    config = InversionConfig(representation="direct", loss="l2", steps=2000, lr=0.2, lr_end=1e-4)
+    found = invert(lambda x: x, ids, weight, torch.Generator().manual_seed(5), config, k=1)
+    start = invert(lambda x: x, ids, weight, torch.Generator().manual_seed(5), replace(config, steps=0), k=1).inputs
+    assert torch.equal(found.decoded, direct_fit_decode(ids, start, pseudo_inverse(weight)))
+
+
+def test_the_direct_fit_refuses_a_start_that_is_not_over_the_vocabulary():
+    weight = torch.randn(40, 8)
+    with pytest.raises(ValueError, match="vocab = 40"):
+        direct_fit_decode(torch.zeros(1, 2, dtype=torch.long), torch.zeros(1, 2, 8), pseudo_inverse(weight))
+
+
+def test_the_l2_descent_control_fails_on_a_layer_that_forgets_its_input():
+    weight = torch.randn(20, 32, generator=torch.Generator().manual_seed(0))
+    ids = torch.randint(0, 20, (16, 6), generator=torch.Generator().manual_seed(1))
+    config = InversionConfig(representation="direct", loss="l2", steps=50)
+    found = invert(lambda x: torch.zeros_like(x) + x.sum() * 0, ids, weight, torch.Generator().manual_seed(2),
+                   config, k=1)
+    control = Check.of("L2 descent", bootstrap(found.token_accuracy.double().numpy(), _mean, seed=0),
+                       "fraction of tokens", ">", RECOVERS, "S3.7's control", role="control")
+    assert control.status == "failed"
+
+
+# --- S3.9: rarer than S3's rarest untrained rate -----------------------------------------------------------
+
+
+def test_a_model_finding_the_masked_token_in_two_of_five_prompts_fails():
+    found = np.array([1.0, 1.0, 0.0, 0.0, 0.0] * 40)  # 200 prompts; version 2's one half let this pass
+    check = Check.of("masked token found", bootstrap(found, _mean, seed=0), "fraction of prompts", "<", RAREST, "S3.9")
+    assert check.status == "failed"
+    assert Check.of("v2", bootstrap(found, _mean, seed=0), "fraction of prompts", "<", 0.5, "S3.9").status == "passed"
+
+
+def test_a_model_that_never_finds_the_masked_token_passes():
+    check = Check.of("masked token found", bootstrap(np.zeros(32), _mean, seed=0), "fraction of prompts", "<",
+                     RAREST, "S3.9")
+    assert check.status == "passed"
+
+
+# --- S3.10: the crossing well below the width ---------------------------------------------------------------
+
+
+def _curve(crossing: int, ks: list[int], prompts: int = 16) -> np.ndarray:
+    """Per-prompt accuracy at each k: none below ``crossing``, every token from it on."""
+    return np.tile([1.0 if k >= crossing else 0.0 for k in ks], (prompts, 1))
+
+
+def test_a_crossing_at_the_width_is_dimension_counting_and_fails_the_bound():
+    ks = [24, 48, 72, 84, 90, 93, 95, 96]
+    units = _curve(96, ks)
+    fraction = bootstrap(units, lambda u: crossing_fraction(u, ks, 96), seed=0)
+    assert fraction.value == 1.0
+    check = Check.of("k*/d_model", fraction, "fraction of d_model", "<", BELOW_WIDTH, "S3.10")
+    assert check.status == "failed"
+
+
+def test_a_crossing_at_half_the_width_passes_the_bound():
+    ks = [24, 36, 42, 45, 47, 48, 72, 96]
+    fraction = bootstrap(_curve(48, ks), lambda u: crossing_fraction(u, ks, 96), seed=0)
+    assert fraction.value == 0.5
+    assert Check.of("k*/d_model", fraction, "fraction of d_model", "<", BELOW_WIDTH, "S3.10").status == "passed"
+
+
+def test_the_crossing_needs_the_full_output_last():
+    with pytest.raises(ValueError, match="end at d_model = 96"):
+        crossing_fraction(np.ones((4, 2)), [24, 48], 96)
+
+
+# --- S3.13: the descent must minimise without norms ----------------------------------------------------------
+
+
+def test_a_stalled_descent_fails_the_control():
+    """Distances reached at a third of the start, as the tiny twins at S3.2's N = 200 (version 1)."""
+    rng = np.random.default_rng(0)
+    start = rng.uniform(0.7, 0.9, 16)
+    units = np.column_stack([start * rng.uniform(0.25, 0.35, 16), start])
+    control = Check.of("without norms", bootstrap(units, lambda u: _ratio(u, 0, 1), seed=0), "ratio", "<",
+                       MINIMISED, "S3.13", role="control")
+    assert control.status == "failed"
+
+
+def test_norms_that_do_not_impede_fail_the_claim():
+    """With norms the distance also falls to a thirtieth of the start: S3's 'no longer possible' does not hold."""
+    rng = np.random.default_rng(0)
+    start = rng.uniform(0.7, 0.9, 16)
+    units = np.column_stack([start * rng.uniform(0.02, 0.04, 16), start])
+    check = Check.of("with norms", bootstrap(units, lambda u: _ratio(u, 0, 1), seed=0), "ratio", ">", MINIMISED,
+                     "S3.13")
+    assert check.status == "failed"
