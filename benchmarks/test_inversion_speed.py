@@ -8,6 +8,13 @@ characters) and the sub-word one (tiny-bpe-w96: 7 tokens, vocabulary 4096), bloc
 float32, CPU. Each benchmark's ``extra_info`` holds steps per second (whole batch), prompt-steps per
 second, and, on whichever of the pair runs second, ``speedup`` = loop ÷ batched on their fastest
 rounds (the least disturbed by other work on a shared machine).
+
+Where the CPU bound is: two more benchmarks time the descent's own work without the inversion around it, N
+bare forward-and-backward passes of block 1 on the same inputs, batched and one prompt at a time. Their
+ratio, ``ceiling`` (extra_info), is the speed-up batching can give on this machine at all: a CPU runs a
+64-prompt batch's matrix products on its few cores, so the batch costs more per step than one prompt, and
+the loop's per-prompt overhead is all there is to win back. ``overhead`` = batched inversion ÷ batched
+forward-and-backward shows how much of the batched inversion is anything else (start, schedule, decoding).
 """
 
 import pytest
@@ -55,6 +62,53 @@ def _record(benchmark, shape: str, kind: str, prompts: int, steps: int) -> None:
     benchmark.extra_info["prompt_steps_per_second"] = prompts * steps / fastest
     if (shape, "batched") in _FASTEST and (shape, "loop") in _FASTEST:
         benchmark.extra_info["speedup"] = _FASTEST[shape, "loop"] / _FASTEST[shape, "batched"]
+    if kind == "batched" and (shape, "batched forward-backward") in _FASTEST:
+        benchmark.extra_info["overhead"] = fastest / _FASTEST[shape, "batched forward-backward"]
+
+
+def _record_floor(benchmark, shape: str, kind: str) -> None:
+    """The bare forward-and-backward floor of a shape: ``ceiling`` and ``overhead`` once their pairs are measured."""
+    benchmark.extra_info.update(shape=shape, kind=kind)
+    if not benchmark.enabled:
+        return
+    _FASTEST[shape, kind] = benchmark.stats.stats.min
+    if (shape, "batched forward-backward") in _FASTEST and (shape, "loop forward-backward") in _FASTEST:
+        benchmark.extra_info["ceiling"] = (_FASTEST[shape, "loop forward-backward"]
+                                           / _FASTEST[shape, "batched forward-backward"])
+
+
+def _forward_backward(layer, inputs: torch.Tensor, steps: int) -> None:
+    """``steps`` bare passes of the descent's work: block 1's output, an L1 loss, the input's gradient."""
+    target = layer(inputs).detach()
+    x = inputs.clone().requires_grad_(True)
+    for _ in range(steps):
+        (layer(x) - target).abs().sum().backward()
+
+
+def test_batched_forward_backward(benchmark, problem):
+    """The floor of the batched inversion: N forward and backward passes of the whole batch, nothing else."""
+    shape, layer, weight, ids, _ = problem
+    prompts, steps = _sizes(benchmark)
+    inputs = weight[ids[:prompts]] + 0.05
+
+    benchmark.group = f"inversion batching {shape}"
+    benchmark.pedantic(lambda: _forward_backward(layer, inputs, steps), rounds=ROUNDS, warmup_rounds=1, iterations=1)
+    _record_floor(benchmark, shape, "batched forward-backward")
+
+
+def test_prompt_by_prompt_forward_backward(benchmark, problem):
+    """The floor of the loop: the same passes one prompt at a time."""
+    shape, layer, weight, ids, _ = problem
+    prompts, steps = _sizes(benchmark)
+    inputs = weight[ids[:prompts]] + 0.05
+
+    def loop():
+        for b in range(prompts):
+            _forward_backward(layer, inputs[b:b + 1], steps)
+
+    benchmark.group = f"inversion batching {shape}"
+    benchmark.pedantic(loop, rounds=ROUNDS, warmup_rounds=1, iterations=1)
+    _record_floor(benchmark, shape, "loop forward-backward")
 
 
 def test_batched_inversion(benchmark, problem):

@@ -22,9 +22,9 @@ prompt's own gradient: the batch is the prompt-by-prompt loop, run at once):
   a′ = a + σ·noise, σ = 1/20 per element (S3's code: ``embedding +
   0.05*torch.randn``), measured with the L1 norm whatever the loss;
 * decoding: top-k per position, a restricted vocabulary applied by −inf
-  masking (S3 multiplies disallowed logits by 0, which lets a disallowed token
-  win when every allowed logit is negative), and any subset of output
-  positions and features as the target.
+  masking, or S3's own 0/1 multiplication (:func:`zero_masked_decode`, which
+  lets a disallowed token win when every allowed logit is negative), and any
+  subset of output positions and features as the target.
 
 Defaults are the source's. The one deviation offered, ``step="normalised"``,
 moves each position by η × ``step_scale`` along its gradient's direction; it is
@@ -247,6 +247,29 @@ def direct_fit_decode(token_ids: torch.Tensor, start: torch.Tensor, pinv: Pseudo
     weight = pinv.weight.to(device=start.device, dtype=torch.promote_types(start.dtype, torch.float32))
     reached = start + pinv.scores(weight[token_ids] - start @ weight)  # a₀ + (onehot − a₀)·P, (batch, seq, vocab)
     return reached.argmax(dim=-1)
+
+
+def zero_masked_decode(scores: torch.Tensor, allowed: torch.Tensor, pinv: PseudoInverse | None = None) -> torch.Tensor:
+    """S3's own restricted decoding (its ``masked_decode``): the scores times a 0/1 mask of the allowed tokens, then
+    argmax (S3.6). Unlike −inf masking (:func:`decode_top_k`), a disallowed token scores 0, so it wins wherever
+    every allowed score is negative: restricting can then lower accuracy.
+
+    Args:
+        scores: (batch, seq, vocab) scores, or (batch, seq, d_model) embeddings when ``pinv`` is given (their
+            scores are embeddings @ W_E⁺).
+        allowed: bool mask, (batch, vocab) or (vocab,).
+        pinv: W_E⁺ from :func:`pseudo_inverse`, for embeddings.
+    Returns:
+        token ids, (batch, seq), int64: the first index of the largest masked score (torch's argmax), which is a
+        disallowed token where a 0 wins.
+    Raises:
+        NonFiniteError: if the scores hold NaN or inf.
+    """
+    require_finite(scores, "inputs to decode")
+    s = pinv.scores(scores) if pinv is not None else scores
+    mask = allowed.to(device=s.device, dtype=s.dtype)
+    mask = mask.unsqueeze(0) if mask.dim() == 1 else mask
+    return (s * mask.unsqueeze(1)).argmax(dim=-1)
 
 
 def pseudo_inverse_decode(

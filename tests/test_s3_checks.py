@@ -13,7 +13,10 @@ import torch
 from claims.s3_inversion.test_bandwidth import BELOW_WIDTH, crossing_fraction
 from claims.s3_inversion.test_between_tokens import RAREST
 from claims.s3_inversion.test_cosine import MINIMISED, RECOVERS, _ratio
-from latent_instruments.inversion import InversionConfig, direct_fit_decode, invert, pseudo_inverse
+from claims.s3_inversion.test_vocabulary import _difference
+from latent_instruments.inversion import (
+    InversionConfig, decode_top_k, direct_fit_decode, invert, pseudo_inverse, zero_masked_decode,
+)
 from latent_instruments.stats import bootstrap
 from reports.records import Check
 
@@ -71,6 +74,30 @@ def test_the_l2_descent_control_fails_on_a_layer_that_forgets_its_input():
     control = Check.of("L2 descent", bootstrap(found.token_accuracy.double().numpy(), _mean, seed=0),
                        "fraction of tokens", ">", RECOVERS, "S3.7's control", role="control")
     assert control.status == "failed"
+
+
+# --- S3.6: S3's 0/1-mask decoding, under which a restriction can lower accuracy -------------------------------
+
+
+def test_a_masked_zero_wins_where_every_allowed_score_is_negative():
+    scores = torch.tensor([[[-0.2, -0.1, 0.5, -0.3], [0.4, 0.1, -0.5, -0.6]]])  # (1 prompt, 2 positions, vocab 4)
+    allowed = torch.tensor([[True, True, False, False]])
+    assert zero_masked_decode(scores, allowed).tolist() == [[2, 0]]  # position 1: the masked 0 at index 2 wins
+    assert decode_top_k(scores, 1, allowed)[..., 0].tolist() == [[1, 0]]  # −inf masking keeps the allowed best
+
+
+def test_the_restriction_gain_fails_where_answers_score_below_zero():
+    """Every answer is the whole vocabulary's argmax but scores below 0: under S3's mask the restriction loses them."""
+    vocab, seq = 6, 4
+    ids = torch.arange(seq).unsqueeze(0).repeat(8, 1)  # (8 prompts, 4 positions)
+    scores = torch.full((8, seq, vocab), -1.0)
+    scores.scatter_(2, ids.unsqueeze(-1), -0.1)  # the answer is best, yet negative
+    allowed = torch.zeros(8, vocab, dtype=torch.bool).scatter_(1, ids, True)
+    whole = (scores.argmax(-1) == ids).double().mean(1)
+    zero = (zero_masked_decode(scores, allowed) == ids).double().mean(1)
+    counts = np.rint(torch.stack([whole, zero], 1).numpy() * seq).astype(np.int64)
+    gain = Check.of("gain", bootstrap(counts, _difference(1, 0, seq), seed=0), "fraction of tokens", ">", 0.0, "S3.6")
+    assert (gain.value, gain.status) == (-1.0, "failed")
 
 
 # --- S3.9: rarer than S3's rarest untrained rate -----------------------------------------------------------

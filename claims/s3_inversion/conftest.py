@@ -37,7 +37,9 @@ import torch
 
 from fixtures.prompts import prompt_batch
 from latent_instruments.ablation import attention_residual_removed
-from latent_instruments.inversion import InversionConfig, PseudoInverse, decode_top_k, invert, pseudo_inverse
+from latent_instruments.inversion import (
+    InversionConfig, PseudoInverse, decode_top_k, invert, pseudo_inverse, zero_masked_decode,
+)
 from models.capture import block_output_fn, blocks_output_fn
 from models.zoo import LoadedModel, resolve
 
@@ -136,6 +138,11 @@ class Run:
         success: 1.0 where S3's test ‖O(a_g) − O(a)‖₁ < ‖O(a′) − O(a)‖₁ holds, (prompts,).
         start_accuracy: restricted token accuracy of the random start a₀ itself (chance), (prompts,).
         start_prompt_accuracy: the random start's token accuracy over the prompt's own tokens, (prompts,).
+        zero_accuracy, zero_prompt_accuracy: token accuracy decoded as S3's code does, the scores times a 0/1 mask
+            of the allowed vocabulary (the continuation's tokens; the prompt's own), then argmax, (prompts,).
+        start_zero_prompt_accuracy: the random start decoded so over the prompt's own tokens, (prompts,).
+        zero_wins, zero_prompt_wins: fraction of positions where that decode picks a disallowed token (every
+            allowed score negative, so a masked 0 wins), (prompts,).
         distance_ratio: ‖O(a_g) − O(a)‖₁ / ‖O(a′) − O(a)‖₁, (prompts,) (S3: "< 1/6" for GPT-2 XL at N = 1000).
         examples: decoded text of the first prompts, {row: {"text": ..., "tokens right": ...}}.
         steps: N.
@@ -151,6 +158,11 @@ class Run:
     success: np.ndarray
     start_accuracy: np.ndarray
     start_prompt_accuracy: np.ndarray
+    zero_accuracy: np.ndarray
+    zero_prompt_accuracy: np.ndarray
+    start_zero_prompt_accuracy: np.ndarray
+    zero_wins: np.ndarray
+    zero_prompt_wins: np.ndarray
     distance_ratio: np.ndarray
     examples: dict
     steps: int
@@ -303,6 +315,9 @@ class Inversions:
         seconds = time.perf_counter() - started
         full = decode_top_k(found.inputs, TOP_K, pinv=problem.pinv)  # the same a_g over the whole vocabulary
         own = [decode_top_k(x, 1, problem.prompt_allowed, pinv=problem.pinv)[..., 0] for x in (found.inputs, start.inputs)]
+        zero = [zero_masked_decode(x, mask, problem.pinv) for x, mask in (
+            (found.inputs, problem.allowed), (found.inputs, problem.prompt_allowed), (start.inputs, problem.prompt_allowed))]
+        wins = [~m.gather(1, z) for z, m in ((zero[0], problem.allowed), (zero[1], problem.prompt_allowed))]
         shown = examples(problem.ids, found.top_k, subject.tokenizer, "restricted")
         shown |= examples(problem.ids, full, subject.tokenizer, "full vocabulary", target=False)
         return Run(_numpy(found.token_accuracy), (found.decoded == problem.ids).cpu().numpy(),
@@ -310,6 +325,8 @@ class Inversions:
                    _numpy((full[..., 0] == problem.ids).double().mean(1)),
                    _numpy((own[0] == problem.ids).double().mean(1)), _numpy(found.success),
                    _numpy(start.token_accuracy), _numpy((own[1] == problem.ids).double().mean(1)),
+                   *[_numpy((z == problem.ids).double().mean(1)) for z in zero],
+                   *[_numpy(w.double().mean(1)) for w in wins],
                    _numpy(found.output_distance / found.shifted_distance),
                    dict(sorted(shown.items(), key=_row_order)), steps, seconds,
                    "; ".join(config.deviations()))

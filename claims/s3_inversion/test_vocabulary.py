@@ -6,14 +6,18 @@ recovers 'The sky is blue.' exactly at N = 2000; allowed the words of 'The sky i
 time of day.' (the prompt plus distractors), it gives 'day or day blue or' at N = 20000. GPT-J's first block:
 'The skyeton resp cease' over the whole vocabulary, 'The sky is blue of' over the sentence's words.
 
-What is tested: S3 decodes one a_g under nested vocabularies (whole ⊃ prompt + distractors ⊃ prompt), by
-argmax after masking. The argmax over a set that contains the answer cannot be wrong where the argmax over a
-larger set was right, so for one a_g accuracy can only rise as the set narrows: that part is a property of
-argmax, not of the model. The claim's content is that it rises, strictly and by how much: the model's errors
-are tokens outside the prompt, and a few distractors already bring most of them back ("even a very small
-expansion of the allowed vocabulary" undoes the recovery). Each difference is paired over prompts; the
-control asks that the narrowest vocabulary alone does not produce the recovery (the random start a₀ decoded
-with it stays below the found input).
+What is tested: S3 decodes one a_g under nested vocabularies (whole ⊃ prompt + distractors ⊃ prompt), and it
+decodes as its code does (``masked_decode``): the scores a_g·W_E⁺ times a 0/1 mask of the allowed tokens, then
+argmax (``latent_instruments.inversion.zero_masked_decode``). With −inf masking the argmax over a set that
+contains the answer cannot be wrong where the argmax over a larger set was right, so accuracy could only rise
+as the set narrows, a property of argmax rather than of the model (version 3 decided on that). Under S3's
+0/1 mask a disallowed token scores 0 and wins wherever every allowed score is negative, so a restriction can
+lower accuracy, and the gain is a measurement: the model's errors must be tokens outside the allowed set whose
+scores beat the answer, not a position where the answer scores below zero. The claim's content is that
+accuracy rises, strictly, at each narrowing ("even a very small expansion of the allowed vocabulary" undoes
+the recovery). Each difference is paired over prompts; the control asks that the narrowest vocabulary alone
+does not produce the recovery: the random start a₀, decoded the same way, stays below the found input. The
+−inf decodings and how often a masked 0 wins are reported beside.
 """
 
 import numpy as np
@@ -36,7 +40,7 @@ def _difference(a: int, b: int, tokens: int):
     return lambda u: float(u[:, a].sum() - u[:, b].sum()) / (len(u) * tokens)
 
 
-@pytest.mark.claim("S3.6", version=3, sample="prompts")  # 3: more prompts while inconclusive (fixtures.rounds)
+@pytest.mark.claim("S3.6", version=4, sample="prompts")  # 4: S3's 0/1-mask decoding, which a restriction can lower
 @pytest.mark.models("trained", "hf")
 def test_restricting_the_vocabulary_improves_recovery(model_name, subject, inversions, claim, settings):
     """S3.6: one a_g from block 1, decoded over the whole vocabulary, the prompt's continuation's tokens and the
@@ -45,7 +49,8 @@ def test_restricting_the_vocabulary_improves_recovery(model_name, subject, inver
     runs = {s: inversions.run(model_name, subject, 0, s) for s in SETTINGS}
     how = max(SETTINGS, key=lambda s: runs[s].accuracy.mean())  # the better setting, by S3's sentence vocabulary
     run = runs[how]
-    units = np.column_stack([run.full_accuracy, run.accuracy, run.prompt_accuracy, run.start_prompt_accuracy])
+    units = np.column_stack([run.full_accuracy, run.zero_accuracy, run.zero_prompt_accuracy,
+                             run.start_zero_prompt_accuracy])
     tokens = run.hits.shape[1]
     counts = np.rint(units.astype(np.float64) * tokens).astype(np.int64)  # tokens right per prompt, exact
     estimates = [bootstrap(units[:, i], lambda u: float(u.mean()), seed=settings.seed) for i in range(4)]
@@ -60,8 +65,8 @@ def test_restricting_the_vocabulary_improves_recovery(model_name, subject, inver
                      bootstrap(counts, _difference(2, 0, tokens), seed=settings.seed), "fraction of tokens", ">", 0.0,
                      "S3: a trained GPT-2 block's a_g is rare tokens over the whole vocabulary and 'The sky is blue.' "
                      "exactly with only the prompt's words allowed. S3 gives one prompt, no rate: the threshold is "
-                     "the strict gain itself, the paired difference above 0 by the low end of its interval "
-                     "(it cannot be negative by construction, so the test is whether it is there)"),
+                     "the strict gain itself, the paired difference above 0 by the low end of its interval. Under "
+                     "S3's 0/1 mask it can be negative (a masked 0 beats an answer scoring below zero)"),
             Check.of("token accuracy, prompt + distractors minus whole-vocabulary decoding",
                      bootstrap(counts, _difference(1, 0, tokens), seed=settings.seed), "fraction of tokens", ">", 0.0,
                      "S3: GPT-J's first block gives 'The skyeton resp cease' over the whole vocabulary and 'The sky "
@@ -86,8 +91,8 @@ def test_restricting_the_vocabulary_improves_recovery(model_name, subject, inver
             "argmax of a_g·W_E⁺ three times, with −inf outside: the whole vocabulary "
             f"({problem.weight.shape[0]} tokens); the distinct tokens of the prompt's {problem.sentence_tokens}-token "
             f"continuation (S3's 13-token sentence, same ratio; {distractors:.1f} distractors on average); the "
-            "prompt's own tokens. S3 multiplies by a 0/1 mask before the argmax, which lets a masked 0 beat "
-            "negative allowed scores; −inf does not."
+            "prompt's own tokens, each time as S3's code does: the scores times a 0/1 mask, then argmax, which "
+            "lets a masked 0 beat negative allowed scores (the −inf decodings, where it cannot, are details)."
         ),
         scaled=" ".join(filter(None, [
             f"S3: one prompt through block 1 of GPT-2 (768 wide) and GPT-J (4096); here {model_name} "
@@ -95,6 +100,11 @@ def test_restricting_the_vocabulary_improves_recovery(model_name, subject, inver
         details={
             "token accuracy by decoding": {d: e.value for d, e in zip(DECODINGS, estimates)},
             "random start, prompt-only decoding (chance)": estimates[3].value,
+            "token accuracy by decoding, −inf masking (version 3's)": {
+                DECODINGS[1]: float(run.accuracy.mean()), DECODINGS[2]: float(run.prompt_accuracy.mean()),
+                "random start, prompt only": float(run.start_prompt_accuracy.mean())},
+            "positions where a masked 0 wins (S3's decoding)": {
+                DECODINGS[1]: float(run.zero_wins.mean()), DECODINGS[2]: float(run.zero_prompt_wins.mean())},
             "setting": how,
             "examples (block 1; top-5 per position, as S3 shows them)":
                 first_prompt(run.examples),

@@ -6,10 +6,14 @@ recovers part, Llama-7B more), and differ between families at one width (GPT-J a
 4096). Llama-13B and 30B (5120, 6656) come close, not exact: their first blocks give 'The sky is blue''
 and 'blue<s>'. Deeper blocks degrade less in the larger models (Llama-30B at 4 blocks as at 1).
 
-Our ladder (``tiny-ladder``: 96, 128, 192 wide at the main seed; 96 and 192 at seed 1442) is a scaled
-form, and an extrapolation: S3's gains start between 1600 and 4096 wide, and its one doubling below that
-(768 → 1600) shows none. A fail here is consistent with the source; a pass says the ordering S3 reports
-for wide models already shows between narrow ones.
+Where S3 says width helps: from 4096 wide. Its one step below that, 768 → 1600, is "no noticeably better", so
+on a ladder whose widest rung is narrower than 4096 S3 predicts nothing, a gain and its absence are both
+consistent with it, and the claim is not informative (version 3). That covers every ladder this suite trains
+(``tiny-ladder``: 96-192 wide; ``full-ladder``: 192-768): their rungs also train for a common number of steps,
+so a rung's accuracy follows how well it trained (the validation losses differ between seeds of one rung by
+as much as between rungs), and a character vocabulary smaller than every width makes the W_E⁺ decoding itself
+better with width for any weights. Version 2's "holds" on the tiny ladder measured those. The test runs, with
+the checks below, on a ladder that reaches S3's widths.
 
 Guards, each reported:
 
@@ -36,6 +40,7 @@ from reports.records import Check
 
 pytestmark = pytest.mark.gpu
 
+GAIN_ONSET = 4096  # S3: gains appear from 4096 wide (GPT-J, Llama-7B); 768 -> 1600 is "no noticeably better"
 SUCCESS_MAJORITY = 0.5  # control: most of the narrowest rung's prompts reach S3's success test
 LOSS_TOLERANCE = 0.0  # nats per token a wider rung may end above a narrower one (none: the ordering itself)
 DERIVATION = (
@@ -59,7 +64,7 @@ def _gain(units: np.ndarray) -> float:
     return float(best[-1] - best[0])
 
 
-@pytest.mark.claim("S3.5", version=2)
+@pytest.mark.claim("S3.5", version=3)  # 3: not informative below S3's gain onset, 4096 wide
 @pytest.mark.models("ladder")
 @pytest.mark.parametrize("variant", ["full-vocabulary", "restricted"])
 def test_wider_models_invert_better(model_name, variant, group, inversions, claim, settings):
@@ -68,6 +73,15 @@ def test_wider_models_invert_better(model_name, variant, group, inversions, clai
     seeds = {seed: list(rungs) for seed, rungs in groupby(group, key=lambda m: m.entry.recipe.seed)}
     blocks = depths(len(group[0].adapter.block_list(group[0].model)))[:2]  # block 1 and S3's "4 of 12"
     losses = {m.name: m.info["curve"][-1]["val_loss"] for m in group}
+    if max(m.d_model for m in group) < GAIN_ONSET:
+        claim.not_informative(
+            f"the ladder's widest rung is {max(m.d_model for m in group)} wide, below the {GAIN_ONSET} from which S3 "
+            "sees wider models invert better (GPT-2 768 -> GPT-2 XL 1600: 'no noticeably better'): S3 predicts no "
+            "ordering here, so a gain or its absence says nothing about the claim. At these widths the rungs' "
+            "accuracies also follow how well each trained in its common step count, and the W_E⁺ decoding of a "
+            "vocabulary smaller than the width improves with width for any weights",
+            details={"validation loss (nats per token)": losses,
+                     "widths": {m.name: m.d_model for m in group}})
     reordered = [f"{wide.name} {losses[wide.name]:.3f} > {narrow.name} {losses[narrow.name]:.3f}"
                  for rungs in seeds.values() for narrow, wide in zip(rungs, rungs[1:])
                  if losses[wide.name] > losses[narrow.name] + LOSS_TOLERANCE]
