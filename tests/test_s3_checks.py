@@ -166,3 +166,19 @@ def test_norms_that_do_not_impede_fail_the_claim():
     check = Check.of("with norms", bootstrap(units, lambda u: _ratio(u, 0, 1), seed=0), "ratio", ">", MINIMISED,
                      "S3.13")
     assert check.status == "failed"
+
+
+# --- S3.11: the found input must match the ablated block's output -------------------------------------------
+
+
+def test_a_descent_that_does_not_reach_the_output_fails_the_success_control():
+    """No steps: the random start a₀ is far from the target, so S3's success test fails on every prompt."""
+    from claims.s3_inversion.test_residual import MATCHED
+
+    weight = torch.randn(20, 16, generator=torch.Generator().manual_seed(0))
+    ids = torch.randint(0, 20, (12, 5), generator=torch.Generator().manual_seed(1))
+    found = invert(torch.tanh, ids, weight, torch.Generator().manual_seed(2), InversionConfig(steps=0), k=1)
+    success = np.column_stack([found.success.double().numpy()] * 2)  # (prompts, settings)
+    control = Check.of("success", bootstrap(success, lambda u: float(u.mean(0).max()), seed=0), "fraction of prompts",
+                       ">", MATCHED, "S3.11's control", role="control")
+    assert control.status == "failed"
