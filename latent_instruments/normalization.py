@@ -116,3 +116,31 @@ def without_bias(norm: torch.nn.Module) -> torch.nn.Module:
         with torch.no_grad():
             out.bias.zero_()
     return out
+
+
+def with_concentrated_gain(norm: torch.nn.Module, fraction: float = 1 / 16) -> torch.nn.Module:
+    """A copy of ``norm`` whose gain is concentrated on its first ``fraction`` of coordinates, at the same RMS,
+    zero elsewhere, bias kept (S4.5's control).
+
+    Such a norm's output norm is the input's standardised mass on those few coordinates, which a change of
+    direction moves by far more than 1 %: a measurement of the output norm under a turn that cannot see this
+    cannot see any direction dependence, and a pass of S4.5 through it would be vacuous.
+
+    Args:
+        norm: a LayerNorm or RMSNorm over the last axis, with a gain (d_model,).
+        fraction: the share of coordinates that keep a gain, in (0, 1].
+    Raises:
+        ValueError: for a norm without a gain, Gemma's (1 + weight) norm, or a fraction outside (0, 1].
+    """
+    if not 0 < fraction <= 1:
+        raise ValueError(f"fraction must be in (0, 1], got {fraction}")
+    gain = _gain(norm)
+    if gain is None:
+        raise ValueError(f"{type(norm).__name__} has no gain to concentrate")
+    kept = max(1, round(gain.numel() * fraction))
+    rms = float(gain.detach().double().square().mean().sqrt())
+    out = copy.deepcopy(norm)
+    with torch.no_grad():
+        out.weight.zero_()
+        out.weight[:kept] = rms * (gain.numel() / kept) ** 0.5
+    return out

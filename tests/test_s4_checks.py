@@ -1,0 +1,87 @@
+"""S4's controls fail on inputs built to fail them (S4.3's placebo, S4.5's direction control).
+
+Each test builds what a claim test reads, from a known case, and runs it through the claim's own statistic and
+threshold: a control that passes everything would pass these too.
+"""
+
+import numpy as np
+import torch
+
+from claims.s4_ffn.test_outputs import PLACEBO_BOUND, _placebo, block_readings
+from fixtures.zoo import Captured
+from latent_instruments.stats import bootstrap
+from models.capture import ActivationCache
+from reports.records import Check
+
+
+def _capture(attn: list[torch.Tensor], mlp: list[torch.Tensor]) -> Captured:
+    """A capture of per-block attention and FFN outputs, each (batch, seq, d_model)."""
+    names = {f"blocks.{i}.hook_attn_out": a for i, a in enumerate(attn)} | {
+        f"blocks.{i}.hook_mlp_out": m for i, m in enumerate(mlp)}
+    batch, seq = attn[0].shape[:2]
+    return Captured(torch.zeros(batch, seq, dtype=torch.long), ActivationCache(names, None, len(attn)), None, 0.0)
+
+
+def _placebo_check(captured: Captured) -> Check:
+    units = block_readings(captured)
+    return Check.of("placebo", bootstrap(units, _placebo, seed=0), "cosine", "<", PLACEBO_BOUND, "S4.3",
+                    role="control")
+
+
+def test_the_placebo_fails_where_ffn_outputs_are_another_prompts():
+    """FFN outputs swapped between prompts: each prompt's FFN output is the attention output of the prompt two
+    before it, so the placebo pairing (two prompts on) is aligned by construction and must fail."""
+    g = torch.Generator().manual_seed(0)
+    attn = [torch.randn(12, 9, 32, generator=g) for _ in range(2)]
+    mlp = [a.roll(2, dims=0) * 3 for a in attn]  # mlp[b] = 3 · attn[b − 2]
+    assert _placebo_check(_capture(attn, mlp)).status == "failed"
+
+
+def test_the_placebo_passes_where_ffn_outputs_are_the_tokens_own():
+    g = torch.Generator().manual_seed(0)
+    attn = [torch.randn(32, 64, 256, generator=g) for _ in range(2)]
+    mlp = [3 * a + torch.randn(32, 64, 256, generator=g) for a in attn]  # aligned with the token's own only
+    assert _placebo_check(_capture(attn, mlp)).status == "passed"
+
+
+# --- S4.5: the direction control and the implementation check ------------------------------------------------
+
+
+def _trained_like_norm(d_model: int = 96) -> torch.nn.LayerNorm:
+    """A LayerNorm with a mildly uneven learned gain and a small bias."""
+    norm = torch.nn.LayerNorm(d_model)
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        norm.weight.copy_(1 + 0.1 * torch.randn(d_model, generator=g))
+        norm.bias.copy_(0.01 * torch.randn(d_model, generator=g))
+    return norm
+
+
+def _concentrated_control(x: torch.Tensor, other: torch.Tensor) -> Check:
+    from claims.s4_ffn.test_layernorm import UNDER
+    from latent_instruments.normalization import relative_norm_change, with_concentrated_gain
+
+    change = relative_norm_change(with_concentrated_gain(_trained_like_norm()), x, other).reshape(16, -1).numpy()
+    return Check.of("concentrated", bootstrap(change, lambda u: float(u.mean()), seed=0), "fraction", ">", UNDER,
+                    "S4.5", role="control")
+
+
+def test_the_direction_control_fails_where_the_turn_does_not_turn():
+    x = torch.randn(16 * 8, 96, generator=torch.Generator().manual_seed(1))
+    assert _concentrated_control(x, x * 10).status == "failed"  # a measurement that only scales sees nothing
+
+
+def test_the_direction_control_passes_on_real_turns():
+    from latent_instruments.normalization import rotate_to_cosine
+
+    x = torch.randn(16 * 8, 96, generator=torch.Generator().manual_seed(1))
+    turned = rotate_to_cosine(x, 0.52, torch.Generator().manual_seed(2)) * 10
+    assert _concentrated_control(x, turned).status == "passed"
+
+
+def test_the_implementation_check_fails_on_a_module_that_is_not_a_norm():
+    from claims.s4_ffn.test_layernorm import worst_scale_change
+
+    x = torch.randn(20, 96, generator=torch.Generator().manual_seed(1))
+    assert worst_scale_change(_trained_like_norm(), x)[0] < 1e-3
+    assert worst_scale_change(torch.nn.Linear(96, 96), x)[0] >= 1e-3
