@@ -85,3 +85,16 @@ def test_the_implementation_check_fails_on_a_module_that_is_not_a_norm():
     x = torch.randn(20, 96, generator=torch.Generator().manual_seed(1))
     assert worst_scale_change(_trained_like_norm(), x)[0] < 1e-3
     assert worst_scale_change(torch.nn.Linear(96, 96), x)[0] >= 1e-3
+
+
+# --- S4.8: all blocks against the first, on held-out prompts -------------------------------------------------
+
+
+def test_all_blocks_worse_than_the_first_fails_the_claim():
+    """Held-out prompts where adding blocks makes the approximation worse (as S4's 'And only l')."""
+    from claims.s4_ffn.test_similar_strings import _difference
+
+    first = np.random.default_rng(0).uniform(0.1, 0.3, 200)
+    every = first + np.random.default_rng(1).uniform(0.0, 0.04, 200)
+    gain = Check.of("gain", bootstrap(np.stack([first, every], 1), _difference, seed=0), "Hellinger", ">", 0.0, "S4.8")
+    assert gain.status == "failed"

@@ -164,20 +164,24 @@ def test_seed_siblings_differ_little(model_name, approximation, claim, settings)
     )
 
 
-@pytest.mark.claim("S4.8", version=1)
+@pytest.mark.claim("S4.8", version=2)  # 2: decided on held-out prompts (version 1: prompts among the corpus strings)
 @pytest.mark.models("siblings")
 def test_all_blocks_beat_the_first(model_name, approximation, claim, settings):
-    """S4.8: mean H of the first block's approximation minus the all-blocks one, > 0."""
+    """S4.8: on held-out prompts, mean H of the first block's approximation minus the all-blocks one, > 0."""
     a, seed = approximation, settings.seed
-    v = a.variants["source"]
+    v = a.variants["held-out"]
     half = a.eval_half
-    every = v.distance(a.probs("source"))[half]
-    first = v.distance(a.probs("source", blocks=slice(0, 1)))[half]
+    every = v.distance(a.probs("held-out"))[half]
+    first = v.distance(a.probs("held-out", blocks=slice(0, 1)))[half]
     gain = bootstrap(np.stack([first, every], axis=1), _difference, seed=seed)
-    checks = [Check.of("mean H(first block alone) − mean H(all blocks)", gain, "Hellinger", ">", 0.0,
+    checks = [Check.of("mean H(first block alone) − mean H(all blocks), held-out prompts", gain, "Hellinger", ">", 0.0,
                        "S4 shows 'hing tremb' going from 0.63 to 0.02 and 'And only l' from 0.071 to 0.073 (slightly "
                        "worse), and gives no aggregate; 'using all blocks improves' is read as a lower mean H over "
-                       "prompts, the interval clearing 0")]
+                       "prompts, the interval clearing 0. Scored on held-out prompts (validation text, not among "
+                       "the corpus strings, and the other half from the one the thresholds and weights were fitted "
+                       "on), where adding blocks can make the approximation worse; S4's 96 % reduction on one prompt "
+                       "is not its claim (its other prompt gets worse), so the ordering is the threshold and the "
+                       "relative reduction is reported beside")]
     rows = {}
     for variant in ("source", "held-out"):
         w = a.variants[variant]
@@ -188,7 +192,11 @@ def test_all_blocks_beat_the_first(model_name, approximation, claim, settings):
                                                            "prompts improved": float((e < f).mean())}
     claim.record(
         checks, procedure=_procedure(a) + " The first block alone: its counts at its threshold, normalised.",
-        details={"first block against all blocks": rows, "S4's worked prompts": _examples(a)},
+        details={"first block against all blocks": rows,
+                 "relative reduction of mean H, held-out prompts": float(1 - every.mean() / first.mean()),
+                 "S4's worked prompts' relative reductions": {"hing tremb": round(1 - 0.0233 / 0.6305, 3),
+                                                             "And only l": round(1 - 0.0731 / 0.0711, 3)},
+                 "S4's worked prompts": _examples(a)},
         plot={"kind": "bars", "title": f"S4.8 on {a.model}: first block alone against all blocks",
               "categories": ["first block", "all blocks"], "xlabel": "approximation", "ylabel": "mean H",
               "series": {"held-out half": series([bootstrap(first, _mean, seed=seed),
