@@ -98,3 +98,28 @@ def test_all_blocks_worse_than_the_first_fails_the_claim():
     every = first + np.random.default_rng(1).uniform(0.0, 0.04, 200)
     gain = Check.of("gain", bootstrap(np.stack([first, every], 1), _difference, seed=0), "Hellinger", ">", 0.0, "S4.8")
     assert gain.status == "failed"
+
+
+# --- S4.2: a model whose FFN outputs nothing fails the ratio --------------------------------------------------
+
+
+def test_a_model_with_silent_ffns_fails_the_ffn_dominance():
+    from types import SimpleNamespace
+
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from claims.s4_ffn.test_feedforward import FAR_MORE, _ratio, last_position_distances
+    from models.adapters import adapter_for
+
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=40, n_positions=16, n_embd=32, n_layer=2, n_head=2)).eval()
+    with torch.no_grad():
+        for block in model.transformer.h:  # every FFN's output is 0: dropping it changes nothing
+            block.mlp.c_proj.weight.zero_()
+            block.mlp.c_proj.bias.zero_()
+    subject = SimpleNamespace(model=model, adapter=adapter_for(model))
+    ids = torch.randint(0, 40, (64, 10), generator=torch.Generator().manual_seed(1))
+    h = last_position_distances(subject, ids)
+    assert h[:, :, 1].max() < 1e-6 < h[:, :, 0].mean()
+    check = Check.of("ratio", bootstrap(h, _ratio(0), seed=0), "ratio", ">", FAR_MORE, "S4.2")
+    assert check.status == "failed"

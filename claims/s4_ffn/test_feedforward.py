@@ -8,12 +8,20 @@ its least FFN-dominated block (block 3) the ratio is 0.15 / 0.09 = 1.67, and
 the source calls every block's difference one where the FFN "always has the
 larger impact". Each block is checked on its own (its interval must clear),
 and the untrained twin's ratios are shown beside the trained ones.
+
+Since version 4 the headline is S4's own ablation: 10-token prompts (S4's 10-character ones), H at the last
+position only, where one summand dropped in one block acts on one prediction. Version 3's reading, H averaged
+over every position of full-context sequences, where a dropped summand compounds through all later positions,
+is kept as a detail. The bound is 1.5, a ratio S4's own table passes: its weakest block, 0.15 / 0.09 = 1.67,
+is given to two decimals, so its ratio is only known to lie in [0.145 / 0.095, 0.155 / 0.085] = [1.53, 1.82];
+version 3 took 1.67 itself, which S4's block 3 would clear only half the time.
 """
 
 import numpy as np
 import pytest
 import torch
 
+from fixtures.prompts import prompt_batch
 from latent_instruments.distances import hellinger_distance
 from latent_instruments.stats import bootstrap
 from models.capture import ablated_logits
@@ -26,7 +34,10 @@ pytestmark = pytest.mark.gpu
 SOURCE_NO_ATTN = [0.11, 0.07, 0.09, 0.06, 0.04, 0.03]
 SOURCE_NO_FFN = [0.70, 0.19, 0.15, 0.13, 0.14, 0.17]
 SOURCE_RATIO = [f / a for f, a in zip(SOURCE_NO_FFN, SOURCE_NO_ATTN)]  # 6.36, 2.71, 1.67, 2.17, 3.50, 5.67
-FAR_MORE = min(SOURCE_RATIO)  # 1.67, block 3: the smallest ratio the source still reports as the FFN's larger impact
+SOURCE_WEAKEST = min(SOURCE_RATIO)  # 1.67, block 3: the smallest ratio the source still reports as the FFN's larger impact
+FAR_MORE = 1.5  # below block 3's ratio at the low end of its two-decimal rounding, 0.145 / 0.095 = 1.53
+PROMPT_TOKENS = 10  # S4: 10-character prompts, H at the last position
+PROMPTS = 512  # per look (S4: 20,000); the sequential test doubles it while a block is undecided
 DEAD_ABLATION = 1e-3  # control: H of an ablation that changed nothing is float rounding, ~1e-7
 
 
@@ -54,6 +65,31 @@ def ablation_distances(subject, captured) -> np.ndarray:
     return torch.stack(out, dim=1).numpy()
 
 
+def last_position_distances(subject, input_ids: torch.Tensor) -> np.ndarray:
+    """S4 Appendix IV's measurement: H of the next-token distribution at the last position of each prompt, with one
+    block's attention or FFN output dropped, to the full model's.
+
+    Args:
+        subject: the loaded model (``LoadedModel``).
+        input_ids: (batch, seq) short prompts (S4: 10 characters), on the model's input device.
+    Returns:
+        (batch, n_blocks, 2) float64: [..., 0] attention output dropped, [..., 1] FFN output dropped, in [0, 1].
+    Raises:
+        NonFiniteError: if logits are not finite.
+        RuntimeError: if the adapter's module did not run inside the block.
+    """
+    model, adapter = subject.model, subject.adapter
+    with torch.no_grad():
+        full = torch.softmax(model(input_ids=input_ids, use_cache=False).logits[:, -1].float(), dim=-1)
+    out = []
+    for block in range(len(adapter.block_list(model))):
+        row = [hellinger_distance(full, torch.softmax(
+            ablated_logits(model, adapter, input_ids, block, drop)[:, -1].to(full.device), dim=-1)).cpu()
+            for drop in ("attn", "mlp")]
+        out.append(torch.stack(row, dim=1))  # (batch, 2)
+    return torch.stack(out, dim=1).double().numpy()
+
+
 def _ratio(block: int):
     """Statistic: H(no FFN) / H(no attention) of one block, a ratio of means over prompts."""
     def statistic(units: np.ndarray) -> float:
@@ -66,14 +102,21 @@ def _mean(block: int, side: int):
     return lambda units: float(units[:, block, side].mean())
 
 
-@pytest.mark.claim("S4.2", version=3, sample="prompts")  # 3: more prompts while inconclusive (fixtures.rounds)
+@pytest.mark.claim("S4.2", version=4, sample="prompts")  # 4: S4's last-position ablation of 10-token prompts, bound 1.5
 @pytest.mark.models("trained", "hf", twin=True)
 @pytest.mark.needs("logits")
-def test_ffn_output_dominates_each_block(model_name, subject, pool, activations, twin_activations, claim, settings):
-    """S4.2: in every block, H(full, no FFN) / H(full, no attention) clears the source's smallest ratio, 1.67."""
+def test_ffn_output_dominates_each_block(model_name, subject, pool, activations, twin_activations, corpus, claim,
+                                         settings, sample_scale):
+    """S4.2: in every block, H(full, no FFN) / H(full, no attention) at the last position of short prompts clears
+    1.5, a bound S4's own table passes."""
     seed = settings.seed
-    h = ablation_distances(subject, activations)
-    twin_h = ablation_distances(pool.get(subject.entry.twin), twin_activations)
+    twin = pool.get(subject.entry.twin)
+    tokens = min(PROMPT_TOKENS, subject.context)
+    ids = prompt_batch(corpus, subject.tokenizer, PROMPTS * sample_scale, tokens, seed).to(subject.input_device)
+    h = last_position_distances(subject, ids)
+    twin_h = last_position_distances(twin, ids.to(twin.input_device))
+    context_h = ablation_distances(subject, activations)  # version 3's reading: every position, full context
+    context_ratios = [bootstrap(context_h, _ratio(b), seed=seed) for b in range(context_h.shape[1])]
     n_blocks = h.shape[1]
     ratios = [bootstrap(h, _ratio(b), seed=seed) for b in range(n_blocks)]
     twin_ratios = [bootstrap(twin_h, _ratio(b), seed=seed) for b in range(n_blocks)]
@@ -82,12 +125,14 @@ def test_ffn_output_dominates_each_block(model_name, subject, pool, activations,
     source = n_blocks == len(SOURCE_RATIO)  # the source's row sits beside ours only where the depths agree
 
     checks = [
-        Check.of(f"block {b + 1}: H(no FFN) / H(no attention)", ratios[b], "ratio", ">", FAR_MORE,
-                 "S4 Appendix IV: 'far more' is the source's own smallest per-block ratio, 0.15 / 0.09 = 1.67 in "
-                 "block 3 (its others: 6.36, 2.71, 2.17, 3.50, 5.67), the weakest dominance the source still reports "
-                 "as the FFN's 'larger impact'; no margin beyond it (its two-decimal figures put that ratio in "
-                 "[1.53, 1.82]). Each block's ratio of mean H over prompts must clear it with the low end of its own "
-                 "bootstrap interval")
+        Check.of(f"block {b + 1}: H(no FFN) / H(no attention), last position", ratios[b], "ratio", ">", FAR_MORE,
+                 "S4 Appendix IV: 'far more' is read off the source's own table, whose weakest block (3) gives "
+                 f"0.15 / 0.09 = {SOURCE_WEAKEST:.2f} (its others: 6.36, 2.71, 2.17, 3.50, 5.67), the weakest dominance "
+                 "the source still reports as the FFN's 'larger impact'. Its figures have two decimals, so that "
+                 "ratio is only known to lie in [0.145 / 0.095, 0.155 / 0.085] = [1.53, 1.82]; the bound is 1.5, "
+                 "which every block of S4's table passes (version 3 took 1.67, which S4's own block 3 would clear "
+                 "about half the time). Each block's ratio of mean H over prompts must clear it with the low end of "
+                 "its own bootstrap interval")
         for b in range(n_blocks)
     ]
     checks.append(Check.of(
@@ -100,7 +145,8 @@ def test_ffn_output_dominates_each_block(model_name, subject, pool, activations,
     for b in range(n_blocks):
         (no_attn, no_ffn), r, t = sides[b], ratios[b], twin_ratios[b]
         row = {"H no attention": no_attn.value, "H no FFN": no_ffn.value, "ratio": r.value, "ratio low": r.low,
-               "ratio high": r.high, "twin H no attention": float(twin_h[:, b, 0].mean()),
+               "ratio high": r.high, "full-context ratio (version 3)": context_ratios[b].value,
+               "full-context ratio low": context_ratios[b].low, "twin H no attention": float(twin_h[:, b, 0].mean()),
                "twin H no FFN": float(twin_h[:, b, 1].mean()), "twin ratio": t.value, "twin ratio low": t.low,
                "twin ratio high": t.high}
         if source:
@@ -113,11 +159,11 @@ def test_ffn_output_dominates_each_block(model_name, subject, pool, activations,
         procedure=(
             "As S4 Appendix IV: the block output sent on is resid_pre + mlp_out (attention dropped) or resid_pre + "
             "attn_out (FFN dropped), the FFN still computed from resid_pre + attn_out; H = Hellinger distance of the "
-            "next-token distribution to the full model's. Differs from the source in its prompts: "
-            f"{h.shape[0]} held-out validation sequences of {activations.input_ids.shape[1]} tokens in full context, "
-            "H at every position averaged per sequence (S4: 20,000 10-character training-text prompts, last "
-            "position). The untrained twin (same config, seeded random init) is ablated the same way on the same "
-            "token ids; its ratios are shown, not checked."
+            f"next-token distribution at the last position to the full model's, over {h.shape[0]} prompts of "
+            f"{tokens} tokens from the validation text (S4: 20,000 10-character training-text prompts). Beside it, "
+            f"version 3's reading: {context_h.shape[0]} validation sequences of {activations.input_ids.shape[1]} "
+            "tokens in full context, H at every position averaged per sequence. The untrained twin (same config, "
+            "seeded random init) is ablated the same way on the same prompts; its ratios are shown, not checked."
         ),
         details={"per-block ablation (S4 Appendix IV table, regenerated)": table},
         plot={
