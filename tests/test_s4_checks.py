@@ -123,3 +123,38 @@ def test_a_model_with_silent_ffns_fails_the_ffn_dominance():
     assert h[:, :, 1].max() < 1e-6 < h[:, :, 0].mean()
     check = Check.of("ratio", bootstrap(h, _ratio(0), seed=0), "ratio", ">", FAR_MORE, "S4.2")
     assert check.status == "failed"
+
+
+# --- S4.10: the excess over a prompt-shuffled null -------------------------------------------------------------
+
+
+def test_a_ranking_biased_towards_frequent_tokens_passes_the_old_chance_and_fails_the_null():
+    """Every FFN output ranks the same few frequent tokens on top, whatever the prompt: the rate is far above the
+    analytic chance C(V/2, n)/C(V, n) but no higher than with another prompt's tokens, so the excess is 0."""
+    from claims.s4_ffn.test_token_subspaces import FAR_ABOVE_NULL, excess_over_null, prompt_shuffled
+    from latent_instruments.token_subspaces import chance_in_top_half, in_top_half
+
+    vocab, prompts = 20, 64
+    scores = torch.linspace(1, 0, vocab).repeat(prompts, 1)  # token 0 best, token 19 worst, for every prompt
+    g = torch.Generator().manual_seed(0)
+    tokens = [torch.randint(0, 6, (2,), generator=g) for _ in range(prompts)]  # predicted: always frequent tokens
+    hit, null = in_top_half(scores, tokens), in_top_half(scores, prompt_shuffled(tokens))
+    chance = chance_in_top_half(vocab, np.array([len(t) for t in tokens]))
+    assert hit.mean() / chance.mean() > 3.05  # version 1's ratio to chance passes
+    excess = bootstrap(np.stack([hit, null], 1).astype(np.float64), excess_over_null, seed=0)
+    assert Check.of("excess", excess, "fraction", ">", FAR_ABOVE_NULL, "S4.10").status == "failed"
+
+
+def test_ffn_outputs_that_track_their_own_tokens_pass_the_null():
+    from claims.s4_ffn.test_token_subspaces import FAR_ABOVE_NULL, excess_over_null, prompt_shuffled
+    from latent_instruments.token_subspaces import in_top_half
+
+    vocab, prompts = 20, 64
+    g = torch.Generator().manual_seed(0)
+    tokens = [torch.randperm(vocab, generator=g)[:2] for _ in range(prompts)]
+    scores = torch.rand(prompts, vocab, generator=g)
+    for i, t in enumerate(tokens):
+        scores[i, t] += 2  # each prompt's own tokens on top
+    hit, null = in_top_half(scores, tokens), in_top_half(scores, prompt_shuffled(tokens))
+    excess = bootstrap(np.stack([hit, null], 1).astype(np.float64), excess_over_null, seed=0)
+    assert Check.of("excess", excess, "fraction", ">", FAR_ABOVE_NULL, "S4.10").status == "passed"
