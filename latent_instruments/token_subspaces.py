@@ -40,7 +40,7 @@ class LearnedEmbeddings:
 
 def learn_token_embeddings(readout: Callable[[torch.Tensor], torch.Tensor], tokens: torch.Tensor, d_model: int,
                            restarts: int, max_steps: int, lr: float, seed: int,
-                           device: torch.device | str = "cpu") -> LearnedEmbeddings:
+                           device: torch.device | str = "cpu", start: torch.Tensor | None = None) -> LearnedEmbeddings:
     """Learn ``restarts`` vectors per token that the readout maps to that token, all in one batch.
 
     Each vector starts at N(0, 1) per element (S4) and follows Adam on the mean NLL of its own token over the
@@ -55,15 +55,21 @@ def learn_token_embeddings(readout: Callable[[torch.Tensor], torch.Tensor], toke
         d_model: the vectors' size; restarts: R, vectors per token (S4: 100).
         max_steps, lr: optimiser budget and learning rate; seed: of the starts.
         device: where the vectors live (the readout's device).
+        start: (T, R, d_model) vectors to continue from instead of N(0, 1) starts (S4.9's convergence control:
+            a converged optimisation gains nothing from more steps).
     Returns:
         ``LearnedEmbeddings`` with vectors and probabilities on the CPU.
     Raises:
+        ValueError: for a ``start`` of another shape.
         NonFiniteError: if the loss becomes NaN or inf.
     """
     generator = torch.Generator().manual_seed(seed)
     n = tokens.numel()
-    start = torch.randn(n * restarts, d_model, generator=generator)
-    vectors = start.to(device).requires_grad_(True)
+    if start is None:
+        start = torch.randn(n * restarts, d_model, generator=generator)
+    elif start.shape != (n, restarts, d_model):
+        raise ValueError(f"start must be (tokens, restarts, d_model) = {(n, restarts, d_model)}, got {tuple(start.shape)}")
+    vectors = start.reshape(n * restarts, d_model).clone().float().to(device).requires_grad_(True)
     targets = tokens.repeat_interleave(restarts).to(device)
     optimiser = torch.optim.Adam([vectors], lr=lr)
     steps = 0

@@ -158,3 +158,34 @@ def test_ffn_outputs_that_track_their_own_tokens_pass_the_null():
     hit, null = in_top_half(scores, tokens), in_top_half(scores, prompt_shuffled(tokens))
     excess = bootstrap(np.stack([hit, null], 1).astype(np.float64), excess_over_null, seed=0)
     assert Check.of("excess", excess, "fraction", ">", FAR_ABOVE_NULL, "S4.10").status == "passed"
+
+
+# --- S4.9: the convergence control ------------------------------------------------------------------------------
+
+
+def _norm_readout():
+    torch.manual_seed(0)
+    norm, head = torch.nn.LayerNorm(16), torch.nn.Linear(16, 12)
+    for module in (norm, head):
+        module.requires_grad_(False)
+    return lambda x: head(norm(x))
+
+
+def test_an_optimisation_stopped_after_two_steps_fails_the_convergence_control():
+    from claims.s4_ffn.test_token_subspaces import CONVERGED, LR, RESTARTS, continued
+    from latent_instruments.token_subspaces import learn_token_embeddings
+
+    readout = _norm_readout()
+    learned = learn_token_embeddings(readout, torch.arange(12), 16, RESTARTS, 2, LR, seed=0)
+    more = continued(learned, readout, "cpu", seed=0)
+    assert (more["after"] - more["before"]).max() >= CONVERGED
+
+
+def test_a_converged_optimisation_passes_the_convergence_control():
+    from claims.s4_ffn.test_token_subspaces import CONVERGED, LR, RESTARTS, STEPS, continued
+    from latent_instruments.token_subspaces import learn_token_embeddings
+
+    readout = _norm_readout()
+    learned = learn_token_embeddings(readout, torch.arange(12), 16, RESTARTS, 4 * STEPS, LR, seed=0)
+    more = continued(learned, readout, "cpu", seed=0)
+    assert (more["after"] - more["before"]).max() < CONVERGED
