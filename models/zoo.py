@@ -188,15 +188,25 @@ def resolve(name: str) -> ZooEntry:
 
 
 def seed_siblings(name: str) -> tuple[str, ...]:
-    """The seed siblings of a model: the other members of the siblings group it heads (S4.7's noise floor).
+    """The seed siblings of a model: the other trainings of its recipe at other seeds (S4.7's noise floor, S4.4's).
 
-    For a siblings group itself, its members after the first; for any other model, (): only a profile's
-    main model (``models.recipes.MAIN_MODEL``) has siblings in the zoo.
+    For a siblings group itself, its members after the first. For a trained model, every prepared training of its
+    recipe at another seed (``models.recipes.seed_builds``), in both directions: tiny-w96 has tiny-w96-seed1442,
+    -seed88 and -seed99999; tiny-w96-seed88 has tiny-w96 and the other two; tiny-w192 has tiny-w192-seed1442. ()
+    for a model whose recipe was trained at one seed only, a group of another kind, or a model outside the zoo.
     """
     entry = resolve(name)
     for group in (ZOO[f"{p}-siblings"] for p in PROFILES):
-        if entry.name == group.name or (not entry.is_group and entry.name == group.members[0]):
+        if entry.name == group.name:
             return group.members[1:]
+    if entry.is_group:
+        return ()
+    for profile in PROFILES:
+        builds = seed_builds(profile)  # {sibling: model}
+        main = builds.get(entry.name, entry.name)
+        recipe = [main, *(s for s, m in builds.items() if m == main)]
+        if entry.name in recipe and len(recipe) > 1:
+            return tuple(r for r in recipe if r != entry.name)
     return ()
 
 

@@ -189,3 +189,16 @@ def test_a_converged_optimisation_passes_the_convergence_control():
     learned = learn_token_embeddings(readout, torch.arange(12), 16, RESTARTS, 4 * STEPS, LR, seed=0)
     more = continued(learned, readout, "cpu", seed=0)
     assert (more["after"] - more["before"]).max() < CONVERGED
+
+
+# --- S4.4: the own seed-sibling floor ------------------------------------------------------------------------------
+
+
+def test_a_prediction_farther_than_the_siblings_fails_the_floor_check():
+    from claims.s4_ffn.test_ffn_path import _difference
+
+    rng = np.random.default_rng(0)
+    floor = rng.uniform(0.05, 0.15, 64)
+    h = floor + rng.uniform(0.02, 0.06, 64)  # the FFN-only prediction: farther from the model than a sibling is
+    check = Check.of("H − floor", bootstrap(np.stack([h, floor], 1), _difference, seed=0), "Hellinger", "<", 0.0, "S4.4")
+    assert check.status == "failed"

@@ -47,7 +47,14 @@ def test_groups_are_named_subjects_of_member_models():
     assert siblings.is_group and siblings.members[0] == "tiny-w96" and len(siblings.members) == 4
     assert [resolve(m).recipe.seed for m in siblings.members] == [1337, 1442, 88, 99999]
     assert seed_siblings("tiny-w96") == seed_siblings("tiny-siblings") == siblings.members[1:]
-    assert seed_siblings("tiny-w128") == seed_siblings("tiny-ladder") == ()
+    assert seed_siblings("tiny-w128") == seed_siblings("tiny-ladder") == seed_siblings("tiny-w96:untrained") == ()
+
+
+def test_every_training_of_a_recipe_at_another_seed_is_a_seed_sibling():
+    """S4.4's floor: a model's siblings are the other trainings of its recipe, whichever of them is the subject."""
+    assert seed_siblings("tiny-w192") == ("tiny-w192-seed1442",)
+    assert seed_siblings("tiny-w192-seed1442") == ("tiny-w192",)
+    assert set(seed_siblings("tiny-w96-seed88")) == {"tiny-w96", "tiny-w96-seed1442", "tiny-w96-seed99999"}
     assert [resolve(m).recipe.n_layer for m in resolve("tiny-depths").members] == [2, 4, 8]
     assert resolve("tiny-ladder").members[3] == resolve("tiny-siblings").members[1]  # one checkpoint, trained once
     assert not resolve("tiny-w128").is_group

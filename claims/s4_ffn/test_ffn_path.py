@@ -8,6 +8,13 @@ length "would have no impact on the transformer's final output". Measured here
 in the model's own dimensions: the norm ratio and the cosine of that FFN-only
 state to the full final state, and the Hellinger distance between the
 predictions the two give through the final norm and the output head.
+
+"No impact" is judged against the model's own seed-sibling floor: the Hellinger distance between the model's
+prediction and its seed siblings' (other trainings of its recipe), on the same prompts. Since version 4 a model
+whose recipe has no other training in the zoo gets no floor check (S4's floor, 0.106 for its own recipe, is no
+floor of another recipe's), and the report says the check was not informative there. The cosine bound 0.851
+is a reading of S4's words, not a figure S4 gives for this sum: the details show the check's status across
+the plausible range of that reading, from S4's "quite close" (0.9967) to its "quite different" (0.5178).
 """
 
 import numpy as np
@@ -32,9 +39,10 @@ NEEDS = ("blocks.0.hook_resid_pre", "blocks.*.hook_attn_out", "blocks.*.hook_mlp
 NEARLY_SAME_WAY = float(np.cos((np.arccos(0.9967) + np.arccos(0.5178)) / 2))  # 0.851
 # S4 Appendix II: H between the main model and three seed siblings on 20,000 prompts, 0.1064, 0.1057, 0.1053:
 # "~0.11 is probably a reasonable lower bound for the threshold Hellinger distance" of a meaningful change.
-# A model with seed siblings in the zoo (the profile's main model) is judged against its own floor, measured on
-# the same prompts; any other model against S4's.
+# A model with seed siblings in the zoo is judged against its own floor, measured on the same prompts (since version
+# 4 no other model is: S4's floor is shown beside, not used).
 SOURCE_SIBLING_FLOOR = (0.1064 + 0.1057 + 0.1053) / 3
+READINGS = (0.9967, 0.95, 0.9, NEARLY_SAME_WAY, 0.8, 0.7, 0.6, 0.5178)  # S4's "quite close" ... "quite different"
 EXCESS_FLOOR = 0.5  # control, as S2.2's: the cosine reaches at least half the headroom above the cross-token cosine
 READOUT_TOLERANCE = 1e-3  # control: H between the model's logits and the final norm + head applied to its final state
 CHUNK_ELEMENTS = 1 << 24  # logits read out at once (positions × vocabulary): ~130 MB as float64
@@ -140,13 +148,13 @@ def _excess(units: np.ndarray) -> float:
     return float(excess_over_baseline(torch.tensor(c), torch.tensor(b)))
 
 
-@pytest.mark.claim("S4.4", version=3, sample="prompts")  # 3: more prompts while inconclusive (fixtures.rounds)
+@pytest.mark.claim("S4.4", version=4, sample="prompts")  # 4: own seed-sibling floor only; the cosine reading's range
 @pytest.mark.models("trained", "hf", twin=True, siblings=True)
 @pytest.mark.needs(*NEEDS)
 def test_ffn_only_state_is_shorter_and_aligned(model_name, subject, pool, activations, twin_activations, siblings,
                                                claim, settings):
     """S4.4: input + Σ FFN outputs against the final state: norm ratio < 1, cosine > 0.851, and the
-    Hellinger distance of its prediction to the model's under the seed-sibling floor (its own, or S4's)."""
+    Hellinger distance of its prediction to the model's under its own seed-sibling floor (where it has siblings)."""
     seed = settings.seed
     r = path_readings(subject, activations)
     t = path_readings(pool.get(subject.entry.twin), twin_activations, contrasts=False)
@@ -162,28 +170,24 @@ def test_ffn_only_state_is_shorter_and_aligned(model_name, subject, pool, activa
                  "final LayerNorm. 'No impact' is read as: no farther from the model's prediction than a model of the "
                  "same recipe and another seed is (S4 Appendix II's floor: 0.1064, 0.1057, 0.1053)")
     floor = sibling_floor(siblings, activations.input_ids, activations.cache.logits) if siblings else None
-    if floor is not None:
-        floor_check = Check.of(
-            "mean H(prediction from input + Σ FFN outputs, model's) − mean H(seed siblings', model's)",
-            bootstrap(np.stack([r["H"], floor], axis=1), _difference, seed=seed), "Hellinger", "<", 0.0,
-            no_impact + f"; here this model's own floor, its {len(siblings)} seed siblings on the same prompts and "
-            "positions, paired per prompt")
-    else:
-        floor_check = Check.of(
-            "H(prediction from input + Σ FFN outputs, model's prediction) — S4's floor (no seed siblings of this "
-            "model in the zoo)", h, "Hellinger", "<", SOURCE_SIBLING_FLOOR,
-            no_impact + ", mean 0.106: the zoo has seed siblings only of its main model, so S4's floor stands in")
+    floor_checks = [] if floor is None else [Check.of(
+        "mean H(prediction from input + Σ FFN outputs, model's) − mean H(seed siblings', model's)",
+        bootstrap(np.stack([r["H"], floor], axis=1), _difference, seed=seed), "Hellinger", "<", 0.0,
+        no_impact + f"; here this model's own floor, its {len(siblings)} seed siblings on the same prompts and "
+        "positions, paired per prompt")]
     checks = [
         Check.of("‖input + Σ FFN outputs‖ / ‖final state‖", ratio, "ratio", "<", 1.0,
                  "S4: the FFN-only sum 'results in an output vector that is shorter (has a smaller norm) than the "
                  "original output'; 'shorter' is ratio 1, the claim's own bound (its 2D figure for query 57 gives "
                  "0.62), cleared by the high end of a bootstrap interval over prompts"),
-        Check.of("cos(input + Σ FFN outputs, final state)", cos, "cosine", ">", NEARLY_SAME_WAY,
-                 "S4: 'points in roughly the same direction' / 'quite closely aligned'. Its Appendix III calls cosine "
-                 "0.9967 'still quite close' (4.7°) and 0.5178 'quite different directions' (58.8°); 'nearly the "
-                 "same way' is taken as nearer in angle to the first: below the mid-angle 31.7°, cosine > 0.851. "
-                 "The source gives no 384-d figure for this sum (its 2D figure shows 0.997 by construction)"),
-        floor_check,
+        Check.of("cos(input + Σ FFN outputs, final state) (a reading of S4's words: see the details for others)", cos,
+                 "cosine", ">", NEARLY_SAME_WAY,
+                 "a reading, not a figure of S4's: S4 says 'points in roughly the same direction' / 'quite closely "
+                 "aligned' and gives no 384-d figure for this sum (its 2D figure shows 0.997 by construction). Its "
+                 "Appendix III calls cosine 0.9967 'still quite close' (4.7°) and 0.5178 'quite different directions' "
+                 "(58.8°); 'nearly the same way' is taken as nearer in angle to the first: below the mid-angle 31.7°, "
+                 "cosine > 0.851. The check's status at other readings between the two is in the details"),
+        *floor_checks,
         Check.of("cosine excess over the cross-token baseline, (c − b) / (1 − b)", excess, "fraction", ">",
                  EXCESS_FLOOR,
                  "control: if all final states point one way, the cosine check passes for any pairing; the FFN-only "
@@ -218,6 +222,7 @@ def test_ffn_only_state_is_shorter_and_aligned(model_name, subject, pool, activa
                                                                    else float("nan")},
         "S4 sibling floor (Appendix II)": {"H": SOURCE_SIBLING_FLOOR},
     }
+    readings = {f"cosine > {b:.4g}": Check.of("cos", cos, "cosine", ">", b, "reading").status for b in READINGS}
     blocks = list(range(1, last + 2))
     claim.record(
         checks,
@@ -231,7 +236,12 @@ def test_ffn_only_state_is_shorter_and_aligned(model_name, subject, pool, activa
             "values, on the same token ids, and the attention-only sum are shown, not checked; the twin is no stand-in "
             "for the sibling floor (near-uniform predictions are close whatever the state)."
         ),
-        details={"final state": final, "by depth": per_depth},
+        details={"final state": final, "by depth": per_depth,
+                 "the cosine check at readings of 'nearly the same way' from S4's 'quite close' to 'quite different'":
+                     readings,
+                 "floor check": (f"this model's own floor, {len(siblings)} seed siblings" if floor is not None else
+                                 "not informative: no other training of this model's recipe in the zoo (S4's floor, "
+                                 f"{SOURCE_SIBLING_FLOOR:.3f} for its own recipe, is shown beside, not checked)")},
         plot={
             "kind": "lines",
             "title": f"S4.4 on {model_name}: input + Σ FFN outputs against the stream, by depth",
