@@ -140,3 +140,36 @@ class SuffixMatcher:
                 probs[row] = counts / counts.sum()
             used[hit], todo = k, todo & ~hit
         return torch.from_numpy(probs), torch.from_numpy(used)
+
+    def interpolated(self, prompts: np.ndarray) -> dict[int, torch.Tensor]:
+        """Next-token distributions of interpolated back-off n-gram models over suffixes of 1..k tokens, for every
+        order k up to ``max_length`` (Witten-Bell smoothing; S4.6's baseline).
+
+        From the uniform distribution up, each suffix length k that occurs in the text mixes its own next-token
+        counts with the estimate of the suffix one shorter: P_k = (c_k + u_k · P_(k−1)) / (n_k + u_k), with c_k the
+        counts after the k-token suffix, n_k their total and u_k the number of distinct next tokens (Witten-Bell:
+        the more kinds of continuation a context has been seen with, the more weight the shorter one keeps). A
+        suffix that never occurs leaves the estimate as it is. Every length contributes, not only the longest
+        match (:meth:`predict`). Long contexts seen once pull the estimate hard towards their one continuation, so
+        the best order for a purpose is chosen, as the longest match's.
+
+        Args:
+            prompts: (P, S) token ids, S >= 1.
+        Returns:
+            {order k: (P, vocab) float64 probabilities of the model over suffixes of 1..k tokens}, every token
+            above 0.
+        """
+        prompts = np.asarray(prompts, dtype=np.int64)
+        probs = np.full((prompts.shape[0], self.vocab), 1.0 / self.vocab)
+        out = {}
+        for k in range(1, min(self.max_length, prompts.shape[1]) + 1):
+            unique, starts, nexts = self.tables[k]
+            codes = string_codes(prompts[:, -k:], self.vocab)
+            at = np.searchsorted(unique, codes).clip(max=unique.size - 1)
+            ends = np.append(starts[1:], nexts.size)
+            for row in np.flatnonzero(unique[at] == codes):
+                counts = np.bincount(nexts[starts[at[row]] : ends[at[row]]], minlength=self.vocab)
+                kinds = np.count_nonzero(counts)
+                probs[row] = (counts + kinds * probs[row]) / (counts.sum() + kinds)
+            out[k] = torch.from_numpy(probs.copy())
+        return out

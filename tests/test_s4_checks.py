@@ -202,3 +202,17 @@ def test_a_prediction_farther_than_the_siblings_fails_the_floor_check():
     h = floor + rng.uniform(0.02, 0.06, 64)  # the FFN-only prediction: farther from the model than a sibling is
     check = Check.of("H − floor", bootstrap(np.stack([h, floor], 1), _difference, seed=0), "Hellinger", "<", 0.0, "S4.4")
     assert check.status == "failed"
+
+
+# --- S4.6: the approximation against the back-off n-gram -----------------------------------------------------------
+
+
+def test_an_approximation_no_better_than_the_n_gram_fails():
+    from claims.s4_ffn.test_similar_strings import _difference
+
+    rng = np.random.default_rng(0)
+    ngram = rng.uniform(0.1, 0.4, 300)
+    approximation = ngram + rng.normal(0.005, 0.02, 300)  # string statistics alone do as well or better
+    check = Check.of("approximation − n-gram", bootstrap(np.stack([approximation, ngram], 1), _difference, seed=0),
+                     "Hellinger", "<", 0.0, "S4.6")
+    assert check.status == "failed"

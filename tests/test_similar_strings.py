@@ -77,3 +77,18 @@ def test_blocks_combine_on_raw_counts_as_s4_does():
 def test_mass_tokens_are_the_fewest_that_exceed_the_mass():
     probs = torch.tensor([[0.5, 0.3, 0.15, 0.05], [0.95, 0.05, 0.0, 0.0], [0.6, 0.25, 0.15, 0.0]])
     assert [t.tolist() for t in mass_tokens(probs, 0.9)] == [[0, 1, 2], [0], [0, 1, 2]]
+
+
+def test_the_interpolated_back_off_mixes_every_suffix_length():
+    """Witten-Bell over 1..3: a distribution everywhere; the continuation seen after the longest suffix dominates,
+    the shorter contexts' continuations keep some mass, an unseen token keeps the uniform floor's."""
+    from latent_instruments.strings import SuffixMatcher
+
+    text = np.array([0, 1, 2, 3] * 50 + [5, 1, 2, 4] * 5, dtype=np.int64)  # after "1 2": 3 mostly, 4 sometimes
+    matcher = SuffixMatcher(text, 3, vocab=7)
+    orders = matcher.interpolated(np.array([[0, 1, 2], [6, 6, 6]]))
+    assert sorted(orders) == [1, 2, 3]
+    probs = orders[3]
+    assert torch.allclose(probs.sum(1), torch.ones(2, dtype=torch.float64)) and bool((probs > 0).all())
+    assert probs[0].argmax() == 3 and probs[0, 4] > probs[0, 6] > 0  # "0 1 2" is always followed by 3
+    assert torch.allclose(probs[1], torch.full((7,), 1 / 7, dtype=torch.float64))  # 6 never occurs: uniform

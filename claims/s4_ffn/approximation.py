@@ -63,8 +63,11 @@ class Variant:
         final: (P, d_model) float32, the final norm's input at the last position (S4.10's control).
         sibling_probs: per seed sibling, (P, vocab) float64 on the same prompts.
         counts: (threshold, block) -> (P, vocab) float64 similar-string next-token counts.
-        suffix_probs: suffix-match length k (1..STRING_LENGTH) -> (P, vocab) float64, the n-gram baseline with
-            suffixes of at most k tokens.
+        suffix_probs: suffix-match length k (1..STRING_LENGTH) -> (P, vocab) float64, the longest-match baseline
+            with suffixes of at most k tokens.
+        backoff_probs: order k (1..STRING_LENGTH) -> (P, vocab) float64, the interpolated back-off n-gram over
+            suffixes of 1..k tokens (Witten-Bell, ``SuffixMatcher.interpolated``): S4.6's n-gram baseline since its
+            version 2, at the order fitted on the fitting half (``Approximation.backoff_order``).
     """
 
     prompts: torch.Tensor
@@ -74,6 +77,7 @@ class Variant:
     sibling_probs: list[torch.Tensor]
     counts: dict[tuple[float, int], torch.Tensor]
     suffix_probs: dict[int, torch.Tensor]
+    backoff_probs: dict[int, torch.Tensor]
 
     def single_block(self, block: int, threshold: float) -> torch.Tensor:
         """(P, vocab) one block's approximation: its counts at ``threshold``, normalised (S4.8, S4.10)."""
@@ -97,7 +101,8 @@ class Approximation:
         n_strings: unique strings of the text; n_blocks; n_prompts: per variant.
         source_thresholds, source_weights: S4's values at this depth (``by_depth``).
         fitted_thresholds, fitted_weights: fitted on ``fit_half`` of the source variant's prompts.
-        suffix_length: the n-gram baseline's longest suffix, fitted on the same half by mean H.
+        suffix_length: the longest-match baseline's longest suffix, fitted on the same half by mean H.
+        backoff_order: the interpolated back-off n-gram's order (1..STRING_LENGTH), fitted on the same half by mean H.
         fit_half, eval_half: prompt indices (each half of the prompts).
         variants: "source", "held-out" -> ``Variant``; "examples": S4's worked prompts (``example_text``).
         decode: token ids -> text.
@@ -113,6 +118,7 @@ class Approximation:
     fitted_thresholds: list[float] = field(default_factory=list)
     fitted_weights: list[float] = field(default_factory=list)
     suffix_length: int = STRING_LENGTH
+    backoff_order: int = STRING_LENGTH
     fit_half: np.ndarray = None
     eval_half: np.ndarray = None
     variants: dict[str, Variant] = field(default_factory=dict)
@@ -202,7 +208,7 @@ def measure(pool, group_name: str, corpus, seed: int) -> Approximation:
             per_t = similar_string_counts(ffn[b], keys, following, grid)
             counts.update({(t, b): per_t[i] for i, t in enumerate(grid)})
         suffix = {k: matcher.predict(ids.numpy(), k)[0] for k in range(1, STRING_LENGTH + 1)}
-        return Variant(ids, probs, ffn.cpu(), final, siblings[name], counts, suffix)
+        return Variant(ids, probs, ffn.cpu(), final, siblings[name], counts, suffix, matcher.interpolated(ids.numpy()))
 
     # the source variant at S4's values and the fitting grid; the held-out one at S4's and the fitted values
     out.variants["source"] = variant("source", [sorted({t, *FIT_GRID}) for t in out.source_thresholds])
@@ -211,6 +217,8 @@ def measure(pool, group_name: str, corpus, seed: int) -> Approximation:
     out.fitted_thresholds, out.fitted_weights = _fit(out.variants["source"], n_blocks, out.fit_half)
     source = out.variants["source"]
     out.suffix_length = min(source.suffix_probs, key=lambda k: source.distance(source.suffix_probs[k])[out.fit_half].mean())
+    out.backoff_order = min(source.backoff_probs,
+                            key=lambda k: source.distance(source.backoff_probs[k])[out.fit_half].mean())
     out.variants["held-out"] = variant("held-out", [sorted({s, f}) for s, f in zip(out.source_thresholds,
                                                                                    out.fitted_thresholds)])
     out.example_text = list(EXAMPLES)  # plain letters and spaces: in every character vocabulary of the corpus

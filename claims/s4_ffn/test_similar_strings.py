@@ -74,30 +74,36 @@ def _procedure(a: Approximation) -> str:
     )
 
 
-@pytest.mark.claim("S4.6", version=1)
+@pytest.mark.claim("S4.6", version=2)  # 2: held-out prompts; an interpolated back-off n-gram over 1..10 as baseline
 @pytest.mark.models("siblings")
 def test_similar_strings_approximate_the_prediction(model_name, approximation, claim, settings):
-    """S4.6: H(approximation, model) within one per-prompt SD of the sibling floor, and below the n-gram baseline's."""
+    """S4.6: on held-out prompts, H(approximation, model) within one per-prompt SD of the sibling floor, and below
+    the back-off n-gram's."""
     a, seed = approximation, settings.seed
     half = a.eval_half
-    source = a.variants["source"]
-    h = source.distance(a.probs("source"))[half]
-    floor = _floor(a, "source")[half]
-    ngram = source.distance(source.suffix_probs[a.suffix_length])[half]
-    shuffled = source.distance(a.probs("source")[np.roll(np.arange(a.n_prompts), 1)])[half]  # another prompt's
+    held = a.variants["held-out"]
+    h = held.distance(a.probs("held-out"))[half]
+    floor = _floor(a, "held-out")[half]
+    ngram = held.distance(held.backoff_probs[a.backoff_order])[half]
+    shuffled = held.distance(a.probs("held-out")[np.roll(np.arange(a.n_prompts), 1)])[half]  # another prompt's
     floor_sd = float(floor.std())
     over_floor = bootstrap(np.stack([h, floor], axis=1), _difference, seed=seed)
     over_ngram = bootstrap(np.stack([h, ngram], axis=1), _difference, seed=seed)
     shuffled_over_floor = bootstrap(np.stack([shuffled, floor], axis=1), _difference, seed=seed)
     checks = [
-        Check.of("mean H(approximation, model) − mean H(seed siblings, model)", over_floor, "Hellinger", "<", floor_sd,
+        Check.of("mean H(approximation, model) − mean H(seed siblings, model), held-out prompts", over_floor,
+                 "Hellinger", "<", floor_sd,
                  "S4: its 0.1677 is 'a little higher than 0.11, but within a standard deviation' of the seed-sibling "
                  f"floor (0.106 ± 0.082 per prompt). Here: within one per-prompt SD of this model's own floor, "
-                 f"{floor_sd:.4f} measured on the same prompts; the interval's high end must clear it"),
-        Check.of(f"mean H(approximation) − mean H(suffix match, ≤ {a.suffix_length} tokens)", over_ngram,
-                 "Hellinger", "<", 0.0,
-                 "the approximation must beat plain string matching (the longest suffix of the prompt seen in the "
-                 "text, its length fitted on the same half) for the FFN similarity to add anything (issue 9)"),
+                 f"{floor_sd:.4f} measured on the same prompts; the interval's high end must clear it. Decided on "
+                 "held-out prompts (validation text), whose continuations are not in the strings the approximation "
+                 "looks up; S4's own, in-sample, variant (prompts drawn from the strings) is reported beside"),
+        Check.of(f"mean H(approximation) − mean H(interpolated back-off n-gram, 1..{a.backoff_order} tokens), held-out "
+                 "prompts", over_ngram, "Hellinger", "<", 0.0,
+                 "the approximation must beat what string statistics alone give for the FFN similarity to add "
+                 "anything: an n-gram model over the same text that interpolates every suffix length from 1 to its "
+                 "order (Witten-Bell back-off), the order (1..10) fitted on the same half as the approximation's "
+                 "values, not one context length (version 1's longest match, beside)"),
         Check.of("mean H(another prompt's approximation, model) − floor", shuffled_over_floor, "Hellinger", ">",
                  floor_sd,
                  "control: the first check must fail for an approximation unrelated to the prompt (each prompt given "
@@ -116,16 +122,20 @@ def test_similar_strings_approximate_the_prediction(model_name, approximation, c
         fl = _floor(a, variant)[half]
         rows[f"{variant} prompts, seed-sibling floor"] = {"mean H": float(fl.mean()), "SD H": float(fl.std())}
         ng = v.distance(v.suffix_probs[a.suffix_length])[half]
-        rows[f"{variant} prompts, suffix match ≤ {a.suffix_length}"] = {"mean H": float(ng.mean()),
-                                                                        "SD H": float(ng.std())}
+        rows[f"{variant} prompts, longest suffix match ≤ {a.suffix_length} (version 1's baseline)"] = {
+            "mean H": float(ng.mean()), "SD H": float(ng.std())}
+        for order in sorted({a.backoff_order, STRING_LENGTH}):
+            bo = v.distance(v.backoff_probs[order])[half]
+            rows[f"{variant} prompts, interpolated back-off n-gram 1..{order}"] = {"mean H": float(bo.mean()),
+                                                                                   "SD H": float(bo.std())}
     rows["S4 (in-sample, 20,000 prompts)"] = {"mean H": SOURCE_APPROXIMATION_H, "SD H": 0.1215,
                                              "top-1 agreement": SOURCE_TOP1}
     hist = {name: np.histogram(d, HISTOGRAM_BINS)[0].tolist() for name, d in
-            (("approximation", h), ("seed siblings", floor), ("suffix match", ngram))}
+            (("approximation", h), ("seed siblings", floor), ("back-off n-gram", ngram))}
     claim.record(
         checks, procedure=_procedure(a),
         details={"approximation against the model": rows, "S4's worked prompts": _examples(a)},
-        plot={"kind": "bars", "title": f"S4.6 on {a.model}: Hellinger distance to the model, held-out half",
+        plot={"kind": "bars", "title": f"S4.6 on {a.model}: Hellinger distance to the model, held-out prompts",
               "categories": [f"{lo:.1f}–{hi:.1f}" for lo, hi in zip(HISTOGRAM_BINS[:-1], HISTOGRAM_BINS[1:])],
               "xlabel": "H", "ylabel": "prompts", "series": {k: {"value": v} for k, v in hist.items()}},
         scaled=f"{a.n_blocks} blocks, {a.n_prompts:,} prompts; S4's six-block values carried by relative depth",
