@@ -216,3 +216,18 @@ def test_an_approximation_no_better_than_the_n_gram_fails():
     check = Check.of("approximation − n-gram", bootstrap(np.stack([approximation, ngram], 1), _difference, seed=0),
                      "Hellinger", "<", 0.0, "S4.6")
     assert check.status == "failed"
+
+
+def test_vectors_sharing_a_mean_fail_the_twin_guard_and_isotropic_ones_pass():
+    """S4.9's twin control: an uncentred SVD gives vectors that share a mean a large σ1 whatever trained them."""
+    from claims.s4_ffn.test_token_subspaces import ONE_DIRECTION, _min
+    from latent_instruments.token_subspaces import singular_values
+
+    g = torch.Generator().manual_seed(0)
+    noise = torch.randn(12, 100, 32, generator=g)  # (tokens, restarts, d_model)
+    shared = noise + 5 * torch.randn(12, 1, 32, generator=g)  # every token's vectors around one common direction
+    for vectors, status in ((shared, "failed"), (noise, "passed")):
+        s = singular_values(vectors)
+        ratio = bootstrap((s[:, 0] / s[:, 1]).numpy(), _min, seed=0)
+        guard = Check.of("twin σ1/σ2", ratio, "ratio", "<", ONE_DIRECTION, "S4.9", role="control", guards_pass=True)
+        assert guard.status == status
