@@ -53,8 +53,8 @@ test: setup
 	$(PY) -m pytest tests claims benchmarks --benchmark-disable $(PYTEST_ARGS)
 
 bench: setup
-	mkdir -p reports
-	$(PY) -m pytest benchmarks --benchmark-only --benchmark-json=reports/benchmark.json -p no:cacheprovider
+	mkdir -p runs
+	$(PY) -m pytest benchmarks --benchmark-only --benchmark-json=runs/benchmark.json -p no:cacheprovider
 
 clean-venv:
 	rm -rf $(VENV)

@@ -3,13 +3,13 @@
 State lives in typed stash keys (``fixtures.stash``). Each claim test's record
 travels in its test report's ``user_properties`` (``fixtures.recording``), so
 a serial run and a pytest-xdist run collect records the same way, on the
-controller, which alone writes the report (``reports.writer``).
+controller, which alone writes the report (``fixtures.collector``, ``reports.writer``).
 """
 
 import functools
 import json
 import os
-import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -19,23 +19,21 @@ import hypothesis  # noqa: E402
 import torch  # noqa: E402
 
 from fixtures import recording  # noqa: E402
-from fixtures.catalogue import ClaimMarker, catalogue_json, load_catalogue  # noqa: E402
-from fixtures.crashes import crash_record  # noqa: E402
+from fixtures.catalogue import ClaimMarker, load_catalogue  # noqa: E402
+from fixtures.collector import Collector, model_fingerprint  # noqa: E402
 from fixtures.ledger import applicable, load_ledger  # noqa: E402
-from fixtures.memory import PeakMemory  # noqa: E402
 from fixtures.rounds import rounds_of, sample_of  # noqa: E402
 from fixtures.scheduling import by_model_scheduler  # noqa: E402
-from fixtures.signals import writing_report  # noqa: E402
 from fixtures.settings import Settings, add_options, resolve_settings  # noqa: E402
 from fixtures.stash import (ANOTHER_LOOK_KEY, EXPECTATION_KEY, NEEDS_KEY, POOL_KEY, RECORDS_KEY,  # noqa: E402
                             REPORT_KEY, SETTINGS_KEY)
 from fixtures.verdicts import ClaimDoesNotHold, classify  # noqa: E402
 from fixtures.zoo import ACTIVATION_FIXTURES, MODELS_KWARGS, pool_names  # noqa: E402
+from models.cache import atomic_write_text  # noqa: E402
 from models.capture import check_patterns  # noqa: E402
-from models.corpus import load_corpus  # noqa: E402
 from models.recipes import NOT_ON_SIBLINGS, seed_builds  # noqa: E402
 from models.runtime import pin_cpu_threads  # noqa: E402
-from models.zoo import ROLES, default_names, fingerprint, resolve  # noqa: E402
+from models.zoo import ROLES, resolve  # noqa: E402
 from reports import writer  # noqa: E402
 
 pytest_plugins = ["fixtures.zoo", "fixtures.recording", "fixtures.rounds", "fixtures.signals"]
@@ -45,14 +43,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     """Options in the 'latent-claims' group (``fixtures.settings``)."""
     group = parser.getgroup("latent-claims", "latent-claims: which models, where, and where the report goes")
     add_options(group)
-    group.addoption("--claim", dest="lc_claims", action="append", metavar="ID",
-                    help="run only the tests of this claim (repeatable), e.g. --claim S4.2; `-k S4.2` works too "
-                         "but matches substrings (-k S4.1 also selects S4.10)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Register markers, resolve settings, validate --model names, seed torch."""
-    config.addinivalue_line("markers", "gpu: a claim test over model fixtures; runs on CUDA when there is one")
+    config.addinivalue_line("markers", "gpu: the claims suite (a claim test over model fixtures), on a GPU when there is one and on "
+                                       "the CPU otherwise: `-m gpu` selects every claim test; none needs a GPU")
     config.addinivalue_line("markers", "claim(id, version=N, sample='fixed'): the catalogued claim a test checks and its "
                                        "procedure version; sample='prompts' where the statistic is a mean over held-out "
                                        "prompts, so that more are taken in rounds while it is inconclusive")
@@ -108,7 +104,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     if config.getvalue("dist") != "load":
         return None
     s = config.stash[SETTINGS_KEY]
-    return by_model_scheduler(config, log, list(s.models or default_names(s.zoo)))
+    return by_model_scheduler(config, log, s.subjects())
 
 
 @pytest.fixture(scope="session")
@@ -151,8 +147,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     roles, _ = _checked_markers(metafunc)
     s = metafunc.config.stash[SETTINGS_KEY]
-    names = s.models or default_names(s.zoo)
-    chosen = [n for n in names if resolve(n).role in roles]
+    chosen = [n for n in s.subjects() if resolve(n).role in roles]
     marker = metafunc.definition.get_closest_marker("claim")
     if not s.models and marker and marker.args[0] in NOT_ON_SIBLINGS:  # said in the report (builds_not_run)
         chosen = [n for n in chosen if n not in seed_builds(s.zoo)]
@@ -168,11 +163,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     except ValueError as err:
         raise pytest.UsageError(str(err)) from None
 
-    fingerprint_of = functools.partial(_fingerprint, settings.corpus, settings.seed)
+    fingerprint_of = functools.partial(model_fingerprint, settings.corpus, settings.seed)
 
     wanted = set(config.getoption("lc_claims") or ())
     if wanted:
         chosen = [i for i in items if i.get_closest_marker("claim") and ClaimMarker.of(i).id in wanted]
+        config.hook.pytest_deselected(items=[i for i in items if i not in chosen])
+        items[:] = chosen
+    if settings.shard:  # a shard runs its subject's tests only: not the others' empty parameter sets
+        chosen = [i for i in items if "model_name" not in getattr(i, "fixturenames", ()) or recording.subject_params(i)[0]]
         config.hook.pytest_deselected(items=[i for i in items if i not in chosen])
         items[:] = chosen
     for item in items:
@@ -209,6 +208,17 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         for name in pool_names(item):
             needs.setdefault(name, set()).update(marker.args if marker else ())
     session.config.stash[NEEDS_KEY] = needs
+    target = session.config.getoption("lc_list_shards")
+    if target:
+        ran = {recording.subject_params(item)[0] for item in session.items}
+        shards = [n for n in session.config.stash[SETTINGS_KEY].subjects() if n in ran]
+        atomic_write_text(Path(target), json.dumps(shards) + "\n")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> bool | None:
+    """With --list-shards, run nothing: the listing was written at collection."""
+    return True if session.config.getoption("lc_list_shards") else None
 
 
 @pytest.hookimpl(wrapper=True)
@@ -238,84 +248,6 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem) -> None:
     if pool is not None and not item.stash.get(ANOTHER_LOOK_KEY, False):  # not between looks (fixtures.rounds)
         for name in pool_names(item) - (pool_names(nextitem) if nextitem else set()):
             pool.release(name)
-
-
-class Collector:
-    """Collects records and model facts on the process that writes the report.
-
-    Records come from test reports (this process's own, or forwarded by
-    pytest-xdist workers); model facts from the pool, or from each worker's
-    ``workeroutput`` when it finishes.
-    """
-
-    def __init__(self, config: pytest.Config):
-        self.config = config
-        self.models: dict[str, dict] = {}
-        self.peak_rss_mib = 0.0  # the largest one process's own peak (a floor under the sampled sum)
-        self.gpu_peak_mib = 0.0
-        self.exit_status: dict[str, int | None] = {}  # xdist worker id -> its exit status, once it went down
-        self.memory = None if hasattr(config, "workerinput") else PeakMemory().start()  # the controller samples all
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        records = self.config.stash[RECORDS_KEY]
-        for rec in recording.records_of(report):  # a later record of the same test (teardown error) replaces it
-            records[:] = [r for r in records if r["test"] != rec["test"]] + [rec]
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node, error) -> None:
-        out = getattr(node, "workeroutput", {})
-        self.exit_status[node.gateway.id] = _exit_status(node) if error else None
-        self.models.update(json.loads(out.get("latent_claims_models", "{}")))
-        self.peak_rss_mib = max(self.peak_rss_mib, out.get("latent_claims_peak_rss_mib", 0.0))
-        self.gpu_peak_mib = max(self.gpu_peak_mib, out.get("latent_claims_gpu_peak_mib", 0.0))
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched) -> None:
-        """A worker died while running ``crashitem``: give a claim test its ``error`` record (``fixtures.crashes``)."""
-        worker, s = report.node.gateway.id, self.config.stash[SETTINGS_KEY]
-        rec = crash_record(crashitem, self.config.rootpath, list(s.models or default_names(s.zoo)), worker,
-                           self.exit_status.get(worker), load_ledger(s.ledger), functools.partial(_fingerprint, s.corpus, s.seed))
-        if rec is not None:
-            report.user_properties.append((recording.RECORD_PROPERTY, json.dumps(rec, default=float)))
-
-    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        """Workers hand their model facts to the controller; the controller (or a serial run) writes the report."""
-        stash, pool = self.config.stash, self.config.stash.get(POOL_KEY, None)
-        if pool is not None:
-            self.models.update(pool.describe())
-        self.peak_rss_mib = max(self.peak_rss_mib, writer.peak_rss_mib())
-        if self.memory is not None:
-            self.memory.stop()
-            self.peak_rss_mib = self.memory.peak_mib(self.peak_rss_mib)
-        self.gpu_peak_mib = max(self.gpu_peak_mib, writer.gpu_peak_mib(stash[SETTINGS_KEY]))
-        if hasattr(self.config, "workerinput"):
-            self.config.workeroutput["latent_claims_models"] = json.dumps(self.models)
-            self.config.workeroutput["latent_claims_peak_rss_mib"] = self.peak_rss_mib
-            self.config.workeroutput["latent_claims_gpu_peak_mib"] = self.gpu_peak_mib
-        elif stash[RECORDS_KEY]:
-            models = dict(sorted(self.models.items()))
-            with writing_report():  # a SIGTERM now waits until the report is whole
-                stash[REPORT_KEY] = writer.write_run(stash[SETTINGS_KEY], stash[RECORDS_KEY], models,
-                                                     int(exitstatus), self.peak_rss_mib, catalogue_json(),
-                                                     self.gpu_peak_mib)
-
-
-@functools.cache
-def _fingerprint(corpus, seed: int, name: str) -> str:
-    """``models.zoo.fingerprint`` of a run's model (what ledger entries are bound to), once per name."""
-    return fingerprint(resolve(name), load_corpus(corpus), seed)
-
-
-def _exit_status(node) -> int | None:
-    """The exit status of a pytest-xdist worker that went down (negative: the signal), None if unknown.
-
-    execnet keeps the worker's ``subprocess.Popen`` on the gateway's IO object; a worker on another host has none.
-    The process may not be reaped yet when its connection drops, hence the short wait.
-    """
-    try:
-        return node.gateway._io.popen.wait(timeout=5)
-    except (AttributeError, subprocess.TimeoutExpired):
-        return None
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

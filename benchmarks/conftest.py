@@ -14,7 +14,8 @@ import torch
 from transformers import AutoConfig, PreTrainedModel
 
 from models.adapters import Adapter, adapter_for
-from models.zoo import REFERENCES, _from_config
+from models.loading import from_config
+from models.zoo import REFERENCES
 
 ARCHITECTURES = {name.removeprefix("ref-"): path for name, path in REFERENCES.items()}  # gpt2-small, opt-125m, ...
 SEED = 0
@@ -39,10 +40,10 @@ class Reference:
 
 @pytest.fixture(scope="session", params=list(ARCHITECTURES), ids=list(ARCHITECTURES))
 def reference(request) -> Reference:
-    """A random-init reference model, built as ``models.zoo.load`` builds it (without its tokenizer)."""
+    """A random-init reference model, built as ``models.loading.load`` builds it (without its tokenizer)."""
     values = json.loads(ARCHITECTURES[request.param].read_text())
     config = AutoConfig.for_model(values.pop("model_type"), **values)
-    model = _from_config(config, SEED).to(device="cpu", dtype=torch.float32).eval()
+    model = from_config(config, SEED).to(device="cpu", dtype=torch.float32).eval()
     model.requires_grad_(False)
     return Reference(request.param, model, adapter_for(model))
 

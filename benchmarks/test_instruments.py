@@ -12,10 +12,10 @@ from latent_instruments.distances import hellinger_distance
 from latent_instruments.inversion import InversionConfig, descend
 from latent_instruments.spectra import LogBins, fit_power_law, power_spectral_density
 from models.adapters import adapter_for
-from models.capture import block_output_fn
+from models.forwards import block_output_fn
 from models.recipes import MAIN_MODEL, PROFILES
 from models.trainer import gpt2_config
-from models.zoo import _from_config
+from models.loading import from_config
 
 SEED = 0
 HIDDEN = (32, 128, 128)  # (batch, seq, d_model)
@@ -63,7 +63,7 @@ def test_hellinger_distance(benchmark):
 def test_inversion(benchmark, steps):
     """Inversions of ``steps`` gradient steps per second; extra_info["steps_per_second"] is steps x that."""
     recipe = next(r for r in PROFILES["tiny"] if r.name == MAIN_MODEL["tiny"])
-    model = _from_config(gpt2_config(recipe, VOCAB), SEED).eval()
+    model = from_config(gpt2_config(recipe, VOCAB), SEED).eval()
     model.requires_grad_(False)
     weight = model.get_input_embeddings().weight.detach()
     ids = torch.randint(0, VOCAB, (INVERSION_PROMPTS, INVERSION_TOKENS), generator=torch.Generator().manual_seed(SEED))

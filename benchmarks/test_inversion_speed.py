@@ -20,12 +20,13 @@ forward-and-backward shows how much of the batched inversion is anything else (s
 import pytest
 import torch
 
-from latent_instruments.inversion import InversionConfig, invert, pseudo_inverse
+from latent_instruments.inversion import InversionConfig, invert
+from latent_instruments.decoding import pseudo_inverse
 from models.adapters import adapter_for
-from models.capture import block_output_fn
+from models.forwards import block_output_fn
 from models.recipes import PROFILES
 from models.trainer import gpt2_config
-from models.zoo import _from_config
+from models.loading import from_config
 
 SEED = 0
 PROMPTS, STEPS, ROUNDS = 64, 10, 3
@@ -39,7 +40,7 @@ def problem(request):
     """(shape name, layer, W_E, ids (64, T), W_E⁺) for one shape: a random-init model's block 1."""
     name, vocab, tokens = SHAPES[request.param]
     recipe = next(r for rs in PROFILES.values() for r in rs if r.name == name)
-    model = _from_config(gpt2_config(recipe, vocab), SEED).eval()
+    model = from_config(gpt2_config(recipe, vocab), SEED).eval()
     model.requires_grad_(False)
     weight = model.get_input_embeddings().weight.detach()
     ids = torch.randint(0, vocab, (PROMPTS, tokens), generator=torch.Generator().manual_seed(SEED))

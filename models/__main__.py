@@ -16,11 +16,13 @@ import sys
 import time
 
 import torch
+from tqdm.auto import tqdm
 
 from models.corpus import Corpus, CorpusError, load_corpus
 from models.errors import ModelLoadError
 from models.recipes import PREPARED, PROFILES, Recipe
 from models.tokenization import corpus_tokenizer, train_bpe
+from models.progress import TrainingProgress, training_flops
 from models.trainer import (check_checkpoint, checkpoint_dir, estimate_training_seconds, format_duration,
                             measure_matmul_flops, recipe_n_params, train)
 from models.zoo import UnknownModelError, fingerprint, resolve
@@ -55,8 +57,20 @@ def training_plan(recipes: list[Recipe], corpus: Corpus, device: str, label: str
                 for r in todo)
     hint = "" if total <= 600 or all(r in PREPARED["tiny"] for r in todo) else ", or use --zoo tiny"
     return (f"{label} on {device}: {len(todo)} of {len(recipes)} models to train ({', '.join(r.name for r in todo)}), "
-            f"{format_duration(total)} in all (6 × parameters × steps × batch × context FLOPs at "
-            f"~{flops / 1e9:.0f} GFLOP/s measured here); Ctrl-C to stop{hint}")
+            f"{format_duration(total)} in all as a first guess (6 × parameters × steps × batch × context FLOPs at "
+            f"~{flops / 1e9:.0f} GFLOP/s of matmul measured here; the estimate measured on the first training steps "
+            f"follows, and the bar's ETA covers every model); Ctrl-C to stop{hint}")
+
+
+def zoo_progress(recipes: list[Recipe], corpus: Corpus, label: str) -> TrainingProgress | None:
+    """One bar over the training of the recipes not yet cached (``models.progress``): its ETA covers them all;
+    None when every one is cached."""
+    todo = [r for r in recipes if not checkpoint_dir(r, corpus).exists()]
+    if not todo:
+        return None
+    vocab = {r.tokenizer: corpus_tokenizer(r.tokenizer, corpus).vocab_size for r in todo}
+    return TrainingProgress({r.name: training_flops(recipe_n_params(r, vocab[r.tokenizer]), r.steps, r.batch, r.context)
+                             for r in todo}, label)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,8 +119,14 @@ def main(argv: list[str] | None = None) -> int:
     if plan:
         print(plan, flush=True)
     started = time.perf_counter()
-    for recipe in recipes:
-        print(f"{recipe.name}: {train(recipe, corpus, device=device)}", flush=True)
+    progress = zoo_progress(recipes, corpus, what)
+    try:
+        for recipe in recipes:
+            folder = train(recipe, corpus, device=device, progress=progress)
+            tqdm.write(f"{recipe.name}: {folder}")
+    finally:
+        if progress is not None:
+            progress.close()
     print(f"{what} ready in {time.perf_counter() - started:.0f} s (cached models are not retrained)")
     return 0
 

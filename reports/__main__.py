@@ -5,12 +5,14 @@ a results.json file, e.g. one per CI job when the claims are sharded by model
 or GPU. The runs must share the results schema, ``--seed``, the code version
 (git commit), ``--corpus`` and ``--zoo``; otherwise nothing is written and the
 exit status is 2. The merged report is a new run folder under OUT (default
-``reports``): results.json, report.md, report.html; ``OUT/latest`` points at
+``runs``): results.json, report.md, report.html; ``OUT/latest`` points at
 it and ``OUT/index.html`` lists it.
 """
 
 import argparse
+import json
 import sys
+from pathlib import Path
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,9 +28,31 @@ def build_parser() -> argparse.ArgumentParser:
                             description="Merge run folders (or results.json files) into one report, written as "
                                         "a new run folder under --report-dir.")
     m.add_argument("runs", nargs="+", metavar="DIR", help="a run folder holding results.json, or a results.json file")
-    m.add_argument("--report-dir", default="reports", metavar="OUT",
-                   help="folder under which the merged run folder and the 'latest' link are written (default: reports)")
+    m.add_argument("--report-dir", default="runs", metavar="OUT",
+                   help="folder under which the merged run folder and the 'latest' link are written (default: runs)")
+    m.add_argument("--shards", metavar="FILE",
+                   help="a JSON list of the shards that should have reported (pytest --list-shards FILE): the "
+                        "merged report names each one without a run folder")
     return parser
+
+
+def expected_shards(path: str | None) -> list[str] | None:
+    """The --shards FILE list, or None without it.
+
+    Raises:
+        MergeError: for a file that cannot be read or is not a JSON list of names.
+    """
+    from reports.merge import MergeError
+
+    if path is None:
+        return None
+    try:
+        shards = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise MergeError(f"--shards {path}: cannot be read as JSON ({err}); write it with pytest --list-shards") from None
+    if not (isinstance(shards, list) and all(isinstance(s, str) for s in shards)):
+        raise MergeError(f"--shards {path}: not a JSON list of names; write it with pytest --list-shards")
+    return shards
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     from reports.merge import MergeError, merge  # after parsing: --help need not import torch
 
     try:
-        folder, warnings = merge(args.runs, args.report_dir)
+        folder, warnings = merge(args.runs, args.report_dir, expected_shards(args.shards))
     except MergeError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -23,6 +23,7 @@ import json
 from pathlib import Path
 
 from fixtures.scheduling import swap_model
+from reports.records import record_key
 
 FACTS = {"seed": "--seed", "prompts": "--prompts", "max_prompts": "--max-prompts", "zoo": "--zoo",
          "corpus": "--corpus", "dtype": "--dtype", "source_scale": "--source-scale"}
@@ -82,10 +83,10 @@ def compare(baseline_path: Path, records: list[dict], models: dict | None = None
         for r in old["records"]:
             model = mapping.get(r["model"], r["model"])
             test = swap_model(r["test"], r["model"], model) if model != r["model"] else r["test"]
-            old_records[(r["claim"], model, test)] = r
+            old_records[record_key({**r, "model": model, "test": test})] = r
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise ValueError(f"--baseline {baseline_path} is not a latent-claims results.json ({err})") from None
-    new_records = {(r["claim"], r["model"], r["test"]): r for r in records}
+    new_records = {record_key(r): r for r in records}
     out = {"baseline": str(baseline_path), "baseline_run_id": old.get("run_id"), "differences": [], "models": [],
            "retrained_in_place": [], "measured_changes": [], "ledger_changes": [], "verdict_changes": [],
            "method_changed": [], "moved": [], "new": sorted(k[2] for k in new_records.keys() - old_records.keys()),

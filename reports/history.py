@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 from models.cache import atomic_write_text
+from reports.records import count_outcomes, record_key
 
 
 def _runs(base: Path) -> list[dict]:
@@ -23,15 +24,27 @@ def _runs(base: Path) -> list[dict]:
     return sorted(docs, key=lambda d: (d.get("created_utc") or "", d.get("run_id") or ""))
 
 
-def changes(previous: dict, doc: dict) -> list[str]:
-    """Outcome changes from ``previous`` to ``doc``, as "claim on subject: was → now"."""
-    old = {(r["claim"], r["model"], r["test"]): r.get("outcome") for r in previous.get("records", [])}
+def changes(previous: dict, doc: dict) -> list[dict]:
+    """Outcome changes from ``previous`` to ``doc``: [{"claim", "model", "test", "was", "now"}] (the shape of the
+    baseline's ``verdict_changes``)."""
+    old = {record_key(r): r.get("outcome") for r in previous.get("records", [])}
     out = []
     for r in doc.get("records", []):
-        was = old.get((r["claim"], r["model"], r["test"]))
+        was = old.get(record_key(r))
         if was is not None and was != r.get("outcome"):
-            out.append(f"{r['claim']} on {r['model']}: {was} → {r.get('outcome')}")
+            out.append({"claim": r["claim"], "model": r["model"], "test": r["test"], "was": was, "now": r.get("outcome")})
     return out
+
+
+def change_text(change: dict) -> str:
+    """A verdict change as a line: "S4.2 on tiny-w96: holds → fails"."""
+    return f"{change['claim']} on {change['model']}: {change['was']} → {change['now']}"
+
+
+def previous_run(base: Path, replay: str | None) -> dict | None:
+    """The newest run under ``base`` made by the same replay command (the previous night of a nightly), or None."""
+    same = [d for d in _runs(base) if d.get("replay") == replay]
+    return same[-1] if same else None
 
 
 def write_index(base: Path) -> None:
@@ -39,9 +52,7 @@ def write_index(base: Path) -> None:
     rows, last_of = [], {}
     for doc in _runs(base):
         previous = last_of.get(doc.get("replay"))
-        counts: dict[str, int] = {}
-        for r in doc.get("records", []):
-            counts[r.get("outcome", "?")] = counts.get(r.get("outcome", "?"), 0) + 1
+        counts = count_outcomes(r.get("outcome", "?") for r in doc.get("records", []))
         moved = changes(previous, doc) if previous else []
         rows.append((doc, counts, moved, previous))
         last_of[doc.get("replay")] = doc
@@ -49,7 +60,7 @@ def write_index(base: Path) -> None:
     body = "".join(
         f"<tr><td><a href='{esc(d['run_id'])}/report.html'>{esc(d['run_id'])}</a></td><td>{esc(d.get('created_utc', ''))}</td>"
         f"<td><code>{esc(d.get('replay', ''))}</code></td><td>{esc(', '.join(f'{n} {o}' for o, n in c.items()))}</td>"
-        f"<td>{'<br>'.join(esc(m) for m in moved) or ('first run of this command' if p is None else 'no change')}</td></tr>"
+        f"<td>{'<br>'.join(esc(change_text(m)) for m in moved) or ('first run of this command' if p is None else 'no change')}</td></tr>"
         for d, c, moved, p in reversed(rows))
     atomic_write_text(base / "index.html",
                       "<!doctype html><meta charset='utf-8'><title>latent-claims runs</title>"

@@ -18,17 +18,16 @@ they differ. It is written through :func:`reports.writer.write_doc` as a new
 run folder.
 """
 
-import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 from models.recipes import PROFILES, seed_builds
 from reports import render, writer
-from reports.records import builds_agree
+from reports.records import builds_agree, record_key
+from reports.results_file import ResultsFileError, read_results
 
 DIRTY = "+dirty"
-RECORD_KEY = ("claim", "model", "test")
 
 
 class MergeError(ValueError):
@@ -74,19 +73,11 @@ def load_run(path: str | Path) -> Run:
     if not path.exists():
         raise MergeError(f"{path}: no such run folder or results.json")
     if not file.is_file():
-        raise MergeError(f"{path}: a folder without results.json; pass a run folder (e.g. reports/20261122T031500Z)")
+        raise MergeError(f"{path}: a folder without results.json; pass a run folder (e.g. runs/20261122T031500Z)")
     try:
-        doc = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as err:
-        raise MergeError(f"{file}: cannot be read: {err}") from None
-    except ValueError as err:
-        raise MergeError(f"{file}: not valid JSON: {err}") from None
-    if not (isinstance(doc, dict) and str(doc.get("schema", "")).startswith("latent-claims/results/")
-            and isinstance(doc.get("records"), list)):
-        raise MergeError(f"{file}: not a latent-claims results.json (no latent-claims 'schema' or no 'records')")
-    for i, r in enumerate(doc["records"]):
-        if not (isinstance(r, dict) and all(isinstance(r.get(k), str) for k in RECORD_KEY)):
-            raise MergeError(f"{file}: record {i} lacks one of {', '.join(RECORD_KEY)}")
+        doc = read_results(file)
+    except ResultsFileError as err:
+        raise MergeError(f"{file}: {err}") from None
     return Run(file, doc)
 
 
@@ -171,11 +162,13 @@ def _merge_baselines(runs: list[Run], records: list[dict]) -> dict | None:
             "missing": [t for t in dict.fromkeys(concat("missing")) if t not in tests]}
 
 
-def merge_runs(runs: list[Run]) -> Merged:
+def merge_runs(runs: list[Run], shards: list[str] | None = None) -> Merged:
     """Merge results documents into one (its ``run_id`` left None for the writer to set).
 
     Args:
         runs: the inputs, at least one, as :func:`load_run` returns them.
+        shards: the subjects that should each have sent a run (``pytest --list-shards``); those without one are
+            named in ``shards_missing`` and in a warning. None: not checked.
 
     Returns:
         :class:`Merged`: the document and warnings (uncommitted changes, differing package versions).
@@ -191,7 +184,7 @@ def merge_runs(runs: list[Run]) -> Merged:
     records: list[dict] = []
     for run in runs:
         for r in run.doc["records"]:
-            key = tuple(r[k] for k in RECORD_KEY)
+            key = record_key(r)
             if key in owner:
                 raise MergeError(f"cannot merge: duplicate record (claim, model, test) = ({', '.join(key)}) in "
                                  f"{owner[key].name} and in {run.name}; each claim test on a model must come "
@@ -240,17 +233,25 @@ def merge_runs(runs: list[Run]) -> Merged:
         "baseline": _merge_baselines(runs, records),
         "benchmarks": next((r.doc["benchmarks"] for r in runs if r.doc.get("benchmarks")), None),
         "merged_from": [r.doc.get("run_id") for r in runs],
+        "shard": None,
+        "shards_missing": [],
     }
+    if shards is not None:
+        reported = {r.doc.get("shard") for r in runs}
+        doc["shards_missing"] = [s for s in shards if s not in reported]
+        warnings += [f"warning: shard {s} did not report (no run folder with --shard {s})" for s in doc["shards_missing"]]
     return Merged(doc, warnings)
 
 
-def merge(inputs: list[str | Path], report_dir: str | Path = "reports") -> tuple[Path, list[str]]:
+def merge(inputs: list[str | Path], report_dir: str | Path = "runs",
+          shards: list[str] | None = None) -> tuple[Path, list[str]]:
     """Merge run folders into a new run folder under ``report_dir``.
 
     Args:
         inputs: run folders or results.json files, at least one.
         report_dir: the base folder of run folders; the new folder is made there, ``latest`` is pointed
             at it and ``index.html`` updated (:func:`reports.writer.write_doc`).
+        shards: the shards expected to report (see :func:`merge_runs`), or None.
 
     Returns:
         (the new run folder, warnings for the user).
@@ -260,7 +261,7 @@ def merge(inputs: list[str | Path], report_dir: str | Path = "reports") -> tuple
             or records the report cannot show; nothing is written then.
         OSError: when the report folder cannot be written.
     """
-    merged = merge_runs([load_run(p) for p in inputs])
+    merged = merge_runs([load_run(p) for p in inputs], shards)
     try:  # render once before writing, so that a malformed input leaves no half-written folder
         render.markdown({**merged.doc, "run_id": "check"})
     except (KeyError, TypeError, ValueError, AttributeError) as err:

@@ -16,6 +16,23 @@ HOLDS_UNEXPECTEDLY, CONTROL_FAILED, NOT_INFORMATIVE, ERROR = (
     "holds unexpectedly", "control failed", "not informative", "error")
 INCONCLUSIVE = "inconclusive"
 OUTCOMES = (HOLDS, FAILS, FAILS_AS_EXPECTED, INCONCLUSIVE, HOLDS_UNEXPECTEDLY, CONTROL_FAILED, NOT_INFORMATIVE, ERROR)
+RECORD_KEY = ("claim", "model", "test")  # what identifies a record within a run and across runs
+
+
+def record_key(record: dict) -> tuple[str, str, str]:
+    """A record's identity: (claim id, model name, test node id). One run never has two records with one key;
+    the baseline, the history and the merge pair records of two runs by it."""
+    return record["claim"], record["model"], record["test"]
+
+
+def count_outcomes(outcomes) -> dict[str, int]:
+    """{outcome: how many} of an iterable of outcome strings, in the order of ``OUTCOMES`` (others after them, as
+    first met); outcomes with no occurrence are left out."""
+    counts: dict[str, int] = {}
+    for outcome in outcomes:
+        counts[outcome] = counts.get(outcome, 0) + 1
+    order = {o: i for i, o in enumerate(OUTCOMES)}
+    return dict(sorted(counts.items(), key=lambda kv: order.get(kv[0], len(order))))
 RED = frozenset({FAILS, HOLDS_UNEXPECTEDLY, CONTROL_FAILED, ERROR})  # INCONCLUSIVE too with --inconclusive=fail
 PASSED, FAILED = "passed", "failed"  # a check's status, with INCONCLUSIVE
 
@@ -281,10 +298,8 @@ def builds_agree(records: list[dict], siblings: dict[str, str]) -> list[dict]:
     for row in rows.values():
         if len(row["builds"]) < 2:
             continue
-        counts: dict[str, int] = {}
-        for outcome in row["builds"].values():
-            outcome = {FAILS_AS_EXPECTED: FAILS, HOLDS_UNEXPECTEDLY: HOLDS}.get(outcome, outcome)  # the measurement
-            counts[outcome] = counts.get(outcome, 0) + 1
+        measured = {FAILS_AS_EXPECTED: FAILS, HOLDS_UNEXPECTEDLY: HOLDS}  # the measurement, whatever the ledger said
+        counts = count_outcomes(measured.get(o, o) for o in row["builds"].values())
         ranked = sorted(counts.items(), key=lambda kv: (-kv[1], OUTCOMES.index(kv[0])))
         first, *rest = ranked
         row["summary"] = ", ".join([f"{first[0]} on {first[1]} of {len(row['builds'])} builds",

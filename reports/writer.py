@@ -12,7 +12,9 @@ import json
 import math
 import os
 import platform
+import re
 import resource
+import shlex
 import subprocess
 import sys
 import time
@@ -20,13 +22,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from fixtures.ledger import LEDGER
-from models.cache import atomic_write_text, publish_mode
-from reports import baseline, benchmarks, history, render
+from models.cache import atomic_write_bytes, atomic_write_text, publish_mode
+from reports import baseline, benchmarks, history, render, tables
 from models.recipes import NOT_ON_SIBLINGS, seed_builds
 from reports.records import RED, builds_agree, ledger_build, ledger_quotes_disagree
+from reports.results_file import SCHEMA
 
-SCHEMA = "latent-claims/results/5"  # documented key by key in reports/SCHEMA.md
-READABLE = ("latent-claims/results/4", SCHEMA)  # what --baseline reads: 5 only added keys (looks, a check's n, level)
 REPO = Path(__file__).resolve().parent.parent
 STARTED = time.perf_counter()
 
@@ -43,8 +44,8 @@ def git_revision() -> str:
 
 
 def replay_command(settings) -> str:
-    """The claims command that reproduces this run's numbers on the same machine."""
-    models = "".join(f" --model {m}" for m in settings.models)
+    """The claims command that reproduces this run's numbers and its selection of tests on the same machine."""
+    chosen = "".join(f" --model {m}" for m in settings.models) + (f" --shard {settings.shard}" if settings.shard else "")
     corpus = f" --corpus {settings.corpus}" if settings.corpus else ""
     device = settings.device.split(":")[0] if os.environ.get("PYTEST_XDIST_WORKER") else settings.device
     placement = f" --device-map {settings.device_map}" if settings.device_map else ""
@@ -52,8 +53,8 @@ def replay_command(settings) -> str:
     placement += f" --prompts {settings.prompts[0]}x{settings.prompts[1]} --max-prompts {settings.max_prompts}"
     placement += f" --source-scale {'on' if settings.source_scale else 'off'}"
     placement += " --inconclusive fail" if settings.inconclusive_fails else ""
-    return (f"pytest claims -m gpu --zoo {settings.zoo} --device {device}{placement} --dtype {settings.dtype_name} "
-            f"--seed {settings.seed}{corpus}{models}")
+    return (f"pytest {shlex.join(settings.selection)} --zoo {settings.zoo} --device {device}{placement} "
+            f"--dtype {settings.dtype_name} --seed {settings.seed}{corpus}{chosen}")
 
 
 def peak_rss_mib() -> float:
@@ -141,7 +142,7 @@ def _corpus(settings) -> dict:
 
 def sort_records(records: list[dict]) -> list[dict]:
     """Records in a fixed order (claim, model, test; numbers in names by value), whatever order processes sent them in."""
-    return sorted(records, key=lambda r: (render.claim_order(r["claim"]), render.natural(r["model"]), r["test"]))
+    return sorted(records, key=lambda r: (tables.claim_order(r["claim"]), tables.natural(r["model"]), r["test"]))
 
 
 def results(settings, records: list[dict], models: dict, exitstatus: int, peak_rss: float, catalogue: dict,
@@ -180,6 +181,8 @@ def results(settings, records: list[dict], models: dict, exitstatus: int, peak_r
         "baseline": None,
         "benchmarks": benchmarks.summarize(settings.report_dir / benchmarks.FILE),
         "merged_from": [],
+        "shard": settings.shard,
+        "shards_missing": [],
     }
     if settings.baseline:
         doc["baseline"] = baseline.compare(settings.baseline, records, models, doc, settings.baseline_map)
@@ -209,18 +212,59 @@ def _point_latest(base: Path, folder: Path) -> None:
     os.replace(tmp, link)
 
 
+RUN_ID = re.compile(r"\d{8}T\d{6}Z(-\d+)?")  # a run folder's name: its UTC start, -N for a second run that second
+OLD_BASE = "reports"  # where run folders went before version 0.4, beside the code of the reports package
+
+
+def adopt_old_runs(base: Path) -> list[str]:
+    """Move run folders that a run before version 0.4 left in ``reports/`` (beside ``base``, the default ``runs/``)
+    into ``base``, so that the index and --baseline find them; a name ``base`` already has is left where it is.
+
+    Args:
+        base: the run folders' base folder; only the default (a folder named ``runs``) adopts.
+    Returns:
+        the run ids moved (their old ``reports/latest`` link and ``reports/index.html`` are removed: both are
+        made again under ``base``).
+    """
+    old = base.parent / OLD_BASE
+    if base.name != "runs" or not old.is_dir():
+        return []
+    moved = []
+    for folder in sorted(old.iterdir()):
+        if RUN_ID.fullmatch(folder.name) and folder.is_dir() and not folder.is_symlink() and not (base / folder.name).exists():
+            base.mkdir(parents=True, exist_ok=True)
+            os.replace(folder, base / folder.name)
+            moved.append(folder.name)
+    if moved:
+        if (old / "latest").is_symlink():
+            (old / "latest").unlink()
+        (old / "index.html").unlink(missing_ok=True)
+        print(f"latent-claims: moved {len(moved)} earlier run folders from {old}/ to {base}/ (run folders now go to "
+              f"{base}/, outside the package's code)", file=sys.stderr)
+    return moved
+
+
 def write_doc(doc: dict, base: Path) -> Path:
-    """Write a results document as a new run folder under ``base``, point ``latest`` at it, update the index.
+    """Write a results document as a new run folder under ``base``, point ``latest`` at it, update the index
+    (after :func:`adopt_old_runs`).
 
     Returns:
         the run folder.
     """
+    adopt_old_runs(base)
+    previous = history.previous_run(base, doc.get("replay"))
+    doc["changes_since_last_run"] = ({"run_id": previous.get("run_id"), "changes": history.changes(previous, doc)}
+                                     if previous else None)
     run_id, folder = _run_folder(base)
     doc["run_id"] = run_id
     doc = _finite(doc)
     atomic_write_text(folder / "results.json", json.dumps(doc, indent=1, default=float, allow_nan=False))
     atomic_write_text(folder / "report.md", render.markdown(doc))
-    atomic_write_text(folder / "report.html", render.to_html(doc))
+    drawn = render.figures(doc)
+    for name, png in drawn.items():
+        if isinstance(png, bytes):
+            atomic_write_bytes(folder / "figures" / name, png)
+    atomic_write_text(folder / "report.html", render.to_html(doc, drawn))
     _point_latest(base, folder)
     history.write_index(base)
     return folder
@@ -240,7 +284,7 @@ def summarize(terminal, records: list[dict], folder: Path | None) -> None:
     for r in sort_records(records):
         head = r.get("headline")
         stat = f"{head['value']:.4g} [{head['ci_low']:.4g}, {head['ci_high']:.4g}] ({head['name']})" if head else ""
-        line = f"{r['claim']:6} {render.label(r):30} {r['outcome']:18} {stat} — {render.test_name(r)}"
+        line = f"{r['claim']:6} {tables.label(r):30} {r['outcome']:18} {stat} — {tables.test_name(r)}"
         terminal.write_line(line, red=r["outcome"] in RED, bold=r["outcome"] in RED)
         if r["outcome"] in RED or r["outcome"] in ("not informative", "inconclusive"):
             terminal.write_line(f"       {r['message'][:300]}")

@@ -7,7 +7,8 @@ from transformers import (AutoModelForCausalLM, BloomConfig, GPTBigCodeConfig, G
 from transformers.models.bloom.modeling_bloom import build_alibi_tensor
 
 from models.adapters import UnsupportedArchitectureError, adapter_for
-from models.capture import ablated_logits, block_output_fn, run_with_cache
+from models.capture import run_with_cache
+from models.forwards import ablated_logits, block_output_fn
 from tests.conftest import TINY_CONFIGS, tiny_model
 
 IDS = torch.randint(0, 50, (3, 12), generator=torch.Generator().manual_seed(0))
@@ -170,9 +171,10 @@ def test_a_model_whose_adapter_does_not_fit_is_caught_before_any_claim(tmp_path)
     import dataclasses
 
     from fixtures.settings import Settings
-    from fixtures.zoo import ModelPool, UntrustedModelError, residual_identity_error
+    from fixtures.pool import ModelPool, UntrustedModelError, residual_identity_error
     from models.corpus import Corpus
-    from models.zoo import LoadedModel, ZooEntry
+    from models.loading import LoadedModel
+    from models.zoo import ZooEntry
 
     model = tiny_model("gpt2")
     right = LoadedModel(ZooEntry("m", "hf"), model, adapter_for(model), None, "folder")

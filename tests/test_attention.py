@@ -11,16 +11,14 @@ from hypothesis import given, settings, strategies as st
 from transformers import FalconConfig, Gemma2Config, GPT2Config, LlamaConfig
 from transformers.models.llama.modeling_llama import repeat_kv as hf_repeat_kv
 
-from latent_instruments.attention import (NotAnOddsRatio, allowed_positions, causal_mean, convex_combination,
-                                          gaussian_log_odds,
-                                          module_inputs, odds_ratio_pattern, output_error_bound, output_projection,
-                                          pattern_error_bound, pattern_fit, probability_rounding, repeat_kv,
-                                          score_form, simplex_deviation)
+from latent_instruments.attention import NotAnOddsRatio, allowed_positions, causal_mean, convex_combination, gaussian_log_odds, odds_ratio_pattern, output_error_bound, probability_rounding, repeat_kv, simplex_deviation
+from latent_instruments.attention_fit import pattern_error_bound, pattern_fit
 from latent_instruments.probes import (layer_probe, majority_rate, probe_correct, shuffled, shuffled_null,
                                        time_pooled)
 from latent_instruments.stats import bootstrap
 from models import corpus as corpus_module
 from models.adapters import adapter_for
+from models.attention_forms import module_inputs, output_projection, score_form
 from models.capture import run_with_cache
 from reports.records import Check
 from tests.conftest import TINY_CONFIGS, tiny_model

@@ -30,10 +30,8 @@ from torch.utils import _pytree as pytree
 
 from latent_instruments import distances, inversion, normalization, spectra
 from latent_instruments.distances import hellinger_distance
-from latent_instruments.inversion import (
-    Inversion, InversionConfig, decode_top_k, invert, pseudo_inverse,
-    pseudo_inverse_decode,
-)
+from latent_instruments.inversion import Inversion, InversionConfig, invert
+from latent_instruments.decoding import decode_top_k, pseudo_inverse, pseudo_inverse_decode
 from latent_instruments.normalization import relative_norm_change, rotate_to_cosine
 from latent_instruments.spectra import LogBins, fit_power_law, power_spectral_density
 

@@ -14,18 +14,20 @@ import pytest
 import torch
 from transformers import GPT2LMHeadModel, GPTBigCodeConfig, GPTBigCodeForCausalLM, PreTrainedTokenizerFast
 
-import fixtures.zoo
+import fixtures.pool
 import models.__main__ as prepare
+import models.loading as loading
 import models.trainer as trainer
-import models.zoo as zoo
 from fixtures.settings import Settings
-from fixtures.zoo import ModelPool
+from fixtures.pool import ModelPool
 from models.corpus import Corpus
 from models.errors import ModelLoadError as DefinedError
 from models.recipes import FULL, GROUP_RECIPES, PREPARED, TINY
 from models.tokenization import CharTokenizer, corpus_tokenizer
 from models.trainer import checkpoint_dir, estimate_training_seconds, format_duration, recipe_n_params, train
-from models.zoo import ModelLoadError, load, resolve
+from models.errors import ModelLoadError
+from models.loading import load
+from models.zoo import resolve
 from tests.conftest import tiny_model
 from tests.test_plugin import pytest_run
 from tests.test_zoo import TEXT, save_hf_folder
@@ -72,7 +74,9 @@ class SystemCall:
 
 
 def test_model_load_error_is_still_importable_from_the_zoo():
-    assert ModelLoadError is DefinedError
+    from models import zoo
+
+    assert zoo.ModelLoadError is DefinedError
 
 
 def test_a_truncated_safetensors_file_is_named(tmp_path):
@@ -168,7 +172,7 @@ def test_transformers_refusal_of_remote_code_is_one_line():
     """A hub id is not looked at before loading: transformers' own refusal becomes the one-line message."""
     refusal = ValueError("The repository org/name contains custom code which must be executed to correctly load "
                          "the model.\nPlease pass the argument `trust_remote_code=True` to allow custom code to be run.")
-    message = str(zoo._load_error("org/name", "model", refusal))
+    message = str(loading._load_error("org/name", "model", refusal))
     assert message.startswith("'org/name' needs remote code for its model (an auto_map field in its config.json")
     assert "remote code is never trusted (trust_remote_code=False)" in message and "\n" not in message
 
@@ -216,8 +220,8 @@ def test_the_pool_fails_each_test_of_a_broken_model_with_one_message_and_loads_i
         tmp_path, pool, monkeypatch, make, first_words):
     name = str(make(tmp_path / "broken"))
     calls = []
-    real_load = fixtures.zoo.load
-    monkeypatch.setattr(fixtures.zoo, "load", lambda *a, **k: calls.append(a[0].name) or real_load(*a, **k))
+    real_load = fixtures.pool.load
+    monkeypatch.setattr(fixtures.pool, "load", lambda *a, **k: calls.append(a[0].name) or real_load(*a, **k))
     messages = []
     for _ in range(2):  # the first test of the model, and a later one
         with pytest.raises(pytest.fail.Exception) as failed:
@@ -341,7 +345,7 @@ def test_prepare_states_the_profiles_total_estimate_before_training(cache, monke
     trained = []
     monkeypatch.setattr(prepare, "load_corpus", lambda path: CORPUS)
     monkeypatch.setattr(prepare, "measure_matmul_flops", lambda device: 50e9)
-    monkeypatch.setattr(prepare, "train", lambda recipe, corpus, device: trained.append(recipe.name) or Path("."))
+    monkeypatch.setattr(prepare, "train", lambda recipe, corpus, device, progress: trained.append(recipe.name) or Path("."))
     assert prepare.main(["prepare", "--zoo", "full", "--device", "cpu"]) == 0
     out = capsys.readouterr().out.splitlines()
     plan = next(i for i, line in enumerate(out) if line.startswith("zoo full on cpu: 10 of 10 models to train"))
@@ -349,8 +353,8 @@ def test_prepare_states_the_profiles_total_estimate_before_training(cache, monke
     vocab = {kind: corpus_tokenizer(kind, CORPUS).vocab_size for kind in ("char", "bpe")}
     total = sum(estimate_training_seconds(recipe_n_params(r, vocab[r.tokenizer]), r.steps, r.batch, r.context, 50e9)
                 for r in PREPARED["full"])
-    assert f"{format_duration(total)} in all" in out[plan]
-    assert "~50 GFLOP/s measured here" in out[plan] and out[plan].endswith("Ctrl-C to stop, or use --zoo tiny")
+    assert f"{format_duration(total)} in all as a first guess" in out[plan]
+    assert "~50 GFLOP/s of matmul measured here" in out[plan] and out[plan].endswith("Ctrl-C to stop, or use --zoo tiny")
     assert trained == ["s4-w192", "s4-w384", "s4-w768", "s4-bpe-w384", "s4-w384-seed1442", "s4-w384-seed88",
                        "s4-w384-seed99999",  # the seed siblings (S4.6-S4.8)
                        "s4-w192-seed1442", "s4-w768-seed1442",  # the ladder's ends at a second seed (S3.5)

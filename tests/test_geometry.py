@@ -8,10 +8,8 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from latent_instruments.errors import NonFiniteError
-from latent_instruments.geometry import (
-    analogy_ranks, consecutive_cosines, crossed_analogies, cross_token_cosine, excess_over_baseline, fit_log_growth,
-    growth_per_layer, mean_norm_by_layer, mismatched_consecutive_cosines, token_norm_ratio, word_token,
-)
+from latent_instruments.geometry import consecutive_cosines, cross_token_cosine, excess_over_baseline, fit_log_growth, growth_per_layer, mean_norm_by_layer, mismatched_consecutive_cosines, token_norm_ratio
+from latent_instruments.analogies import analogy_ranks, crossed_analogies, word_token
 from latent_instruments.stats import bootstrap
 from reports.records import Check
 from claims.s2_residual.test_residual_stream import (

@@ -11,10 +11,8 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from latent_instruments.inversion import (
-    InversionConfig, decode_top_k, descend, invert, per_prompt_loss, pseudo_inverse,
-    pseudo_inverse_decode,
-)
+from latent_instruments.inversion import InversionConfig, descend, invert, per_prompt_loss
+from latent_instruments.decoding import decode_top_k, pseudo_inverse, pseudo_inverse_decode
 
 
 def embedding_matrix(vocab: int, d_model: int, seed: int = 0) -> torch.Tensor:

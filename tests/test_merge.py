@@ -10,9 +10,10 @@ import torch
 
 from fixtures.catalogue import catalogue_json
 from fixtures.settings import Settings
-from reports import render, writer
+from reports import render, tables, writer
 from reports.merge import MergeError, merge
 from reports.records import Check, ClaimRecord
+from reports.results_file import SCHEMA
 
 REPO = Path(__file__).resolve().parent.parent
 CLEAN = "0123456789abcdef0123456789abcdef01234567"
@@ -82,11 +83,11 @@ def check_merged(folder: Path, a: Path, b: Path) -> None:
     assert set(doc["models"]) == {"tiny-w128", "tiny-w96"}
     assert doc["peak_rss_mib"] == 300.0 and doc["wall_seconds"] == 9999.0
     assert doc["exit_status"] == 1 and doc["interrupted"] is True
-    assert doc["schema"] == writer.SCHEMA and doc["seed"] == 0 and doc["zoo"] == "tiny" and doc["git"] == CLEAN
+    assert doc["schema"] == SCHEMA and doc["seed"] == 0 and doc["zoo"] == "tiny" and doc["git"] == CLEAN
     assert doc["corpus"] == da["corpus"] and doc["catalogue"] == da["catalogue"] and doc["device"] == da["device"]
     assert doc["replay"] == da["replay"] and doc["created_utc"] >= da["created_utc"]
     md = (folder / "report.md").read_text()
-    header = render.md_table(*render.matrix(doc)).splitlines()[0]
+    header = render.md_table(*tables.matrix(doc)).splitlines()[0]
     assert header == "| claim | tiny-w96 | tiny-w128 |" and header in md
     assert "| S0.3 | holds 0.2 [0.19, 0.21] | holds 0.2 [0.19, 0.21] |" in md
     assert "merged from runs: " + ", ".join(doc["merged_from"]) in md
@@ -113,6 +114,23 @@ def test_the_function_merges_and_a_second_merge_gets_its_own_folder(tmp_path, tw
     second, _ = merge([str(b), str(a)], str(tmp_path / "merged"))
     assert second != first and (first / "results.json").is_file()
     assert load(second)["merged_from"] == [load(b)["run_id"], load(a)["run_id"]]
+
+
+def test_a_shard_that_did_not_report_is_named(tmp_path, two_machines):
+    a, b = two_machines
+    edit(a, shard="tiny-w96")
+    edit(b, shard="tiny-w128")
+    expected = tmp_path / "shards.json"
+    expected.write_text(json.dumps(["tiny-w96", "tiny-w128", "ref-gpt2-small"]))
+    done = cli("merge", a, b, "--shards", expected, "--report-dir", tmp_path / "merged")
+    assert done.returncode == 0, done.stderr
+    assert "warning: shard ref-gpt2-small did not report" in done.stderr
+    folder = Path(done.stdout.strip())
+    assert load(folder)["shards_missing"] == ["ref-gpt2-small"]
+    assert "MISSING: shard ref-gpt2-small did not report" in (folder / "report.md").read_text()
+    expected.write_text(json.dumps({"tiny-w96": 1}))
+    done = cli("merge", a, b, "--shards", expected, "--report-dir", tmp_path / "merged")
+    assert done.returncode == 2 and "not a JSON list of names; write it with pytest --list-shards" in done.stderr
 
 
 def test_a_dirty_checkout_is_merged_with_a_warning(tmp_path, two_machines):
@@ -164,7 +182,7 @@ def refused(tmp_path: Path, *inputs) -> str:
 
 @pytest.mark.parametrize("field, change, shown", [
     ("git", {"git": OTHER + "+dirty"}, repr(OTHER + "+dirty")),
-    ("schema", {"schema": "latent-claims/results/1"}, "'latent-claims/results/1'"),
+    ("schema", {"schema": "latent-claims/results/4"}, "'latent-claims/results/4'"),  # a schema this version reads
     ("zoo", {"zoo": "full"}, "'full'"),
     ("corpus.sha256", {"corpus": {"name": "other", "sha256": "f" * 64, "characters": 10}}, repr("f" * 64)),
 ])
@@ -189,9 +207,11 @@ def test_a_missing_or_unreadable_input_is_refused(tmp_path):
     (tmp_path / "empty").mkdir()
     assert "without results.json" in refused(tmp_path, a, tmp_path / "empty")
     (tmp_path / "bad.json").write_text("{not json")
-    assert "bad.json: not valid JSON" in refused(tmp_path, a, tmp_path / "bad.json")
+    assert "bad.json: is not JSON" in refused(tmp_path, a, tmp_path / "bad.json")
     (tmp_path / "list.json").write_text("[]")
     assert "not a latent-claims results.json" in refused(tmp_path, a, tmp_path / "list.json")
+    (tmp_path / "old.json").write_text(json.dumps({"schema": "latent-claims/results/1", "records": []}))
+    assert "old.json: has schema 'latent-claims/results/1', expected" in refused(tmp_path, a, tmp_path / "old.json")
     assert "nothing to merge" in refused(tmp_path)
 
 
@@ -201,3 +221,15 @@ def test_usage(tmp_path):
     assert "merge" in done.stdout
     assert cli("merge").returncode == 2  # no run folder: argparse's usage error
     assert "--report-dir OUT" in cli("merge", "--help").stdout
+
+
+def test_runs_an_older_version_left_in_reports_move_to_runs(tmp_path):
+    old = machine(tmp_path, "reports", {"tiny-w96": 96})
+    (tmp_path / "reports" / "__init__.py").write_text("")  # the package's code stays where it is
+    new = machine(tmp_path, "runs", {"tiny-w96": 96})
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir() if p.is_dir() and not p.is_symlink()) == \
+        sorted([old.name, new.name])
+    assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == ["__init__.py"]
+    assert old.name in (tmp_path / "runs" / "index.html").read_text()
+    elsewhere = machine(tmp_path, "elsewhere", {"tiny-w96": 96})  # only the default base adopts
+    assert sorted(p.name for p in elsewhere.parent.iterdir()) == sorted(["index.html", "latest", elsewhere.name])

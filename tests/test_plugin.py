@@ -200,12 +200,28 @@ def test_unknown_model_fails_at_collection_with_the_valid_names():
 
 
 def test_header_makes_the_run_replayable():
-    done = pytest_run("claims", "--collect-only", "--seed", "7", "--zoo", "tiny", "-p", "no:cacheprovider")
+    done = pytest_run("claims", "-m", "gpu", "--collect-only", "--seed", "7", "--zoo", "tiny", "-p", "no:cacheprovider")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "seed=7" in done.stdout and "source-scale=off" in done.stdout
     assert ("replay: pytest claims -m gpu --zoo tiny --device cpu --prompts 32x128 --max-prompts 128 --source-scale off "
             "--dtype float32 --seed 7") in done.stdout
     assert "sequential claims (sample='prompts'): looks at 32 → 64 → 128 prompts" in done.stdout
+
+
+def test_the_replay_keeps_the_selection():
+    done = pytest_run("claims/s4_ffn", "-m", "gpu and not slow", "-k", "ffn", "--claim", "S4.2", "--shard", "tiny-w96",
+                      "--collect-only", "--zoo", "tiny", "-p", "no:cacheprovider")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert ("replay: pytest claims/s4_ffn -m 'gpu and not slow' -k ffn --claim S4.2 --zoo tiny --device cpu "
+            "--prompts 32x128 --max-prompts 128 --source-scale off --dtype float32 --seed 0 --shard tiny-w96") in done.stdout
+
+
+def test_a_shard_must_be_a_subject_of_the_zoo_and_is_not_a_model():
+    done = pytest_run("claims", "--shard", "tiny-w97", "--collect-only", "--zoo", "tiny")
+    assert done.returncode == 4 and "--shard tiny-w97: not a subject of the tiny zoo" in done.stderr
+    assert "tiny-bpe-w96:untrained" in done.stderr and "--list-shards" in done.stderr
+    done = pytest_run("claims", "--shard", "tiny-w96", "--model", "tiny-w96", "--collect-only", "--zoo", "tiny")
+    assert done.returncode == 4 and "leave out one of them" in done.stderr
 
 
 def test_source_scale_variants_are_skipped_on_a_cpu_unless_asked_for(tmp_path):
@@ -417,7 +433,7 @@ def test_a_baseline_map_naming_a_model_the_baseline_lacks_is_a_usage_error(cases
     (["a"], ("c",), "write OLD_NAME=NEW_NAME"),
 ])
 def test_a_baseline_map_that_would_pair_records_twice_or_with_nothing_is_refused(tmp_path, pairs, run, problem):
-    from fixtures.settings import check_baseline_map
+    from fixtures.option_checks import check_baseline_map
 
     baseline = tmp_path / "results.json"
     baseline.write_text(json.dumps({"records": [{"model": "a"}, {"model": "b"}]}))

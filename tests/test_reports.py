@@ -11,10 +11,11 @@ import torch
 
 from fixtures.catalogue import catalogue_json
 from fixtures.settings import Settings
-from reports import render, writer
+from reports import render, tables, writer
 from reports.baseline import compare
 from latent_instruments.stats import Estimate
 from reports.records import Check, ClaimRecord, builds_agree
+from reports.results_file import SCHEMA
 
 
 def settings_for(tmp_path: Path, baseline=None) -> Settings:
@@ -40,14 +41,16 @@ SPECTRA = {"kind": "loglog", "x": [0.0, 0.1, 0.2, 0.3], "panels": {"m": {"embed"
 def test_run_writes_three_files_an_index_and_points_latest(tmp_path):
     s = settings_for(tmp_path)
     folder = write(s, [record(0.2, plot=SPECTRA), record(-0.1, "tiny-w96")])
-    assert {p.name for p in folder.iterdir()} == {"results.json", "report.md", "report.html"}
+    assert {p.name for p in folder.iterdir()} == {"results.json", "report.md", "report.html", "figures"}
     assert (s.report_dir / "latest").resolve() == folder.resolve()
     assert folder.name in (s.report_dir / "index.html").read_text()
     doc = json.loads((folder / "results.json").read_text())
-    assert doc["schema"] == writer.SCHEMA and doc["seed"] == 0 and not doc["interrupted"]
+    assert doc["schema"] == SCHEMA and doc["seed"] == 0 and not doc["interrupted"]
     assert [r["outcome"] for r in doc["records"]] == ["fails", "holds"]  # sorted by claim, model (w96 < w128), test
     assert doc["records"][1]["checks"][0]["margin"] == pytest.approx(0.19)
-    assert "data:image/png;base64," in (folder / "report.html").read_text()
+    figures = list((folder / "figures").iterdir())
+    assert len(figures) == 1 and figures[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"src='figures/{figures[0].name}'" in (folder / "report.html").read_text()
     md = (folder / "report.md").read_text()
     # the cell shows the claim check's statistic, not the control's margin
     assert "| S0.3 | FAILS -0.1 [-0.11, -0.09] | holds 0.2 [0.19, 0.21] |" in md
@@ -72,9 +75,9 @@ def test_each_claim_has_one_section_with_its_statement_thresholds_and_a_table_of
 
 def test_coverage_lists_every_catalogued_claim(tmp_path):
     doc = json.loads((write(settings_for(tmp_path), [record(0.2)]) / "results.json").read_text())
-    header, rows = render.coverage(doc)
+    header, rows = tables.coverage(doc)
     assert len(rows) == 42
-    assert rows[2][:3] == ["S0.3", rows[2][1], "t"] and rows[0][2] == "not yet implemented"
+    assert rows[2][:3] == ["S0.3", rows[2][1], "t"] and rows[0][2] == "not run (not selected in this run)"
 
 
 def test_an_implementation_check_is_marked_as_one_in_the_matrix_coverage_and_its_section(tmp_path):
@@ -85,10 +88,10 @@ def test_an_implementation_check_is_marked_as_one_in_the_matrix_coverage_and_its
     assert doc["catalogue"]["S1.1"]["kind"] == "implementation" and doc["catalogue"]["S0.3"]["kind"] == "empirical"
     md = (folder / "report.md").read_text()
     assert "| S1.1 (implementation check) | holds" in md and "| S0.3 | holds" in md
-    assert md.count(render.IMPLEMENTATION_NOTE) == 1
-    rows = {row[0]: row[1] for row in render.coverage(doc)[1]}
+    assert md.count(tables.IMPLEMENTATION_NOTE) == 1
+    rows = {row[0]: row[1] for row in tables.coverage(doc)[1]}
     assert rows["S1.3"].startswith("[implementation check] ") and not rows["S0.3"].startswith("[")
-    assert html.escape(render.IMPLEMENTATION_NOTE) in (folder / "report.html").read_text()
+    assert html.escape(tables.IMPLEMENTATION_NOTE) in (folder / "report.html").read_text()
 
 
 def test_a_failed_control_and_an_error_are_named_in_the_matrix(tmp_path):
@@ -175,7 +178,7 @@ def test_the_same_name_on_other_weights_is_flagged_as_retrained_in_place(tmp_pat
     changes = compare(old, [record(0.2)], _models(tiny_w128="c"))
     assert [m["new"] for m in changes["retrained_in_place"]] == ["tiny-w128"]
     assert compare(old, [record(0.2)], _models(tiny_w128="a"))["retrained_in_place"] == []
-    assert "RETRAINED IN PLACE: tiny-w128" in "\n".join(render.baseline_lines({"baseline": changes}))
+    assert "RETRAINED IN PLACE: tiny-w128" in "\n".join(tables.baseline_lines({"baseline": changes}))
 
 
 def test_a_change_of_the_ledger_alone_is_not_a_measured_change(tmp_path):
@@ -267,7 +270,7 @@ def test_a_ledger_why_that_quotes_other_numbers_than_the_run_is_named_in_the_rep
     doc = writer.results(settings_for(tmp_path), [rec], {"tiny-w96": {"weights_sha256": "abc"}}, 0, 1.0,
                          catalogue_json())
     assert doc["records"][0]["ledger_quotes_disagree"]
-    note = render.subject_rows(doc["records"])[1][0][-1]
+    note = tables.subject_rows(doc["records"])[1][0][-1]
     assert "the ledger's why does not match this run: straightening: the ledger quotes 0.116" in note
 
 
@@ -284,3 +287,12 @@ def test_a_control_that_guards_a_pass_decides_only_where_the_claim_passed():
     assert rec(0.005).failed("control") == []  # inconclusive: no pass to guard either
     with pytest.raises(ValueError, match="guards_pass"):
         Check.of("x", Estimate(0.0, 0.0, 0.0, 0.95, 8), "x", ">", 0.0, "d", guards_pass=True)
+
+
+def test_outcomes_are_counted_in_one_order_and_records_keyed_one_way():
+    from reports.records import OUTCOMES, count_outcomes, record_key
+
+    counts = count_outcomes(["error", "holds", "weird", "fails", "holds"])
+    assert counts == {"holds": 2, "fails": 1, "error": 1, "weird": 1} and list(counts)[:3] == ["holds", "fails", "error"]
+    assert list(count_outcomes(reversed(OUTCOMES))) == list(OUTCOMES)
+    assert record_key({"claim": "S4.2", "model": "m", "test": "t[m]", "outcome": "holds"}) == ("S4.2", "m", "t[m]")

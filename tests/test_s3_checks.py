@@ -14,9 +14,8 @@ from claims.s3_inversion.test_bandwidth import BELOW_WIDTH, crossing_fraction
 from claims.s3_inversion.test_between_tokens import RAREST
 from claims.s3_inversion.test_cosine import MINIMISED, RECOVERS, _ratio
 from claims.s3_inversion.test_vocabulary import _difference
-from latent_instruments.inversion import (
-    InversionConfig, decode_top_k, direct_fit_decode, invert, pseudo_inverse, zero_masked_decode,
-)
+from latent_instruments.inversion import InversionConfig, invert
+from latent_instruments.decoding import decode_top_k, direct_fit_decode, pseudo_inverse, zero_masked_decode
 from latent_instruments.stats import bootstrap
 from reports.records import Check
 

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from claims.s4_ffn.test_outputs import PLACEBO_BOUND, _placebo, block_readings
-from fixtures.zoo import Captured
+from fixtures.pool import Captured
 from latent_instruments.stats import bootstrap
 from models.capture import ActivationCache
 from reports.records import Check

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.settings import PROMPTS, check_corpus, min_corpus_characters
+from fixtures.option_checks import PROMPTS, check_corpus
+from models.corpus import min_corpus_characters
 from models.corpus import Corpus
 
 REPO = Path(__file__).resolve().parent.parent
@@ -264,7 +265,7 @@ def test_a_terminated_run_still_writes_what_it_measured(tmp_path):
 
 
 def test_the_untrained_twin_of_an_existing_folder_is_a_valid_model(tmp_path):
-    from fixtures.settings import check_model
+    from fixtures.option_checks import check_model
     from tests.test_zoo import save_hf_folder
 
     folder = save_hf_folder(tmp_path / "mine", arch="gpt2")

@@ -1,8 +1,10 @@
 """The nightly workflow (.github/workflows/nightly.yml) runs only commands, targets, modules and options that exist."""
 
+import concurrent.futures
 import functools
 import glob
 import importlib.util
+import json
 import re
 import shlex
 import subprocess
@@ -12,7 +14,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from models.zoo import resolve
 
 REPO = Path(__file__).resolve().parent.parent
 WORKFLOW = REPO / ".github" / "workflows" / "nightly.yml"
@@ -20,8 +21,24 @@ PYTHONS = {"python", "python3", ".venv/bin/python", "$(PY)", "$PY"}
 LEADING = {"if", "!", "then", "do", "else", "time", "exec"}
 
 
-def workflow() -> dict:
-    return yaml.safe_load(WORKFLOW.read_text())
+def workflow(gpu: bool = False) -> dict:
+    """The nightly workflow; with ``gpu``, as the README's "Nightly on a GPU" block changes it."""
+    doc = yaml.safe_load(WORKFLOW.read_text())
+    return overlay(doc, gpu_variant()) if gpu else doc
+
+
+def gpu_variant() -> dict:
+    """The YAML block of the README's section "Nightly on a GPU"."""
+    section = (REPO / "README.md").read_text().split("### Nightly on a GPU", 1)[1]
+    return yaml.safe_load(re.search(r"```yaml\n(.*?)```", section, re.S).group(1))
+
+
+def overlay(doc: dict, changes: dict) -> dict:
+    """``doc`` with ``changes``' keys replacing its own, mapping by mapping."""
+    out = dict(doc)
+    for key, value in changes.items():
+        out[key] = overlay(out.get(key) or {}, value) if isinstance(value, dict) else value
+    return out
 
 
 def run_scripts() -> list[str]:
@@ -77,8 +94,23 @@ def offered(option: str, text: str) -> bool:
     return re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", text) is not None
 
 
-def matrix_models() -> list[str]:
-    return workflow()["jobs"]["claims"]["strategy"]["matrix"]["model"]
+@functools.cache
+def collected(*args: str) -> str:
+    """``pytest claims -m gpu --zoo tiny --collect-only -q ARGS``'s output (one node id a line)."""
+    done = subprocess.run([sys.executable, "-m", "pytest", "claims", "-m", "gpu", "--zoo", "tiny", "--collect-only",
+                           "-q", "-p", "no:cacheprovider", *args], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return done.stdout
+
+
+def shards(tmp_path: Path) -> list[str]:
+    """What the prepare job's ``--list-shards`` writes, for the tiny zoo."""
+    collected("--list-shards", str(tmp_path / "shards.json"))
+    return json.loads((tmp_path / "shards.json").read_text())
+
+
+def node_ids(output: str) -> set[str]:
+    return {line for line in output.splitlines() if "::" in line}
 
 
 def step(job: str, words: str) -> dict:
@@ -92,7 +124,7 @@ def test_the_workflow_runs_nightly_and_on_demand():
     triggers = doc.get("on", doc.get(True))  # YAML 1.1 reads the key `on` as true
     assert triggers["schedule"][0]["cron"] and "workflow_dispatch" in triggers
     report = doc["jobs"]["report"]
-    assert report["needs"] == "claims" and report["if"] == "always()"
+    assert report["needs"] == ["prepare", "claims"] and report["if"] == "always()"
     assert doc["jobs"]["claims"]["strategy"]["fail-fast"] is False
 
 
@@ -125,22 +157,76 @@ def test_every_pytest_option_is_offered():
     used = [args for m, args in python_modules() if m == "pytest"]
     assert used
     text = help_text("-m", "pytest")
+    assert [a for a in used if "--shard" in a] and [a for a in used if "--list-shards" in a]
     for args in used:
-        assert {"--zoo", "--model", "--report-dir", "--junit-xml", "-m"} <= set(options(args))
+        assert {"--zoo", "-m"} <= set(options(args))
         for option in options(args):
             assert offered(option, text), f"pytest {option}"
         assert args[0] == "claims" and (REPO / "claims").is_dir()  # the claims, not the self-tests
 
 
-def test_the_matrix_models_are_zoo_names_and_each_shard_runs_its_own():
-    models = matrix_models()
-    assert len(models) == len(set(models)) >= 2
-    for name in models:
-        resolve(name)  # raises UnknownModelError for a name the suite does not know
+def test_the_matrix_is_the_suite_s_list_of_shards_and_each_shard_runs_its_own():
+    jobs = workflow()["jobs"]
+    assert expressions(str(jobs["claims"]["strategy"]["matrix"]["subject"])) == \
+        "EXPR:fromJSON(needs.prepare.outputs.shards)"
+    assert jobs["claims"]["needs"] == "prepare"
+    listing = shlex.split(expressions(step("prepare", "--list-shards")["run"]).splitlines()[0])
+    assert listing[listing.index("--list-shards") + 1] == "shards.json" and "claims" in listing
+    assert "shards.json" in step("prepare", "--list-shards")["run"].splitlines()[1]
+    assert jobs["prepare"]["outputs"]["shards"] == "${{ steps.shards.outputs.shards }}"
     words = shlex.split(expressions(step("claims", "-m pytest")["run"]).splitlines()[-1])
-    assert words[words.index("--model") + 1] == "EXPR:matrix.model"
+    assert words[words.index("--shard") + 1] == "EXPR:matrix.subject" and "--model" not in words
     assert words[words.index("--report-dir") + 1] == "shard"
     assert words[words.index("--junit-xml") + 1].startswith("shard/")
+
+
+def test_the_zoo_is_trained_once_and_handed_to_the_shards():
+    jobs = workflow()["jobs"]
+    trained = [(job, words) for job in jobs for script in [s.get("run", "") for s in jobs[job].get("steps", [])]
+               for words in commands(script) if words[:4] == [".venv/bin/python", "-m", "models", "prepare"]]
+    assert [job for job, _ in trained] == ["prepare"]
+    upload = next(s for s in jobs["prepare"]["steps"] if s.get("with", {}).get("name") == "zoo")
+    download = next(s for s in jobs["claims"]["steps"] if s.get("with", {}).get("name") == "zoo")
+    assert upload["with"]["path"] == download["with"]["path"] == "~/.cache/latent-claims"
+
+
+def test_the_history_outlives_the_cache():
+    """The merged nights go to the nightly-history branch, not to actions/cache, which evicts by size and age."""
+    report = workflow()["jobs"]["report"]
+    assert not [s for s in report["steps"] if "actions/cache" in s.get("uses", "")]
+    assert report["permissions"] == {"contents": "write"}
+    assert "nightly-history" in step("report", "git worktree add")["run"]
+    assert "git push origin HEAD:nightly-history" in step("report", "git push")["run"]
+    merge = step("report", "-m reports merge")["run"]
+    assert "--report-dir history/runs" in merge and "--shards expected/shards.json" in merge
+    assert int(workflow()["env"]["NIGHTS_KEPT"]) >= 30 and "NIGHTS_KEPT" in merge
+
+
+def subject_of(node_id: str, subjects: list[str]) -> str | None:
+    """The subject in a node id's parameters: the longest name that is the id or its start before a '-'."""
+    param = node_id.partition("[")[2].removesuffix("]")
+    fits = [n for n in subjects if param == n or param.startswith(n + "-")]
+    return max(fits, key=len) if fits else None
+
+
+def test_the_shards_together_run_what_a_whole_run_runs(tmp_path):
+    """The merged nightly records equal a local ``make claims``'s: the same claims, models and tests.
+
+    The whole run's tests, split by subject, are the listed shards; a shard of each kind (trained, seed sibling,
+    twin, reference, group) collects exactly its part, also the claims a whole run leaves off siblings.
+    """
+    whole = node_ids(collected())
+    names = shards(tmp_path)
+    assert len(names) == len(set(names)) >= 15 and "tiny-depths" not in names  # no claim runs on that group
+    parts: dict = {}
+    for node in whole:
+        parts.setdefault(subject_of(node, names), set()).add(node)
+    assert None not in parts and sorted(parts) == sorted(names)
+    sample = ("tiny-w96", "tiny-w96-seed1442", "tiny-bpe-w96:untrained", "ref-gpt2-small", "tiny-ladder")
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        alone = dict(zip(sample, pool.map(lambda name: node_ids(collected("--shard", name)), sample)))
+    for name in sample:
+        assert alone[name] == parts[name], name
 
 
 def test_the_claims_step_may_fail_without_stopping_the_merge_and_its_outcome_is_kept():
@@ -153,7 +239,7 @@ def test_the_claims_step_may_fail_without_stopping_the_merge_and_its_outcome_is_
 
 
 def test_the_cache_key_hashes_files_that_exist():
-    keys = re.findall(r"hashFiles\('([^']+)'\)", WORKFLOW.read_text())
+    keys = [k for args in re.findall(r"hashFiles\(([^)]+)\)", WORKFLOW.read_text()) for k in re.findall(r"'([^']+)'", args)]
     assert "models/recipes.py" in keys
     assert all((REPO / k).is_file() for k in keys), keys
 
@@ -164,7 +250,7 @@ def test_the_merge_glob_takes_each_shard_run_folder_once(tmp_path):
     patterns = [a for a in merge_args[1:] if "*" in a]
     assert merge_args[0] == "merge" and len(patterns) == 1
     runs = []
-    for model in matrix_models():
+    for model in ("tiny-w96", "tiny-w96-untrained", "tiny-siblings"):
         shard = tmp_path / "shards" / f"shard-{model}"
         run = shard / "20261122T031500Z"
         run.mkdir(parents=True)
@@ -187,3 +273,30 @@ def test_the_newest_dependencies_job_runs_the_self_tests_and_blocks_nothing():
     makefile = (REPO / "Makefile").read_text()
     assert re.search(r"^NOX_SESSIONS \?=.*deps\(newest\)", makefile, re.M)
     assert 'def deps(' in (REPO / "noxfile.py").read_text() and '"newest"' in (REPO / "noxfile.py").read_text()
+
+
+def test_the_lowest_declared_python_is_the_one_tested():
+    """pyproject.toml's requires-python lower bound is the version the lock is compiled for, nox's sessions and the
+    workflow's jobs run, and it is not above this interpreter (the code uses tomllib, new in 3.11)."""
+    declared = re.search(r'requires-python = ">=(\d+\.\d+)"', (REPO / "pyproject.toml").read_text()).group(1)
+    assert declared == "3.11"
+    assert f"--python-version {declared}" in (REPO / "Makefile").read_text()
+    assert f'@nox.session(python="{declared}"' in (REPO / "noxfile.py").read_text()
+    versions = {s["with"]["python-version"] for job in workflow()["jobs"].values() for s in job["steps"]
+                if "setup-python" in s.get("uses", "")}
+    assert versions == {declared}
+    assert sys.version_info[:2] >= tuple(map(int, declared.split(".")))
+
+
+def test_the_readme_s_gpu_variant_runs_the_full_zoo_on_cuda_with_the_same_commands():
+    cpu, gpu = workflow(), workflow(gpu=True)
+    assert gpu["env"]["ZOO"] == "full" and gpu["env"]["DEVICE"] == "cuda" and cpu["env"]["DEVICE"] == "cpu"
+    zoo_choices = re.search(r"--zoo \{([\w,]+)\}", help_text("-m", "models")).group(1).split(",")
+    assert gpu["env"]["ZOO"] in zoo_choices and cpu["env"]["ZOO"] in zoo_choices
+    for job in ("prepare", "claims"):
+        assert gpu["jobs"][job]["runs-on"] == ["self-hosted", "gpu"] and gpu["jobs"][job]["steps"] == cpu["jobs"][job]["steps"]
+    runs = [words for job in ("prepare", "claims") for s in cpu["jobs"][job]["steps"] for words in commands(s.get("run", ""))
+            if words[:2] == [".venv/bin/python", "-m"] and words[2] in ("models", "pytest")]
+    assert len(runs) == 3
+    for words in runs:  # every command that trains or runs the claims takes the variant's zoo and device
+        assert words[words.index("--zoo") + 1] == "$ZOO" and words[words.index("--device") + 1] == "$DEVICE", words

@@ -7,7 +7,9 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
 from models.corpus import Corpus
-from models.zoo import ModelLoadError, UnknownModelError, default_names, load, resolve, seed_siblings
+from models.errors import ModelLoadError
+from models.loading import load
+from models.zoo import UnknownModelError, default_names, resolve, seed_siblings
 from tests.conftest import tiny_model
 
 TEXT = "To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n" * 400
@@ -82,7 +84,7 @@ def test_a_model_split_by_max_memory_loads_and_captures_like_a_whole_one(tmp_pat
     """--device-map auto: accelerate puts part of the model on disk (CPU here, GPUs elsewhere); capture still works."""
     from models.capture import run_with_cache
     from models.corpus import load_text_file
-    from models.zoo import load
+    from models.loading import load
 
     folder = save_hf_folder(tmp_path / "split", arch="gpt2")
     (tmp_path / "c.txt").write_text(TEXT * 40)

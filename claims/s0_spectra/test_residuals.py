@@ -7,6 +7,10 @@ S0.8 — trained attention residuals: spikes in the first three layers, smooth i
 S0.9 — trained MLP residuals: a large spike in layer 1, smooth afterwards (Fig 7).
 S0.10 — early layers add disproportionately more low-frequency power than later layers.
 
+Why one file of ~340 lines: the five claims read the same residual spectra, depth mapping and controls (the
+twin, the shuffled tokens), and each reads top to bottom beside the others; split per claim, each would import
+the others' helpers.
+
 Depth mapping: S0's OPT-125m has 12 blocks. "The first three layers" are the
 first quarter of the blocks (``early_blocks``: 1 of 4, 2 of 6, 3 of 12), "the
 last layer" is the last block, "the middle" the blocks in between; "layer 1"

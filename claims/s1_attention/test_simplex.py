@@ -17,10 +17,10 @@ import pytest
 import torch
 
 from claims.s1_attention.conftest import ALL_ROLES, attention_modules, per_layer, worst
-from latent_instruments.attention import (NotAnOddsRatio, ScoreForm, causal_mean, convex_combination, module_inputs,
-                                          output_error_bound, output_projection, pattern_fit, probability_rounding,
-                                          score_form, simplex_deviation)
+from latent_instruments.attention import NotAnOddsRatio, ScoreForm, causal_mean, convex_combination, output_error_bound, probability_rounding, simplex_deviation
+from latent_instruments.attention_fit import pattern_fit
 from latent_instruments.stats import bootstrap
+from models.attention_forms import module_inputs, output_projection, score_form
 from models.capture import run_with_cache
 from reports.plots import series
 from reports.records import Check

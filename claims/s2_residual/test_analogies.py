@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from latent_instruments.geometry import Analogy, analogy_ranks, crossed_analogies, word_token
+from latent_instruments.analogies import Analogy, analogy_ranks, crossed_analogies, word_token
 from latent_instruments.stats import bootstrap
 from models.zoo import resolve
 from reports.plots import series

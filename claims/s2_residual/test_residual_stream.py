@@ -15,10 +15,7 @@ import pytest
 import torch
 from scipy import stats
 
-from latent_instruments.geometry import (
-    consecutive_cosines, cross_token_cosine, fit_log_growth, growth_per_layer, mean_norm_by_layer,
-    mismatched_consecutive_cosines, token_norm_ratio,
-)
+from latent_instruments.geometry import consecutive_cosines, cross_token_cosine, fit_log_growth, growth_per_layer, mean_norm_by_layer, mismatched_consecutive_cosines, token_norm_ratio
 from latent_instruments.stats import bootstrap
 from reports.plots import series
 from reports.records import Check

@@ -20,6 +20,10 @@ the trained model and its twin, S3.4 every depth. Two settings:
   recovers few tokens where this one recovers most, so S3.2-S3.4 take, per model and block, the better
   of the two (:func:`tuned`, chosen inside every bootstrap resample), and report both.
 
+Why one module of ~360 lines: S3's claims share one cache of inversions (a run per model, block and setting,
+each minutes on a CPU), and the problem, the scale and the settings that key it; split, the cache's key and what
+it holds would live apart.
+
 Sizes (:class:`Scale`): at source scale (``--source-scale on``, the default with CUDA) 64 prompts,
 N = 200 steps for untrained models (S3.2's figure) and 2000 for trained ones (S3's N for a trained GPT-2
 block); on a CPU by default 16 prompts (8 for models 512 or more wide) and N = 200 for every model, and
@@ -37,11 +41,11 @@ import torch
 
 from fixtures.prompts import prompt_batch
 from latent_instruments.ablation import attention_residual_removed
-from latent_instruments.inversion import (
-    InversionConfig, PseudoInverse, decode_top_k, invert, pseudo_inverse, zero_masked_decode,
-)
-from models.capture import block_output_fn, blocks_output_fn
-from models.zoo import LoadedModel, resolve
+from latent_instruments.inversion import InversionConfig, invert
+from latent_instruments.decoding import PseudoInverse, decode_top_k, pseudo_inverse, zero_masked_decode
+from models.forwards import block_output_fn, blocks_output_fn
+from models.loading import LoadedModel
+from models.zoo import resolve
 
 SOURCE_PROMPT = "The sky is blue."  # S3's prompt (5 GPT-2 tokens)
 SOURCE_SENTENCE = "The sky is blue or red depending on the time of day."  # S3's expanded allowed vocabulary (13)

@@ -35,10 +35,11 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from claims.s3_inversion.conftest import SETTINGS, first_prompt, frozen, layer_output, setting, tuned
-from latent_instruments.inversion import invert, pseudo_inverse
+from latent_instruments.inversion import invert
+from latent_instruments.decoding import pseudo_inverse
 from latent_instruments.stats import bootstrap
 from models.adapters import adapter_for
-from models.zoo import LoadedModel
+from models.loading import LoadedModel
 from reports.plots import series
 from reports.records import Check
 

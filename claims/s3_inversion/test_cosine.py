@@ -38,7 +38,8 @@ import torch
 from claims.s3_inversion.conftest import TOP_K, examples, first_prompt, frozen, layer_output, setting
 from fixtures.prompts import prompt_batch
 from latent_instruments.ablation import norms_removed
-from latent_instruments.inversion import direct_fit_decode, invert, pseudo_inverse
+from latent_instruments.inversion import invert
+from latent_instruments.decoding import direct_fit_decode, pseudo_inverse
 from latent_instruments.stats import bootstrap
 from reports.plots import series
 from reports.records import Check

@@ -17,6 +17,7 @@ import torch
 
 from claims.s4_ffn.approximation import measure
 from latent_instruments.errors import require_finite
+from latent_instruments.geometry import unit
 
 FIRST_POSITION = 1  # positions before it are left out of every S4.3 / S4.4 statistic
 EPS = 1e-12  # floor of a norm before dividing by it (a zero vector has no direction)
@@ -41,10 +42,6 @@ def _kept(x: torch.Tensor, what: str) -> torch.Tensor:
     kept = x[:, FIRST_POSITION:].to(torch.promote_types(x.dtype, torch.float32))
     require_finite(kept, what)
     return kept
-
-
-def _unit(x: torch.Tensor) -> torch.Tensor:
-    return x / x.norm(dim=-1, keepdim=True).clamp_min(EPS)
 
 
 def mean_norm(x: torch.Tensor, what: str = "vectors") -> torch.Tensor:
@@ -101,7 +98,7 @@ def mean_cosine(x: torch.Tensor, y: torch.Tensor, shift: int = 0, what: str = "v
         raise ValueError(f"{what}: shapes differ, {tuple(x.shape)} vs {tuple(y.shape)}")
     if shift % x.shape[0] == 0 and shift != 0:
         raise ValueError(f"{what}: shift {shift} pairs each of {x.shape[0]} prompts with itself")
-    a, b = _unit(_kept(x, what)), _unit(_kept(y, what))
+    a, b = unit(_kept(x, what)), unit(_kept(y, what))
     b = torch.roll(b, shifts=-shift, dims=0)
     return (a * b).sum(dim=-1).mean(dim=-1).double().cpu()
 

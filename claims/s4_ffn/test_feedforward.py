@@ -25,7 +25,7 @@ import torch
 from fixtures.prompts import prompt_batch
 from latent_instruments.distances import hellinger_distance
 from latent_instruments.stats import bootstrap
-from models.capture import ablated_logits
+from models.forwards import ablated_logits
 from reports.plots import series
 from reports.records import Check
 

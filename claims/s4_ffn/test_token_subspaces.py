@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from latent_instruments.similar_strings import mass_tokens
-from models.capture import logits_from_block_input_fn
+from models.forwards import logits_from_block_input_fn
 from latent_instruments.stats import Estimate, bootstrap
 from latent_instruments.token_subspaces import (chance_in_top_half, first_directions, in_top_half,
                                                 learn_token_embeddings, singular_values, subspace_scores)

@@ -1,0 +1,159 @@
+"""Forward passes that stop early, start late or leave a sublayer out, via adapters (S3, S4.2, S4.10).
+
+- :func:`block_output_fn`, :func:`blocks_output_fn`: differentiable maps from token embeddings to blocks' outputs,
+  for the inversions of S3 (the model stops after the last block wanted);
+- :func:`logits_from_block_input_fn`: from vectors placed at a block's input to the logits (S4.10);
+- :func:`ablated_logits`: the logits with one block's attention or FFN output removed (S4.2).
+"""
+
+import torch
+from torch import nn
+
+from latent_instruments.ablation import subtract_child_output
+from latent_instruments.errors import require_finite
+from models.adapters import Adapter
+from models.capture import block_input, output_tensor
+
+
+class _Stop(Exception):
+    def __init__(self, output: torch.Tensor):
+        self.output = output
+
+
+def block_output_fn(model: nn.Module, adapter: Adapter, block: int, seq_len: int):
+    """A differentiable map from token embeddings to one block's resid_post.
+
+    The model runs from ``inputs_embeds`` (so learned positions or rotary
+    position ids are applied by the model itself, as in S3's GPT-J variant)
+    and stops after ``block``: later blocks are not computed.
+
+    Args:
+        model, adapter: as for ``models.capture.run_with_cache``.
+        block: 0-based block index.
+        seq_len: sequence length of the inputs (for a sanity check).
+    Returns:
+        f: (batch, seq, d_model) embeddings -> (batch, seq, d_model) resid_post.
+    """
+    target = adapter.block_list(model)[block]
+
+    def stop(_m, _a, out):
+        raise _Stop(output_tensor(out))
+
+    def forward(embeddings: torch.Tensor) -> torch.Tensor:
+        if embeddings.shape[1] != seq_len:
+            raise ValueError(f"expected {seq_len} positions, got {embeddings.shape[1]}")
+        handle = target.register_forward_hook(stop)
+        try:
+            model(inputs_embeds=embeddings, use_cache=False)
+        except _Stop as done:
+            return done.output
+        finally:
+            handle.remove()
+        raise RuntimeError(f"block {block} did not run")
+
+    return forward
+
+
+def blocks_output_fn(model: nn.Module, adapter: Adapter, blocks: list[int], seq_len: int):
+    """A differentiable map from token embeddings to several blocks' resid_post, concatenated (S3.14).
+
+    The model runs from ``inputs_embeds`` and stops after the last of ``blocks``.
+
+    Args:
+        model, adapter: as for ``models.capture.run_with_cache``.
+        blocks: 0-based block indices, in increasing order.
+        seq_len: sequence length of the inputs.
+    Returns:
+        f: (batch, seq, d_model) embeddings -> (batch, seq, len(blocks) * d_model), the blocks' outputs side
+        by side along the feature axis, in ``blocks``' order.
+    Raises:
+        ValueError: for blocks not strictly increasing, or inputs of another length than ``seq_len``.
+    """
+    if list(blocks) != sorted(set(blocks)):
+        raise ValueError(f"blocks must be strictly increasing, got {blocks}")
+    modules = [adapter.block_list(model)[b] for b in blocks]
+    last = block_output_fn(model, adapter, blocks[-1], seq_len)
+
+    def forward(embeddings: torch.Tensor) -> torch.Tensor:
+        seen: list[torch.Tensor] = []
+        handles = [m.register_forward_hook(lambda _m, _a, out: seen.append(output_tensor(out))) for m in modules[:-1]]
+        try:
+            final = last(embeddings)
+        finally:
+            for handle in handles:
+                handle.remove()
+        return torch.cat([*seen, final], dim=-1)
+
+    return forward
+
+
+def logits_from_block_input_fn(model: nn.Module, adapter: Adapter, block: int):
+    """A differentiable map from vectors placed at one block's input to the logits they give (S4.10's subspaces).
+
+    Each vector becomes a one-position sequence's residual stream entering ``block``: the model runs on
+    placeholder tokens, a pre-hook replaces the block's input with the vectors, and the later blocks, the final
+    norm and the head give the logits (S4: ``output_head(blocks[k:](x))``). Blocks before ``block`` run on the
+    placeholders and are discarded.
+
+    Args:
+        model, adapter: as for ``models.capture.run_with_cache``.
+        block: 0-based index of the block whose input the vectors are, < n_blocks.
+    Returns:
+        f: (N, d_model) vectors -> (N, vocab) float32 logits.
+    Raises:
+        IndexError: for a block the model does not have.
+    """
+    target = adapter.block_list(model)[block]
+    device = model.get_input_embeddings().weight.device
+
+    def forward(vectors: torch.Tensor) -> torch.Tensor:
+        def replace(_m, args, kwargs):
+            x = vectors[:, None, :].to(block_input(args, kwargs).dtype)
+            return ((x, *args[1:]), kwargs) if args else (args, {**kwargs, "hidden_states": x})
+
+        handle = target.register_forward_pre_hook(replace, with_kwargs=True)
+        try:
+            placeholders = torch.zeros(vectors.shape[0], 1, dtype=torch.long, device=device)
+            return model(input_ids=placeholders, use_cache=False).logits[:, 0].float()
+        finally:
+            handle.remove()
+
+    return forward
+
+
+def ablated_logits(
+    model: nn.Module, adapter: Adapter, input_ids: torch.Tensor, block: int, drop: str
+) -> torch.Tensor:
+    """Logits with one block's attention or FFN output removed from its output (S4.2).
+
+    Args:
+        model, adapter, input_ids: as for ``models.capture.run_with_cache``.
+        block: 0-based block index.
+        drop: "attn" (block output becomes resid_pre + mlp_out) or "mlp"
+            (block output becomes resid_pre + attn_out).
+    Returns:
+        logits (batch, seq, vocab), float32.
+    Raises:
+        ValueError: for another ``drop``.
+        NonFiniteError: if the logits hold NaN or inf.
+        RuntimeError: if the module the adapter names did not run inside the block.
+    """
+    if drop not in ("attn", "mlp"):
+        raise ValueError(f"drop must be 'attn' or 'mlp', got {drop!r}")
+    parent = adapter.block_list(model)[block]
+    child = parent.get_submodule(adapter.attn if drop == "attn" else adapter.mlp)
+    with torch.no_grad(), subtract_child_output(parent, child):
+        # registered after subtract_child_output's own hook, which so keeps the child's original output while
+        # the block goes on with a copy: Falcon's parallel block adds attn_out into the MLP's output in place
+        handle = child.register_forward_hook(lambda _m, _a, out: _copy_first(out))
+        try:
+            logits = model(input_ids=input_ids, use_cache=False).logits.float()
+        finally:
+            handle.remove()
+    require_finite(logits, f"logits with block {block} {drop} dropped")
+    return logits
+
+
+def _copy_first(output):
+    """A module output with its tensor part copied (see :func:`ablated_logits`)."""
+    return (output[0].clone(), *output[1:]) if isinstance(output, tuple) else output.clone()

@@ -1,0 +1,249 @@
+"""Loading a zoo entry: train or read a checkpoint, build a random init, or load a Hugging Face model.
+
+Weights are read from safetensors (``use_safetensors=True`` for our checkpoints) or, for a hub model or folder
+that has only a pickle, with ``weights_only=True``; remote code is never trusted. Every failure is a
+:class:`models.errors.ModelLoadError` of one line naming the file or setting.
+"""
+
+import json
+import pickle
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
+from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+from models.adapters import Adapter, adapter_for
+from models.corpus import Corpus
+from models.errors import ModelLoadError
+from models.identity import folder_sha256, state_dict_sha256
+from models.tokenization import HFTokenizer, hf_tokenizer_files, tokenizer_from_json, train_bpe
+from models.trainer import train, unreadable_safetensors
+from models.zoo import REFERENCES, ZooEntry
+
+
+@dataclass
+class LoadedModel:
+    """A model ready for capture.
+
+    Attributes:
+        entry: its zoo entry.
+        model: HF causal LM, eval mode, on its device and dtype.
+        adapter: canonical-name adapter for its architecture.
+        tokenizer: CharTokenizer, BPETokenizer or HFTokenizer.
+        source: the folder, config or hub id it was made from.
+        load_seconds: wall time to train-or-load and move it, in seconds.
+        info: the trainer's loss_curve.json for a trained model (curve, train_seconds, trained_on), else {}.
+        weights_sha256: sha256 (hex) of its weights: over the weight files of a folder in file-name order, or
+            over the state dict of a model built from a seed (``models.identity``).
+    """
+
+    entry: ZooEntry
+    model: PreTrainedModel
+    adapter: Adapter
+    tokenizer: object
+    source: str
+    load_seconds: float = 0.0
+    info: dict = field(default_factory=dict)
+    weights_sha256: str = ""
+
+    @property
+    def name(self) -> str:
+        """Its zoo name."""
+        return self.entry.name
+
+    @property
+    def n_params(self) -> int:
+        """Number of parameters (tied weights counted once)."""
+        return sum(p.numel() for p in self.model.parameters())
+
+    @property
+    def d_model(self) -> int:
+        """Width of the residual stream."""
+        return self.model.get_input_embeddings().weight.shape[1]
+
+    @property
+    def input_device(self) -> torch.device:
+        """Where token ids go: the input embedding's device (the CPU where accelerate offloaded it)."""
+        device = self.model.get_input_embeddings().weight.device
+        return torch.device("cpu") if device.type == "meta" else device
+
+    @property
+    def context(self) -> int:
+        """Longest usable sequence (learned-position models cannot go past it)."""
+        return int(getattr(self.model.config, "n_positions", None) or self.model.config.max_position_embeddings)
+
+
+LOAD_ERRORS = (OSError, ValueError, RuntimeError, SafetensorError)
+
+
+def _load_error(source: str, what: str, err: Exception) -> ModelLoadError:
+    if "trust_remote_code" in str(err):  # transformers' refusal of a model or tokenizer class shipped as code
+        return ModelLoadError(f"{source!r} needs remote code for its {what} (an auto_map field in its config.json or "
+                              "tokenizer_config.json names a class shipped as code): remote code is never trusted "
+                              "(trust_remote_code=False), so only architectures built into transformers load")
+    where = "local folder" if Path(source).exists() else "hub id"
+    return ModelLoadError(
+        f"could not load the {what} of {source!r} ({where}): {err}\n"
+        "A hub id needs the hub or a copy in the HF cache: download it where there is network and pass "
+        "the folder instead. A folder must hold config.json, model.safetensors (or a .bin loadable with "
+        "weights_only=True) and the tokenizer files; a corrupt file must be re-saved."
+    )
+
+
+def _cause_of_type(err: BaseException, kind: type) -> BaseException | None:
+    """The first exception of ``kind`` in ``err``'s chain of causes and contexts, or None."""
+    seen: set[int] = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, kind):
+            return err
+        seen.add(id(err))
+        err = err.__cause__ or err.__context__
+    return None
+
+
+def _unpickle_error(source: str, err: pickle.UnpicklingError) -> ModelLoadError:
+    folder = Path(source)
+    bins = sorted(folder.glob("*.bin")) if folder.is_dir() else []
+    where = (str(bins[0]) if len(bins) == 1 else f"{bins[0]} (one of {len(bins)} .bin files)") if bins else source
+    cause = err.__cause__ or err.__context__
+    reason = " ".join(str(cause if isinstance(cause, pickle.UnpicklingError) else err).split())
+    if "Weights only load failed" not in str(err):
+        return ModelLoadError(f"{where}: cannot be unpickled ({reason}); the file is corrupt or not a PyTorch "
+                              "checkpoint: copy or save it again")
+    return ModelLoadError(
+        f"{where}: refused to unpickle ({reason}); weights are loaded only with weights_only=True, which runs "
+        "no code from the file. Convert it to safetensors where you trust it: "
+        f"safetensors.torch.save_file(torch.load({where if len(bins) == 1 else 'FILE'!r}, weights_only=False), "
+        f"{str(folder / 'model.safetensors') if len(bins) == 1 else 'FILE.safetensors'!r})")
+
+
+def _hf_model(source: str, placement: dict | None = None, **kwargs) -> PreTrainedModel:
+    try:
+        return AutoModelForCausalLM.from_pretrained(
+            source, trust_remote_code=False, attn_implementation="eager", **(placement or {}), **kwargs
+        )
+    except pickle.UnpicklingError as err:  # a .bin whose pickle torch.load(weights_only=True) refused
+        raise _unpickle_error(source, err) from None
+    except LOAD_ERRORS as err:
+        refused = _cause_of_type(err, pickle.UnpicklingError)  # transformers 4.x wraps it in an OSError
+        if refused is not None:
+            raise _unpickle_error(source, refused) from None
+        raise _load_error(source, "model", err) from err
+
+
+def _hf_config(source: str):
+    try:
+        return AutoConfig.from_pretrained(source, trust_remote_code=False)
+    except LOAD_ERRORS as err:
+        raise _load_error(source, "config", err) from err
+
+
+def _check_hf_folder(folder: Path, weights: bool) -> None:
+    """One-line errors for what would otherwise fail late or vaguely: remote code, a corrupt
+    safetensors file (``weights``: the folder's weights are to be loaded), no tokenizer files."""
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        config = {}  # transformers names it below
+    if isinstance(config, dict) and "auto_map" in config and config.get("model_type") not in CONFIG_MAPPING:
+        raise ModelLoadError(
+            f"{folder / 'config.json'}: model_type {config.get('model_type')!r} is not built into transformers and "
+            f"its auto_map field ({', '.join(sorted(config['auto_map']))}) points at code in the folder: remote code "
+            "is never trusted (trust_remote_code=False), so this model cannot be loaded")
+    for path in sorted(folder.glob("*.safetensors")) if weights else ():
+        if why := unreadable_safetensors(path):
+            raise ModelLoadError(f"could not load {path}: it is truncated or not a safetensors file ({why}); "
+                                 "copy it again, or save the model again with model.save_pretrained(folder)")
+    if not hf_tokenizer_files(folder):
+        raise ModelLoadError(
+            f"{folder}: no tokenizer files (tokenizer.json, tokenizer_config.json or a vocabulary file such as "
+            "vocab.json or tokenizer.model); save the model's tokenizer there with tokenizer.save_pretrained(folder)")
+
+
+def _check_vocabulary(model: PreTrainedModel, tokenizer, source: str, sample: str) -> None:
+    """The tokenizer's ids must index the model's input embedding, and it must make tokens of text."""
+    rows = model.get_input_embeddings().weight.shape[0]
+    if tokenizer.vocab_size > rows:
+        raise ModelLoadError(
+            f"{source}: the tokenizer has {tokenizer.vocab_size} tokens but the model's vocabulary is {rows} "
+            f"(input embedding rows; config.vocab_size {getattr(model.config, 'vocab_size', None)}): token ids past "
+            f"{rows - 1} would index outside it. Save the tokenizer the model was trained with in the folder "
+            "(tokenizer.save_pretrained(folder))")
+    if sample and not tokenizer.encode(sample):
+        raise ModelLoadError(f"{source}: its tokenizer ({tokenizer.vocab_size} tokens) encodes text to no tokens; "
+                             "save the model's own tokenizer there with tokenizer.save_pretrained(folder)")
+
+
+def from_config(config, seed: int) -> PreTrainedModel:
+    """A random-init causal LM of ``config`` (eager attention), its weights drawn under ``torch.manual_seed(seed)``."""
+    torch.manual_seed(seed)
+    config._attn_implementation = "eager"
+    return AutoModelForCausalLM.from_config(config, trust_remote_code=False, attn_implementation="eager")
+
+
+def load(entry: ZooEntry, corpus: Corpus, device: str, dtype: torch.dtype, seed: int,
+         device_map: str | None = None, max_memory: dict | None = None, offload_folder: str | None = None) -> LoadedModel:
+    """Build, train (if not cached) or load one zoo entry.
+
+    Args:
+        entry: from :func:`resolve`; not a group.
+        corpus: trains trained models and the BPE of reference models.
+        device, dtype: where and in what precision the model runs.
+        seed: seeds random init of twins and reference models.
+        device_map: for models loaded from a folder (trained, hf): accelerate's placement, e.g. "auto",
+            which splits a model too large for one device over the GPUs, the CPU and ``offload_folder``;
+            None puts the whole model on ``device``. Random-init models always go to ``device``.
+        max_memory: accelerate's per-device limits, e.g. {"cpu": "200MB"} (with ``device_map``).
+        offload_folder: where accelerate may offload weights to disk (with ``device_map``).
+    Raises:
+        ModelLoadError: missing, corrupt, damaged (cached) or unreachable checkpoint; a folder without
+            tokenizer files; a tokenizer larger than the model's vocabulary; a pickle that
+            ``weights_only=True`` refuses; a model that needs remote code. One line, naming the file
+            or setting.
+        UnsupportedArchitectureError: no adapter for the architecture.
+        ValueError: for a group.
+    """
+    started = time.perf_counter()
+    info: dict = {}
+    placement = {"device_map": device_map, "max_memory": max_memory, "offload_folder": offload_folder,
+                 "dtype": dtype} if device_map else None
+    if entry.is_group:
+        raise ValueError(f"{entry.name} is a group of models; load its members")
+    if entry.recipe is not None:  # trained, or the twin of a trained model
+        folder = train(entry.recipe, corpus, device=device)
+        tokenizer = tokenizer_from_json((folder / "tokenizer.json").read_text())
+        if entry.role == "trained":
+            info = json.loads((folder / "loss_curve.json").read_text())
+            model, source = _hf_model(str(folder), placement, use_safetensors=True), str(folder)
+        else:
+            model, source = from_config(AutoConfig.from_pretrained(folder, trust_remote_code=False), seed), f"config of {folder}"
+    elif entry.source in {str(p) for p in REFERENCES.values()}:  # a reference, or its (identical) twin
+        values = json.loads(Path(entry.source).read_text())
+        config = AutoConfig.for_model(values.pop("model_type"), **values)
+        model, source, tokenizer = from_config(config, seed), entry.source, train_bpe(corpus)
+    else:  # hf, or the twin of an hf model
+        hf_id = entry.source
+        if Path(hf_id).is_dir():
+            _check_hf_folder(Path(hf_id), weights=entry.role == "hf")
+        try:
+            tokenizer = HFTokenizer(AutoTokenizer.from_pretrained(hf_id, trust_remote_code=False))
+        except LOAD_ERRORS as err:
+            raise _load_error(hf_id, "tokenizer", err) from err
+        if entry.role == "hf":
+            model = _hf_model(hf_id, placement)
+        else:
+            model = from_config(_hf_config(hf_id), seed)
+        source = hf_id
+        _check_vocabulary(model, tokenizer, hf_id, corpus.validation[:1000])
+    adapter = adapter_for(model)
+    # what is tested: the weight files of the folder the model was loaded from, else its state dict as built
+    from_folder = entry.role in ("trained", "hf") and Path(source).is_dir()
+    weights_sha256 = folder_sha256(Path(source)) if from_folder else state_dict_sha256(model)
+    if getattr(model, "hf_device_map", None) is None:  # accelerate placed a device_map model already
+        model = model.to(device=device, dtype=dtype)
+    model.eval()
+    return LoadedModel(entry, model, adapter, tokenizer, source, time.perf_counter() - started, info, weights_sha256)

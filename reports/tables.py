@@ -1,0 +1,317 @@
+"""The report's tables and lines, built from a results.json document (keys in reports/SCHEMA.md).
+
+Each function returns plain data, (header, rows) or lines, that ``reports.render`` writes as markdown and as
+HTML: the per-claim summary, the claims × subjects matrix grouped by kind of subject, the coverage of the
+catalogue, each claim's subject table and details, the models, the builds and the header lines.
+"""
+
+import re
+
+from reports.records import FAILS, FAILS_AS_EXPECTED, HOLDS, INCONCLUSIVE, RED, count_outcomes
+
+def fmt(x) -> str:
+    """A number as the report shows it: 4 significant digits, "—" for None."""
+    return "—" if x is None else f"{x:.4g}" if isinstance(x, float) else str(x)
+
+
+def num(x, spec: str = ".3g") -> str:
+    """A number in a format spec, "—" where it is missing (NaN and inf are stored as null)."""
+    return "—" if x is None else format(x, spec)
+
+
+def natural(name: str) -> list:
+    """Sort key that orders numbers in names by value: tiny-w96 < tiny-w128."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name)]
+
+
+def claim_order(claim_id: str) -> list:
+    """Sort key of claim ids: S0.2 < S0.10 < S1.1."""
+    return [int(p) if p.isdigit() else p for p in claim_id[1:].split(".")]
+
+
+def test_name(record: dict) -> str:
+    """The test function of a record, e.g. "test_final_norm_removes_scale"."""
+    return record["test"].split("::")[-1].split("[")[0]
+
+
+def label(record: dict) -> str:
+    """The subject of a record as the matrix names it: model, plus the test's other parameters."""
+    params = "-".join(record["params"].values())
+    return record["model"] + (f" [{params}]" if params else "")
+
+
+def cell(record: dict) -> str:
+    """The matrix cell: the outcome with the claim check's statistic, or what went wrong."""
+    head = record.get("headline")
+    value = f" {num(head['value'])} [{num(head['ci_low'])}, {num(head['ci_high'])}]" if head else ""
+    params = "-".join(record["params"].values())
+    suffix = f" ({params})" if params else ""
+    if record["outcome"] == "control failed":
+        claim_passed = all(c["passed"] for c in record["checks"] if c["role"] == "claim")
+        failed = [c["name"] for c in record["checks"] if c["role"] == "control" and not c["passed"]
+                  and (claim_passed or not c.get("guards_pass"))]
+        return f"CONTROL FAILED: {'; '.join(failed)}{suffix}"
+    if record["outcome"] == "error":
+        first = record["message"].strip().splitlines()[0] if record["message"].strip() else ""
+        return f"ERROR{': ' + first[:120] if first else ''}{'…' if len(first) > 120 else ''}{suffix}"
+    word = record["outcome"].upper() if record["outcome"] in RED else record["outcome"]
+    return f"{word}{value}{suffix}"
+
+
+SUBJECT_GROUPS = (("trained zoo", ("trained",)), ("untrained twins", ("untrained",)),
+                  ("random-init references", ("reference",)), ("your models", ("hf",)))
+OTHER_GROUP = "groups of models"  # the ladder, the seed siblings, the mixer pair: subjects with no facts of their own
+
+
+def column_groups(doc: dict) -> list[tuple[str, list[str]]]:
+    """The matrix's subjects grouped by kind, trained zoo first: [(group name, [model names])], empty groups left
+    out; a subject whose facts give no role (a group of models) goes to ``OTHER_GROUP``."""
+    models = sorted(dict.fromkeys(r["model"] for r in doc["records"]), key=natural)
+    role = {m: (doc.get("models") or {}).get(m, {}).get("role") for m in models}
+    groups = [(name, [m for m in models if role[m] in roles]) for name, roles in SUBJECT_GROUPS]
+    known = {r for _, roles in SUBJECT_GROUPS for r in roles}
+    groups.insert(3, (OTHER_GROUP, [m for m in models if role[m] not in known]))
+    return [(name, members) for name, members in groups if members]
+
+
+def matrix(doc: dict) -> tuple[list[str], list[list[str]]]:
+    """Claims × subjects: one cell per (claim, subject), several tests joined by line breaks; the subjects in the
+    order of :func:`column_groups`."""
+    claims = sorted({r["claim"] for r in doc["records"]}, key=claim_order)
+    models = [m for _, members in column_groups(doc) for m in members]
+    cells: dict[tuple[str, str], list[str]] = {}
+    several = {c for c in claims if len({test_name(r) for r in doc["records"] if r["claim"] == c}) > 1}
+    for r in doc["records"]:
+        suffix = f" — {test_name(r)}" if r["claim"] in several else ""
+        cells.setdefault((r["claim"], r["model"]), []).append(cell(r) + suffix)
+    names = {c: c + (" (implementation check)" if is_implementation(doc, c) else "") for c in claims}
+    return ["claim"] + models, [[names[c]] + ["<br>".join(cells.get((c, m), ["·"])) for m in models] for c in claims]
+
+
+NAMED = (FAILS, FAILS_AS_EXPECTED, INCONCLUSIVE)  # outcomes the summary names the subjects of (red ones too)
+
+
+def summary_rows(doc: dict) -> tuple[list[str], list[list[str]]]:
+    """One line per claim that ran, for the top of the report: on how many subjects it holds, where it fails
+    (as the ledger expects, or not), is inconclusive, not informative or red, and which verdicts changed since the
+    last run of the same command (``changes_since_last_run``) or since the baseline."""
+    since = doc.get("changes_since_last_run") or {}
+    changed = (doc.get("baseline") or {}).get("verdict_changes") or since.get("changes") or []
+    rows = []
+    for claim_id, entry, records in claims_of(doc):
+        counts = count_outcomes(r["outcome"] for r in records)
+        parts = [f"holds on {counts.get(HOLDS, 0)} of {len(records)}"]
+        for outcome, n in counts.items():
+            if outcome == HOLDS:
+                continue
+            names = f": {', '.join(label(r) for r in records if r['outcome'] == outcome)}" \
+                if outcome in NAMED or outcome in RED else ""
+            parts.append(f"{outcome.upper() if outcome in RED else outcome} on {n}{names}")
+        moved = [f"{label_of(c)}: {c['was']} → {c['now']}" for c in changed if c["claim"] == claim_id]
+        rows.append([claim_id, short(entry.get("statement", "")), "; ".join(parts), "; ".join(moved) or "—"])
+    return ["claim", "statement", "verdicts", "changed since " + ("the baseline" if doc.get("baseline") else
+                                                                 f"run {since['run_id']}" if since.get("run_id")
+                                                                 else "the last run")], rows
+
+
+def label_of(change: dict) -> str:
+    """The subject of a verdict change: its model, with the test's parameters where the test id has them."""
+    params = change["test"].partition("[")[2].removesuffix("]").removeprefix(change["model"]).lstrip("-")
+    return change["model"] + (f" [{params}]" if params else "")
+
+
+def short(text: str, length: int = 90) -> str:
+    """A statement cut to ``length`` characters, with "…" where it was cut."""
+    return text[:length] + ("…" if len(text) > length else "")
+
+
+def claims_of(doc: dict):
+    """(claim id, catalogue entry, its records) for every claim that ran, in claim order."""
+    for claim_id in sorted({r["claim"] for r in doc["records"]}, key=claim_order):
+        yield claim_id, (doc.get("catalogue") or {}).get(claim_id, {}), [r for r in doc["records"] if r["claim"] == claim_id]
+
+
+IMPLEMENTATION_NOTE = ("Implementation check: the claim is an identity of the mechanism, true for any weights, trained "
+                       "or random. 'holds' says that the captured activations are what the source's algebra says "
+                       "they are on this architecture and dtype (its controls show the check sees a violation), not "
+                       "that the model learned anything.")
+
+
+def is_implementation(doc: dict, claim_id: str) -> bool:
+    """Whether the catalogue marks a claim as an implementation check (an identity, S1.1-S1.3)."""
+    return (doc.get("catalogue") or {}).get(claim_id, {}).get("kind") == "implementation"
+
+
+def coverage(doc: dict) -> tuple[list[str], list[list[str]]]:
+    """Every catalogued claim: its tests, the models they ran on, and the outcomes."""
+    rows = []
+    for claim_id, entry in sorted(doc["catalogue"].items(), key=lambda kv: claim_order(kv[0])):
+        records = [r for r in doc["records"] if r["claim"] == claim_id]
+        tests = sorted({r["test"].split("[")[0].split("::")[-1] for r in records})
+        counts = count_outcomes(r["outcome"] for r in records)
+        kind = "[implementation check] " if entry.get("kind") == "implementation" else ""
+        rows.append([claim_id, kind + short(entry["statement"]),
+                     ", ".join(tests) or "not run (not selected in this run)",
+                     ", ".join(dict.fromkeys(r["model"] for r in records)) or "—",
+                     ", ".join(f"{n} {o}" for o, n in counts.items()) or "—"])
+    return ["claim", "statement", "tests", "models run", "outcomes"], rows
+
+
+def subject_rows(records: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """One claim's table: per subject the claim check's statistic, interval, threshold, margin, outcome, why."""
+    header = ["subject", "test", "outcome", "claim check", "value", "interval (level, n)", "threshold", "margin",
+              "note"]
+    rows = []
+    for r in records:
+        head = r.get("headline") or {}
+        check = next((c for c in r["checks"] if c["name"] == head.get("name")), None)
+        note = r["message"] if r["outcome"] != HOLDS else ""
+        if r.get("scaled"):
+            note = f"scaled form: {r['scaled']} {note}".strip()
+        if r["expected"] != "holds" and r["outcome"] != "fails as expected":
+            note = f"{note} (ledger: {r['expected_reason']})".strip()
+        if r.get("ledger_build") == "another build":
+            note = f"{note} (ledger measured on another build)".strip()
+        if r.get("ledger_quotes_disagree"):
+            note = f"{note} (the ledger's why does not match this run: {'; '.join(r['ledger_quotes_disagree'])})".strip()
+        if len(r.get("looks") or ()) > 1:
+            note = f"looked at {' → '.join(str(look['prompts']) for look in r['looks'])} prompts. {note}".strip()
+        rows.append([label(r), test_name(r), r["outcome"], head.get("name", "—"), fmt(head.get("value")),
+                     f"[{fmt(head.get('ci_low'))}, {fmt(head.get('ci_high'))}]{_level(check)}" if head else "—",
+                     f"{check['comparison']} {fmt(check['threshold'])}" if check else "—",
+                     num(head["margin"], "+.4g") if head else "—", note[:400]])
+    return header, rows
+
+
+def _level(check: dict | None) -> str:
+    """" (98.3 %, n = 128)": an interval's level and sample, where the record has them (schema 5)."""
+    if not check or check.get("confidence") is None:
+        return ""
+    n = f", n = {check['n']}" if check.get("n") else ""
+    return f" ({check['confidence']:.1%}{n})"
+
+
+def thresholds(records: list[dict]) -> list[tuple[str, str, str]]:
+    """Each distinct check of a claim once: (role, "name comparison threshold", derivation)."""
+    seen: dict[str, tuple[str, str, str]] = {}
+    for r in records:
+        for c in r["checks"]:
+            seen.setdefault(c["name"], (c["role"], f"{c['name']} {c['comparison']} {fmt(c['threshold'])} {c['unit']}",
+                                        c["derivation"]))
+    return list(seen.values())
+
+
+def detail_tables(details: dict) -> list[tuple[str, list[str], list[list[str]]]]:
+    """A record's details as (title, header, rows) tables.
+
+    Shapes understood: {key: scalar} (one table of scalars), {key: {label: scalar}} (one row per label),
+    {key: {label: {field: scalar}}} and {key: [{field: scalar}]} (one row per item), {key: [scalars]}.
+    """
+    tables, scalars = [], []
+    for key, value in details.items():
+        if isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()):
+            fields = list(dict.fromkeys(f for v in value.values() for f in v))
+            tables.append((key, ["", *fields], [[str(k), *(fmt(v.get(f)) for f in fields)] for k, v in value.items()]))
+        elif isinstance(value, dict):
+            tables.append((key, ["", "value"], [[str(k), fmt(v)] for k, v in value.items()]))
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            fields = list(dict.fromkeys(f for v in value for f in v))
+            tables.append((key, ["#", *fields], [[str(i + 1), *(fmt(v.get(f)) for f in fields)] for i, v in enumerate(value)]))
+        elif isinstance(value, list):
+            tables.append((key, [str(i + 1) for i in range(len(value))], [[fmt(v) for v in value]]))
+        else:
+            scalars.append([key, fmt(value)])
+    return ([("details", ["", "value"], scalars)] if scalars else []) + tables
+
+
+def header_lines(doc: dict) -> list[str]:
+    """The run facts: what makes the run replayable, and how it ended."""
+    v, counts = doc["versions"], count_outcomes(r["outcome"] for r in doc["records"])
+    lines = [
+        f"run {doc['run_id']} · {doc['created_utc']} · git {doc['git']} · exit status {doc['exit_status']} · "
+        f"errors {counts.get('error', 0)}" + (" · INTERRUPTED" if doc["interrupted"] else ""),
+        "outcomes: " + ", ".join(f"{n} {o}" for o, n in counts.items()),
+        f"zoo {doc['zoo']} · device {doc['device']['device']} ({doc['device'].get('gpu', doc['device']['platform'])}) · "
+        f"dtype {doc['device']['dtype']} · seed {doc['seed']} · wall {doc['wall_seconds']} s · "
+        f"peak RSS {doc['peak_rss_mib']} MiB",
+        f"python {v['python']} · torch {v['torch']} · transformers {v['transformers']} · tokenizers {v['tokenizers']}"
+        + (" · NOT THE LOCK: " + "; ".join(doc["versions_off_lock"]) if doc.get("versions_off_lock") else ""),
+        "replay: " + doc["replay"],
+    ]
+    if doc.get("merged_from"):
+        lines.append("merged from runs: " + ", ".join(doc["merged_from"]))
+    lines += [f"MISSING: shard {s} did not report; its claims are not in this report" for s in doc.get("shards_missing") or ()]
+    bench = doc.get("benchmarks")
+    if bench:
+        lines.append(f"benchmarks ({bench['file']}, {bench['created']}): " + "; ".join(bench["lines"]))
+    return lines
+
+
+def _digest(value) -> str:
+    return str(value)[:12] if value else "not recorded"
+
+
+def _statuses(statuses: dict) -> str:
+    return ", ".join(f"{name}: {status}" for name, status in statuses.items()) or "no claim check"
+
+
+def baseline_lines(doc: dict) -> list[str]:
+    """What changed since the baseline run, most important first: what makes the comparison unlike, which weights
+    were compared, then measured changes apart from changes of the ledger or the procedure."""
+    cmp = doc["baseline"]
+    lines = [f"Compared with {cmp['baseline']} (run {cmp['baseline_run_id']}):"]
+    lines += [f"- NOT LIKE FOR LIKE: {d}" for d in cmp.get("differences", [])]
+    lines += [f"- RETRAINED IN PLACE: {m['new']} has the same name but other weights (sha256 "
+              f"{_digest(m['old_weights_sha256'])} → {_digest(m['new_weights_sha256'])})"
+              for m in cmp.get("retrained_in_place", [])]
+    lines += [f"- compared {m['old']} (weights {_digest(m['old_weights_sha256'])}) with {m['new']} "
+              f"(weights {_digest(m['new_weights_sha256'])})" for m in cmp.get("models", [])
+              if m["old"] != m["new"]]
+    lines += [f"- MEASURED {c['claim']} on {c['model']}: {_statuses(c['was'])} → {_statuses(c['now'])} "
+              f"(outcome {c['outcome_was']} → {c['outcome_now']}; {c['test']})" for c in cmp.get("measured_changes", [])]
+    lines += [f"- ledger only: {c['claim']} on {c['model']}: {c['was']} → {c['now']}, the claim checks measured the "
+              f"same ({c['test']})" for c in cmp.get("ledger_changes", [])]
+    lines += [f"- method changed: {c['claim']} on {c['model']}: version {c['was']} → {c['now']}, numbers not compared"
+              for c in cmp.get("method_changed", [])]
+    lines += [f"- moved: {m['claim']} on {m['model']}, {m['check']}: {num(m['was'], '.4g')} → {num(m['now'], '.4g')} "
+              f"(tolerance {num(m['tolerance'])})"
+              for m in cmp["moved"]]
+    lines += [f"- new test: {t}" for t in cmp["new"]] + [f"- no longer run: {t}" for t in cmp["missing"]]
+    if not any(line.startswith(("- MEASURED", "- ledger only", "- method", "- moved", "- new", "- no longer"))
+               for line in lines):
+        lines.append("- no outcome changed and no statistic moved beyond its tolerance")
+    return lines
+
+
+def builds_rows(doc: dict) -> tuple[list[str], list[list[str]]]:
+    """The builds-agree table: per claim test, how many trainings of one recipe (the model and its seed
+    siblings) give each outcome."""
+    header = ["claim", "test", "recipe", "builds agree", "outcome per build"]
+    rows = [[b["claim"], b["test"] + (f" [{b['params']}]" if b["params"] else ""), b["recipe"], b["summary"],
+             "; ".join(f"{name}: {outcome}" for name, outcome in b["builds"].items())]
+            for b in sorted(doc.get("builds_agree") or [], key=lambda b: (claim_order(b["claim"]), b["test"]))]
+    return header, rows
+
+
+BUILDS_NOTE = ("The same recipe trained at S4's other seeds (the seed siblings) is another set of weights: where "
+               "the builds disagree, a verdict follows the training run as much as the recipe. Each build keeps "
+               "its own verdict in the matrix.")
+
+
+def model_rows(doc: dict) -> tuple[list[str], list[list[str]]]:
+    """The models table: size, training, the residual-identity check, timings, or the load error."""
+    header = ["model", "role", "arch", "params", "d_model", "blocks", "train s", "val loss", "identity error",
+              "forward s", "capture s", "captured"]
+    rows = []
+    for name, m in doc["models"].items():
+        if "error" in m:
+            rows.append([name, m["role"], "ERROR: " + m["error"][:300]] + [""] * 9)
+            continue
+        ident = m.get("residual_identity") or {}
+        rows.append([name, m["role"], m["architecture"], f"{m['n_params']:,}", str(m["d_model"]), str(m["n_blocks"]),
+                     fmt(m["train_seconds"] and round(m["train_seconds"], 1)), fmt(m["final_val_loss"]),
+                     f"{fmt(ident.get('max_relative_error'))} (≤ {fmt(ident.get('tolerance'))})" if ident else "—",
+                     fmt(m["forward_seconds"]), fmt(m["capture_seconds"]), str(len(m.get("captured") or [])) + " names"])
+    return header, rows
+
+
