@@ -14,10 +14,13 @@ two inputs is refused) and sorted as :func:`reports.writer.sort_records` does,
 ``merged_from`` the input run ids, ``created_utc`` now; the rest (``schema``,
 ``seed``, ``zoo``, ``corpus``, ``versions``, ``git``, ``catalogue``,
 ``device``, ``replay``, ``command``) taken from the inputs, the first where
-they differ. It is written through :func:`reports.writer.write_doc` as a new
-run folder.
+they differ; the ``replay`` without a shard's ``--shard NAME``, since the shards
+together are a whole run. With ``--shards``, ``shards_missing`` names each
+expected shard that sent no run. It is written through
+:func:`reports.writer.write_doc` as a new run folder.
 """
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -162,6 +165,11 @@ def _merge_baselines(runs: list[Run], records: list[dict]) -> dict | None:
             "missing": [t for t in dict.fromkeys(concat("missing")) if t not in tests]}
 
 
+def whole_run(replay: str | None) -> str | None:
+    """A shard's replay command without its ``--shard NAME``: what the merged shards together replay."""
+    return re.sub(r" --shard \S+", "", replay) if replay else replay
+
+
 def merge_runs(runs: list[Run], shards: list[str] | None = None) -> Merged:
     """Merge results documents into one (its ``run_id`` left None for the writer to set).
 
@@ -213,7 +221,7 @@ def merge_runs(runs: list[Run], shards: list[str] | None = None) -> Merged:
         "run_id": None,
         "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "command": first.get("command"),
-        "replay": first.get("replay"),
+        "replay": whole_run(first.get("replay")),
         "interrupted": any(bool(r.doc.get("interrupted")) for r in runs),
         "exit_status": max(int(r.doc.get("exit_status") or 0) for r in runs),
         "seed": first.get("seed"),

@@ -238,6 +238,11 @@ def header_lines(doc: dict) -> list[str]:
         + (" · NOT THE LOCK: " + "; ".join(doc["versions_off_lock"]) if doc.get("versions_off_lock") else ""),
         "replay: " + doc["replay"],
     ]
+    stale = [f"{r['claim']} on {label(r)}" for r in doc["records"] if r.get("ledger_quotes_disagree")]
+    if stale:
+        lines.append(f"LEDGER OUT OF DATE: the why of {len(stale)} ledger entries quotes numbers this run did not "
+                     f"measure on the same weights ({', '.join(stale)}): measure them again and rewrite the why "
+                     "(claims/expected_verdicts.toml)")
     if doc.get("merged_from"):
         lines.append("merged from runs: " + ", ".join(doc["merged_from"]))
     lines += [f"MISSING: shard {s} did not report; its claims are not in this report" for s in doc.get("shards_missing") or ()]

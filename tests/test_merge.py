@@ -118,8 +118,8 @@ def test_the_function_merges_and_a_second_merge_gets_its_own_folder(tmp_path, tw
 
 def test_a_shard_that_did_not_report_is_named(tmp_path, two_machines):
     a, b = two_machines
-    edit(a, shard="tiny-w96")
-    edit(b, shard="tiny-w128")
+    edit(a, shard="tiny-w96", replay="pytest claims -m gpu --zoo tiny --seed 0 --shard tiny-w96")
+    edit(b, shard="tiny-w128", replay="pytest claims -m gpu --zoo tiny --seed 0 --shard tiny-w128")
     expected = tmp_path / "shards.json"
     expected.write_text(json.dumps(["tiny-w96", "tiny-w128", "ref-gpt2-small"]))
     done = cli("merge", a, b, "--shards", expected, "--report-dir", tmp_path / "merged")
@@ -127,6 +127,7 @@ def test_a_shard_that_did_not_report_is_named(tmp_path, two_machines):
     assert "warning: shard ref-gpt2-small did not report" in done.stderr
     folder = Path(done.stdout.strip())
     assert load(folder)["shards_missing"] == ["ref-gpt2-small"]
+    assert load(folder)["replay"] == "pytest claims -m gpu --zoo tiny --seed 0"  # the shards together: a whole run
     assert "MISSING: shard ref-gpt2-small did not report" in (folder / "report.md").read_text()
     expected.write_text(json.dumps({"tiny-w96": 1}))
     done = cli("merge", a, b, "--shards", expected, "--report-dir", tmp_path / "merged")

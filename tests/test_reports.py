@@ -270,6 +270,8 @@ def test_a_ledger_why_that_quotes_other_numbers_than_the_run_is_named_in_the_rep
     doc = writer.results(settings_for(tmp_path), [rec], {"tiny-w96": {"weights_sha256": "abc"}}, 0, 1.0,
                          catalogue_json())
     assert doc["records"][0]["ledger_quotes_disagree"]
+    assert "LEDGER OUT OF DATE: the why of 1 ledger entries quotes numbers this run did not measure on the same " \
+           "weights (S0.3 on tiny-w96)" in "\n".join(tables.header_lines({**doc, "run_id": "x"}))
     note = tables.subject_rows(doc["records"])[1][0][-1]
     assert "the ledger's why does not match this run: straightening: the ledger quotes 0.116" in note
 
