@@ -47,7 +47,6 @@ from latent_instruments.errors import require_finite
 REPRESENTATIONS = ("indirect", "direct")
 LOSSES = ("l1", "l2", "cosine", "mixed")
 STEPS = ("plain", "normalised")
-_DECODE_CHUNK = 1 << 24  # decode at most this many (position x vocabulary) scores at once
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from models.corpus import Corpus
 from models.errors import ModelLoadError
 from models.identity import folder_sha256, state_dict_sha256
 from models.tokenization import HFTokenizer, hf_tokenizer_files, tokenizer_from_json, train_bpe
-from models.trainer import train, unreadable_safetensors
+from models.trainer import checkpoint_dir, train, unreadable_safetensors
 from models.zoo import REFERENCES, ZooEntry
 
 
@@ -78,6 +78,11 @@ class LoadedModel:
 
 
 LOAD_ERRORS = (OSError, ValueError, RuntimeError, SafetensorError)
+
+
+def needs_training(entry: ZooEntry, corpus: Corpus) -> bool:
+    """Whether :func:`load` will train ``entry`` first: a zoo recipe (or its twin) whose checkpoint is not cached."""
+    return entry.recipe is not None and not checkpoint_dir(entry.recipe, corpus).exists()
 
 
 def _load_error(source: str, what: str, err: Exception) -> ModelLoadError:

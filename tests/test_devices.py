@@ -28,10 +28,10 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 
-from latent_instruments import distances, inversion, normalization, spectra
+from latent_instruments import decoding, distances, inversion, normalization, spectra
 from latent_instruments.distances import hellinger_distance
-from latent_instruments.inversion import Inversion, InversionConfig, invert
 from latent_instruments.decoding import decode_top_k, pseudo_inverse, pseudo_inverse_decode
+from latent_instruments.inversion import Inversion, InversionConfig, invert
 from latent_instruments.normalization import relative_norm_change, rotate_to_cosine
 from latent_instruments.spectra import LogBins, fit_power_law, power_spectral_density
 
@@ -198,7 +198,7 @@ def meta_safe_finiteness_check(monkeypatch):
     def shape_only(tensor: torch.Tensor, what: str) -> None:
         assert tensor.is_meta, f"{what} is on {tensor.device}, not meta"
 
-    for module in (normalization, inversion, spectra, distances):
+    for module in (normalization, inversion, decoding, spectra, distances):
         monkeypatch.setattr(module, "require_finite", shape_only)
 
 
