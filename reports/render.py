@@ -13,9 +13,10 @@ report (``figures/``, see :func:`figures`), loaded as the reader scrolls to them
 import html
 
 from reports import plots
-from reports.tables import (BUILDS_NOTE, IMPLEMENTATION_NOTE, baseline_lines, builds_rows, claims_of, column_groups,
-                            coverage, detail_tables, header_lines, is_implementation, label, matrix, model_rows,
-                            subject_rows, summary_rows, thresholds)
+from reports.records import count_outcomes
+from reports.tables import (BUILDS_NOTE, IMPLEMENTATION_NOTE, builds_rows, claims_of, column_groups, coverage,
+                            detail_tables, is_implementation, label, matrix, model_rows, num, subject_rows,
+                            summary_rows, thresholds)
 
 MATRIX_NOTE = ("claims × subjects; each cell: the outcome and the claim check's statistic with its interval: 95 %, or "
                "the lower-α level its claim table gives (with n) where the claim is sequential over prompts")
@@ -27,6 +28,70 @@ def md_table(header: list[str], rows: list[list[str]]) -> str:
         return str(c).replace("|", "\\|").replace("\n", " ")
     lines = ["| " + " | ".join(map(esc, header)) + " |", "|" + "---|" * len(header)]
     return "\n".join(lines + ["| " + " | ".join(map(esc, row)) + " |" for row in rows])
+
+
+def header_lines(doc: dict) -> list[str]:
+    """The run facts: what makes the run replayable, and how it ended."""
+    v, counts = doc["versions"], count_outcomes(r["outcome"] for r in doc["records"])
+    lines = [
+        f"run {doc['run_id']} · {doc['created_utc']} · git {doc['git']} · exit status {doc['exit_status']} · "
+        f"errors {counts.get('error', 0)}" + (" · INTERRUPTED" if doc["interrupted"] else ""),
+        "outcomes: " + ", ".join(f"{n} {o}" for o, n in counts.items()),
+        f"zoo {doc['zoo']} · device {doc['device']['device']} ({doc['device'].get('gpu', doc['device']['platform'])}) · "
+        f"dtype {doc['device']['dtype']} · seed {doc['seed']} · wall {doc['wall_seconds']} s · "
+        f"peak RSS {doc['peak_rss_mib']} MiB",
+        f"python {v['python']} · torch {v['torch']} · transformers {v['transformers']} · tokenizers {v['tokenizers']}"
+        + (" · NOT THE LOCK: " + "; ".join(doc["versions_off_lock"]) if doc.get("versions_off_lock") else ""),
+        "replay: " + doc["replay"],
+    ]
+    stale = [f"{r['claim']} on {label(r)}" for r in doc["records"] if r.get("ledger_quotes_disagree")]
+    if stale:
+        lines.append(f"LEDGER OUT OF DATE: the why of {len(stale)} ledger entries quotes numbers this run did not "
+                     f"measure on the same weights ({', '.join(stale)}): measure them again and rewrite the why "
+                     "(claims/expected_verdicts.toml)")
+    if doc.get("merged_from"):
+        lines.append("merged from runs: " + ", ".join(doc["merged_from"]))
+    lines += [f"MISSING: shard {s} did not report; its claims are not in this report" for s in doc.get("shards_missing") or ()]
+    bench = doc.get("benchmarks")
+    if bench:
+        lines.append(f"benchmarks ({bench['file']}, {bench['created']}): " + "; ".join(bench["lines"]))
+    return lines
+
+
+def _digest(value) -> str:
+    return str(value)[:12] if value else "not recorded"
+
+
+def _statuses(statuses: dict) -> str:
+    return ", ".join(f"{name}: {status}" for name, status in statuses.items()) or "no claim check"
+
+
+def baseline_lines(doc: dict) -> list[str]:
+    """What changed since the baseline run, most important first: what makes the comparison unlike, which weights
+    were compared, then measured changes apart from changes of the ledger or the procedure."""
+    cmp = doc["baseline"]
+    lines = [f"Compared with {cmp['baseline']} (run {cmp['baseline_run_id']}):"]
+    lines += [f"- NOT LIKE FOR LIKE: {d}" for d in cmp.get("differences", [])]
+    lines += [f"- RETRAINED IN PLACE: {m['new']} has the same name but other weights (sha256 "
+              f"{_digest(m['old_weights_sha256'])} → {_digest(m['new_weights_sha256'])})"
+              for m in cmp.get("retrained_in_place", [])]
+    lines += [f"- compared {m['old']} (weights {_digest(m['old_weights_sha256'])}) with {m['new']} "
+              f"(weights {_digest(m['new_weights_sha256'])})" for m in cmp.get("models", [])
+              if m["old"] != m["new"]]
+    lines += [f"- MEASURED {c['claim']} on {c['model']}: {_statuses(c['was'])} → {_statuses(c['now'])} "
+              f"(outcome {c['outcome_was']} → {c['outcome_now']}; {c['test']})" for c in cmp.get("measured_changes", [])]
+    lines += [f"- ledger only: {c['claim']} on {c['model']}: {c['was']} → {c['now']}, the claim checks measured the "
+              f"same ({c['test']})" for c in cmp.get("ledger_changes", [])]
+    lines += [f"- method changed: {c['claim']} on {c['model']}: version {c['was']} → {c['now']}, numbers not compared"
+              for c in cmp.get("method_changed", [])]
+    lines += [f"- moved: {m['claim']} on {m['model']}, {m['check']}: {num(m['was'], '.4g')} → {num(m['now'], '.4g')} "
+              f"(tolerance {num(m['tolerance'])})"
+              for m in cmp["moved"]]
+    lines += [f"- new test: {t}" for t in cmp["new"]] + [f"- no longer run: {t}" for t in cmp["missing"]]
+    if not any(line.startswith(("- MEASURED", "- ledger only", "- method", "- moved", "- new", "- no longer"))
+               for line in lines):
+        lines.append("- no outcome changed and no statistic moved beyond its tolerance")
+    return lines
 
 
 def markdown(doc: dict) -> str:

@@ -2,12 +2,14 @@
 
 Each function returns plain data, (header, rows) or lines, that ``reports.render`` writes as markdown and as
 HTML: the per-claim summary, the claims × subjects matrix grouped by kind of subject, the coverage of the
-catalogue, each claim's subject table and details, the models, the builds and the header lines.
+catalogue, each claim's subject table and details, the models and the builds. The run's header and baseline
+lines are ``reports.render``'s.
 """
 
 import re
 
 from reports.records import FAILS, FAILS_AS_EXPECTED, HOLDS, INCONCLUSIVE, RED, count_outcomes
+
 
 def fmt(x) -> str:
     """A number as the report shows it: 4 significant digits, "—" for None."""
@@ -222,70 +224,6 @@ def detail_tables(details: dict) -> list[tuple[str, list[str], list[list[str]]]]
         else:
             scalars.append([key, fmt(value)])
     return ([("details", ["", "value"], scalars)] if scalars else []) + tables
-
-
-def header_lines(doc: dict) -> list[str]:
-    """The run facts: what makes the run replayable, and how it ended."""
-    v, counts = doc["versions"], count_outcomes(r["outcome"] for r in doc["records"])
-    lines = [
-        f"run {doc['run_id']} · {doc['created_utc']} · git {doc['git']} · exit status {doc['exit_status']} · "
-        f"errors {counts.get('error', 0)}" + (" · INTERRUPTED" if doc["interrupted"] else ""),
-        "outcomes: " + ", ".join(f"{n} {o}" for o, n in counts.items()),
-        f"zoo {doc['zoo']} · device {doc['device']['device']} ({doc['device'].get('gpu', doc['device']['platform'])}) · "
-        f"dtype {doc['device']['dtype']} · seed {doc['seed']} · wall {doc['wall_seconds']} s · "
-        f"peak RSS {doc['peak_rss_mib']} MiB",
-        f"python {v['python']} · torch {v['torch']} · transformers {v['transformers']} · tokenizers {v['tokenizers']}"
-        + (" · NOT THE LOCK: " + "; ".join(doc["versions_off_lock"]) if doc.get("versions_off_lock") else ""),
-        "replay: " + doc["replay"],
-    ]
-    stale = [f"{r['claim']} on {label(r)}" for r in doc["records"] if r.get("ledger_quotes_disagree")]
-    if stale:
-        lines.append(f"LEDGER OUT OF DATE: the why of {len(stale)} ledger entries quotes numbers this run did not "
-                     f"measure on the same weights ({', '.join(stale)}): measure them again and rewrite the why "
-                     "(claims/expected_verdicts.toml)")
-    if doc.get("merged_from"):
-        lines.append("merged from runs: " + ", ".join(doc["merged_from"]))
-    lines += [f"MISSING: shard {s} did not report; its claims are not in this report" for s in doc.get("shards_missing") or ()]
-    bench = doc.get("benchmarks")
-    if bench:
-        lines.append(f"benchmarks ({bench['file']}, {bench['created']}): " + "; ".join(bench["lines"]))
-    return lines
-
-
-def _digest(value) -> str:
-    return str(value)[:12] if value else "not recorded"
-
-
-def _statuses(statuses: dict) -> str:
-    return ", ".join(f"{name}: {status}" for name, status in statuses.items()) or "no claim check"
-
-
-def baseline_lines(doc: dict) -> list[str]:
-    """What changed since the baseline run, most important first: what makes the comparison unlike, which weights
-    were compared, then measured changes apart from changes of the ledger or the procedure."""
-    cmp = doc["baseline"]
-    lines = [f"Compared with {cmp['baseline']} (run {cmp['baseline_run_id']}):"]
-    lines += [f"- NOT LIKE FOR LIKE: {d}" for d in cmp.get("differences", [])]
-    lines += [f"- RETRAINED IN PLACE: {m['new']} has the same name but other weights (sha256 "
-              f"{_digest(m['old_weights_sha256'])} → {_digest(m['new_weights_sha256'])})"
-              for m in cmp.get("retrained_in_place", [])]
-    lines += [f"- compared {m['old']} (weights {_digest(m['old_weights_sha256'])}) with {m['new']} "
-              f"(weights {_digest(m['new_weights_sha256'])})" for m in cmp.get("models", [])
-              if m["old"] != m["new"]]
-    lines += [f"- MEASURED {c['claim']} on {c['model']}: {_statuses(c['was'])} → {_statuses(c['now'])} "
-              f"(outcome {c['outcome_was']} → {c['outcome_now']}; {c['test']})" for c in cmp.get("measured_changes", [])]
-    lines += [f"- ledger only: {c['claim']} on {c['model']}: {c['was']} → {c['now']}, the claim checks measured the "
-              f"same ({c['test']})" for c in cmp.get("ledger_changes", [])]
-    lines += [f"- method changed: {c['claim']} on {c['model']}: version {c['was']} → {c['now']}, numbers not compared"
-              for c in cmp.get("method_changed", [])]
-    lines += [f"- moved: {m['claim']} on {m['model']}, {m['check']}: {num(m['was'], '.4g')} → {num(m['now'], '.4g')} "
-              f"(tolerance {num(m['tolerance'])})"
-              for m in cmp["moved"]]
-    lines += [f"- new test: {t}" for t in cmp["new"]] + [f"- no longer run: {t}" for t in cmp["missing"]]
-    if not any(line.startswith(("- MEASURED", "- ledger only", "- method", "- moved", "- new", "- no longer"))
-               for line in lines):
-        lines.append("- no outcome changed and no statistic moved beyond its tolerance")
-    return lines
 
 
 def builds_rows(doc: dict) -> tuple[list[str], list[list[str]]]:

@@ -178,7 +178,7 @@ def test_the_same_name_on_other_weights_is_flagged_as_retrained_in_place(tmp_pat
     changes = compare(old, [record(0.2)], _models(tiny_w128="c"))
     assert [m["new"] for m in changes["retrained_in_place"]] == ["tiny-w128"]
     assert compare(old, [record(0.2)], _models(tiny_w128="a"))["retrained_in_place"] == []
-    assert "RETRAINED IN PLACE: tiny-w128" in "\n".join(tables.baseline_lines({"baseline": changes}))
+    assert "RETRAINED IN PLACE: tiny-w128" in "\n".join(render.baseline_lines({"baseline": changes}))
 
 
 def test_a_change_of_the_ledger_alone_is_not_a_measured_change(tmp_path):
@@ -271,7 +271,7 @@ def test_a_ledger_why_that_quotes_other_numbers_than_the_run_is_named_in_the_rep
                          catalogue_json())
     assert doc["records"][0]["ledger_quotes_disagree"]
     assert "LEDGER OUT OF DATE: the why of 1 ledger entries quotes numbers this run did not measure on the same " \
-           "weights (S0.3 on tiny-w96)" in "\n".join(tables.header_lines({**doc, "run_id": "x"}))
+           "weights (S0.3 on tiny-w96)" in "\n".join(render.header_lines({**doc, "run_id": "x"}))
     note = tables.subject_rows(doc["records"])[1][0][-1]
     assert "the ledger's why does not match this run: straightening: the ledger quotes 0.116" in note
 
