@@ -124,7 +124,8 @@ def test_the_workflow_runs_nightly_and_on_demand():
     triggers = doc.get("on", doc.get(True))  # YAML 1.1 reads the key `on` as true
     assert triggers["schedule"][0]["cron"] and "workflow_dispatch" in triggers
     report = doc["jobs"]["report"]
-    assert report["needs"] == ["prepare", "claims"] and report["if"] == "always()"
+    assert report["needs"] == ["prepare", "claims"] and report["if"] == "${{ !cancelled() }}"
+    assert report["concurrency"]["group"] == "nightly-history"  # one push to the history at a time
     assert doc["jobs"]["claims"]["strategy"]["fail-fast"] is False
 
 
@@ -196,7 +197,7 @@ def test_the_history_outlives_the_cache():
     assert not [s for s in report["steps"] if "actions/cache" in s.get("uses", "")]
     assert report["permissions"] == {"contents": "write"}
     assert "nightly-history" in step("report", "git worktree add")["run"]
-    assert "git push origin HEAD:nightly-history" in step("report", "git push")["run"]
+    assert "git push origin HEAD:refs/heads/nightly-history" in step("report", "git push")["run"]
     merge = step("report", "-m reports merge")["run"]
     assert "--report-dir history/runs" in merge and "--shards expected/shards.json" in merge
     assert int(workflow()["env"]["NIGHTS_KEPT"]) >= 30 and "NIGHTS_KEPT" in merge
@@ -295,6 +296,9 @@ def test_the_readme_s_gpu_variant_runs_the_full_zoo_on_cuda_with_the_same_comman
     assert gpu["env"]["ZOO"] in zoo_choices and cpu["env"]["ZOO"] in zoo_choices
     for job in ("prepare", "claims"):
         assert gpu["jobs"][job]["runs-on"] == ["self-hosted", "gpu"] and gpu["jobs"][job]["steps"] == cpu["jobs"][job]["steps"]
+        python = [s for s in cpu["jobs"][job]["steps"] if "setup-python" in s.get("uses", "")]
+        assert [s.get("if") for s in python] == ["env.DEVICE == 'cpu'"]  # a GPU runner's python3 keeps its CUDA torch
+    assert "download.pytorch.org/whl/cpu" in cpu["env"]["PIP_EXTRA_INDEX_URL"]  # where the lock's +cpu torch is
     runs = [words for job in ("prepare", "claims") for s in cpu["jobs"][job]["steps"] for words in commands(s.get("run", ""))
             if words[:2] == [".venv/bin/python", "-m"] and words[2] in ("models", "pytest")]
     assert len(runs) == 3
