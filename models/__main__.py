@@ -23,8 +23,8 @@ from models.errors import ModelLoadError
 from models.recipes import PREPARED, PROFILES, Recipe
 from models.tokenization import corpus_tokenizer, train_bpe
 from models.progress import TrainingProgress, training_flops
-from models.trainer import (check_checkpoint, checkpoint_dir, estimate_training_seconds, format_duration,
-                            measure_matmul_flops, recipe_n_params, train)
+from models.trainer import (check_checkpoint, checkpoint_dir, format_duration, measure_matmul_flops, recipe_n_params,
+                            train)
 from models.zoo import UnknownModelError, fingerprint, resolve
 
 
@@ -46,31 +46,24 @@ def named_recipes(names: list[str]) -> list[Recipe]:
     return recipes
 
 
-def training_plan(recipes: list[Recipe], corpus: Corpus, device: str, label: str) -> str | None:
-    """One line with the total estimated training time of the recipes not yet cached; None if all are."""
+def work_to_train(recipes: list[Recipe], corpus: Corpus) -> dict[str, float]:
+    """{name: training FLOPs} of the recipes whose checkpoint is not cached, in order; empty when all are."""
     todo = [r for r in recipes if not checkpoint_dir(r, corpus).exists()]
-    if not todo:
+    vocab = {r.tokenizer: corpus_tokenizer(r.tokenizer, corpus).vocab_size for r in todo}
+    return {r.name: training_flops(recipe_n_params(r, vocab[r.tokenizer]), r.steps, r.batch, r.context) for r in todo}
+
+
+def training_plan(work: dict[str, float], n_recipes: int, device: str, label: str) -> str | None:
+    """One line with the first guess of the training time of ``work`` (:func:`work_to_train`); None if it is empty."""
+    if not work:
         return None
     flops = measure_matmul_flops(device)
-    vocab = {r.tokenizer: corpus_tokenizer(r.tokenizer, corpus).vocab_size for r in todo}
-    total = sum(estimate_training_seconds(recipe_n_params(r, vocab[r.tokenizer]), r.steps, r.batch, r.context, flops)
-                for r in todo)
-    hint = "" if total <= 600 or all(r in PREPARED["tiny"] for r in todo) else ", or use --zoo tiny"
-    return (f"{label} on {device}: {len(todo)} of {len(recipes)} models to train ({', '.join(r.name for r in todo)}), "
+    total = sum(work.values()) / flops
+    hint = "" if total <= 600 or set(work) <= {r.name for r in PREPARED["tiny"]} else ", or use --zoo tiny"
+    return (f"{label} on {device}: {len(work)} of {n_recipes} models to train ({', '.join(work)}), "
             f"{format_duration(total)} in all as a first guess (6 × parameters × steps × batch × context FLOPs at "
             f"~{flops / 1e9:.0f} GFLOP/s of matmul measured here; the estimate measured on the first training steps "
             f"follows, and the bar's ETA covers every model); Ctrl-C to stop{hint}")
-
-
-def zoo_progress(recipes: list[Recipe], corpus: Corpus, label: str) -> TrainingProgress | None:
-    """One bar over the training of the recipes not yet cached (``models.progress``): its ETA covers them all;
-    None when every one is cached."""
-    todo = [r for r in recipes if not checkpoint_dir(r, corpus).exists()]
-    if not todo:
-        return None
-    vocab = {r.tokenizer: corpus_tokenizer(r.tokenizer, corpus).vocab_size for r in todo}
-    return TrainingProgress({r.name: training_flops(recipe_n_params(r, vocab[r.tokenizer]), r.steps, r.batch, r.context)
-                             for r in todo}, label)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,11 +108,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     train_bpe(corpus)
     what = " ".join(args.names) if args.names else f"zoo {zoo}"
-    plan = training_plan(recipes, corpus, device, what)
+    work = work_to_train(recipes, corpus)
+    plan = training_plan(work, len(recipes), device, what)
     if plan:
         print(plan, flush=True)
     started = time.perf_counter()
-    progress = zoo_progress(recipes, corpus, what)
+    progress = TrainingProgress(work, what) if work else None  # one bar whose ETA covers every model to train
     try:
         for recipe in recipes:
             folder = train(recipe, corpus, device=device, progress=progress)

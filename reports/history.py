@@ -12,7 +12,8 @@ from models.cache import atomic_write_text
 from reports.records import count_outcomes, record_key
 
 
-def _runs(base: Path) -> list[dict]:
+def runs(base: Path) -> list[dict]:
+    """The results documents of the run folders under ``base``, oldest first (unreadable ones left out)."""
     docs = []
     for path in sorted(base.glob("*/results.json")):
         if path.parent.is_symlink():
@@ -41,16 +42,17 @@ def change_text(change: dict) -> str:
     return f"{change['claim']} on {change['model']}: {change['was']} → {change['now']}"
 
 
-def previous_run(base: Path, replay: str | None) -> dict | None:
-    """The newest run under ``base`` made by the same replay command (the previous night of a nightly), or None."""
-    same = [d for d in _runs(base) if d.get("replay") == replay]
+def previous_run(earlier: list[dict], replay: str | None) -> dict | None:
+    """The newest of ``earlier`` (:func:`runs`) made by the same replay command (the previous night), or None."""
+    same = [d for d in earlier if d.get("replay") == replay]
     return same[-1] if same else None
 
 
-def write_index(base: Path) -> None:
-    """Rewrite ``base/index.html`` from the run folders under ``base``."""
+def write_index(base: Path, docs: list[dict] | None = None) -> None:
+    """Rewrite ``base/index.html`` from the run folders under ``base``, or from ``docs`` (:func:`runs`' documents,
+    oldest first) where the caller has them already."""
     rows, last_of = [], {}
-    for doc in _runs(base):
+    for doc in runs(base) if docs is None else docs:
         previous = last_of.get(doc.get("replay"))
         counts = count_outcomes(r.get("outcome", "?") for r in doc.get("records", []))
         moved = changes(previous, doc) if previous else []

@@ -252,7 +252,8 @@ def write_doc(doc: dict, base: Path) -> Path:
         the run folder.
     """
     adopt_old_runs(base)
-    previous = history.previous_run(base, doc.get("replay"))
+    earlier = history.runs(base)  # read once: the previous run and the index both come from them
+    previous = history.previous_run(earlier, doc.get("replay"))
     doc["changes_since_last_run"] = ({"run_id": previous.get("run_id"), "changes": history.changes(previous, doc)}
                                      if previous else None)
     run_id, folder = _run_folder(base)
@@ -266,7 +267,7 @@ def write_doc(doc: dict, base: Path) -> Path:
             atomic_write_bytes(folder / "figures" / name, png)
     atomic_write_text(folder / "report.html", render.to_html(doc, drawn))
     _point_latest(base, folder)
-    history.write_index(base)
+    history.write_index(base, [*earlier, doc])
     return folder
 
 
