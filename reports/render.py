@@ -49,6 +49,12 @@ def header_lines(doc: dict) -> list[str]:
         lines.append(f"LEDGER OUT OF DATE: the why of {len(stale)} ledger entries quotes numbers this run did not "
                      f"measure on the same weights ({', '.join(stale)}): measure them again and rewrite the why "
                      "(claims/expected_verdicts.toml)")
+    redrawn = {name: m["prompt_windows_redrawn"] for name, m in doc["models"].items()
+               if m.get("prompt_windows_redrawn")}
+    if redrawn:
+        lines.append("prompt windows redrawn as not text (mostly whitespace, or one token repeated; batch n × length: "
+                     "windows): " + "; ".join(f"{name} " + ", ".join(f"{k}: {v}" for k, v in shapes.items())
+                                              for name, shapes in redrawn.items()))
     if doc.get("merged_from"):
         lines.append("merged from runs: " + ", ".join(doc["merged_from"]))
     lines += [f"MISSING: shard {s} did not report; its claims are not in this report" for s in doc.get("shards_missing") or ()]

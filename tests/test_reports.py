@@ -298,3 +298,16 @@ def test_outcomes_are_counted_in_one_order_and_records_keyed_one_way():
     assert counts == {"holds": 2, "fails": 1, "error": 1, "weird": 1} and list(counts)[:3] == ["holds", "fails", "error"]
     assert list(count_outcomes(reversed(OUTCOMES))) == list(OUTCOMES)
     assert record_key({"claim": "S4.2", "model": "m", "test": "t[m]", "outcome": "holds"}) == ("S4.2", "m", "t[m]")
+
+
+def test_prompt_windows_redrawn_as_not_text_are_named_in_the_header(tmp_path):
+    """A model whose batches lost windows of whitespace or one repeated token says so, with each batch's count."""
+    models = {"tiny-w96": {"weights_sha256": "abc", "prompt_windows_redrawn": {}},
+              "llama": {"weights_sha256": "def", "prompt_windows_redrawn": {"32 × 21": 3, "64 × 5": 1}}}
+    doc = writer.results(settings_for(tmp_path), [record(0.5)], models, 0, 1.0, catalogue_json())
+    header = "\n".join(render.header_lines({**doc, "run_id": "x"}))
+    assert "prompt windows redrawn as not text" in header and "llama 32 × 21: 3, 64 × 5: 1" in header
+    assert "tiny-w96" not in header.split("redrawn")[1]
+    models["llama"]["prompt_windows_redrawn"] = {}
+    doc = writer.results(settings_for(tmp_path), [record(0.5)], models, 0, 1.0, catalogue_json())
+    assert "redrawn" not in "\n".join(render.header_lines({**doc, "run_id": "x"}))

@@ -83,8 +83,11 @@ def test_a_larger_prompt_batch_holds_the_smaller_ones_windows():
         def encode(self, text):
             return [ord(c) % 256 for c in text]
 
+        def decode(self, ids):
+            return "".join(map(chr, ids))
+
     corpus = load_corpus(None)
-    small, large = (prompt_batch(corpus, Chars(), n, 16, seed=0) for n in (32, 64))
+    small, large = (prompt_batch(corpus, Chars(), n, 16, seed=0).ids for n in (32, 64))
     rows = {tuple(r.tolist()) for r in large}
     assert all(tuple(r.tolist()) in rows for r in small) and len(rows) == 64
 

@@ -1,4 +1,4 @@
-"""S3's checks, gates and controls fail on inputs built to fail them (S3.7, S3.9, S3.10, S3.13).
+"""S3's checks, gates and controls fail on inputs built to fail them (S3.7, S3.8, S3.9, S3.10, S3.13).
 
 Each test builds the statistic a claim test computes, from a known case, and runs it through the same threshold
 the claim uses: a check that passes everything would pass these too.
@@ -181,3 +181,53 @@ def test_a_descent_that_does_not_reach_the_output_fails_the_success_control():
     control = Check.of("success", bootstrap(success, lambda u: float(u.mean(0).max()), seed=0), "fraction of prompts",
                        ">", MATCHED, "S3.11's control", role="control")
     assert control.status == "failed"
+
+
+# --- S3.8: agreement ρ > ½, and a broken instrument that must fail it ---------------------------------------
+
+
+def test_attributions_that_barely_agree_fail_the_claim():
+    """Version 1 asked ρ > 0: a weak agreement of 0.2 passed it; ρ > ½ does not."""
+    from claims.s3_inversion.test_attribution import agreement_checks
+    rng = np.random.default_rng(0)
+    rho, twin = 0.2 + 0.05 * rng.standard_normal(64), 0.05 * rng.standard_normal(64)
+    claim, control = agreement_checks(rho, twin, seed=0)
+    assert claim.status == "failed" and control.status == "passed"
+
+
+def test_a_twin_whose_gradients_agree_as_well_fails_the_control():
+    """If the untrained twin's gradients rank the tokens as occlusion does, the agreement is not the model's."""
+    from claims.s3_inversion.test_attribution import agreement_checks
+    rng = np.random.default_rng(0)
+    rho = 0.8 + 0.05 * rng.standard_normal(64)
+    claim, control = agreement_checks(rho, rho - 0.05, seed=0)
+    assert claim.status == "passed" and control.status == "failed"
+
+
+def test_attributions_that_follow_position_alone_agree_for_any_weights():
+    """Gradient×input and occlusion that both rank by recency agree whatever the weights: the twin's do too."""
+    from claims.s3_inversion.test_attribution import agreement_checks, rank_agreement
+    rng = np.random.default_rng(0)
+    recency = np.tile(np.arange(7.0), (32, 1))
+    noisy = lambda: recency + 0.5 * rng.standard_normal(recency.shape)  # noqa: E731
+    occluded = noisy()
+    _, control = agreement_checks(rank_agreement(noisy(), occluded), rank_agreement(noisy(), occluded), seed=0)
+    assert control.status == "failed"
+
+
+def test_a_constant_attribution_has_no_rank_correlation_and_is_left_out():
+    from claims.s3_inversion.test_attribution import rank_agreement
+    a = np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]])
+    rho = rank_agreement(a, np.array([[1.0, 2.0, 3.0], [3.0, 1.0, 2.0]]))
+    assert rho[0] == pytest.approx(1.0) and np.isnan(rho[1])
+
+
+def test_the_occluding_token_never_equals_the_token_it_replaces():
+    """On prompts of one repeated word-boundary token, the most frequent token would occlude itself (no change)."""
+    from claims.s3_inversion.test_attribution import other_frequent_token
+    ids = torch.tensor([[5] * 21, [5] * 10 + [9] * 11, [5, 9, 2] * 7])
+    substitute = other_frequent_token(ids)
+    assert not bool((substitute == ids).any())
+    assert set(substitute.unique().tolist()) <= {5, 9}
+    with pytest.raises(ValueError, match="one distinct token"):
+        other_frequent_token(torch.full((2, 4), 3))

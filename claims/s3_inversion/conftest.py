@@ -39,7 +39,7 @@ import numpy as np
 import pytest
 import torch
 
-from fixtures.prompts import prompt_batch
+from fixtures.pool import ModelPool
 from latent_instruments.ablation import attention_residual_removed
 from latent_instruments.inversion import InversionConfig, invert
 from latent_instruments.decoding import PseudoInverse, decode_top_k, pseudo_inverse, zero_masked_decode
@@ -261,7 +261,7 @@ class Inversions:
     """The session's S3 work: one :class:`Problem` per model and prompt count (the latest ``KEPT_PROBLEMS`` kept),
     one :class:`Run` per key."""
 
-    corpus: object
+    pool: ModelPool  # draws the prompts (``ModelPool.text_windows``) and counts the windows redrawn
     seed: int
     scale: Scale
     runs: dict = field(default_factory=dict)
@@ -282,8 +282,7 @@ class Inversions:
             tokens = len(tok.encode(SOURCE_PROMPT))
             window = max(tokens + 1, round(tokens * len(tok.encode(SOURCE_SENTENCE)) / len(tok.encode(SOURCE_PROMPT))))
             window = min(window, subject.context)
-            ids = prompt_batch(self.corpus, tok, self.scale.prompts_for(subject.d_model), window, self.seed)
-            ids = ids.to(subject.input_device)
+            ids = self.pool.text_windows(name, self.scale.prompts_for(subject.d_model), window)
             weight = subject.model.get_input_embeddings().weight.detach()
             allowed = torch.zeros(ids.shape[0], weight.shape[0], dtype=torch.bool, device=ids.device)
             prompt_allowed = allowed.clone().scatter_(1, ids[:, :tokens], True)
@@ -352,9 +351,9 @@ def tuned(units: np.ndarray) -> np.ndarray:
 
 
 @pytest.fixture(scope="session")
-def session_inversions(settings, corpus) -> Inversions:
+def session_inversions(settings, pool) -> Inversions:
     """The session's :class:`Inversions` (one per session; runs are cached across S3's tests)."""
-    return Inversions(corpus, settings.seed, Scale.of(settings.source_scale))
+    return Inversions(pool, settings.seed, Scale.of(settings.source_scale))
 
 
 @pytest.fixture

@@ -32,7 +32,6 @@ import pytest
 import torch
 
 from claims.s3_inversion.conftest import SETTINGS, TOP_K, examples, first_prompt, frozen, layer_output, setting
-from fixtures.prompts import prompt_batch
 from latent_instruments.inversion import invert
 from latent_instruments.stats import bootstrap
 from reports.plots import series
@@ -116,12 +115,12 @@ def crossing_fraction(units: np.ndarray, ks: list[int], d_model: int) -> float:
 @pytest.mark.claim("S3.10", version=3)  # 3: k* = d_model is dimension counting; k*/d_model below 0.77
 
 @pytest.mark.models("trained", "hf", "untrained")
-def test_recovery_falls_sharply_with_output_features(model_name, subject, inversions, corpus, claim, settings):
+def test_recovery_falls_sharply_with_output_features(model_name, subject, inversions, pool, claim, settings):
     """S3.10: one feature fewer than the crossing k* loses most of the recovered tokens (block 1)."""
     d = subject.d_model
     tokens = min(len(subject.tokenizer.encode(SOURCE_PROMPT)), subject.context)
     n = inversions.scale.prompts_for(d)
-    ids = prompt_batch(corpus, subject.tokenizer, n, tokens, settings.seed).to(subject.input_device)
+    ids = pool.text_windows(model_name, n, tokens)
     problem = inversions.problem(model_name, subject)
     steps = inversions.scale.steps(model_name)
     curves = {how: Curve(subject, ids, problem, setting(how, steps, problem.weight), settings.seed) for how in SETTINGS}

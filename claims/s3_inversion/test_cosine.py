@@ -36,7 +36,6 @@ import pytest
 import torch
 
 from claims.s3_inversion.conftest import TOP_K, examples, first_prompt, frozen, layer_output, setting
-from fixtures.prompts import prompt_batch
 from latent_instruments.ablation import norms_removed
 from latent_instruments.inversion import invert
 from latent_instruments.decoding import direct_fit_decode, pseudo_inverse
@@ -85,12 +84,12 @@ def _examples(tokenizer, found: dict) -> dict:
 
 @pytest.mark.claim("S3.7", version=3)  # 3: identifiability gate and the L2 descent control
 @pytest.mark.models("trained", "hf")
-def test_cosine_direct_inversion_fails_on_one_token(model_name, subject, inversions, corpus, claim, settings):
+def test_cosine_direct_inversion_fails_on_one_token(model_name, subject, inversions, pool, claim, settings):
     """S3.7: direct inversion under the cosine loss recovers long inputs better than one-token inputs."""
     scale = inversions.scale
     n = scale.prompts_for(subject.d_model)
     long_tokens = min(len(subject.tokenizer.encode(LONG_PROMPT)), subject.context)
-    ids = prompt_batch(corpus, subject.tokenizer, n, long_tokens, settings.seed).to(subject.input_device)
+    ids = pool.text_windows(model_name, n, long_tokens)
     steps = scale.steps(model_name)
     long, start = _cosine_inversion(subject, ids, "direct", steps, settings.seed)
     weight = subject.model.get_input_embeddings().weight.detach()
@@ -107,7 +106,7 @@ def test_cosine_direct_inversion_fails_on_one_token(model_name, subject, inversi
                      "token accuracy reached, long input, cosine loss": float(long.token_accuracy.mean())})
     one, _ = _cosine_inversion(subject, ids[:, :1], "direct", steps, settings.seed)
     l2, _ = _cosine_inversion(subject, ids, "direct", steps, settings.seed, loss="l2")
-    singles = prompt_batch(corpus, subject.tokenizer, CONTROL_INPUTS, 1, settings.seed).to(subject.input_device)
+    singles = pool.text_windows(model_name, CONTROL_INPUTS, 1)
     indirect = [_cosine_inversion(subject, singles, "indirect", steps, settings.seed, adapted)[0]
                 for adapted in (False, True)]  # S3's setting and the adapted one: the control takes the better
     units = np.column_stack([_numpy(long.token_accuracy), _numpy(one.token_accuracy)])
@@ -179,18 +178,18 @@ def test_cosine_direct_inversion_fails_on_one_token(model_name, subject, inversi
 
 @pytest.mark.claim("S3.13", version=2)  # 2: the budget raised until the descent minimises without norms (control)
 @pytest.mark.models("untrained")
-def test_layer_norm_impedes_cosine_minimisation(model_name, subject, inversions, corpus, claim, settings):
+def test_layer_norm_impedes_cosine_minimisation(model_name, subject, inversions, pool, claim, settings):
     """S3.13: the cosine distance reached on block 1's output of a random-init model is larger with its layer
     norms than with them removed, for inputs of S3's at most 5 tokens."""
-    check_layer_norm(model_name, subject, inversions, corpus, claim, settings)
+    check_layer_norm(model_name, subject, inversions, pool, claim, settings)
 
 
 @pytest.mark.claim("S3.13", version=2)  # 2: the budget raised until the descent minimises without norms (control)
 @pytest.mark.models("reference")
 @pytest.mark.source_scale  # the direct representation over a 32k-50k vocabulary costs about a minute per model on a CPU
-def test_reference_layer_norm_impedes_cosine_minimisation(model_name, subject, inversions, corpus, claim, settings):
+def test_reference_layer_norm_impedes_cosine_minimisation(model_name, subject, inversions, pool, claim, settings):
     """S3.13 on the random-init references (S3's model is an untrained Llama)."""
-    check_layer_norm(model_name, subject, inversions, corpus, claim, settings)
+    check_layer_norm(model_name, subject, inversions, pool, claim, settings)
 
 
 def _ratio(units: np.ndarray, reached: int, start: int) -> float:
@@ -198,11 +197,11 @@ def _ratio(units: np.ndarray, reached: int, start: int) -> float:
     return float(units[:, reached].mean() / units[:, start].mean())
 
 
-def check_layer_norm(model_name, subject, inversions, corpus, claim, settings) -> None:
+def check_layer_norm(model_name, subject, inversions, pool, claim, settings) -> None:
     """S3.13's measurement and checks on one random-init model (see the module docstring)."""
     scale = inversions.scale
     n = scale.prompts_for(subject.d_model)
-    ids = prompt_batch(corpus, subject.tokenizer, n, SHORT_TOKENS, settings.seed).to(subject.input_device)
+    ids = pool.text_windows(model_name, n, SHORT_TOKENS)
     block = subject.adapter.block_list(subject.model)[0]
     tried = {}
     for factor in BUDGETS:  # the descent's budget: the first at which it minimises without norms (the control)

@@ -22,7 +22,6 @@ import numpy as np
 import pytest
 import torch
 
-from fixtures.prompts import prompt_batch
 from latent_instruments.distances import hellinger_distance
 from latent_instruments.stats import bootstrap
 from models.forwards import ablated_logits
@@ -105,14 +104,14 @@ def _mean(block: int, side: int):
 @pytest.mark.claim("S4.2", version=4, sample="prompts")  # 4: S4's own last-position ablation of 10-token prompts
 @pytest.mark.models("trained", "hf", twin=True)
 @pytest.mark.needs("logits")
-def test_ffn_output_dominates_each_block(model_name, subject, pool, activations, twin_activations, corpus, claim,
+def test_ffn_output_dominates_each_block(model_name, subject, pool, activations, twin_activations, claim,
                                          settings, sample_scale):
     """S4.2: in every block, H(full, no FFN) / H(full, no attention) at the last position of short prompts clears
     the source's smallest ratio, 1.67."""
     seed = settings.seed
     twin = pool.get(subject.entry.twin)
     tokens = min(PROMPT_TOKENS, subject.context)
-    ids = prompt_batch(corpus, subject.tokenizer, PROMPTS * sample_scale, tokens, seed).to(subject.input_device)
+    ids = pool.text_windows(model_name, PROMPTS * sample_scale, tokens)
     h = last_position_distances(subject, ids)
     twin_h = last_position_distances(twin, ids.to(twin.input_device))
     context_h = ablation_distances(subject, activations)  # version 3's reading: every position, full context
