@@ -442,3 +442,33 @@ def test_a_baseline_map_that_would_pair_records_twice_or_with_nothing_is_refused
         return
     with pytest.raises(pytest.UsageError, match=problem):
         check_baseline_map(pairs, baseline, run)
+
+
+def test_s3_8_on_a_llama_folder_whose_word_boundary_token_fills_runs_of_spaces(tmp_path):
+    """Issue 20's case: a sub-word tokenizer whose "▁" stands for a space, on a corpus with long runs of spaces,
+    made prompts of one repeated token, and S3.8 ended in error. Now those windows are redrawn and counted, and
+    S3.8 reaches a verdict."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    from tests.conftest import tiny_model
+
+    line = " " * 48 + "Now is the winter of our discontent made glorious summer by this sun of York\n"
+    text = tmp_path / "spaced.txt"
+    text.write_text(line * 900)
+    tokenizer = Tokenizer(models.BPE(unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="never")
+    tokenizer.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="never")
+    tokenizer.train_from_iterator([line] * 10, trainers.BpeTrainer(vocab_size=50, special_tokens=["[UNK]"],
+                                                                    show_progress=False))
+    assert len(set(tokenizer.encode(" " * 21).ids)) == 1  # a run of spaces is one repeated token
+    folder = tmp_path / "my-llama"
+    PreTrainedTokenizerFast(tokenizer_object=tokenizer).save_pretrained(folder)
+    tiny_model("llama").save_pretrained(folder, safe_serialization=True)
+    done = pytest_run("claims", "-m", "gpu", "--claim", "S3.8", "--model", str(folder), "--corpus", str(text),
+                      "--prompts", "4x32", "--report-dir", str(tmp_path / "reports"), "-p", "no:cacheprovider", "-q",
+                      env={"LATENT_CLAIMS_CACHE": str(tmp_path / "cache")})
+    results = json.loads((tmp_path / "reports" / "latest" / "results.json").read_text())
+    [record] = [r for r in results["records"] if r["claim"] == "S3.8"]
+    assert record["outcome"] != "error", record.get("message", "") + done.stdout[-2000:]
+    assert results["models"][str(folder)]["prompt_windows_redrawn"], results["models"][str(folder)]

@@ -231,3 +231,28 @@ def test_the_occluding_token_never_equals_the_token_it_replaces():
     assert set(substitute.unique().tolist()) <= {5, 9}
     with pytest.raises(ValueError, match="one distinct token"):
         other_frequent_token(torch.full((2, 4), 3))
+
+
+# --- the headline setting: S3's own at source scale, the better of two on a CPU (issue 20) --------------------
+
+
+def test_at_source_scale_the_headline_is_s3s_setting_even_where_the_adapted_one_recovers_more():
+    """A model that only the adapted step inverts fails S3.2 at source scale: S3's own setting decides there."""
+    from claims.s3_inversion.conftest import SETTINGS, Scale
+    exact = np.column_stack([np.zeros(64), np.ones(64)])  # (prompts, settings): S3's recovers none, adapted all
+    assert SETTINGS[0] == "source"
+    gpu, cpu = Scale.of(True), Scale.of(False)
+    assert gpu.headline(exact) == 0.0 and int(gpu.chosen(exact)) == 0 and gpu.headline_label == "S3's setting"
+    assert cpu.headline(exact) == 1.0 and int(cpu.chosen(exact)) == 1 and cpu.headline_label == "better setting"
+    check = Check.of("exact", bootstrap(exact, lambda u: float(gpu.headline(u)), seed=0), "fraction", ">", 0.5, "S3.2")
+    assert check.status == "failed"
+
+
+def test_the_headline_is_chosen_per_column():
+    """(prompts, depths, settings): each depth its own setting on a CPU, S3's at every depth at source scale."""
+    from claims.s3_inversion.conftest import Scale
+    units = np.stack([np.column_stack([np.full(8, 0.9), np.full(8, 0.1)]),
+                      np.column_stack([np.full(8, 0.2), np.full(8, 0.6)])], 1)
+    assert Scale.of(False).chosen(units).tolist() == [0, 1]
+    assert Scale.of(False).headline(units).tolist() == pytest.approx([0.9, 0.6])
+    assert Scale.of(True).headline(units).tolist() == pytest.approx([0.9, 0.2])

@@ -17,8 +17,10 @@ the trained model and its twin, S3.4 every depth. Two settings:
   along its gradient's direction, η 0.1 → 0.001) from a start at the embeddings' own scale
   (N(0, (mean norm)² / d_model) per element). S3 reports "some learning rate tuning" for trained
   GPT-2; on our trained models (and on three of the four random-init references) the source's step
-  recovers few tokens where this one recovers most, so S3.2-S3.4 take, per model and block, the better
-  of the two (:func:`tuned`, chosen inside every bootstrap resample), and report both.
+  recovers few tokens where this one recovers most at the CPU's N. The headline (:meth:`Scale.headline`) is
+  S3's own setting at source scale (a GPU: N = 2000 for trained blocks, as S3), and on a CPU, as a stated
+  scaled form, the better of the two per model and block, chosen inside every bootstrap resample; every
+  record reports both.
 
 Why one module of ~360 lines: S3's claims share one cache of inversions (a run per model, block and setting,
 each minutes on a CPU), and the problem, the scale and the settings that key it; split, the cache's key and what
@@ -91,6 +93,39 @@ class Scale:
     def steps(self, name: str) -> int:
         """N for a model: trained (and hf) models get ``trained_steps``, untrained and reference ``untrained_steps``."""
         return self.trained_steps if resolve(name).role in ("trained", "hf") else self.untrained_steps
+
+    def chosen(self, units: np.ndarray) -> np.ndarray:
+        """The headline setting per column, as an index into ``SETTINGS``: units (prompts, ..., settings) ->
+        (...,) ints.
+
+        At source scale it is S3's own setting (index 0), as S3's code runs it. On a CPU it is the better of the
+        two by the mean (S3's "some learning rate tuning"): at the CPU's N = 200, S3's setting passes S3's own
+        success test on few of a trained model's prompts (0-56 % on the tiny zoo, where S3 gives a trained
+        block N = 2000), so a verdict on it would measure the budget, not the model.
+        """
+        means = units.mean(axis=0)
+        return np.zeros(means.shape[:-1], dtype=int) if self.source else means.argmax(axis=-1)
+
+    def headline(self, units: np.ndarray) -> np.ndarray:
+        """The headline setting's mean per column: units (prompts, ..., settings) -> (...,). Inside a bootstrap
+        the CPU's choice is made again in every resample; S3's setting at source scale is fixed."""
+        return np.take_along_axis(units.mean(axis=0), self.chosen(units)[..., None], axis=-1)[..., 0]
+
+    @property
+    def headline_label(self) -> str:
+        """The headline setting in a check's name: "S3's setting" at source scale, else "better setting"."""
+        return "S3's setting" if self.source else "better setting"
+
+    @property
+    def headline_reading(self) -> str:
+        """How the headline setting is chosen, for a check's derivation."""
+        if self.source:
+            return ("The statistic is S3's own setting's (its start N(½, 1/20²), shift σ = 1/20, η 1 → 1/100), as "
+                    "S3's code; the adapted setting's is in the details")
+        return ("The statistic is the better of S3's own setting and the adapted one, chosen inside every "
+                "resample: on a CPU, N = 200 leaves S3's setting short of S3's success test on most of a trained "
+                "model's prompts (S3 gives a trained block N = 2000); at source scale (a GPU) it is S3's setting "
+                "alone. Both settings' numbers are in the details")
 
     def note(self) -> str:
         """What differs from the source's sizes, for ``claim.record(scaled=...)``; "" at source scale."""
@@ -343,11 +378,6 @@ def _row_order(item) -> tuple:
     label = item[0]
     prompt = int(label.split(":")[0].split()[-1])
     return prompt, 0 if label.endswith("target") else 1 if "restricted" in label else 2, label
-
-
-def tuned(units: np.ndarray) -> np.ndarray:
-    """Per column, the better setting's mean: units (prompts, ..., settings) -> (...,) (S3's "some tuning")."""
-    return units.mean(axis=0).max(axis=-1)
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,8 @@ untrained small models invert accurately "only for one or at most two transforme
 
 GPT-2's depths 1, 4 and 12 of 12 map to blocks 1, ⌈L/3⌉ and L of an L-block model (1, 2, 4 of the
 tiny models' 4). Each depth is inverted under S3's setting and the adapted one (S3 tuned its learning
-rate for the deeper runs), and each depth's statistic is its better setting's.
+rate for the deeper runs); each depth's statistic is its headline setting's (``Scale.headline``: S3's own at
+source scale, the better of the two on a CPU).
 """
 
 import math
@@ -17,7 +18,7 @@ import math
 import numpy as np
 import pytest
 
-from claims.s3_inversion.conftest import SETTINGS, SOURCE_PROMPT, first_prompt, tuned
+from claims.s3_inversion.conftest import SETTINGS, SOURCE_PROMPT, first_prompt
 from latent_instruments.stats import bootstrap
 from reports.plots import series
 from reports.records import Check
@@ -33,10 +34,10 @@ def depths(n_blocks: int) -> list[int]:
 
 
 def _row(runs: dict, block: int, best: str) -> dict:
-    """One block's numbers for the details table: both settings' accuracy, then the better setting's."""
+    """One block's numbers for the details table: both settings' accuracy, then the headline setting's."""
     row = {f"{s} setting": float(runs[block, s].accuracy.mean()) for s in SETTINGS}
     chosen = runs[block, best]
-    return row | {"better": best, "full vocabulary": float(chosen.full_accuracy.mean()),
+    return row | {"headline": best, "full vocabulary": float(chosen.full_accuracy.mean()),
                   "exact": float(chosen.exact.mean()), "success test": float(chosen.success.mean()),
                   "‖O(a_g) − O(a)‖ / ‖O(a′) − O(a)‖, median": float(np.median(chosen.distance_ratio)),
                   "seconds": round(sum(runs[block, s].seconds for s in SETTINGS), 2)}
@@ -51,14 +52,14 @@ def _mean(u: np.ndarray) -> float:
     return float(u.mean())
 
 
-@pytest.mark.claim("S3.4", version=2, sample="prompts")  # 2: more prompts while inconclusive (fixtures.rounds)
+@pytest.mark.claim("S3.4", version=3, sample="prompts")  # 3: S3's own setting is the headline at source scale
 @pytest.mark.models("trained", "hf")
 def test_inversion_degrades_with_depth(model_name, subject, inversions, claim, settings):
-    """S3.4: token accuracy recovered from block 1's output exceeds that from the last block's (tuned settings)."""
+    """S3.4: token accuracy recovered from block 1's output exceeds that from the last block's (headline settings)."""
     check_depth(model_name, subject, inversions, claim, settings)
 
 
-@pytest.mark.claim("S3.4", version=2, sample="prompts")  # 2: more prompts while inconclusive (fixtures.rounds)
+@pytest.mark.claim("S3.4", version=3, sample="prompts")  # 3: S3's own setting is the headline at source scale
 @pytest.mark.models("untrained", "reference")
 @pytest.mark.source_scale  # on a CPU the 12-block references cost minutes per depth, the twins double the budget
 def test_untrained_inversion_degrades_with_depth(model_name, subject, inversions, claim, settings):
@@ -68,7 +69,7 @@ def test_untrained_inversion_degrades_with_depth(model_name, subject, inversions
 
 def check_depth(model_name, subject, inversions, claim, settings) -> None:
     """S3.4's measurement and checks on one model (see the module docstring)."""
-    problem = inversions.problem(model_name, subject)
+    problem, scale = inversions.problem(model_name, subject), inversions.scale
     blocks = depths(len(subject.adapter.block_list(subject.model)))
     if len(blocks) < 2:
         claim.not_informative(f"{model_name} has one block: there is no depth to degrade over")
@@ -76,29 +77,30 @@ def check_depth(model_name, subject, inversions, claim, settings) -> None:
     accuracy = np.stack([np.stack([runs[b, s].accuracy for s in SETTINGS], -1) for b in blocks], 1)  # (p, depth, s)
     start = runs[blocks[0], SETTINGS[0]].start_accuracy  # (prompts,): a₀ decoded, chance
     first_over_chance = bootstrap(np.column_stack([accuracy[:, 0], start[:, None]]),
-                                  lambda u: float(u[:, :-1].mean(0).max() - u[:, -1].mean()), seed=settings.seed)
-    per_depth = _by_depth(accuracy, lambda u: float(tuned(u)), settings.seed)
+                                  lambda u: float(scale.headline(u[:, :-1]) - u[:, -1].mean()), seed=settings.seed)
+    per_depth = _by_depth(accuracy, lambda u: float(scale.headline(u)), settings.seed)
     if first_over_chance.low <= 0:
         claim.not_informative(
             f"block 1 is not invertible here already: its token accuracy {per_depth[0].value:.3f} is not above the "
             f"random start's {start.mean():.3f} (chance), so depth has nothing to degrade",
-            details={"token accuracy by block (better setting)": {f"block {b}": e.value for b, e in zip(blocks, per_depth)}})
+            details={f"token accuracy by block ({scale.headline_label})": {f"block {b}": e.value for b, e in zip(blocks, per_depth)}})
 
-    drop = bootstrap(accuracy, lambda u: float(tuned(u)[0] - tuned(u)[-1]), seed=settings.seed)
-    best = [SETTINGS[i] for i in accuracy.mean(0).argmax(-1)]  # each depth's better setting on the whole sample
+    drop = bootstrap(accuracy, lambda u: float(scale.headline(u)[0] - scale.headline(u)[-1]), seed=settings.seed)
+    best = [SETTINGS[i] for i in scale.chosen(accuracy)]  # each depth's headline setting on the whole sample
     deepest = best[-1]
     success = bootstrap(runs[blocks[-1], deepest].success, _mean, seed=settings.seed)
     source_setting = _by_depth(accuracy[..., SETTINGS.index("source")], _mean, settings.seed)
     adapted_setting = _by_depth(accuracy[..., SETTINGS.index("adapted")], _mean, settings.seed)
     claim.record(
         [
-            Check.of(f"token accuracy, block 1 minus block {blocks[-1]} (each its better setting)", drop,
+            Check.of(f"token accuracy, block 1 minus block {blocks[-1]} (each its {scale.headline_label})", drop,
                      "fraction of tokens", ">", 0.0,
                      "S3: a trained GPT-2 inverts from 1 block, from 4 with tuning, rarely from 12; Llama-7B is much "
                      "poorer at block 12 than at 1; untrained small models only for one or two blocks. S3 gives "
                      "decoded examples, no rates, so the threshold is the ordering: recovery from the first block "
                      "above recovery from the last, by the low end of the interval of the paired difference. "
-                     "The middle depth is shown, not thresholded (S3's GPT-2 recovers at 4 blocks as at 1)"),
+                     "The middle depth is shown, not thresholded (S3's GPT-2 recovers at 4 blocks as at 1). "
+                     + scale.headline_reading),
             Check.of(f"fraction of prompts passing S3's success test at block {blocks[-1]} ({deepest} setting)",
                      success, "fraction of prompts", ">", SUCCESS_MAJORITY,
                      "control: S3 decodes once ‖O(a_g) − O(a)‖ < ‖O(a′) − O(a)‖ (a′ = a + noise/20); if most "
@@ -110,8 +112,8 @@ def check_depth(model_name, subject, inversions, claim, settings) -> None:
             f"{accuracy.shape[0]} held-out prompts of {problem.tokens} tokens (S3's {SOURCE_PROMPT!r} in this "
             f"tokenizer), inverted together from the output of blocks {', '.join(map(str, blocks))} (S3: 1, 4, 12 "
             f"of GPT-2's 12); N = {runs[blocks[0], 'source'].steps} steps; restricted vocabulary and settings as "
-            "S3.3 (S3's own, and the adapted normalised step), each depth's statistic its better setting's, "
-            "chosen inside every bootstrap resample. Block 1 must first be invertible (above the random "
+            f"S3.3 (S3's own, and the adapted normalised step), each depth's statistic its {scale.headline_label}'s. "
+            "Block 1 must first be invertible (above the random "
             "start's chance accuracy), else the claim is not informative."
         ),
         scaled=" ".join(filter(None, [
@@ -128,7 +130,7 @@ def check_depth(model_name, subject, inversions, claim, settings) -> None:
             "kind": "lines",
             "title": f"S3.4 on {model_name}: recovery by depth (restricted vocabulary)",
             "x": blocks, "xlabel": "block whose output is inverted", "ylabel": "token accuracy", "ylim": [-0.02, 1.02],
-            "series": {"better setting": series(per_depth), "S3's own setting": series(source_setting),
+            "series": {scale.headline_label: series(per_depth), "S3's own setting": series(source_setting),
                        "adapted setting": series(adapted_setting),
                        "random start (chance)": {"value": [float(start.mean())] * len(blocks)}},
         },

@@ -11,7 +11,7 @@ man idea' with it: 6 of 7 tokens alike).
 Measured: restricted-vocabulary token accuracy (S3.2's problem) from block 1's whole output, intact and with
 the attention residual removed at inference (``latent_instruments.ablation.attention_residual_removed``:
 h = attn(norm(x)) in place of x + attn(norm(x))), for the trained model and its untrained twin, each
-setting-tuned as S3.2-S3.4. The statistic is the share of the intact accuracy above chance that survives the
+each its headline setting as S3.2-S3.4 (``Scale.headline``). The statistic is the share of the intact accuracy above chance that survives the
 removal. "Destroys" and "little change" are read on either side of one half: the trained model keeps less
 than half, the twin more than half, each by its interval's far end.
 
@@ -24,7 +24,7 @@ then matched and the tokens are lost for want of information, not of optimisatio
 import numpy as np
 import pytest
 
-from claims.s3_inversion.conftest import SETTINGS, first_prompt, tuned
+from claims.s3_inversion.conftest import SETTINGS, Scale, first_prompt
 from latent_instruments.stats import bootstrap
 from reports.plots import series
 from reports.records import Check
@@ -37,36 +37,37 @@ MATCHED = 0.5  # control: most prompts pass S3's success test without the residu
 VARIANTS = ("", REMOVED)
 
 
-def _kept(u: np.ndarray) -> float:
-    """units (prompts, variants, settings + 1): the share of intact accuracy above chance that survives removal;
-    the last column of the settings axis holds the random start's accuracy (chance)."""
+def _kept(u: np.ndarray, scale: Scale) -> float:
+    """units (prompts, variants, settings + 1): the share of intact accuracy above chance that survives removal,
+    each variant its headline setting; the last column of the settings axis holds the random start's accuracy
+    (chance)."""
     chance = u[:, 0, -1].mean()
-    intact, removed = tuned(u[:, 0, :-1]), tuned(u[:, 1, :-1])
+    intact, removed = scale.headline(u[:, 0, :-1]), scale.headline(u[:, 1, :-1])
     gain = intact - chance
     return float((removed - chance) / gain) if gain > 0 else 0.0
 
 
-@pytest.mark.claim("S3.11", version=3, sample="prompts")  # 3: the success-test control without the residual
+@pytest.mark.claim("S3.11", version=4, sample="prompts")  # 4: S3's own setting is the headline at source scale
 @pytest.mark.models("trained", "hf", twin=True)
 def test_attention_residual_carries_self_token_identity(model_name, subject, group_twins, inversions, claim,
                                                         settings):
     """S3.11: without the residual across attention, the trained model keeps less than half of its block-1
     recovery above chance, its untrained twin more than half."""
-    twin = group_twins[0]
+    twin, scale = group_twins[0], inversions.scale
     models = {model_name: subject, twin.name: twin}
     units, shown, success = {}, {}, {}
     for name, m in models.items():
         runs = {(v, s): inversions.run(name, m, 0, s, ablation=v) for v in VARIANTS for s in SETTINGS}
         for v in VARIANTS:
-            how = max(SETTINGS, key=lambda s: runs[v, s].accuracy.mean())
+            how = SETTINGS[int(scale.chosen(np.column_stack([runs[v, s].accuracy for s in SETTINGS])))]
             label = f"examples, {name}, {v or 'intact'} ({how} setting; top-5 per position, as S3 shows them)"
             shown[label] = first_prompt(runs[v, how].examples)
         chance = runs["", SETTINGS[0]].start_accuracy
         success[name] = np.column_stack([runs[REMOVED, s].success for s in SETTINGS])  # (prompts, settings)
         units[name] = np.stack([np.column_stack([*(runs[v, s].accuracy for s in SETTINGS), chance])
                                 for v in VARIANTS], 1)  # (prompts, variants, settings + chance)
-    kept = {name: bootstrap(u, _kept, seed=settings.seed) for name, u in units.items()}
-    accuracy = {name: [bootstrap(u[:, i, :-1], lambda v: float(tuned(v)), seed=settings.seed) for i in range(2)]
+    kept = {name: bootstrap(u, lambda v: _kept(v, scale), seed=settings.seed) for name, u in units.items()}
+    accuracy = {name: [bootstrap(u[:, i, :-1], lambda v: float(scale.headline(v)), seed=settings.seed) for i in range(2)]
                 for name, u in units.items()}
     for name, u in units.items():
         if accuracy[name][0].low <= u[:, 0, -1].mean():
@@ -80,7 +81,8 @@ def test_attention_residual_carries_self_token_identity(model_name, subject, gro
                      "S3: in trained Llama-7B, removing the residual across self-attention 'is alone capable of "
                      "preventing even a single input token from being correctly identified (given complete "
                      f"outputs)'. 'Destroys' is read as keeping less than half ({HALF}) of the intact recovery "
-                     "above chance, by the interval's high end (S3's own figure is none kept)"),
+                     "above chance, by the interval's high end (S3's own figure is none kept). "
+                     + scale.headline_reading),
             Check.of(f"share of {twin.name}'s recovery above chance kept without the attention residual",
                      kept[twin.name], "fraction", ">", HALF,
                      "S3: in untrained Llama-7B the removal 'results in little change in input representation "
@@ -88,8 +90,8 @@ def test_attention_residual_carries_self_token_identity(model_name, subject, gro
                      f"half ({HALF}) of the intact recovery above chance, by the interval's low end; it is also the "
                      "control that the removal itself does not break every model"),
             Check.of(f"fraction of {model_name}'s prompts passing S3's success test without the attention residual "
-                     "(the setting that passes more)",
-                     bootstrap(success[model_name], lambda u: float(u.mean(0).max()), seed=settings.seed),
+                     + ("(S3's setting)" if scale.source else "(the setting that passes more)"),
+                     bootstrap(success[model_name], lambda u: float(scale.headline(u)), seed=settings.seed),
                      "fraction of prompts", ">", MATCHED,
                      "control: a recovery lost because the ablated block is harder to descend on is no finding about "
                      "the residual. S3's success test ‖O(a_g) − O(a)‖₁ < ‖O(a′) − O(a)‖₁ (a′ = a + N(0, 1/20²) per "
@@ -101,7 +103,7 @@ def test_attention_residual_carries_self_token_identity(model_name, subject, gro
             "vocabulary of its continuation), inverted together from block 1's whole output, intact and with "
             "the residual across attention removed at inference (the attention's output minus the block's input "
             "is added, so h = attn(norm(x))); both models, both settings (S3's own and the adapted one), each "
-            "model and variant its better, chosen inside every bootstrap resample. Chance is the random start's "
+            f"model and variant its {scale.headline_label}. Chance is the random start's "
             "accuracy. Statistic: (removed − chance) / (intact − chance)."
         ),
         scaled=" ".join(filter(None, [
@@ -109,7 +111,7 @@ def test_attention_residual_carries_self_token_identity(model_name, subject, gro
             f"({subject.d_model} wide) and its untrained twin.", inversions.scale.note()])),
         details={"S3's success test without the residual, fraction of prompts by setting": {
             name: dict(zip(SETTINGS, map(float, u.mean(0)))) for name, u in success.items()},
-            "token accuracy (better setting)": {
+            f"token accuracy ({scale.headline_label})": {
             f"{name}, {'intact' if not v else v}": accuracy[name][i].value
             for name in models for i, v in enumerate(VARIANTS)}, **shown},
         plot={"kind": "bars", "title": f"S3.11 on {model_name}: block 1, attention residual removed",

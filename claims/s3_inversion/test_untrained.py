@@ -14,7 +14,7 @@ vocabulary is the distinct tokens of the held-out text that continues it to the 
 import numpy as np
 import pytest
 
-from claims.s3_inversion.conftest import SETTINGS, SOURCE_PROMPT, tuned
+from claims.s3_inversion.conftest import SETTINGS, SOURCE_PROMPT
 from latent_instruments.stats import bootstrap
 from reports.records import Check
 
@@ -41,30 +41,28 @@ def _mean(u: np.ndarray) -> float:
     return float(u.mean())
 
 
-@pytest.mark.claim("S3.2", version=2, sample="prompts")  # 2: more prompts while inconclusive (fixtures.rounds)
+@pytest.mark.claim("S3.2", version=3, sample="prompts")  # 3: S3's own setting is the headline at source scale
 @pytest.mark.models("untrained", "reference")
 def test_an_untrained_block_recovers_its_input(model_name, subject, inversions, claim, settings):
-    """S3.2: exact recovery of the prompt from block 1's output of a random-init model (better of two settings)."""
-    problem = inversions.problem(model_name, subject)
+    """S3.2: exact recovery of the prompt from block 1's output of a random-init model (the headline setting)."""
+    problem, scale = inversions.problem(model_name, subject), inversions.scale
     runs = {s: inversions.run(model_name, subject, 0, s) for s in SETTINGS}
     exact_units = np.stack([runs[s].exact for s in SETTINGS], -1)  # (prompts, settings)
-    best = SETTINGS[int(exact_units.mean(0).argmax())]
+    best = SETTINGS[int(scale.chosen(exact_units))]
 
-    exact = bootstrap(exact_units, lambda u: float(tuned(u)), seed=settings.seed)
+    exact = bootstrap(exact_units, lambda u: float(scale.headline(u)), seed=settings.seed)
     start = bootstrap(np.stack([runs[s].start_accuracy for s in SETTINGS], -1), lambda u: float(u.mean(0).max()),
                       seed=settings.seed)
     success = bootstrap(runs[best].success, _mean, seed=settings.seed)
     claim.record(
         [
-            Check.of("fraction of prompts recovered exactly (restricted vocabulary, better setting)", exact,
+            Check.of(f"fraction of prompts recovered exactly (restricted vocabulary, {scale.headline_label})", exact,
                      "fraction of prompts", ">", EXACT_MAJORITY,
                      "S3: 'the same model before training is capable of recovering the target input after N=200 "
                      "steps' (untrained GPT-2, block 1, the words of a 13-token sentence allowed for a 5-token "
                      "prompt). S3 shows one prompt, recovered exactly; one success fixes no rate, so the "
                      f"threshold reads 'recovers' as the typical outcome: more than {EXACT_MAJORITY} of prompts "
-                     "exactly, by the low end of the interval. The statistic is the better of S3's own "
-                     "setting and the adapted one, chosen inside every resample (S3 tuned its learning rate); "
-                     "S3's own setting's rate is in the details"),
+                     f"exactly, by the low end of the interval. {scale.headline_reading}"),
             Check.of("token accuracy of the random start a₀ (restricted vocabulary, the higher of the two settings)", start,
                      "fraction of tokens", "<", START_CEILING, START_DERIVATION, role="control"),
             Check.of(f"fraction of prompts passing S3's success test ({best} setting)", success,
@@ -78,7 +76,8 @@ def test_an_untrained_block_recovers_its_input(model_name, subject, inversions, 
             "decoded by argmax of a_g·W_E⁺ with −inf outside the allowed vocabulary (S3 multiplies by 0). Two "
             "settings: S3's own (plain gradient descent on the L1 distance, η 1 → 1/100 linearly, "
             "a₀ ~ N(½, 1/20²) per element) and the adapted one (each position moved 0.1 → 0.001 mean embedding "
-            "norms along its gradient's direction, from N(0, norm²/d_model)); the statistic is the better one's."
+            f"norms along its gradient's direction, from N(0, norm²/d_model)); the statistic is the "
+            f"{scale.headline_label}'s."
         ),
         scaled=" ".join(filter(None, [
             "S3 inverts one 5-token prompt through block 1 of an untrained GPT-2 (768 wide, vocabulary 50257); "
@@ -104,33 +103,31 @@ def _summary(run) -> dict:
             "steps": run.steps, "seconds": round(run.seconds, 2), "deviations from S3": run.deviations or "none"}
 
 
-@pytest.mark.claim("S3.3", version=2, sample="prompts")  # 2: more prompts while inconclusive (fixtures.rounds)
+@pytest.mark.claim("S3.3", version=3, sample="prompts")  # 3: S3's own setting is the headline at source scale
 @pytest.mark.models("trained", "hf", twin=True)
 def test_training_makes_inversion_worse(model_name, subject, group_twins, inversions, claim, settings):
     """S3.3: the untrained twin recovers more prompts exactly, and more tokens, than the trained model (block 1)."""
-    twin = group_twins[0]
+    twin, scale = group_twins[0], inversions.scale
     names = [model_name, twin.name]
     runs = {(n, s): inversions.run(n, m, 0, s) for n, m in zip(names, (subject, twin)) for s in SETTINGS}
     exact = np.stack([np.stack([runs[n, s].exact for s in SETTINGS], -1) for n in names], 1)  # (prompts, 2, 2)
     accuracy = np.stack([np.stack([runs[n, s].accuracy for s in SETTINGS], -1) for n in names], 1)
-    best = [SETTINGS[i] for i in accuracy.mean(0).argmax(-1)]  # each model's better setting (token accuracy)
+    best = [SETTINGS[i] for i in scale.chosen(accuracy)]  # each model's headline setting (token accuracy)
 
-    exact_gap = bootstrap(exact, lambda u: float(tuned(u)[1] - tuned(u)[0]), seed=settings.seed)
-    token_gap = bootstrap(accuracy, lambda u: float(tuned(u)[1] - tuned(u)[0]), seed=settings.seed)
+    exact_gap = bootstrap(exact, lambda u: float(scale.headline(u)[1] - scale.headline(u)[0]), seed=settings.seed)
+    token_gap = bootstrap(accuracy, lambda u: float(scale.headline(u)[1] - scale.headline(u)[0]), seed=settings.seed)
     success = bootstrap(runs[model_name, best[0]].success, _mean, seed=settings.seed)
     problem = inversions.problem(model_name, subject)
     claim.record(
         [
-            Check.of("exact-recovery rate, untrained twin minus trained (each its better setting)", exact_gap,
+            Check.of(f"exact-recovery rate, untrained twin minus trained (each its {scale.headline_label})", exact_gap,
                      "fraction of prompts", ">", 0.0,
                      "S3: the untrained GPT-2 block recovers 'The sky is blue.' exactly at N = 200 where the "
                      "trained one gives 'day or day blue or' at N = 20000 (same allowed vocabulary): the trained "
                      "model fails where the twin succeeds. S3 gives one prompt each, no rate, so the threshold "
                      "is the ordering itself: the paired difference of exact-recovery rates above 0 by the low "
-                     "end of its interval. Each model gets the better of S3's setting and the adapted one "
-                     "(S3 tuned the learning rate for the trained model), so the trained model is not failed by "
-                     "an optimiser that does not suit it"),
-            Check.of("token accuracy, untrained twin minus trained (each its better setting)", token_gap,
+                     f"end of its interval. {scale.headline_reading}"),
+            Check.of(f"token accuracy, untrained twin minus trained (each its {scale.headline_label})", token_gap,
                      "fraction of tokens", ">", 0.0,
                      "S3's trained block recovers 1 of 5 tokens ('blue'), the untrained 5 of 5: the trained model "
                      "also recovers fewer tokens, not only fewer whole prompts; ordering, low end above 0"),
@@ -143,7 +140,7 @@ def test_training_makes_inversion_worse(model_name, subject, group_twins, invers
             f"{runs[twin.name, 'source'].steps} steps. Two settings per model: S3's own (plain gradient descent, "
             "η 1 → 1/100, a₀ ~ N(½, 1/20²)) and the adapted one (each position moved 0.1 → 0.001 mean embedding "
             "norms along its gradient's direction, from N(0, norm²/d_model)); each model's statistic is its "
-            "better setting's, chosen inside every bootstrap resample. Restricted vocabulary as S3.2; "
+            f"{scale.headline_label}'s. Restricted vocabulary as S3.2; "
             "−inf masking."
         ),
         scaled=" ".join(filter(None, [

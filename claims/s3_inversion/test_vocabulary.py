@@ -40,14 +40,15 @@ def _difference(a: int, b: int, tokens: int):
     return lambda u: float(u[:, a].sum() - u[:, b].sum()) / (len(u) * tokens)
 
 
-@pytest.mark.claim("S3.6", version=4, sample="prompts")  # 4: S3's 0/1-mask decoding, which a restriction can lower
+@pytest.mark.claim("S3.6", version=5, sample="prompts")  # 5: S3's setting the headline at source scale (4: 0/1 mask)
 @pytest.mark.models("trained", "hf")
 def test_restricting_the_vocabulary_improves_recovery(model_name, subject, inversions, claim, settings):
     """S3.6: one a_g from block 1, decoded over the whole vocabulary, the prompt's continuation's tokens and the
     prompt's own tokens; accuracy rises strictly at each narrowing."""
     problem = inversions.problem(model_name, subject)
     runs = {s: inversions.run(model_name, subject, 0, s) for s in SETTINGS}
-    how = max(SETTINGS, key=lambda s: runs[s].accuracy.mean())  # the better setting, by S3's sentence vocabulary
+    # the headline setting: S3's at source scale, on a CPU the better by S3's sentence vocabulary
+    how = SETTINGS[int(inversions.scale.chosen(np.column_stack([runs[s].accuracy for s in SETTINGS])))]
     run = runs[how]
     units = np.column_stack([run.full_accuracy, run.zero_accuracy, run.zero_prompt_accuracy,
                              run.start_zero_prompt_accuracy])
