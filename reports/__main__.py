@@ -1,4 +1,5 @@
 """``python -m reports merge DIR... [--report-dir OUT]``: merge run folders made on several machines into one report.
+``python -m reports ledger RUN [--write]``: write the measured part of each ledger why from a run's records.
 
 Each DIR is a run folder (``<report dir>/<run id>/``, holding results.json) or
 a results.json file, e.g. one per CI job when the claims are sharded by model
@@ -19,11 +20,11 @@ def build_parser() -> argparse.ArgumentParser:
     """The command line of ``python -m reports``.
 
     Returns:
-        the parser, with one subcommand, ``merge``.
+        the parser, with two subcommands, ``merge`` and ``ledger``.
     """
     parser = argparse.ArgumentParser(prog="python -m reports", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{merge}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{merge,ledger}")
     m = commands.add_parser("merge", help="merge run folders made on different machines into one report",
                             description="Merge run folders (or results.json files) into one report, written as "
                                         "a new run folder under --report-dir.")
@@ -33,7 +34,40 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--shards", metavar="FILE",
                    help="a JSON list of the shards that should have reported (pytest --list-shards FILE): the "
                         "merged report names each one without a run folder")
+    led = commands.add_parser(
+        "ledger", help="write the measured part of each ledger why from a run's records",
+        description="For each ledger entry the run measured (same claim, version, model, weights) and found failing "
+                    "as expected, write the 'Measured on weights ...' part of its why from the record; list the "
+                    "entries that must be measured again. Prints what it would change unless --write.")
+    led.add_argument("run", metavar="RUN", help="a run folder holding results.json, or a results.json file")
+    led.add_argument("--ledger", default="claims/expected_verdicts.toml", metavar="FILE",
+                     help="the ledger to refresh (default: claims/expected_verdicts.toml)")
+    led.add_argument("--write", action="store_true", help="rewrite the ledger file in place (atomically)")
     return parser
+
+
+def refresh_ledger(run: str, ledger: str, write: bool) -> int:
+    """``python -m reports ledger``: print each measured entry's state; with ``write``, rewrite the file.
+
+    Returns:
+        the exit status: 0, or 2 when the run or the ledger cannot be read.
+    """
+    from reports.ledger_text import rewrite
+    from reports.results_file import ResultsFileError, read_results
+    from models.cache import atomic_write_text
+
+    folder = Path(run)
+    try:
+        doc = read_results(folder / "results.json" if folder.is_dir() else folder)
+        text, refreshes = rewrite(Path(ledger).read_text(encoding="utf-8"), doc)
+    except (ResultsFileError, OSError, ValueError) as err:
+        print(f"error: {run} or {ledger}: {err}", file=sys.stderr)
+        return 2
+    for r in refreshes:
+        print(f"{r.entry}: {r.note}" + (f"\n    why = {r.why}" if r.why and not write else ""))
+    if write and any(r.why for r in refreshes):
+        atomic_write_text(Path(ledger), text)
+    return 0
 
 
 def expected_shards(path: str | None) -> list[str] | None:
@@ -66,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         the inputs cannot be merged, or the report cannot be written (argparse also exits 2 on bad usage).
     """
     args = build_parser().parse_args(argv)
+    if args.command == "ledger":
+        return refresh_ledger(args.run, args.ledger, args.write)
     from reports.merge import MergeError, merge  # after parsing: --help need not import torch
 
     try:

@@ -311,3 +311,42 @@ def test_prompt_windows_redrawn_as_not_text_are_named_in_the_header(tmp_path):
     models["llama"]["prompt_windows_redrawn"] = {}
     doc = writer.results(settings_for(tmp_path), [record(0.5)], models, 0, 1.0, catalogue_json())
     assert "redrawn" not in "\n".join(render.header_lines({**doc, "run_id": "x"}))
+
+
+def test_the_measured_part_of_a_ledger_why_is_written_from_the_record(tmp_path):
+    """`python -m reports ledger RUN --write` puts the run's numbers in the why; the maintainer's words stay."""
+    from reports.__main__ import main
+    sha = "ab" * 32
+    rec = record(-0.2, outcome="fails as expected")  # straightening = -0.2 [-0.21, -0.19]
+    rec.update(model="tiny-w96", expected="fails", version=1)
+    doc = writer.results(settings_for(tmp_path), [rec], {"tiny-w96": {
+        "weights_sha256": sha, "build": {"cpu": "AMD EPYC (AVX2)", "torch": "2.13.0+cpu"}}}, 0, 1.0, catalogue_json())
+    (tmp_path / "results.json").write_text(json.dumps(doc))
+    ledger = tmp_path / "ledger.toml"
+    entry = (f'[[expected]]\nclaim = "{rec["claim"]}"\nversion = 1\nmodel = "tiny-w96"\nfingerprint = "f"\n'
+             f'weights_sha256 = "{sha}"\n'
+             'why = "the extra layers help. Measured on weights 000000000000 (x, torch 1): straightening = 0.5 '
+             '[0.4, 0.6] decades (needs > 0)."\nwould_change = "c"\n')
+    ledger.write_text("# kept comment\n" + entry)
+    assert main(["ledger", str(tmp_path), "--ledger", str(ledger)]) == 0
+    assert "0.5 [0.4, 0.6]" in ledger.read_text()  # without --write nothing is touched
+    assert main(["ledger", str(tmp_path), "--ledger", str(ledger), "--write"]) == 0
+    text = ledger.read_text()
+    assert text.startswith("# kept comment\n")
+    assert ('why = "the extra layers help. Measured on weights abababababab (AMD EPYC (AVX2), torch 2.13.0+cpu): '
+            'straightening = -0.2 [-0.21, -0.19] decades (needs > 0)."') in text
+    from fixtures.ledger import load_ledger
+    assert len(load_ledger(ledger)) == 1
+
+
+def test_a_ledger_entry_the_run_does_not_fail_is_listed_not_rewritten(tmp_path, capsys):
+    from reports.ledger_text import rewrite
+    rec = record(0.5, outcome="holds")
+    rec.update(model="tiny-w96", version=1)
+    doc = {"records": [rec], "models": {"tiny-w96": {"weights_sha256": "ab" * 32, "build": {}}}}
+    text = (f'[[expected]]\nclaim = "{rec["claim"]}"\nversion = 1\nmodel = "tiny-w96"\nfingerprint = "f"\n'
+            f'weights_sha256 = "{"ab" * 32}"\nwhy = "w. Measured on weights x"\nwould_change = "c"\n')
+    new, [done] = rewrite(text, doc)
+    assert new == text and not done.why and "'holds', not 'fails as expected'" in done.note
+    rec["version"] = 2
+    assert "measure it again" in rewrite(text, doc)[1][0].note

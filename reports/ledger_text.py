@@ -1,0 +1,110 @@
+"""The measured part of each ledger why, written from a run's records (``python -m reports ledger RUN``).
+
+A ledger entry's ``why`` (claims/expected_verdicts.toml) is a finding in words followed by what was measured:
+"Measured on weights <sha> (<cpu>, torch <v>)[, <n> prompts]: <claim check> = v [low, high] <unit> (needs <op> t).
+Builds of this recipe (the model and its seed siblings): <summary>." That second part is generated here from
+the record of the same claim, version, test and model on the same weights, so that it cannot disagree with the
+measurement; the words before it stay the maintainer's. An entry whose record is not "fails as expected" on the
+entry's weights is listed, never rewritten: it must be measured again, or removed.
+"""
+
+import json
+import tomllib
+from dataclasses import dataclass
+
+from reports.records import FAILS_AS_EXPECTED
+from reports.tables import test_name
+
+MEASURED = "Measured on weights "  # where the generated part of a why begins
+
+
+@dataclass(frozen=True)
+class Refresh:
+    """One entry's outcome: the new why ("" when it is not rewritten) and what to tell the maintainer."""
+
+    entry: str  # "S3.11 on tiny-w192 (test_attention_residual_carries_self_token_identity)"
+    why: str
+    note: str
+
+
+def measured_sentence(record: dict, model: dict, builds: str = "") -> str:
+    """The generated part of a why, from a results.json record and its model's facts.
+
+    Args:
+        record: a record of outcome "fails as expected" (results.json form).
+        model: ``results.json["models"][record["model"]]``: ``weights_sha256`` and ``build``.
+        builds: the builds-agree summary of the record's recipe (e.g. "fails on 2 of 2 builds"), or "".
+    Raises:
+        ValueError: if the record has no failed claim check.
+    """
+    failed = [c for c in record["checks"] if c["role"] == "claim" and c.get("status") == "failed"]
+    if not failed:
+        raise ValueError(f"{record['claim']} on {record['model']}: no failed claim check to quote")
+    build = model.get("build") or {}
+    prompts = f", {record['looks'][-1]['prompts']} prompts" if len(record.get("looks") or ()) > 1 else ""
+    checks = "; ".join(f"{c['name']} = {c['value']:.3g} [{c['ci_low']:.3g}, {c['ci_high']:.3g}] {c['unit']} "
+                       f"(needs {c['comparison']} {c['threshold']:g})" for c in failed)
+    text = (f"{MEASURED}{model['weights_sha256'][:12]} ({build.get('cpu') or build.get('gpu') or build.get('device')}, "
+            f"torch {build.get('torch')}){prompts}: {checks}.")
+    if builds:
+        text += f" Builds of this recipe (the model and its seed siblings): {builds}."
+    return text
+
+
+def _variant(record: dict) -> str:
+    return "-".join(record.get("params", {}).values())
+
+
+def refresh(entries: list[dict], doc: dict) -> list[Refresh | None]:
+    """The whys of ledger entries with their measured part written from a run.
+
+    Args:
+        entries: the ledger's ``[[expected]]`` tables, in file order.
+        doc: a results.json document (one run, or a merged one).
+    Returns:
+        per entry, in order, a :class:`Refresh`, or None where the run did not measure it (same claim, model,
+        variant and test).
+    """
+    return [_refresh(e, doc) for e in entries]
+
+
+def _refresh(e: dict, doc: dict) -> Refresh | None:
+    records = [r for r in doc["records"] if r["claim"] == e["claim"] and r["model"] == e["model"]
+               and _variant(r) == e.get("variant", "") and (not e.get("test") or test_name(r) == e["test"])]
+    if not records:
+        return None
+    r, name = records[0], f"{e['claim']} on {e['model']}" + (f" ({e['test']})" if e.get("test") else "")
+    model = doc["models"].get(r["model"], {})
+    if r["version"] != e["version"]:
+        return Refresh(name, "", f"measured with version {r['version']}, the entry is version {e['version']}: "
+                                 "measure it again and set the version")
+    if model.get("weights_sha256") != e.get("weights_sha256"):
+        return Refresh(name, "", "the run measured other weights than the entry's: not rewritten")
+    if r["outcome"] != FAILS_AS_EXPECTED:
+        return Refresh(name, "", f"the run says {r['outcome']!r}, not 'fails as expected': measure again, or "
+                                 "remove the entry")
+    builds = next((b["summary"] for b in doc.get("builds_agree") or ()
+                   if b["claim"] == r["claim"] and r["model"] in b["builds"] and b["test"] == test_name(r)), "")
+    why = f"{e['why'].split(MEASURED)[0].rstrip()} {measured_sentence(r, model, builds)}".strip()
+    return Refresh(name, why if why != e["why"] else "", "rewritten" if why != e["why"] else "unchanged")
+
+
+def rewrite(text: str, doc: dict) -> tuple[str, list[Refresh]]:
+    """A ledger file's text with the refreshed whys put in place, and the refreshes of the entries the run measured.
+
+    Only the ``why = "..."`` line of a rewritten entry changes; comments and order stay.
+
+    Raises:
+        ValueError: if an entry does not have exactly one ``why = "..."`` line.
+    """
+    entries = tomllib.loads(text).get("expected", [])
+    lines = text.split("\n")
+    why_lines = [i for i, line in enumerate(lines) if line.startswith("why = ")]
+    if len(why_lines) != len(entries):
+        raise ValueError(f"the ledger has {len(entries)} entries but {len(why_lines)} lines starting 'why = ': "
+                         "write each entry's why on one line")
+    refreshes = refresh(entries, doc)
+    for i, done in zip(why_lines, refreshes):
+        if done and done.why:
+            lines[i] = "why = " + json.dumps(done.why, ensure_ascii=False)
+    return "\n".join(lines), [r for r in refreshes if r]
