@@ -30,6 +30,7 @@ def test_a_run_of_spaces_is_not_text_and_prose_is():
     tok = BoundaryTokens()
     assert not_text(tok.encode(" " * 21), tok) == "mostly whitespace"
     assert not_text(tok.encode("ab" + " " * 19), tok) == "mostly whitespace"
+    assert not_text(tok.encode("abc  "), tok) == ""  # two of five: indented text is text
     assert not_text([7] * 15 + tok.encode("abcdef"), tok) == "one token repeated"
     assert not_text(tok.encode("Now is the winter of"), tok) == ""
     assert not_text(tok.encode(" "), tok) == ""  # a one-token prompt is whatever token it is
