@@ -49,6 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
 def refresh_ledger(run: str, ledger: str, write: bool) -> int:
     """``python -m reports ledger``: print each measured entry's state; with ``write``, rewrite the file.
 
+    Args:
+        run: a run folder holding results.json, or the file.
+        ledger: the ledger file (TOML) to refresh.
+        write: rewrite ``ledger`` in place (atomically) where a why changed; else only print.
     Returns:
         the exit status: 0, or 2 when the run or the ledger cannot be read.
     """
@@ -60,8 +64,11 @@ def refresh_ledger(run: str, ledger: str, write: bool) -> int:
     try:
         doc = read_results(folder / "results.json" if folder.is_dir() else folder)
         text, refreshes = rewrite(Path(ledger).read_text(encoding="utf-8"), doc)
-    except (ResultsFileError, OSError, ValueError) as err:
-        print(f"error: {run} or {ledger}: {err}", file=sys.stderr)
+    except ResultsFileError as err:
+        print(f"error: {run}: {err}", file=sys.stderr)
+        return 2
+    except (OSError, ValueError) as err:  # the ledger unreadable or malformed, or a record without a failed check
+        print(f"error: {ledger}: {err}", file=sys.stderr)
         return 2
     for r in refreshes:
         print(f"{r.entry}: {r.note}" + (f"\n    why = {r.why}" if r.why and not write else ""))

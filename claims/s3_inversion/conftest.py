@@ -20,7 +20,9 @@ the trained model and its twin, S3.4 every depth. Two settings:
   recovers few tokens where this one recovers most at the CPU's N. The headline (:meth:`Scale.headline`) is
   S3's own setting at source scale (a GPU: N = 2000 for trained blocks, as S3), and on a CPU, as a stated
   scaled form, the better of the two per model and block, chosen inside every bootstrap resample; the
-  procedure names the setting, and most records give both settings' numbers in their details.
+  procedure names the setting, and most records give both settings' numbers in their details. (S3.9's wide
+  untrained single layers keep the better of the two at source scale too: their ledger entry was measured so
+  on an H100, and moving them needs that GPU run again.)
 
 Why one module of ~360 lines: S3's claims share one cache of inversions (a run per model, block and setting,
 each minutes on a CPU), and the problem, the scale and the settings that key it; split, the cache's key and what

@@ -93,7 +93,11 @@ def occlusion(model, ids: torch.Tensor, substitutes: torch.Tensor) -> np.ndarray
 
 def other_frequent_token(ids: torch.Tensor) -> torch.Tensor:
     """Per position, the batch's most frequent token, or its second most frequent where the position holds the
-    first: a substitute that always differs from the token it replaces, (batch, T) of (batch, T) ids."""
+    first: a substitute that always differs from the token it replaces, (batch, T) of (batch, T) ids.
+
+    Raises:
+        ValueError: if the batch holds one distinct token (nothing else can occlude it).
+    """
     values, counts = torch.unique(ids, return_counts=True)
     order = values[counts.argsort(descending=True, stable=True)]
     if order.numel() < 2:
