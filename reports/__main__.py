@@ -13,6 +13,7 @@ it and ``OUT/index.html`` lists it.
 import argparse
 import json
 import sys
+import tomllib
 from pathlib import Path
 
 
@@ -67,8 +68,11 @@ def refresh_ledger(run: str, ledger: str, write: bool) -> int:
     except ResultsFileError as err:
         print(f"error: {run}: {err}", file=sys.stderr)
         return 2
-    except (OSError, ValueError) as err:  # the ledger unreadable or malformed, or a record without a failed check
+    except (OSError, tomllib.TOMLDecodeError) as err:  # the ledger unreadable or not TOML
         print(f"error: {ledger}: {err}", file=sys.stderr)
+        return 2
+    except ValueError as err:  # the ledger's layout, or a record without a failed check: the message says which
+        print(f"error: {err}", file=sys.stderr)
         return 2
     for r in refreshes:
         print(f"{r.entry}: {r.note}" + (f"\n    why = {r.why}" if r.why and not write else ""))

@@ -95,7 +95,8 @@ def rewrite(text: str, doc: dict) -> tuple[str, list[Refresh]]:
     Only the ``why = "..."`` line of a rewritten entry changes; comments and order stay.
 
     Raises:
-        ValueError: if an entry does not have exactly one ``why = "..."`` line.
+        ValueError: if an entry does not have exactly one ``why = "..."`` line, or if the new text would not read
+            back as the same entries with only those whys changed (a why written over several lines, say).
     """
     entries = tomllib.loads(text).get("expected", [])
     lines = text.split("\n")
@@ -107,4 +108,13 @@ def rewrite(text: str, doc: dict) -> tuple[str, list[Refresh]]:
     for i, done in zip(why_lines, refreshes):
         if done and done.why:
             lines[i] = "why = " + json.dumps(done.why, ensure_ascii=False)
-    return "\n".join(lines), [r for r in refreshes if r]
+    new = "\n".join(lines)
+    expected = [dict(e, why=done.why) if done and done.why else e for e, done in zip(entries, refreshes)]
+    try:
+        same = tomllib.loads(new).get("expected", []) == expected
+    except tomllib.TOMLDecodeError:
+        same = False
+    if not same:
+        raise ValueError("rewriting the whys would change more than the whys (is a why written over several "
+                         "lines?): nothing written")
+    return new, [r for r in refreshes if r]

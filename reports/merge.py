@@ -27,7 +27,7 @@ from pathlib import Path
 
 from models.recipes import PROFILES, seed_builds
 from reports import render, writer
-from reports.records import builds_agree, record_key
+from reports.records import add_model_facts, builds_agree, record_key
 from reports.results_file import ResultsFileError, read_results
 
 DIRTY = "+dirty"
@@ -209,8 +209,7 @@ def merge_runs(runs: list[Run], shards: list[str] | None = None) -> Merged:
     models: dict = {}
     catalogue: dict = {}
     for run in runs:
-        for name, facts in (run.doc.get("models") or {}).items():
-            models.setdefault(name, facts)
+        add_model_facts(models, run.doc.get("models") or {})
         for claim_id, entry in (run.doc.get("catalogue") or {}).items():
             catalogue.setdefault(claim_id, entry)
     git = first.get("git")

@@ -25,6 +25,25 @@ def record_key(record: dict) -> tuple[str, str, str]:
     return record["claim"], record["model"], record["test"]
 
 
+def add_model_facts(models: dict[str, dict], more: dict[str, dict]) -> None:
+    """Add one process's (or one shard's) model facts to ``models``, {model name: facts}, in place.
+
+    Two xdist workers or two nightly shards may both load a model (a twin that a trained model's test reads). The
+    facts first given for a name are kept, a fact they left empty (None, {}, []) is taken from the later, and the
+    prompt windows redrawn are united, as each process draws its own batches: {"n × length": count}.
+    """
+    for name, facts in more.items():
+        if name not in models:
+            models[name] = dict(facts)
+            continue
+        kept = models[name]
+        for key, value in facts.items():
+            if key == "prompt_windows_redrawn":
+                kept[key] = {**(value or {}), **(kept.get(key) or {})}
+            elif kept.get(key) in (None, {}, []):
+                kept[key] = value
+
+
 def count_outcomes(outcomes) -> dict[str, int]:
     """{outcome: how many} of an iterable of outcome strings, in the order of ``OUTCOMES`` (others after them, as
     first met); outcomes with no occurrence are left out."""

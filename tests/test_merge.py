@@ -12,7 +12,7 @@ from fixtures.catalogue import catalogue_json
 from fixtures.settings import Settings
 from reports import render, tables, writer
 from reports.merge import MergeError, merge
-from reports.records import Check, ClaimRecord
+from reports.records import Check, ClaimRecord, add_model_facts
 from reports.results_file import SCHEMA
 
 REPO = Path(__file__).resolve().parent.parent
@@ -234,3 +234,15 @@ def test_runs_an_older_version_left_in_reports_move_to_runs(tmp_path):
     assert old.name in (tmp_path / "runs" / "index.html").read_text()
     elsewhere = machine(tmp_path, "elsewhere", {"tiny-w96": 96})  # only the default base adopts
     assert sorted(p.name for p in elsewhere.parent.iterdir()) == sorted(["index.html", "latest", elsewhere.name])
+
+
+def test_model_facts_of_two_processes_keep_both_processes_redrawn_windows():
+    """Two workers (or shards) that loaded one model: the first's facts stay, an empty one is filled from the
+    second, and the prompt windows each redrew are united, not lost to whichever process reported last."""
+    models = {"tiny-w96": {"load_seconds": 1.0, "prompt_batch": None, "prompt_windows_redrawn": {"16 × 35": 1}}}
+    add_model_facts(models, {"tiny-w96": {"load_seconds": 2.0, "prompt_batch": [32, 128],
+                                          "prompt_windows_redrawn": {"512 × 10": 5}},
+                             "tiny-w128": {"load_seconds": 3.0}})
+    assert models["tiny-w96"] == {"load_seconds": 1.0, "prompt_batch": [32, 128],
+                                  "prompt_windows_redrawn": {"512 × 10": 5, "16 × 35": 1}}
+    assert models["tiny-w128"] == {"load_seconds": 3.0}

@@ -350,3 +350,22 @@ def test_a_ledger_entry_the_run_does_not_fail_is_listed_not_rewritten(tmp_path, 
     assert new == text and not done.why and "'holds', not 'fails as expected'" in done.note
     rec["version"] = 2
     assert "measure it again" in rewrite(text, doc)[1][0].note
+
+
+def test_a_why_over_several_lines_is_refused_and_the_ledger_left_as_it_was(tmp_path, capsys):
+    """Only a one-line why can be rewritten in place; a multi-line one would leave broken TOML, so nothing is written."""
+    from reports.__main__ import main
+    sha = "ab" * 32
+    rec = record(-0.2, outcome="fails as expected")
+    rec.update(model="tiny-w96", expected="fails", version=1)
+    doc = writer.results(settings_for(tmp_path), [rec], {"tiny-w96": {
+        "weights_sha256": sha, "build": {"cpu": "c", "torch": "t"}}}, 0, 1.0, catalogue_json())
+    (tmp_path / "results.json").write_text(json.dumps(doc))
+    ledger = tmp_path / "ledger.toml"
+    text = (f'[[expected]]\nclaim = "{rec["claim"]}"\nversion = 1\nmodel = "tiny-w96"\nfingerprint = "f"\n'
+            f'weights_sha256 = "{sha}"\nwhy = """the extra layers help.\nMeasured on weights 000000000000: old."""\n'
+            'would_change = "c"\n')
+    ledger.write_text(text)
+    assert main(["ledger", str(tmp_path), "--ledger", str(ledger), "--write"]) == 2
+    assert "would change more than the whys" in capsys.readouterr().err
+    assert ledger.read_text() == text

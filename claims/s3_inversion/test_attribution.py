@@ -150,24 +150,26 @@ def test_gradient_times_input_agrees_with_occlusion(model_name, subject, pool, i
     twin_grad_input = saliency(twin.model, ids.to(twin.input_device), target.to(twin.input_device))
     by_token = occlusion(model, ids, weight[other_frequent_token(ids)])
     rho, twin_rho = rank_agreement(grad_input, occluded), rank_agreement(twin_grad_input, occluded)
-    defined = ~np.isnan(rho) & ~np.isnan(twin_rho)
-    undefined = int((~defined).sum())
-    why_undefined = (f"{undefined} of {n} prompts left out: a rank correlation is undefined where an attribution is "
-                     f"constant over the prompt's positions (occlusion constant on {_constant(occluded)}, "
-                     f"gradient×input on {_constant(grad_input)}, the twin's on {_constant(twin_grad_input)})")
-    if defined.sum() < 2:
+    defined, twin_defined = ~np.isnan(rho), ~np.isnan(twin_rho)  # each statistic over its own defined prompts
+    undefined, twin_undefined = int((~defined).sum()), int((~twin_defined).sum())
+    why_undefined = (f"{undefined} of {n} prompts left out of the claim's statistic and {twin_undefined} of the "
+                     "control's: a rank correlation is undefined where an attribution is constant over the prompt's "
+                     f"positions (occlusion constant on {_constant(occluded)}, gradient×input on "
+                     f"{_constant(grad_input)}, the twin's on {_constant(twin_grad_input)})")
+    if min(defined.sum(), twin_defined.sum()) < 2:
         claim.not_informative(why_undefined + ": fewer than two prompts remain to measure agreement on",
-                              details={"prompts left out": undefined})
+                              details={"prompts left out": undefined, "prompts left out of the control": twin_undefined})
     example = torch.tensor([tokenizer.encode(SOURCE_PROMPT)[:subject.context]], device=subject.input_device)
     example_target = predicted(model, example)
     ex_saliency, ex_occlusion = saliency(model, example, example_target), occlusion(model, example, weight.float().mean(0))
     pieces = [tokenizer.decode([t]) for t in example[0].tolist()]
     random = np.random.default_rng(settings.seed).random(grad_input.shape)
     claim.record(
-        agreement_checks(rho[defined], twin_rho[defined], settings.seed),
+        agreement_checks(rho[defined], twin_rho[twin_defined], settings.seed),
         procedure=(
             f"{n} held-out prompts of {tokens} tokens (S3's {SOURCE_PROMPT!r} in this tokenizer); "
-            f"{why_undefined if undefined else 'every prompt has a defined rank correlation'}. Target: the "
+            f"{why_undefined if undefined or twin_undefined else 'every prompt has a defined rank correlation'}. "
+            "Target: the "
             "predicted next token's logit at the last position (gradient×input, captum InputXGradient on the token "
             "embeddings, ‖∇ ⊙ a‖₁ per token) and the L1 distance of the last position's logits (occlusion, captum "
             "FeatureAblation, one token's embedding at a time replaced by the mean row of W_E). Spearman ρ over "
@@ -177,13 +179,13 @@ def test_gradient_times_input_agrees_with_occlusion(model_name, subject, pool, i
         details={
             "mean ρ over the prompts with a defined correlation": {
                 "gradient×input vs occlusion": float(rho[defined].mean()),
-                "untrained twin's gradient×input vs occlusion": float(twin_rho[defined].mean()),
+                "untrained twin's gradient×input vs occlusion": float(twin_rho[twin_defined].mean()),
                 "random attribution vs occlusion": float(np.nanmean(rank_agreement(random, occluded)[defined])),
                 "occlusion, mean embedding vs another frequent token": float(
                     np.nanmean(rank_agreement(occluded, by_token)[defined])),
                 "gradient×input vs occlusion by another frequent token": float(
                     np.nanmean(rank_agreement(grad_input, by_token)[defined]))},
-            "prompts left out (undefined rank correlation)": undefined,
+            "prompts left out (undefined rank correlation)": {"claim": undefined, "control": twin_undefined},
             f"S3's example {SOURCE_PROMPT!r}, predicted next: {tokenizer.decode([example_target.item()])!r}": {
                 f"{i + 1}: {piece!r}": {"gradient×input": round(float(ex_saliency[0, i] / ex_saliency[0].max()), 3),
                                        "occlusion": round(float(ex_occlusion[0, i] / max(ex_occlusion[0].max(), 1e-12)),

@@ -105,7 +105,8 @@ def test_a_masked_mixer_carries_more_non_self_information(model_name, group, gro
             f"{len(units[transformer.name, BLOCK])} held-out prompts (S3.2's problem: S3's prompt length, the restricted vocabulary of "
             f"its continuation), inverted from the output of blocks 1 and {BLOCK} at positions 2 onwards "
             "([:, 1:, :]) in embedding space, L1 loss, each model under S3's setting and the adapted one, "
-            "keeping the one that recovers more unmasked tokens. The masked token is recovered where the first "
+            f"the {inversions.scale.headline_label} deciding (on a CPU the one that recovers more unmasked tokens). "
+            "The masked token is recovered where the first "
             f"choice at position 1 is it. Models: {transformer.name} (GPT-2) and {mixer.name} (models.mixer: "
             "causal convolution over positions, no position embedding), the same recipe and width."
         ),

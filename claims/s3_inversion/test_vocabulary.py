@@ -87,8 +87,8 @@ def test_restricting_the_vocabulary_improves_recovery(model_name, subject, inver
         ],
         procedure=(
             f"{units.shape[0]} held-out prompts of {problem.tokens} tokens (S3's {SOURCE_PROMPT!r} in this "
-            f"tokenizer), inverted together from block 1's output ({how} setting, the better of S3's own and the "
-            f"adapted one by S3's sentence vocabulary; N = {run.steps}). The one a_g per prompt is decoded by "
+            f"tokenizer), inverted together from block 1's output ({how} setting: {inversions.scale.headline_label}, "
+            f"judged by S3's sentence vocabulary; N = {run.steps}). The one a_g per prompt is decoded by "
             "argmax of a_g·W_E⁺ three times, with −inf outside: the whole vocabulary "
             f"({problem.weight.shape[0]} tokens); the distinct tokens of the prompt's {problem.sentence_tokens}-token "
             f"continuation (S3's 13-token sentence, same ratio; {distractors:.1f} distractors on average); the "
