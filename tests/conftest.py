@@ -5,6 +5,16 @@ import torch
 from transformers import (AutoModelForCausalLM, BloomConfig, FalconConfig, Gemma2Config, GemmaConfig, GPT2Config,
                           GPTJConfig, GPTNeoXConfig, LlamaConfig, MistralConfig, OPTConfig, Phi3Config, Qwen2Config)
 
+class ByteTokenizer:
+    """A character tokenizer for prompt-sampling tests: each character's code point mod 256 is its id."""
+
+    def encode(self, text: str) -> list[int]:
+        return [ord(ch) % 256 for ch in text]
+
+    def decode(self, ids) -> str:
+        return "".join(map(chr, ids))
+
+
 TINY_CONFIGS = {
     "gpt2": lambda: GPT2Config(n_embd=32, n_layer=2, n_head=2, vocab_size=50, n_positions=32, activation_function="relu"),
     "opt": lambda: OPTConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, ffn_dim=64, vocab_size=50,

@@ -5,6 +5,7 @@ import torch
 
 from fixtures.prompts import not_text, prompt_batch
 from models.corpus import Corpus, load_corpus
+from tests.conftest import ByteTokenizer
 
 BOUNDARY = 0  # the word-boundary token, as sentencepiece's "▁"
 
@@ -55,16 +56,9 @@ def test_windows_of_one_repeated_boundary_token_are_redrawn_and_counted():
 
 def test_a_corpus_of_prose_gives_the_unfiltered_batch():
     """Nothing is redrawn on the default corpus at the tiny profile's shape, so its batches are unchanged."""
-    class Chars:
-        def encode(self, text):
-            return [ord(c) % 256 for c in text]
-
-        def decode(self, ids):
-            return "".join(map(chr, ids))
-
     corpus = load_corpus(None)
-    drawn = prompt_batch(corpus, Chars(), 32, 128, seed=0)
-    ids = torch.tensor(Chars().encode(corpus.validation))
+    drawn = prompt_batch(corpus, ByteTokenizer(), 32, 128, seed=0)
+    ids = torch.tensor(ByteTokenizer().encode(corpus.validation))
     slots = ids.numel() // 128
     chosen = torch.randperm(slots, generator=torch.Generator().manual_seed(0))[:32].sort().values
     assert drawn.redrawn == 0

@@ -313,15 +313,22 @@ def test_prompt_windows_redrawn_as_not_text_are_named_in_the_header(tmp_path):
     assert "redrawn" not in "\n".join(render.header_lines({**doc, "run_id": "x"}))
 
 
+def _run_failing_as_expected(folder) -> tuple[str, dict]:
+    """A run folder's results.json with one record failing as expected on tiny-w96 (straightening -0.2 [-0.21,
+    -0.19]); returns the weights digest and the record."""
+    sha = "ab" * 32
+    rec = record(-0.2, outcome="fails as expected")
+    rec.update(model="tiny-w96", expected="fails", version=1)
+    doc = writer.results(settings_for(folder), [rec], {"tiny-w96": {
+        "weights_sha256": sha, "build": {"cpu": "AMD EPYC (AVX2)", "torch": "2.13.0+cpu"}}}, 0, 1.0, catalogue_json())
+    (folder / "results.json").write_text(json.dumps(doc))
+    return sha, rec
+
+
 def test_the_measured_part_of_a_ledger_why_is_written_from_the_record(tmp_path):
     """`python -m reports ledger RUN --write` puts the run's numbers in the why; the maintainer's words stay."""
     from reports.__main__ import main
-    sha = "ab" * 32
-    rec = record(-0.2, outcome="fails as expected")  # straightening = -0.2 [-0.21, -0.19]
-    rec.update(model="tiny-w96", expected="fails", version=1)
-    doc = writer.results(settings_for(tmp_path), [rec], {"tiny-w96": {
-        "weights_sha256": sha, "build": {"cpu": "AMD EPYC (AVX2)", "torch": "2.13.0+cpu"}}}, 0, 1.0, catalogue_json())
-    (tmp_path / "results.json").write_text(json.dumps(doc))
+    sha, rec = _run_failing_as_expected(tmp_path)  # straightening = -0.2 [-0.21, -0.19]
     ledger = tmp_path / "ledger.toml"
     entry = (f'[[expected]]\nclaim = "{rec["claim"]}"\nversion = 1\nmodel = "tiny-w96"\nfingerprint = "f"\n'
              f'weights_sha256 = "{sha}"\n'
@@ -355,12 +362,7 @@ def test_a_ledger_entry_the_run_does_not_fail_is_listed_not_rewritten(tmp_path, 
 def test_a_why_over_several_lines_is_refused_and_the_ledger_left_as_it_was(tmp_path, capsys):
     """Only a one-line why can be rewritten in place; a multi-line one would leave broken TOML, so nothing is written."""
     from reports.__main__ import main
-    sha = "ab" * 32
-    rec = record(-0.2, outcome="fails as expected")
-    rec.update(model="tiny-w96", expected="fails", version=1)
-    doc = writer.results(settings_for(tmp_path), [rec], {"tiny-w96": {
-        "weights_sha256": sha, "build": {"cpu": "c", "torch": "t"}}}, 0, 1.0, catalogue_json())
-    (tmp_path / "results.json").write_text(json.dumps(doc))
+    sha, rec = _run_failing_as_expected(tmp_path)
     ledger = tmp_path / "ledger.toml"
     text = (f'[[expected]]\nclaim = "{rec["claim"]}"\nversion = 1\nmodel = "tiny-w96"\nfingerprint = "f"\n'
             f'weights_sha256 = "{sha}"\nwhy = """the extra layers help.\nMeasured on weights 000000000000: old."""\n'

@@ -8,6 +8,7 @@ import pytest
 
 from fixtures.prompts import prompt_batch
 from fixtures.rounds import Rounds
+from tests.conftest import ByteTokenizer
 from tests.test_plugin import pytest_run
 
 # Synthetic sequential claim tests: each look's interval is set by the look's scale (1, 2, 4), as a real
@@ -79,15 +80,8 @@ def test_a_larger_prompt_batch_holds_the_smaller_ones_windows():
     """Later looks add prompts to the first look's, so the looks are one growing sample."""
     from models.corpus import load_corpus
 
-    class Chars:
-        def encode(self, text):
-            return [ord(c) % 256 for c in text]
-
-        def decode(self, ids):
-            return "".join(map(chr, ids))
-
     corpus = load_corpus(None)
-    small, large = (prompt_batch(corpus, Chars(), n, 16, seed=0).ids for n in (32, 64))
+    small, large = (prompt_batch(corpus, ByteTokenizer(), n, 16, seed=0).ids for n in (32, 64))
     rows = {tuple(r.tolist()) for r in large}
     assert all(tuple(r.tolist()) in rows for r in small) and len(rows) == 64
 
