@@ -1,4 +1,4 @@
-"""S3's checks, gates and controls fail on inputs built to fail them (S3.7, S3.8, S3.9, S3.10, S3.13).
+"""S3's checks, gates and controls fail on inputs built to fail them (S3.5, S3.7, S3.8, S3.9, S3.10, S3.13).
 
 Each test builds the statistic a claim test computes, from a known case, and runs it through the same threshold
 the claim uses: a check that passes everything would pass these too.
@@ -256,3 +256,36 @@ def test_the_headline_is_chosen_per_column():
     assert Scale.of(False).chosen(units).tolist() == [0, 1]
     assert Scale.of(False).headline(units).tolist() == pytest.approx([0.9, 0.6])
     assert Scale.of(True).headline(units).tolist() == pytest.approx([0.9, 0.2])
+
+
+# --- S3.5: the width gain, the convergence gate and the success control -----------------------------------------
+
+
+def test_a_ladder_whose_narrowest_rung_recovers_more_fails_the_gain():
+    """(prompts, rungs, settings): the narrow rung recovers 0.8 of the tokens, the wide one 0.4, in either setting."""
+    from claims.s3_inversion.conftest import Scale
+    from claims.s3_inversion.test_width import width_gain
+    rng = np.random.default_rng(0)
+    units = np.stack([rng.binomial(10, 0.8, (32, 2)) / 10, rng.binomial(10, 0.4, (32, 2)) / 10], 1)
+    for scale in (Scale.of(False), Scale.of(True)):
+        gain = Check.of("gain", bootstrap(units, lambda u: width_gain(u, scale), seed=0), "fraction", ">", 0.0, "S3.5")
+        assert gain.status == "failed"
+    wider_better = units[:, ::-1]
+    assert Check.of("gain", bootstrap(wider_better, lambda u: width_gain(u, Scale.of(False)), seed=0),
+                    "fraction", ">", 0.0, "S3.5").status == "passed"
+
+
+def test_a_wider_rung_that_trained_worse_closes_the_convergence_gate():
+    from claims.s3_inversion.test_width import reordered_rungs
+    rungs = {1337: ["w96", "w128", "w192"], 1442: ["w96-s", "w192-s"]}
+    ordered = {"w96": 1.79, "w128": 1.75, "w192": 1.70, "w96-s": 1.83, "w192-s": 1.77}
+    assert reordered_rungs(rungs, ordered) == []
+    assert reordered_rungs(rungs, {**ordered, "w192": 1.86}) == ["w192 1.860 > w128 1.750"]  # issue 20's corpus
+
+
+def test_a_narrowest_rung_that_rarely_passes_the_success_test_fails_the_control():
+    from claims.s3_inversion.conftest import Scale
+    from claims.s3_inversion.test_width import SUCCESS_MAJORITY
+    success = np.column_stack([np.r_[np.ones(4), np.zeros(12)], np.r_[np.ones(6), np.zeros(10)]])  # (prompts, settings)
+    est = bootstrap(success, lambda u: float(Scale.of(False).headline(u)), seed=0)
+    assert Check.of("success", est, "fraction", ">", SUCCESS_MAJORITY, "control", role="control").status == "failed"

@@ -58,10 +58,32 @@ def _accuracy(inversions, rung, block: int, vocabulary: str) -> np.ndarray:
     return np.stack([r.full_accuracy if vocabulary == "full-vocabulary" else r.accuracy for r in runs], -1)
 
 
-def _gain(units: np.ndarray, scale: Scale) -> float:
-    """units (prompts, rungs, settings): widest minus narrowest rung, each its headline setting."""
+def width_gain(units: np.ndarray, scale: Scale) -> float:
+    """S3.5's statistic: token accuracy of the widest rung minus the narrowest, each its headline setting.
+
+    Args:
+        units: (prompts, rungs, settings) token accuracy per prompt, rungs narrowest first, ``SETTINGS`` order.
+        scale: picks the headline setting (:meth:`Scale.headline`).
+    Returns:
+        the difference, in fraction of tokens.
+    """
     best = scale.headline(units)
     return float(best[-1] - best[0])
+
+
+def reordered_rungs(rungs_by_seed: dict[int, list[str]], losses: dict[str, float]) -> list[str]:
+    """S3.5's convergence gate: each wider rung that ended with a higher validation loss than the next narrower rung
+    of its training seed, as "wide loss > narrow loss" (empty when the ladder is ordered by width).
+
+    Args:
+        rungs_by_seed: {training seed: rung names, narrowest first}.
+        losses: {rung name: final validation loss, nats per token}.
+    Raises:
+        KeyError: if a rung has no loss.
+    """
+    return [f"{wide} {losses[wide]:.3f} > {narrow} {losses[narrow]:.3f}"
+            for rungs in rungs_by_seed.values() for narrow, wide in zip(rungs, rungs[1:])
+            if losses[wide] > losses[narrow] + LOSS_TOLERANCE]
 
 
 @pytest.mark.claim("S3.5", version=4)  # 4: S3's own setting the headline at source scale (3: gain onset 4096)
@@ -82,9 +104,7 @@ def test_wider_models_invert_better(model_name, variant, group, inversions, clai
             "vocabulary smaller than the width improves with width for any weights",
             details={"validation loss (nats per token)": losses,
                      "widths": {m.name: m.d_model for m in group}})
-    reordered = [f"{wide.name} {losses[wide.name]:.3f} > {narrow.name} {losses[narrow.name]:.3f}"
-                 for rungs in seeds.values() for narrow, wide in zip(rungs, rungs[1:])
-                 if losses[wide.name] > losses[narrow.name] + LOSS_TOLERANCE]
+    reordered = reordered_rungs({seed: [m.name for m in rungs] for seed, rungs in seeds.items()}, losses)
     if reordered:
         claim.not_informative(
             "convergence gate: a wider rung ended with a higher validation loss than a narrower one of its seed "
@@ -94,7 +114,7 @@ def test_wider_models_invert_better(model_name, variant, group, inversions, clai
     units = {(seed, b): np.stack([_accuracy(inversions, r, b, variant) for r in rungs], 1)  # (prompts, rungs, s)
              for seed, rungs in seeds.items() for b in blocks}
     scale = inversions.scale
-    gains = {key: bootstrap(u, lambda v: _gain(v, scale), seed=settings.seed) for key, u in units.items()}
+    gains = {key: bootstrap(u, lambda v: width_gain(v, scale), seed=settings.seed) for key, u in units.items()}
     narrowest = {seed: rungs[0] for seed, rungs in seeds.items()}
     success = {seed: bootstrap(np.stack([inversions.run(m.name, m, 0, s).success for s in SETTINGS], -1),
                                lambda u: float(scale.headline(u)), seed=settings.seed)
