@@ -11,6 +11,9 @@ class NonFiniteError(ValueError):
     """
 
 
+_CHECKED_PER_PIECE = 1 << 24  # entries per isfinite pass: ~100 MB of temporaries at most
+
+
 def require_finite(tensor: torch.Tensor, what: str) -> None:
     """Raise :class:`NonFiniteError` naming ``what`` if ``tensor`` has NaN/inf.
 
@@ -20,7 +23,11 @@ def require_finite(tensor: torch.Tensor, what: str) -> None:
     Raises:
         NonFiniteError: with the count of non-finite entries and a hint.
     """
-    bad = (~torch.isfinite(tensor)).sum().item()
+    flat = tensor.detach().reshape(-1)  # a view of a contiguous tensor
+    bad = 0
+    for start in range(0, flat.numel(), _CHECKED_PER_PIECE):  # isfinite's temporaries stay small on a large table
+        piece = flat[start : start + _CHECKED_PER_PIECE]
+        bad += piece.numel() - int(torch.isfinite(piece).count_nonzero())
     if bad:
         raise NonFiniteError(
             f"{what} holds {bad} non-finite value(s) (NaN or inf) out of {tensor.numel()}; "

@@ -39,13 +39,13 @@ def cache_path(weights_sha256: str, table: StringTable) -> Path:
 
 def _compute(subject, table: StringTable, progress) -> torch.Tensor:
     n_blocks = len(subject.adapter.block_list(subject.model))
-    parts = []  # per pass: (n_blocks, strings, d_model)
+    out = torch.empty(n_blocks, len(table), subject.d_model, dtype=STORED_DTYPE)  # filled in place: one copy of the table
     for start in progress(range(0, len(table), STRINGS_PER_PASS)):
         ids = table.strings[start : start + STRINGS_PER_PASS].to(subject.input_device)
         cache = run_with_cache(subject.model, subject.adapter, ids, names=["blocks.*.hook_mlp_out"])
         last = torch.stack([cache[f"blocks.{b}.hook_mlp_out"][:, -1].float() for b in range(n_blocks)])
-        parts.append((last / last.norm(dim=-1, keepdim=True).clamp_min(1e-12)).to("cpu", STORED_DTYPE))
-    return torch.cat(parts, dim=1)
+        out[:, start : start + ids.shape[0]] = (last / last.norm(dim=-1, keepdim=True).clamp_min(1e-12)).to("cpu", STORED_DTYPE)
+    return out
 
 
 def string_directions(subject, weights_sha256: str, table: StringTable, progress=lambda it: it) -> torch.Tensor:

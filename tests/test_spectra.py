@@ -110,3 +110,16 @@ def test_nan_is_an_error_not_a_number():
 def test_bad_shapes_are_refused(shape):
     with pytest.raises(ValueError):
         power_spectral_density(torch.zeros(shape))
+
+
+def test_non_finite_entries_are_counted_across_the_pieces_of_a_large_tensor(monkeypatch):
+    """require_finite checks a large table piece by piece (bounded temporaries); the count covers every piece."""
+    import latent_instruments.errors as errors
+    monkeypatch.setattr(errors, "_CHECKED_PER_PIECE", 7)
+    table = torch.zeros(4, 10, dtype=torch.float16)
+    errors.require_finite(table, "a finite table")
+    table[0, 1], table[2, 3], table[3, 9] = float("nan"), float("inf"), -float("inf")
+    with pytest.raises(NonFiniteError, match="holds 3 non-finite value"):
+        errors.require_finite(table, "the table")
+    with pytest.raises(NonFiniteError, match="holds 2 non-finite"):  # columns 0, 3, 6, 9: the inf and the -inf
+        errors.require_finite(table[:, ::3].T, "a strided view")  # not contiguous: checked on a copy
