@@ -23,13 +23,19 @@ def require_finite(tensor: torch.Tensor, what: str) -> None:
     Raises:
         NonFiniteError: with the count of non-finite entries and a hint.
     """
-    flat = tensor.detach().reshape(-1)  # a view of a contiguous tensor
-    bad = 0
-    for start in range(0, flat.numel(), _CHECKED_PER_PIECE):  # isfinite's temporaries stay small on a large table
-        piece = flat[start : start + _CHECKED_PER_PIECE]
-        bad += piece.numel() - int(torch.isfinite(piece).count_nonzero())
+    bad = sum(piece.numel() - int(torch.isfinite(piece).count_nonzero()) for piece in _pieces(tensor.detach()))
     if bad:
         raise NonFiniteError(
             f"{what} holds {bad} non-finite value(s) (NaN or inf) out of {tensor.numel()}; "
             "check the checkpoint and the --dtype (fp16 overflows are common) before trusting any claim"
         )
+
+
+def _pieces(tensor: torch.Tensor):
+    """Views of ``tensor`` of at most about ``_CHECKED_PER_PIECE`` entries, covering it once (never a copy): flat
+    slices of a contiguous tensor, else slices along its first dimension."""
+    if tensor.is_contiguous() or tensor.dim() == 0:
+        flat = tensor.reshape(-1)
+        return (flat[start : start + _CHECKED_PER_PIECE] for start in range(0, flat.numel(), _CHECKED_PER_PIECE))
+    rows = max(1, _CHECKED_PER_PIECE * tensor.shape[0] // max(1, tensor.numel()))
+    return tensor.split(rows, dim=0)

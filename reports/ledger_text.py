@@ -42,7 +42,7 @@ def measured_sentence(record: dict, model: dict, builds: str = "") -> str:
         raise ValueError(f"{record['claim']} on {record['model']}: no failed claim check to quote")
     build = model.get("build") or {}
     prompts = f", {record['looks'][-1]['prompts']} prompts" if len(record.get("looks") or ()) > 1 else ""
-    checks = "; ".join(f"{c['name']} = {c['value']:.3g} [{c['ci_low']:.3g}, {c['ci_high']:.3g}] {c['unit']} "
+    checks = "; ".join(f"{c['name']} = {c['value']:.4g} [{c['ci_low']:.4g}, {c['ci_high']:.4g}] {c['unit']} "
                        f"(needs {c['comparison']} {c['threshold']:.4g})" for c in failed)
     text = (f"{MEASURED}{model['weights_sha256'][:12]} ({build.get('cpu') or build.get('gpu') or build.get('device')}, "
             f"torch {build.get('torch')}){prompts}: {checks}.")

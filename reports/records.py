@@ -28,20 +28,26 @@ def record_key(record: dict) -> tuple[str, str, str]:
 def add_model_facts(models: dict[str, dict], more: dict[str, dict]) -> None:
     """Add one process's (or one shard's) model facts to ``models``, {model name: facts}, in place.
 
-    Two xdist workers or two nightly shards may both load a model (a twin that a trained model's test reads). The
-    facts first given for a name are kept, a fact they left empty (None, {}, []) is taken from the later, and the
-    prompt windows redrawn are united, as each process draws its own batches: {"n × length": count}.
+    Two xdist workers or two nightly shards may both load a model (a twin that a trained model's test reads). A
+    load that succeeded replaces one that failed (``error``), never the reverse; otherwise the facts first given are
+    kept, and a fact they left empty (None, {}, []) is taken from the later only where both loaded the same weights
+    on the same build. The prompt windows redrawn are united, as each process draws its own batches
+    ({"n × length": count}, the same count for the same batch: the draw is seeded).
     """
     for name, facts in more.items():
-        if name not in models:
-            models[name] = dict(facts)
+        kept = models.setdefault(name, dict(facts))
+        if kept is facts or kept == facts:
             continue
-        kept = models[name]
-        for key, value in facts.items():
-            if key == "prompt_windows_redrawn":
-                kept[key] = {**(value or {}), **(kept.get(key) or {})}
-            elif kept.get(key) in (None, {}, []):
-                kept[key] = value
+        redrawn = {**(facts.get("prompt_windows_redrawn") or {}), **(kept.get("prompt_windows_redrawn") or {})}
+        if "error" in kept and "error" not in facts:
+            kept.clear()
+            kept.update(facts)
+        elif "error" not in facts and all(kept.get(k) == facts.get(k) for k in ("weights_sha256", "build")):
+            for key, value in facts.items():
+                if kept.get(key) in (None, {}, []):
+                    kept[key] = value
+        if redrawn:
+            kept["prompt_windows_redrawn"] = redrawn
 
 
 def count_outcomes(outcomes) -> dict[str, int]:

@@ -246,3 +246,17 @@ def test_model_facts_of_two_processes_keep_both_processes_redrawn_windows():
     assert models["tiny-w96"] == {"load_seconds": 1.0, "prompt_batch": [32, 128],
                                   "prompt_windows_redrawn": {"512 × 10": 5, "16 × 35": 1}}
     assert models["tiny-w128"] == {"load_seconds": 3.0}
+
+
+def test_a_model_that_loaded_in_one_process_is_not_reported_as_failed_by_another():
+    """A failed load (only role and error) gives way to a successful one, in either order; facts of other weights or
+    another build are not mixed into the kept ones."""
+    good = {"role": "trained", "weights_sha256": "a", "build": {"cpu": "x"}, "load_seconds": 1.0, "prompt_batch": None}
+    failed = {"role": "trained", "error": "out of memory"}
+    for first, second in ((failed, good), (good, failed)):
+        models = {"tiny-w96": dict(first)}
+        add_model_facts(models, {"tiny-w96": dict(second)})
+        assert models["tiny-w96"] == good
+    models = {"tiny-w96": dict(good)}
+    add_model_facts(models, {"tiny-w96": {**good, "build": {"gpu": "H100"}, "prompt_batch": [64, 128]}})
+    assert models["tiny-w96"]["prompt_batch"] is None  # another build's capture is not this one's

@@ -128,8 +128,9 @@ def agreement_checks(rho: np.ndarray, twin_rho: np.ndarray, seed: int) -> list[C
                  "prompts"),
         Check.of("mean Spearman ρ(untrained twin's gradient×input, occlusion)",
                  bootstrap(twin_rho, lambda u: float(u.mean()), seed=seed), "rank correlation", "<", AGREES,
-                 "control: a broken instrument, gradient×input of the untrained twin (the same method and prompts "
-                 "on weights that learned nothing) against this model's occlusion, must fail the claim's check, "
+                 "control: a broken instrument, gradient×input of the untrained twin (the same method and prompts, "
+                 "less any where the twin's ρ is undefined, on weights that learned nothing) against this model's "
+                 "occlusion, must fail the claim's check, "
                  f"its high end below {AGREES}. An agreement that the twin's gradients also reach comes from the "
                  "positions or the tokens, not from what the model computes", role="control"),
     ]
