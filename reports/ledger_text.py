@@ -12,8 +12,8 @@ import json
 import tomllib
 from dataclasses import dataclass
 
-from reports.records import FAILS_AS_EXPECTED
-from reports.tables import test_name
+from fixtures.ledger import find
+from reports.records import FAILS_AS_EXPECTED, test_name, variant
 
 MEASURED = "Measured on weights "  # where the generated part of a why begins
 
@@ -51,10 +51,6 @@ def measured_sentence(record: dict, model: dict, builds: str = "") -> str:
     return text
 
 
-def _variant(record: dict) -> str:
-    return "-".join(record.get("params", {}).values())
-
-
 def refresh(entries: list[dict], doc: dict) -> list[Refresh | None]:
     """The whys of ledger entries with their measured part written from a run.
 
@@ -69,8 +65,8 @@ def refresh(entries: list[dict], doc: dict) -> list[Refresh | None]:
 
 
 def _refresh(e: dict, doc: dict) -> Refresh | None:
-    records = [r for r in doc["records"] if r["claim"] == e["claim"] and r["model"] == e["model"]
-               and _variant(r) == e.get("variant", "") and (not e.get("test") or test_name(r) == e["test"])]
+    entry = {(e["claim"], e["model"], e.get("variant", ""), e.get("test", "")): e}  # matched as the plugin does
+    records = [r for r in doc["records"] if find(entry, r["claim"], r["model"], variant(r), test_name(r))]
     if not records:
         return None
     r, name = records[0], f"{e['claim']} on {e['model']}" + (f" ({e['test']})" if e.get("test") else "")

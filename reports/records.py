@@ -25,6 +25,17 @@ def record_key(record: dict) -> tuple[str, str, str]:
     return record["claim"], record["model"], record["test"]
 
 
+def test_name(record: dict) -> str:
+    """The test function of a record, e.g. "test_final_norm_removes_scale"."""
+    return record["test"].split("::")[-1].split("[")[0]
+
+
+def variant(record: dict) -> str:
+    """The test's other parameters of a record, joined as in its test id and a ledger entry's ``variant``
+    (e.g. "restricted"), or ""."""
+    return "-".join(record.get("params", {}).values())
+
+
 def add_model_facts(models: dict[str, dict], more: dict[str, dict]) -> None:
     """Add one process's (or one shard's) model facts to ``models``, {model name: facts}, in place.
 
@@ -314,8 +325,7 @@ def builds_agree(records: list[dict], siblings: dict[str, str]) -> list[dict]:
         recipe = siblings.get(r["model"], r["model"])
         if recipe not in siblings.values():
             continue
-        test = r["test"].split("::")[-1].split("[")[0]
-        params = "-".join(r.get("params", {}).values())
+        test, params = test_name(r), variant(r)
         row = rows.setdefault((r["claim"], test, params, recipe), {"claim": r["claim"], "test": test, "params": params,
                                                                     "recipe": recipe, "builds": {}})
         row["builds"][r["model"]] = r["outcome"]

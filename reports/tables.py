@@ -8,7 +8,7 @@ lines are ``reports.render``'s.
 
 import re
 
-from reports.records import FAILS, FAILS_AS_EXPECTED, HOLDS, INCONCLUSIVE, RED, count_outcomes
+from reports.records import FAILS, FAILS_AS_EXPECTED, HOLDS, INCONCLUSIVE, RED, count_outcomes, test_name, variant
 
 
 def fmt(x) -> str:
@@ -31,14 +31,9 @@ def claim_order(claim_id: str) -> list:
     return [int(p) if p.isdigit() else p for p in claim_id[1:].split(".")]
 
 
-def test_name(record: dict) -> str:
-    """The test function of a record, e.g. "test_final_norm_removes_scale"."""
-    return record["test"].split("::")[-1].split("[")[0]
-
-
 def label(record: dict) -> str:
     """The subject of a record as the matrix names it: model, plus the test's other parameters."""
-    params = "-".join(record["params"].values())
+    params = variant(record)
     return record["model"] + (f" [{params}]" if params else "")
 
 
@@ -46,7 +41,7 @@ def cell(record: dict) -> str:
     """The matrix cell: the outcome with the claim check's statistic, or what went wrong."""
     head = record.get("headline")
     value = f" {num(head['value'])} [{num(head['ci_low'])}, {num(head['ci_high'])}]" if head else ""
-    params = "-".join(record["params"].values())
+    params = variant(record)
     suffix = f" ({params})" if params else ""
     if record["outcome"] == "control failed":
         claim_passed = all(c["passed"] for c in record["checks"] if c["role"] == "claim")
