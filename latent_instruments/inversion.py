@@ -36,7 +36,8 @@ S3's public code (blbadger/nnetworks) starts from N(0, 1) and decays η to
 defaults here.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -44,6 +45,11 @@ import torch
 from latent_instruments.decoding import PseudoInverse, decode_top_k, pseudo_inverse
 from latent_instruments.errors import require_finite
 
+# CPU threads every descent runs on. Hundreds of steps amplify the last bits of a matmul's summation order, which
+# follows the thread count: a serial run (2 threads) and a pytest-xdist worker (1) differed in the third decimal of
+# S3's statistics. One count for every process gives the same numbers both ways (and on 2 cores costs little: the
+# tiny models' matmuls gain almost nothing from a second thread).
+DESCENT_THREADS = 1
 REPRESENTATIONS = ("indirect", "direct")
 LOSSES = ("l1", "l2", "cosine", "mixed")
 STEPS = ("plain", "normalised")
@@ -170,6 +176,17 @@ def per_prompt_loss(output: torch.Tensor, target: torch.Tensor, config: Inversio
     return alpha * cos + beta * diff.abs().sum(1)
 
 
+@contextmanager
+def fixed_cpu_threads(n: int) -> Iterator[None]:
+    """Run the block with torch's CPU intra-op thread count set to ``n``, then restore the count it had."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def descend(
     layer_output: Callable[[torch.Tensor], torch.Tensor],
     target_inputs: torch.Tensor,
@@ -196,7 +213,15 @@ def descend(
         all on the inputs' device, in their dtype.
     Raises:
         NonFiniteError: if a layer output or the gradient becomes NaN or inf.
+
+    On a CPU it runs on ``DESCENT_THREADS`` threads, whatever the process's count, so that a serial run and a
+    pytest-xdist worker sum in the same order and give the same numbers.
     """
+    with fixed_cpu_threads(DESCENT_THREADS):
+        return _descend(layer_output, target_inputs, config, generator, to_embeddings, positions, features)
+
+
+def _descend(layer_output, target_inputs, config, generator, to_embeddings, positions, features):
     shape, dtype, device = target_inputs.shape, target_inputs.dtype, target_inputs.device
 
     def draw() -> torch.Tensor:

@@ -1,7 +1,18 @@
-"""``python -m models prepare --zoo tiny``: fetch the corpus, train the BPE, the zoo's models, their seed siblings and the ladder's other seeds.
+"""``python -m models prepare --zoo tiny``: fetch the corpus, train the BPE, check the shipped zoo, train what is not shipped.
 
-``python -m models prepare NAME...`` trains only the named trained models (or a group's members,
+The tiny zoo's trained models (the models, their seed siblings, the ladder's other seeds, the masked mixer) are
+shipped in ``models/shipped/`` and pinned by sha256 (``models.shipped``): prepare checks every file against the
+manifest and trains none of them. What is not shipped (the full profile, ``--corpus``) is trained and cached.
+
+``python -m models prepare --retrain`` also trains the shipped recipes, into the cache: this machine's builds,
+which ``pytest claims -m gpu --zoo-build local`` tests beside the shipped weights' verdicts.
+
+``python -m models prepare NAME...`` works only on the named trained models (or a group's members,
 e.g. tiny-siblings), also those outside the profiles, as a damaged cache entry's rebuild command does.
+
+``python -m models ship [NAME...]`` copies the cached trainings of the tiny zoo (or the named models) into
+``models/shipped/`` and rewrites the manifest: a maintainer's step after a recipe or trainer change, followed by
+re-measuring the ledger on the shipped weights.
 
 ``python -m models fingerprint NAME...`` prints what each model is, for a ledger entry
 (``claims/expected_verdicts.toml``).
@@ -21,6 +32,7 @@ from tqdm.auto import tqdm
 from models.corpus import Corpus, CorpusError, load_corpus
 from models.errors import ModelLoadError
 from models.recipes import PREPARED, PROFILES, Recipe
+from models.shipped import ship, shipped, verify
 from models.tokenization import corpus_tokenizer, train_bpe
 from models.progress import TrainingProgress, training_flops
 from models.trainer import (check_checkpoint, checkpoint_dir, format_duration, measure_matmul_flops, recipe_n_params,
@@ -68,16 +80,19 @@ def training_plan(work: dict[str, float], n_recipes: int, device: str, label: st
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (2 when the corpus cannot be had or a name is unknown, 1 when a
-    cached checkpoint is damaged)."""
+    cached checkpoint is damaged, a shipped file is not the manifest's, or ship finds no cached training)."""
     parser = argparse.ArgumentParser(prog="python -m models", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["prepare", "fingerprint"])
+    parser.add_argument("command", choices=["prepare", "fingerprint", "ship"])
     parser.add_argument("names", nargs="*", help="model names (zoo names, groups; fingerprint: also HF folders)")
     parser.add_argument("--zoo", choices=["auto", *PROFILES], default="auto")
     parser.add_argument("--corpus", help="a UTF-8 text file instead of the Shakespeare corpus")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--seed", type=int, default=0, help="fingerprint: the run's --seed (random-init models)")
-    args = parser.parse_args(argv)
+    parser.add_argument("--retrain", action="store_true",
+                        help="prepare: train the shipped recipes too, into the cache (this machine's builds, for "
+                             "pytest's --zoo-build local); the shipped weights are not touched")
+    args = parser.parse_intermixed_args(argv)  # names may follow options: prepare --retrain tiny-w96
     device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
     zoo = ("full" if device.startswith("cuda") else "tiny") if args.zoo == "auto" else args.zoo
     try:
@@ -90,11 +105,27 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}\t{fingerprint(resolve(name), corpus, args.seed)}")
         return 0
     try:
-        recipes = named_recipes(args.names) if args.names else list(PREPARED[zoo])
+        recipes = named_recipes(args.names) if args.names else list(PREPARED["tiny" if args.command == "ship" else zoo])
     except UnknownModelError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     print(f"corpus {corpus.name}: {len(corpus.text):,} characters, sha256 {corpus.sha256[:16]}")
+    train_bpe(corpus)
+    try:
+        if args.command == "ship":
+            print(f"shipped {len(recipes)} models: {ship(recipes, corpus)}")
+            return 0
+        pinned = {} if args.retrain else {r.name: p for r in recipes if (p := shipped(r, corpus)) is not None}
+        for name, model in pinned.items():
+            print(f"{name}: shipped weights {verify(model)[:12]}, every file as the manifest pins it")
+    except ModelLoadError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    recipes = [r for r in recipes if r.name not in pinned]
+    if not recipes:
+        print("nothing to train: every model is shipped (python -m models prepare --retrain trains this machine's "
+              "builds, for --zoo-build local)")
+        return 0
     damaged = []
     for recipe in recipes:  # before any training: a damaged entry is named now, not after hours of training others
         folder = checkpoint_dir(recipe, corpus)
@@ -106,7 +137,6 @@ def main(argv: list[str] | None = None) -> int:
     if damaged:
         print("\n".join(f"error: {message}" for message in damaged), file=sys.stderr)
         return 1
-    train_bpe(corpus)
     what = " ".join(args.names) if args.names else f"zoo {zoo}"
     work = work_to_train(recipes, corpus)
     plan = training_plan(work, len(recipes), device, what)

@@ -21,7 +21,8 @@ from models.corpus import Corpus
 from models.errors import ModelLoadError
 from models.identity import folder_sha256, state_dict_sha256
 from models.tokenization import HFTokenizer, hf_tokenizer_files, tokenizer_from_json, train_bpe
-from models.trainer import checkpoint_dir, train, unreadable_safetensors
+from models.shipped import checkpoint, is_shipped
+from models.trainer import checkpoint_dir, unreadable_safetensors
 from models.zoo import REFERENCES, ZooEntry
 
 
@@ -39,6 +40,9 @@ class LoadedModel:
         info: the trainer's loss_curve.json for a trained model (curve, train_seconds, trained_on), else {}.
         weights_sha256: sha256 (hex) of its weights: over the weight files of a folder in file-name order, or
             over the state dict of a model built from a seed (``models.identity``).
+        zoo_build: for a trained zoo model and its twin, where its checkpoint came from: "shipped" (the weights
+            committed in ``models/shipped/``, digest-checked) or "local" (trained on this machine, cached); ""
+            for other models.
     """
 
     entry: ZooEntry
@@ -49,6 +53,7 @@ class LoadedModel:
     load_seconds: float = 0.0
     info: dict = field(default_factory=dict)
     weights_sha256: str = ""
+    zoo_build: str = ""
 
     @property
     def name(self) -> str:
@@ -80,9 +85,11 @@ class LoadedModel:
 LOAD_ERRORS = (OSError, ValueError, RuntimeError, SafetensorError)
 
 
-def needs_training(entry: ZooEntry, corpus: Corpus) -> bool:
-    """Whether :func:`load` will train ``entry`` first: a zoo recipe (or its twin) whose checkpoint is not cached."""
-    return entry.recipe is not None and not checkpoint_dir(entry.recipe, corpus).exists()
+def needs_training(entry: ZooEntry, corpus: Corpus, build: str = "shipped") -> bool:
+    """Whether :func:`load` will train ``entry`` first: a zoo recipe (or its twin) that is not shipped
+    (``models.shipped``; in a ``build`` "local" run none is) and whose checkpoint is not cached."""
+    return (entry.recipe is not None and not is_shipped(entry.recipe, corpus, build)
+            and not checkpoint_dir(entry.recipe, corpus).exists())
 
 
 def _load_error(source: str, what: str, err: Exception) -> ModelLoadError:
@@ -191,7 +198,8 @@ def from_config(config, seed: int) -> PreTrainedModel:
 
 
 def load(entry: ZooEntry, corpus: Corpus, device: str, dtype: torch.dtype, seed: int,
-         device_map: str | None = None, max_memory: dict | None = None, offload_folder: str | None = None) -> LoadedModel:
+         device_map: str | None = None, max_memory: dict | None = None, offload_folder: str | None = None,
+         build: str = "shipped") -> LoadedModel:
     """Build, train (if not cached) or load one zoo entry.
 
     Args:
@@ -204,8 +212,12 @@ def load(entry: ZooEntry, corpus: Corpus, device: str, dtype: torch.dtype, seed:
             None puts the whole model on ``device``. Random-init models always go to ``device``.
         max_memory: accelerate's per-device limits, e.g. {"cpu": "200MB"} (with ``device_map``).
         offload_folder: where accelerate may offload weights to disk (with ``device_map``).
+        build: for trained zoo models (``--zoo-build``): "shipped", the committed weights checked against their
+            manifest (``models.shipped``), where the recipe is shipped; "local", this machine's training (the
+            cache, trained on first use).
     Raises:
-        ModelLoadError: missing, corrupt, damaged (cached) or unreachable checkpoint; a folder without
+        ModelLoadError: missing, corrupt, damaged (cached) or unreachable checkpoint; a shipped file whose sha256
+            is not the manifest's (naming the file and both digests); a folder without
             tokenizer files; a tokenizer larger than the model's vocabulary; a pickle that
             ``weights_only=True`` refuses; a model that needs remote code. One line, naming the file
             or setting.
@@ -218,8 +230,10 @@ def load(entry: ZooEntry, corpus: Corpus, device: str, dtype: torch.dtype, seed:
                  "dtype": dtype} if device_map else None
     if entry.is_group:
         raise ValueError(f"{entry.name} is a group of models; load its members")
+    pinned_sha256, zoo_build = None, ""
     if entry.recipe is not None:  # trained, or the twin of a trained model
-        folder = train(entry.recipe, corpus, device=device)
+        folder, pinned_sha256 = checkpoint(entry.recipe, corpus, build, device)
+        zoo_build = "shipped" if pinned_sha256 else "local"
         tokenizer = tokenizer_from_json((folder / "tokenizer.json").read_text())
         if entry.role == "trained":
             info = json.loads((folder / "loss_curve.json").read_text())
@@ -247,8 +261,12 @@ def load(entry: ZooEntry, corpus: Corpus, device: str, dtype: torch.dtype, seed:
     adapter = adapter_for(model)
     # what is tested: the weight files of the folder the model was loaded from, else its state dict as built
     from_folder = entry.role in ("trained", "hf") and Path(source).is_dir()
-    weights_sha256 = folder_sha256(Path(source)) if from_folder else state_dict_sha256(model)
+    if entry.role == "trained" and pinned_sha256:
+        weights_sha256 = pinned_sha256  # verified against the manifest, file by file
+    else:
+        weights_sha256 = folder_sha256(Path(source)) if from_folder else state_dict_sha256(model)
     if getattr(model, "hf_device_map", None) is None:  # accelerate placed a device_map model already
         model = model.to(device=device, dtype=dtype)
     model.eval()
-    return LoadedModel(entry, model, adapter, tokenizer, source, time.perf_counter() - started, info, weights_sha256)
+    return LoadedModel(entry, model, adapter, tokenizer, source, time.perf_counter() - started, info, weights_sha256,
+                       zoo_build)

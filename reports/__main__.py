@@ -1,5 +1,7 @@
 """``python -m reports merge DIR... [--report-dir OUT]``: merge run folders made on several machines into one report.
 ``python -m reports ledger RUN [--write]``: write the measured part of each ledger why from a run's records.
+``python -m reports shipped RUN [--write]``: keep a run's verdicts on the shipped weights in models/shipped/verdicts.json
+(what ``--zoo-build local`` runs are compared with).
 
 Each DIR is a run folder (``<report dir>/<run id>/``, holding results.json) or
 a results.json file, e.g. one per CI job when the claims are sharded by model
@@ -21,11 +23,11 @@ def build_parser() -> argparse.ArgumentParser:
     """The command line of ``python -m reports``.
 
     Returns:
-        the parser, with two subcommands, ``merge`` and ``ledger``.
+        the parser, with three subcommands, ``merge``, ``ledger`` and ``shipped``.
     """
     parser = argparse.ArgumentParser(prog="python -m reports", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{merge,ledger}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{merge,ledger,shipped}")
     m = commands.add_parser("merge", help="merge run folders made on different machines into one report",
                             description="Merge run folders (or results.json files) into one report, written as "
                                         "a new run folder under --report-dir.")
@@ -44,7 +46,38 @@ def build_parser() -> argparse.ArgumentParser:
     led.add_argument("--ledger", default="claims/expected_verdicts.toml", metavar="FILE",
                      help="the ledger to refresh (default: claims/expected_verdicts.toml)")
     led.add_argument("--write", action="store_true", help="rewrite the ledger file in place (atomically)")
+    shp = commands.add_parser(
+        "shipped", help="keep a run's verdicts on the shipped weights (models/shipped/verdicts.json)",
+        description="From a whole `make claims` run on the shipped weights, write the outcome and claim-check "
+                    "statistic of every record to models/shipped/verdicts.json, which --zoo-build local runs are "
+                    "compared with. Prints a summary unless --write.")
+    shp.add_argument("run", metavar="RUN", help="a run folder holding results.json, or a results.json file")
+    shp.add_argument("--write", action="store_true", help="write models/shipped/verdicts.json (atomically)")
     return parser
+
+
+def keep_shipped_verdicts(run: str, write: bool) -> int:
+    """``python -m reports shipped``: the run's verdicts file; with ``write``, kept in models/shipped/.
+
+    Returns:
+        the exit status: 0, or 2 when the run cannot be read or did not test the shipped weights.
+    """
+    from models.cache import atomic_write_text
+    from models.shipped import VERDICTS
+    from reports.results_file import ResultsFileError, read_results
+    from reports.shipped_verdicts import snapshot
+
+    folder = Path(run)
+    try:
+        kept = snapshot(read_results(folder / "results.json" if folder.is_dir() else folder))
+    except (ResultsFileError, ValueError) as err:
+        print(f"error: {run}: {err}", file=sys.stderr)
+        return 2
+    print(f"{len(kept['records'])} records of run {kept['run_id']} (git {kept['git']}, {', '.join(kept['machines'])})")
+    if write:
+        atomic_write_text(VERDICTS, json.dumps(kept, indent=1, sort_keys=True) + "\n")
+        print(f"written: {VERDICTS}")
+    return 0
 
 
 def refresh_ledger(run: str, ledger: str, write: bool) -> int:
@@ -113,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "ledger":
         return refresh_ledger(args.run, args.ledger, args.write)
+    if args.command == "shipped":
+        return keep_shipped_verdicts(args.run, args.write)
     from reports.merge import MergeError, merge  # after parsing: --help need not import torch
 
     try:

@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from models.recipes import PROFILES, seed_builds
-from reports import render, writer
+from reports import render, shipped_verdicts, writer
 from reports.records import add_model_facts, builds_agree, record_key
 from reports.results_file import ResultsFileError, read_results
 
@@ -102,6 +102,7 @@ CHECKS = (
     ("git", "code version: commit hash, '+dirty' ignored", _code_version),
     ("corpus.sha256", "--corpus", lambda d: _field(d, "corpus.sha256")),
     ("zoo", "--zoo", lambda d: d.get("zoo")),
+    ("zoo_build", "--zoo-build", lambda d: d.get("zoo_build", "shipped")),
     ("prompt batch", "--prompts", lambda d: d.get("prompts")),
     ("max_prompts", "--max-prompts", lambda d: d.get("max_prompts")),
     ("device.dtype", "--dtype", lambda d: _field(d, "device.dtype")),
@@ -225,6 +226,7 @@ def merge_runs(runs: list[Run], shards: list[str] | None = None) -> Merged:
         "exit_status": max(int(r.doc.get("exit_status") or 0) for r in runs),
         "seed": first.get("seed"),
         "zoo": first.get("zoo"),
+        "zoo_build": first.get("zoo_build"),
         "prompts": first.get("prompts"),
         "corpus": first.get("corpus"),
         "versions": first.get("versions"),
@@ -242,6 +244,8 @@ def merge_runs(runs: list[Run], shards: list[str] | None = None) -> Merged:
         "merged_from": [r.doc.get("run_id") for r in runs],
         "shard": None,
         "shards_missing": [],
+        "against_shipped": (shipped_verdicts.against_shipped(records, shipped_verdicts.load())
+                            if first.get("zoo_build") == "local" else None),
     }
     if shards is not None:
         reported = {r.doc.get("shard") for r in runs}

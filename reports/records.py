@@ -122,23 +122,19 @@ class Check:
     @property
     def status(self) -> str:
         """"passed" (the whole interval on the passing side), "failed" (the whole interval on the failing side) or
-        "inconclusive" (the interval contains the threshold: the sample cannot tell). A control is two-valued:
-        it must clear its threshold, so an interval that straddles it is "failed" (the measurement is not
-        shown to be trustworthy). An exact statistic (a point interval) is never inconclusive.
+        "inconclusive" (the interval contains the threshold: the sample cannot tell). The same three values for a
+        control: one whose interval straddles its threshold leaves the measurement undecided (the record is
+        inconclusive, "control undecided"), and only one whose whole interval lies on the failing side fails it.
+        An exact statistic (a point interval) is never inconclusive.
         """
         if self.passed:
             return PASSED
-        return FAILED if self._beyond or self.role == "control" else INCONCLUSIVE
+        return FAILED if self._beyond else INCONCLUSIVE
 
     @property
     def _beyond(self) -> bool:
         """Whether the whole interval lies on the failing side of the threshold."""
         return self.ci_high <= self.threshold if self.comparison == ">" else self.ci_low >= self.threshold
-
-    @property
-    def straddles(self) -> bool:
-        """Whether the interval contains the threshold (neither side decided; a control then counts as failed)."""
-        return not self.passed and not self._beyond
 
     @property
     def sample_factor(self) -> float | None:
@@ -201,6 +197,9 @@ class ClaimRecord:
             "confidence": each interval's level, "outcome": that look's outcome}; empty for other tests.
         outcome: one of ``OUTCOMES``; set when the test ends (see ``fixtures.verdicts``).
         message: why, for every outcome but "holds": the failed checks, the skip reason or the error.
+        wall_seconds: the test's wall time in seconds, from its first setup to its end, every look included (the
+            first test of a model also loads, checks and captures it); None where it did not run to an end
+            (a crashed worker).
     """
 
     claim: str
@@ -219,18 +218,24 @@ class ClaimRecord:
     message: str = ""
     scaled: str = ""
     ledger_weights_sha256: str = ""
+    wall_seconds: float | None = None
+
+    def _with_status(self, role: str, status: str) -> list[Check]:
+        """The checks of ``role`` with ``status``; a control that guards a pass (``Check.guards_pass``) counts
+        only where every claim check passed."""
+        claim_passed = all(c.passed for c in self.checks if c.role == "claim")
+        return [c for c in self.checks if c.role == role and c.status == status
+                and (role == "claim" or claim_passed or not c.guards_pass)]
 
     def failed(self, role: str) -> list[Check]:
-        """The checks of ``role`` ("claim" or "control") that failed: for a claim check, decisively (its whole
-        interval on the failing side); for a control, any that did not clear its threshold, a control that
-        guards a pass (``Check.guards_pass``) only where every claim check passed."""
-        claim_passed = all(c.passed for c in self.checks if c.role == "claim")
-        return [c for c in self.checks if c.role == role and c.status == FAILED
-                and (claim_passed or not c.guards_pass)]
+        """The checks of ``role`` ("claim" or "control") that failed decisively: the whole interval on the failing
+        side (a control that guards a pass only where every claim check passed)."""
+        return self._with_status(role, FAILED)
 
-    def inconclusive(self) -> list[Check]:
-        """The claim checks whose interval contains their threshold."""
-        return [c for c in self.checks if c.role == "claim" and c.status == INCONCLUSIVE]
+    def inconclusive(self, role: str = "claim") -> list[Check]:
+        """The checks of ``role`` whose interval contains their threshold ("control": the controls left undecided,
+        which leave the whole record inconclusive)."""
+        return self._with_status(role, INCONCLUSIVE)
 
     @property
     def headline(self) -> Check | None:

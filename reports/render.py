@@ -12,12 +12,13 @@ report (``figures/``, see :func:`figures`), loaded as the reader scrolls to them
 
 import html
 
-from reports import plots
+from reports import plots, shipped_verdicts
 from reports.records import count_outcomes
 from reports.tables import (BUILDS_NOTE, IMPLEMENTATION_NOTE, builds_rows, claims_of, column_groups, coverage,
                             detail_tables, is_implementation, label, matrix, model_rows, num, subject_rows,
-                            summary_rows, thresholds)
+                            summary_rows, thresholds, time_rows)
 
+ZOO_BUILDS = {"shipped": "shipped weights, models/shipped/", "local": "THIS MACHINE'S BUILDS (--zoo-build local)"}
 MATRIX_NOTE = ("claims × subjects; each cell: the outcome and the claim check's statistic with its interval: 95 %, or "
                "the lower-α level its claim table gives (with n) where the claim is sequential over prompts")
 
@@ -37,7 +38,7 @@ def header_lines(doc: dict) -> list[str]:
         f"run {doc['run_id']} · {doc['created_utc']} · git {doc['git']} · exit status {doc['exit_status']} · "
         f"errors {counts.get('error', 0)}" + (" · INTERRUPTED" if doc["interrupted"] else ""),
         "outcomes: " + ", ".join(f"{n} {o}" for o, n in counts.items()),
-        f"zoo {doc['zoo']} · device {doc['device']['device']} ({doc['device'].get('gpu', doc['device']['platform'])}) · "
+        f"zoo {doc['zoo']} ({ZOO_BUILDS.get(doc.get('zoo_build'), 'weights not recorded')}) · device {doc['device']['device']} ({doc['device'].get('gpu', doc['device']['platform'])}) · "
         f"dtype {doc['device']['dtype']} · seed {doc['seed']} · wall {doc['wall_seconds']} s · "
         f"peak RSS {doc['peak_rss_mib']} MiB",
         f"python {v['python']} · torch {v['torch']} · transformers {v['transformers']} · tokenizers {v['tokenizers']}"
@@ -103,6 +104,9 @@ def baseline_lines(doc: dict) -> list[str]:
 def markdown(doc: dict) -> str:
     """report.md: the same sections as report.html, without figures."""
     out = ["# latent-claims report", "", *[f"{line}  " for line in header_lines(doc)], ""]
+    if doc.get("against_shipped"):
+        out += ["## This machine's builds against the shipped weights", "",
+                *[f"- {line}" for line in shipped_verdicts.lines(doc["against_shipped"])], ""]
     if doc["baseline"]:
         out += ["## Changes since the baseline", "", *baseline_lines(doc), ""]
     out += ["## Summary", "", md_table(*summary_rows(doc)), ""]
@@ -113,6 +117,7 @@ def markdown(doc: dict) -> str:
         out += [f"- not run on the seed siblings: {claim_id}: {why}" for claim_id, why in
                 (doc.get("builds_not_run") or {}).items()] + [""]
     out += ["## Models", "", md_table(*model_rows(doc)), ""]
+    out += ["## Where the time goes", "", md_table(*time_rows(doc)), ""]
     for claim_id, entry, records in claims_of(doc):
         out += [f"## {claim_id} — {entry.get('statement', '')}", "", _source(entry, records), ""]
         if is_implementation(doc, claim_id):
@@ -212,6 +217,9 @@ def to_html(doc: dict, drawn: dict[str, bytes | str] | None = None) -> str:
     parts = [f"<!doctype html><meta charset='utf-8'><title>latent-claims {esc(str(doc['run_id']))}</title>"
              f"<style>{STYLE}</style><main>", "<h1>latent-claims report</h1>",
              *[f"<div class='meta'>{esc(line)}</div>" for line in header_lines(doc)]]
+    if doc.get("against_shipped"):
+        parts += ["<h2>This machine's builds against the shipped weights</h2><ul>",
+                  *[f"<li>{esc(line)}</li>" for line in shipped_verdicts.lines(doc["against_shipped"])], "</ul>"]
     if doc["baseline"]:
         parts += ["<h2>Changes since the baseline</h2><ul>",
                   *[f"<li>{esc(line.lstrip('- '))}</li>" for line in baseline_lines(doc)], "</ul>"]
@@ -226,6 +234,7 @@ def to_html(doc: dict, drawn: dict[str, bytes | str] | None = None) -> str:
                                    f"<p class='meta'>not run on the seed siblings: {esc(c)}: {esc(why)}</p>"
                                    for c, why in (doc.get("builds_not_run") or {}).items())))
     parts.append(collapsed("Models", html_table(*model_rows(doc))))
+    parts.append(collapsed("Where the time goes", html_table(*time_rows(doc), colour=False)))
     index = {id(r): i for i, r in enumerate(doc["records"])}
     for claim_id, entry, records in claims_of(doc):
         parts += [f"<h2 id='{esc(claim_id)}'>{esc(claim_id)} — {esc(entry.get('statement', ''))}</h2>",

@@ -43,11 +43,13 @@ def cell(record: dict) -> str:
     value = f" {num(head['value'])} [{num(head['ci_low'])}, {num(head['ci_high'])}]" if head else ""
     params = variant(record)
     suffix = f" ({params})" if params else ""
+    claim_passed = all(c["passed"] for c in record["checks"] if c["role"] == "claim")
+    controls = {status: [c["name"] for c in record["checks"] if c["role"] == "control" and c.get("status") == status
+                         and (claim_passed or not c.get("guards_pass"))] for status in ("failed", "inconclusive")}
     if record["outcome"] == "control failed":
-        claim_passed = all(c["passed"] for c in record["checks"] if c["role"] == "claim")
-        failed = [c["name"] for c in record["checks"] if c["role"] == "control" and not c["passed"]
-                  and (claim_passed or not c.get("guards_pass"))]
-        return f"CONTROL FAILED: {'; '.join(failed)}{suffix}"
+        return f"CONTROL FAILED: {'; '.join(controls['failed'])}{suffix}"
+    if record["outcome"] == INCONCLUSIVE and controls["inconclusive"]:
+        return f"inconclusive (control undecided: {'; '.join(controls['inconclusive'])}){value}{suffix}"
     if record["outcome"] == "error":
         first = record["message"].strip().splitlines()[0] if record["message"].strip() else ""
         return f"ERROR{': ' + first[:120] if first else ''}{'…' if len(first) > 120 else ''}{suffix}"
@@ -253,3 +255,29 @@ def model_rows(doc: dict) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+
+
+def family(claim_id: str) -> str:
+    """A claim's family, the source it comes from: "S3.7" -> "S3"."""
+    return claim_id.split(".")[0]
+
+
+def time_rows(doc: dict) -> tuple[list[str], list[list[str]]]:
+    """Where the run's time went: per claim, then per family (S0 ... S4), the wall seconds of its tests (each
+    record's ``wall_seconds``; the first test of a model also loads, checks and captures it), its slowest test and
+    its share of the total."""
+    timed = [r for r in doc["records"] if r.get("wall_seconds") is not None]
+    total = sum(r["wall_seconds"] for r in timed) or 1.0
+    header = ["claim or family", "tests", "wall s", "share", "slowest test (s)"]
+
+    def row(name: str, records: list[dict]) -> list[str]:
+        seconds = sum(r["wall_seconds"] for r in records)
+        slowest = max(records, key=lambda r: r["wall_seconds"])
+        return [name, str(len(records)), f"{seconds:.1f}", f"{seconds / total:.1%}",
+                f"{label(slowest)} {test_name(slowest)} ({slowest['wall_seconds']:.1f})"]
+
+    claims = sorted({r["claim"] for r in timed}, key=claim_order)
+    rows = [row(c, [r for r in timed if r["claim"] == c]) for c in claims]
+    rows += [row(f"{f} (family)", [r for r in timed if family(r["claim"]) == f])
+             for f in dict.fromkeys(family(c) for c in claims)]
+    return header, rows

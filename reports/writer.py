@@ -23,7 +23,7 @@ from pathlib import Path
 
 from fixtures.ledger import LEDGER
 from models.cache import atomic_write_bytes, atomic_write_text, publish_mode
-from reports import baseline, benchmarks, history, render, tables
+from reports import baseline, benchmarks, history, render, shipped_verdicts, tables
 from models.recipes import NOT_ON_SIBLINGS, seed_builds
 from reports.records import RED, builds_agree, ledger_build, ledger_quotes_disagree
 from reports.results_file import SCHEMA
@@ -53,6 +53,7 @@ def replay_command(settings) -> str:
     placement += f" --prompts {settings.prompts[0]}x{settings.prompts[1]} --max-prompts {settings.max_prompts}"
     placement += f" --source-scale {'on' if settings.source_scale else 'off'}"
     placement += " --inconclusive fail" if settings.inconclusive_fails else ""
+    placement += " --zoo-build local" if settings.zoo_build == "local" else ""
     return (f"pytest {shlex.join(settings.selection)} --zoo {settings.zoo} --device {device}{placement} "
             f"--dtype {settings.dtype_name} --seed {settings.seed}{corpus}{chosen}")
 
@@ -162,6 +163,7 @@ def results(settings, records: list[dict], models: dict, exitstatus: int, peak_r
         "exit_status": int(exitstatus),
         "seed": settings.seed,
         "zoo": settings.zoo,
+        "zoo_build": settings.zoo_build,
         "prompts": list(settings.prompts),
         "max_prompts": settings.max_prompts,
         "source_scale": settings.source_scale,
@@ -183,7 +185,10 @@ def results(settings, records: list[dict], models: dict, exitstatus: int, peak_r
         "merged_from": [],
         "shard": settings.shard,
         "shards_missing": [],
+        "against_shipped": None,
     }
+    if settings.zoo_build == "local":
+        doc["against_shipped"] = shipped_verdicts.against_shipped(records, shipped_verdicts.load())
     if settings.baseline:
         doc["baseline"] = baseline.compare(settings.baseline, records, models, doc, settings.baseline_map)
     return doc

@@ -156,6 +156,27 @@ def test_the_batch_is_the_prompt_by_prompt_loop():
     torch.testing.assert_close(batched, looped, rtol=1e-5, atol=1e-6)
 
 
+def test_the_descent_gives_the_same_bits_whatever_the_process_thread_count():
+    """A serial run (2 threads here) and a pytest-xdist worker (1) must not sum in other orders: the descent pins its
+    own thread count, and gives the process's count back."""
+    import latent_instruments.inversion as inversion
+
+    weight = embedding_matrix(64, 96)
+    target = weight[token_ids(16, 24, 64)]
+    layer = invertible_layer(96)
+    before = torch.get_num_threads()
+    found = []
+    try:
+        for threads in (2, 1):
+            torch.set_num_threads(threads)
+            found.append(descend(layer, target, InversionConfig(steps=30), torch.Generator().manual_seed(0))[0])
+            assert torch.get_num_threads() == threads  # restored
+    finally:
+        torch.set_num_threads(before)
+    assert torch.equal(found[0], found[1])
+    assert inversion.DESCENT_THREADS == 1
+
+
 def test_the_normalised_step_moves_each_position_by_lr_times_scale():
     target = embedding_matrix(12, 16)[token_ids(2, 3, 12)]
     config = InversionConfig(steps=1, lr=0.3, lr_end=0.3, start_std=0.0, step="normalised", step_scale=2.0)

@@ -71,12 +71,12 @@ def test_a_model_trained_on_first_use_trains_where_the_terminal_sees_it(monkeypa
         raise fixtures.pool.ModelLoadError("stop here")
 
     monkeypatch.setattr(fixtures.pool, "load", load)
-    monkeypatch.setattr(fixtures.pool, "needs_training", lambda entry, corpus: True)
+    monkeypatch.setattr(fixtures.pool, "needs_training", lambda entry, corpus, build: True)
     pool = ModelPool(Settings("tiny", (), "cpu", torch.float32, 0, None, tmp_path, None), CORPUS, visible=visible)
     with pytest.raises(pytest.fail.Exception, match="stop here"):
         pool.get("tiny-w96")
     assert entered == ["in", "out"]
-    monkeypatch.setattr(fixtures.pool, "needs_training", lambda entry, corpus: False)  # a cached model loads quietly
+    monkeypatch.setattr(fixtures.pool, "needs_training", lambda entry, corpus, build: False)  # a cached model loads quietly
     entered.clear()
     pool.failed.clear()
     monkeypatch.setattr(fixtures.pool, "load", lambda *a, **k: (_ for _ in ()).throw(fixtures.pool.ModelLoadError("x")))
@@ -89,6 +89,7 @@ def test_only_a_zoo_recipe_without_its_checkpoint_needs_training(cache):
     from models.loading import needs_training
     from models.zoo import resolve
 
-    assert needs_training(resolve("tiny-w96"), CORPUS)  # an empty cache
+    assert needs_training(resolve("tiny-w96"), CORPUS)  # an empty cache, and another corpus than the shipped zoo's
     assert needs_training(resolve("tiny-w96:untrained"), CORPUS)  # a twin is built from its trained model's config
     assert not needs_training(resolve("ref-gpt2-small"), CORPUS)
+

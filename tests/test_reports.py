@@ -215,7 +215,8 @@ def test_a_file_that_is_not_results_json_is_refused(tmp_path):
     ("<", -0.3, -0.2, -0.1, "claim", "passed"),
     ("<", 0.1, 0.2, 0.3, "claim", "failed"),
     ("<", -0.1, 0.05, 0.2, "claim", "inconclusive"),
-    (">", -0.1, 0.05, 0.2, "control", "failed"),  # a control must clear its threshold
+    (">", -0.1, 0.05, 0.2, "control", "inconclusive"),  # a straddling control is undecided, like a claim check
+    (">", -0.3, -0.2, -0.1, "control", "failed"),  # only a control wholly on the failing side fails
 ])
 def test_a_check_is_passed_failed_or_inconclusive_by_where_its_interval_lies(comparison, low, value, high, role,
                                                                              status):
@@ -289,6 +290,28 @@ def test_a_control_that_guards_a_pass_decides_only_where_the_claim_passed():
     assert rec(0.005).failed("control") == []  # inconclusive: no pass to guard either
     with pytest.raises(ValueError, match="guards_pass"):
         Check.of("x", Estimate(0.0, 0.0, 0.0, 0.95, 8), "x", ">", 0.0, "d", guards_pass=True)
+
+
+def test_a_control_is_three_valued_and_only_a_decisive_failure_fails_it():
+    """A control whose interval contains its threshold is undecided (the record inconclusive), not failed."""
+    def control(value: float, guards_pass: bool = False) -> Check:
+        return Check("control", value, value - 0.1, value + 0.1, "x", ">", 0.0, "d", role="control",
+                     guards_pass=guards_pass)
+    claim = Check("claim", 1.0, 0.9, 1.1, "x", ">", 0.0, "d")
+    assert [control(v).status for v in (1.0, 0.05, -1.0)] == ["passed", "inconclusive", "failed"]
+    straddling = ClaimRecord("S0.3", 1, "m", "t", {}, [claim, control(0.05)])
+    assert straddling.failed("control") == [] and [c.name for c in straddling.inconclusive("control")] == ["control"]
+    assert straddling.inconclusive() == []  # the claim check itself is decided
+    failing_claim = Check("claim", -1.0, -1.1, -0.9, "x", ">", 0.0, "d")
+    guarded = ClaimRecord("S0.3", 1, "m", "t", {}, [failing_claim, control(0.05, guards_pass=True)])
+    assert guarded.inconclusive("control") == []  # it guards a pass, and there is none: the failure stands
+
+
+def test_a_cell_names_an_undecided_control():
+    rec = ClaimRecord("S0.3", 1, "m", "t", {}, [Check("claim", 1.0, 0.9, 1.1, "x", ">", 0.0, "d"),
+                                                 Check("null", 0.05, -0.05, 0.15, "x", ">", 0.0, "d", role="control")],
+                      outcome="inconclusive").to_json()
+    assert tables.cell(rec).startswith("inconclusive (control undecided: null)")
 
 
 def test_outcomes_are_counted_in_one_order_and_records_keyed_one_way():

@@ -26,6 +26,7 @@ CASES = textwrap.dedent('''
         "fails-at-first-look": ({1: -1, 2: -1, 4: -1}, {1: 1, 2: 1, 4: 1}),
         "control-straddles-then-clears": ({1: 1, 2: 1, 4: 1}, {1: 0.15, 2: 0.15, 4: 0.15}),
         "control-always-straddles": ({1: 1, 2: 1, 4: 1}, {1: 0.01, 2: 0.01, 4: 0.01}),
+        "control-fails-decisively": ({1: 1, 2: 1, 4: 1}, {1: -1, 2: -1, 4: -1}),
     }
     SEEN = []  # the scales each look's fixture was built at
 
@@ -94,7 +95,8 @@ def test_sequential_claims_look_again_until_decided_and_record_every_look(cases)
         "never-decided": "inconclusive",  # still straddling at the cap: inconclusive, not a failure
         "fails-at-first-look": "fails",  # decided at once: no further look
         "control-straddles-then-clears": "holds",  # a straddling control is measured again too
-        "control-always-straddles": "control failed",  # at the last look a straddle fails the control
+        "control-always-straddles": "inconclusive",  # still straddling at the cap: control undecided, not failed
+        "control-fails-decisively": "control failed",  # its whole interval on the failing side: no further look
         "fixed": "inconclusive",  # not sequential: one look, 95 %
     }, done.stdout[-3000:]
     looks = {case: [(look["scale"], look["prompts"], look["outcome"]) for look in r["looks"]]
@@ -102,8 +104,10 @@ def test_sequential_claims_look_again_until_decided_and_record_every_look(cases)
     assert looks["decided-at-second-look"] == [(1, 32, "inconclusive"), (2, 64, "holds")]
     assert looks["never-decided"] == [(1, 32, "inconclusive"), (2, 64, "inconclusive"), (4, 128, "inconclusive")]
     assert looks["fails-at-first-look"] == [(1, 32, "fails")]
-    assert looks["control-straddles-then-clears"] == [(1, 32, "control failed"), (2, 64, "holds")]
+    assert looks["control-straddles-then-clears"] == [(1, 32, "inconclusive"), (2, 64, "holds")]
     assert len(looks["control-always-straddles"]) == 3 and looks["fixed"] == []
+    assert looks["control-fails-decisively"] == [(1, 32, "control failed")]
+    assert "control undecided" in records["control-always-straddles"]["message"]
     level = 1 - 0.05 / 3
     assert all(c["confidence"] == pytest.approx(level) for case, r in records.items() if case != "fixed"
                for c in r["checks"])
@@ -112,7 +116,7 @@ def test_sequential_claims_look_again_until_decided_and_record_every_look(cases)
     # each look's function-scoped fixtures are built anew, at its own scale
     assert records["never-decided"]["details"]["fixture built at"]["scales"]["so far"].endswith("1, 2, 4]")
     assert "look 3 of 3, 128 prompts, 98.3% intervals; --max-prompts 128" in records["never-decided"]["message"]
-    assert "2 failed, 2 passed, 2 skipped" in done.stdout  # one report per test, whatever its looks
+    assert "2 failed, 2 passed, 3 skipped" in done.stdout  # one report per test, whatever its looks
 
 
 def test_max_prompts_at_the_first_looks_size_gives_one_look_at_95_percent(cases, tmp_path):
@@ -128,7 +132,8 @@ def test_xdist_gives_the_serial_looks(cases):
     _, serial = run_cases(cases)
     done, parallel = run_cases(cases, "-n", "2")
     assert "bringing up nodes" in done.stdout, done.stdout[-2000:]
-    strip = lambda records: {k: {**r, "details": {}} for k, r in records.items()}  # noqa: E731 - SEEN is per process
+    # SEEN is per process, and wall times are the machine's
+    strip = lambda records: {k: {**r, "details": {}, "wall_seconds": None} for k, r in records.items()}  # noqa: E731
     assert strip(parallel) == strip(serial)
 
 

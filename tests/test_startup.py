@@ -44,7 +44,7 @@ def tree(folder: Path) -> set[str]:
 def results_json(**changes) -> str:
     record = {"claim": "S4.2", "model": "tiny-w96", "test": "claims/s4_ffn/test_feedforward.py::t[tiny-w96]",
               "version": 1, "outcome": "holds", "checks": [{"name": "x", "value": 1.0, "ci_low": 0.5, "ci_high": 1.5}]}
-    return json.dumps({"schema": "latent-claims/results/5", "run_id": "20250101T000000Z", "records": [record],
+    return json.dumps({"schema": "latent-claims/results/6", "run_id": "20250101T000000Z", "records": [record],
                        **changes})
 
 
@@ -130,11 +130,11 @@ BAD = {  # id: (option, value or a function of the test's tmp folder making it, 
     "baseline-not-json": ("--baseline", not_json, ["--baseline", "is not JSON", "line 1 column 1",
                                                    "earlier run's results.json"]),
     "baseline-json-list": ("--baseline", json_list, ["--baseline", "holds a JSON list",
-                                                     "'latent-claims/results/5'", "earlier run's results.json"]),
+                                                     "'latent-claims/results/6'", "earlier run's results.json"]),
     "baseline-old-schema": ("--baseline", old_schema, ["--baseline", "schema 'latent-claims/results/1'",
-                                                       "expected 'latent-claims/results/5'", "run the baseline's commit"]),
+                                                       "expected 'latent-claims/results/6'", "run the baseline's commit"]),
     "baseline-other-tool": ("--baseline", other_tool, ["--baseline", "no 'schema' key",
-                                                       "expected 'latent-claims/results/5'", "results.json"]),
+                                                       "expected 'latent-claims/results/6'", "results.json"]),
     "baseline-damaged": ("--baseline", damaged_record, ["--baseline", "record 0", "checks[0].ci_low", "damaged"]),
     "corpus-missing": ("--corpus", no_such_file, ["--corpus", "no such file", "pass a UTF-8 text file"]),
     "corpus-folder": ("--corpus", folder_corpus, ["--corpus", "is a folder, not a file", "pass a UTF-8 text file"]),

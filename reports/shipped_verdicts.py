@@ -1,0 +1,101 @@
+"""The shipped weights' verdicts, and a local build's verdicts beside them (``--zoo-build local``).
+
+``models/shipped/verdicts.json`` keeps, for every record of a ``make claims`` run on the shipped weights, its
+outcome and claim-check statistic (``python -m reports shipped RUN --write`` writes it). A run on this machine's
+own trainings of the same recipes (``pytest claims -m gpu --zoo-build local``) is compared with it record by
+record, so that a verdict that differs between builds is named ("holds on the shipped weights, fails on this
+machine's build") rather than red by surprise.
+
+Only records of the same claim, model, test and procedure version are compared; the ledger's part of an outcome is
+left out ("fails as expected" counts as "fails", "holds unexpectedly" as "holds"): the comparison is of what was
+measured.
+"""
+
+import json
+from pathlib import Path
+
+from models.shipped import VERDICTS
+from reports.records import FAILS, FAILS_AS_EXPECTED, HOLDS, HOLDS_UNEXPECTEDLY
+
+MEASURED = {FAILS_AS_EXPECTED: FAILS, HOLDS_UNEXPECTEDLY: HOLDS}  # an outcome without the ledger's expectation
+
+
+def _key(record: dict) -> str:
+    return f"{record['claim']}|{record['test']}"
+
+
+def measured(outcome: str) -> str:
+    """An outcome as measured, whatever the ledger expected: "fails as expected" → "fails", "holds unexpectedly"
+    → "holds"."""
+    return MEASURED.get(outcome, outcome)
+
+
+def snapshot(doc: dict) -> dict:
+    """The verdicts file of a run on the shipped weights: its run id, commit and machine, and per record (keyed
+    "CLAIM|TEST ID") the procedure version, measured outcome and claim-check statistic.
+
+    Raises:
+        ValueError: for a run that did not test the shipped weights (``zoo_build`` other than "shipped"), or an
+            interrupted one.
+    """
+    if doc.get("zoo_build") != "shipped":
+        raise ValueError(f"run {doc.get('run_id')} tested zoo build {doc.get('zoo_build')!r}, not the shipped weights: "
+                         "write the verdicts file from a `make claims` run")
+    if doc.get("interrupted"):
+        raise ValueError(f"run {doc.get('run_id')} was interrupted: its verdicts are incomplete")
+    machines = sorted({(m.get("build") or {}).get("cpu") or (m.get("build") or {}).get("gpu") or ""
+                       for m in doc["models"].values() if "error" not in m} - {""})
+    records = {}
+    for r in doc["records"]:
+        head = r.get("headline") or {}
+        records[_key(r)] = {"version": r["version"], "outcome": measured(r["outcome"]),
+                            **{k: head.get(k) for k in ("value", "ci_low", "ci_high")}}
+    return {"run_id": doc["run_id"], "git": doc["git"], "machines": machines,
+            "torch": doc["versions"].get("torch"), "records": records}
+
+
+def load(path: Path = VERDICTS) -> dict | None:
+    """The shipped verdicts file, or None where it is absent or unreadable."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def against_shipped(records: list[dict], shipped: dict | None) -> dict | None:
+    """A local-build run's records beside the shipped weights' verdicts.
+
+    Args:
+        records: the run's records (results.json form).
+        shipped: :func:`load`'s document, or None.
+    Returns:
+        {"shipped_run": run id, "shipped_git", "compared": n, "differ": [{claim, model, test, shipped, local,
+        shipped_value, local_value}], "not_compared": n (another version, or no shipped record)}; None without a
+        verdicts file.
+    """
+    if shipped is None:
+        return None
+    differ, compared = [], 0
+    for r in records:
+        kept = shipped["records"].get(_key(r))
+        if kept is None or kept["version"] != r["version"]:
+            continue
+        compared += 1
+        if kept["outcome"] != measured(r["outcome"]):
+            head = r.get("headline") or {}
+            differ.append({"claim": r["claim"], "model": r["model"], "test": r["test"], "shipped": kept["outcome"],
+                           "local": measured(r["outcome"]), "shipped_value": kept.get("value"),
+                           "local_value": head.get("value")})
+    return {"shipped_run": shipped["run_id"], "shipped_git": shipped["git"], "compared": compared,
+            "differ": differ, "not_compared": len(records) - compared}
+
+
+def lines(comparison: dict) -> list[str]:
+    """The report's lines for :func:`against_shipped`'s result: a count, then one line per record that differs."""
+    out = [f"{len(comparison['differ'])} of {comparison['compared']} records differ between this machine's builds and "
+           f"the shipped weights (run {comparison['shipped_run']}, git {comparison['shipped_git']}); "
+           f"{comparison['not_compared']} not compared (another procedure version, or not run there)"]
+    for d in comparison["differ"]:
+        out.append(f"{d['claim']} on {d['model']}: {d['shipped']} on the shipped weights, {d['local']} on this "
+                   f"machine's build ({d['test'].split('::')[-1]})")
+    return out

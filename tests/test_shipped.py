@@ -1,0 +1,202 @@
+"""The shipped zoo (models/shipped.py): pinned by content, checked at load, never retrained behind the user's back."""
+
+import json
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+
+import models.shipped as shipped_zoo
+from fixtures.ledger import load_ledger
+from models.corpus import load_corpus
+from models.errors import ModelLoadError
+from models.loading import from_config, load, needs_training
+from models.recipes import PREPARED
+from models.shipped import ShippedModel, checkpoint, file_sha256, manifest, shipped, verify
+from models.trainer import checkpoint_dir
+from models.zoo import REFERENCES, resolve
+from reports.shipped_verdicts import against_shipped, snapshot
+
+CORPUS = load_corpus(None)
+
+
+def _no_training(*args, **kwargs):
+    raise AssertionError("a shipped model was about to be trained")
+
+
+def test_the_tiny_zoo_is_shipped_each_recipe_pinned_to_its_files():
+    pinned = manifest()
+    assert set(pinned) == {r.name for r in PREPARED["tiny"]}  # every model `prepare` used to train
+    for recipe in PREPARED["tiny"]:
+        model = shipped(recipe, CORPUS)
+        assert model is not None and model.fingerprint == checkpoint_dir(recipe, CORPUS).name
+        assert verify(model) == model.weights_sha256 == file_sha256(model.folder / "model.safetensors")
+    doc = json.loads(shipped_zoo.MANIFEST.read_text())
+    for entry in doc["models"].values():  # what trained it, and how the training went
+        assert entry["trained_on"]["cpu"] and entry["trained_on"]["torch"] and entry["loss_curve"]
+        assert entry["recipe"]["name"] in pinned and len(doc["trained_at_commit"]) == 40
+
+
+def test_a_shipped_model_loads_without_training(monkeypatch):
+    monkeypatch.setattr(shipped_zoo, "train", _no_training)
+    entry = resolve("tiny-w96")
+    assert not needs_training(entry, CORPUS)
+    loaded = load(entry, CORPUS, "cpu", torch.float32, seed=0)
+    assert loaded.zoo_build == "shipped" and loaded.weights_sha256 == manifest()["tiny-w96"].weights_sha256
+    assert Path(loaded.source) == manifest()["tiny-w96"].folder
+    twin = load(resolve("tiny-w96:untrained"), CORPUS, "cpu", torch.float32, seed=0)
+    assert twin.zoo_build == "shipped"  # drawn from the shipped config
+
+
+def test_a_shipped_recipe_needs_no_training_unless_this_machines_build_is_asked_for(monkeypatch, tmp_path):
+    import models.loading
+
+    monkeypatch.setattr(models.loading, "checkpoint_dir", lambda recipe, corpus: tmp_path / "not-cached")
+    assert not needs_training(resolve("tiny-w96"), CORPUS)  # shipped: nothing to train, even with an empty cache
+    assert not needs_training(resolve("tiny-w96:untrained"), CORPUS)
+    assert needs_training(resolve("tiny-w96"), CORPUS, build="local")  # this machine's build, not cached
+    assert needs_training(resolve("tiny-w96-d2"), CORPUS)  # a depth variant is not shipped
+
+
+def test_a_local_build_trains_into_the_cache(monkeypatch, tmp_path):
+    calls = []
+    monkeypatch.setattr(shipped_zoo, "train", lambda recipe, corpus, device: calls.append(recipe.name) or tmp_path)
+    recipe = resolve("tiny-w96").recipe
+    assert checkpoint(recipe, CORPUS, "local", "cpu") == (tmp_path, None) and calls == ["tiny-w96"]
+    with pytest.raises(ValueError, match="shipped, local"):
+        checkpoint(recipe, CORPUS, "other", "cpu")
+
+
+def _copy(name: str, tmp_path: Path) -> ShippedModel:
+    pinned = manifest()[name]
+    folder = tmp_path / name
+    shutil.copytree(pinned.folder, folder)
+    return replace(pinned, folder=folder)
+
+
+@pytest.mark.parametrize("damage", ["changed", "truncated", "missing"])
+def test_a_changed_or_truncated_shipped_file_is_an_error_naming_the_file_and_both_digests(tmp_path, damage, monkeypatch):
+    model = _copy("tiny-w96", tmp_path)
+    weights = model.folder / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    if damage == "changed":
+        data[-1] ^= 1
+        weights.write_bytes(bytes(data))
+    elif damage == "truncated":
+        weights.write_bytes(bytes(data[: len(data) // 2]))
+    else:
+        weights.unlink()
+    with pytest.raises(ModelLoadError) as err:
+        verify(model)
+    message = str(err.value)
+    assert str(weights) in message and model.weights_sha256 in message and "git checkout" in message
+    if damage != "missing":
+        assert file_sha256(weights) in message  # the digest found, beside the pinned one
+    # through the loader: an error, never a retrain
+    monkeypatch.setattr(shipped_zoo, "manifest", lambda: {"tiny-w96": model})
+    monkeypatch.setattr(shipped_zoo, "train", _no_training)
+    with pytest.raises(ModelLoadError, match="manifest pins"):
+        load(resolve("tiny-w96"), CORPUS, "cpu", torch.float32, seed=0)
+
+
+def test_a_changed_config_file_is_caught_too(tmp_path):
+    model = _copy("tiny-w128", tmp_path)
+    config = model.folder / "config.json"
+    config.write_text(config.read_text().replace('"n_layer": 4', '"n_layer": 3'))
+    with pytest.raises(ModelLoadError, match="config.json: sha256"):
+        verify(model)
+
+
+def test_a_recipe_that_no_longer_matches_its_shipped_weights_is_an_error_not_a_retrain(monkeypatch):
+    model = replace(manifest()["tiny-w96"], fingerprint="tiny-w96-0000000000000000")
+    monkeypatch.setattr(shipped_zoo, "manifest", lambda: {"tiny-w96": model})
+    monkeypatch.setattr(shipped_zoo, "train", _no_training)
+    with pytest.raises(ModelLoadError, match="--retrain tiny-w96") as err:
+        checkpoint(resolve("tiny-w96").recipe, CORPUS, "shipped", "cpu")
+    assert "tiny-w96-0000000000000000" in str(err.value)
+
+
+def test_another_corpus_is_not_shipped():
+    other = replace(CORPUS, sha256="0" * 64)
+    assert shipped(resolve("tiny-w96").recipe, other) is None
+
+
+def _seeded_digest(name: str) -> str:
+    """The weights digest of a random-init model of the zoo at seed 0, as a run records it."""
+    from transformers import AutoConfig
+
+    from models.identity import state_dict_sha256
+
+    entry = resolve(name)
+    if entry.role == "untrained":
+        config = AutoConfig.from_pretrained(manifest()[entry.trained].folder)
+    else:
+        values = json.loads(Path(entry.source).read_text())
+        config = AutoConfig.for_model(values.pop("model_type"), **values)
+    return state_dict_sha256(from_config(config, seed=0))
+
+
+def test_every_zoo_ledger_entry_names_shipped_weights_or_a_seeded_digest():
+    """The ledger is measured on the weights every machine runs: a trained model's entry names its shipped digest;
+    an untrained twin's or a reference's, the digest of its seed-0 init; a group's, none (it has no one digest)."""
+    shipped_digests = {name: m.weights_sha256 for name, m in manifest().items()}
+    seeded: dict[str, str] = {}
+    for (claim, model, variant, test), entry in load_ledger().items():
+        if model.startswith(("/", ".", "hf:")):
+            continue  # a user's model: not ours to check
+        role = resolve(model).role
+        where = f"{claim} on {model}"
+        if role == "trained":
+            assert entry.weights_sha256 == shipped_digests[model], f"{where}: not the shipped weights"
+            assert entry.fingerprint == manifest()[model].fingerprint, where
+        elif role in ("untrained", "reference"):
+            if model not in seeded:
+                seeded[model] = _seeded_digest(model)
+            assert entry.weights_sha256 == seeded[model], f"{where}: not the seed-0 init"
+        else:
+            assert resolve(model).is_group and entry.weights_sha256 == "", where
+    assert set(REFERENCES) >= {m for m in seeded if resolve(m).role == "reference"}
+
+
+def _doc(outcome: str, zoo_build: str = "shipped", version: int = 1) -> dict:
+    record = {"claim": "S4.1", "version": version, "model": "tiny-w96", "test": "claims/t.py::test_x[tiny-w96]",
+              "outcome": outcome, "headline": {"value": 0.5, "ci_low": 0.4, "ci_high": 0.6}}
+    return {"run_id": "r1", "git": "abc", "zoo_build": zoo_build, "interrupted": False, "versions": {"torch": "2"},
+            "models": {"tiny-w96": {"build": {"cpu": "Intel (AVX512)"}}}, "records": [record]}
+
+
+def test_a_local_build_is_compared_with_the_shipped_verdicts():
+    kept = snapshot(_doc("fails as expected"))
+    assert kept["machines"] == ["Intel (AVX512)"] and list(kept["records"].values())[0]["outcome"] == "fails"
+    same = against_shipped(_doc("fails", "local")["records"], kept)
+    assert same["compared"] == 1 and same["differ"] == []
+    differ = against_shipped(_doc("holds", "local")["records"], kept)
+    assert [(d["shipped"], d["local"]) for d in differ["differ"]] == [("fails", "holds")]
+    other_version = against_shipped(_doc("holds", "local", version=2)["records"], kept)
+    assert other_version["compared"] == 0 and other_version["not_compared"] == 1
+    with pytest.raises(ValueError, match="not the shipped weights"):
+        snapshot(_doc("holds", "local"))
+
+
+def test_the_shipped_verdicts_file_is_a_whole_run_on_the_shipped_weights():
+    kept = json.loads(shipped_zoo.VERDICTS.read_text())
+    assert len(kept["records"]) > 300 and kept["git"] and kept["machines"]
+    tested = " ".join(kept["records"])
+    assert all(f"[{name}" in tested for name in manifest())
+
+
+def test_prepare_trains_nothing_shipped_and_retrain_trains_this_machines_builds(monkeypatch, capsys):
+    import models.__main__ as prepare
+
+    trained = []
+    monkeypatch.setattr(prepare, "train", lambda recipe, corpus, device, progress: trained.append(recipe.name) or Path("."))
+    monkeypatch.setattr(prepare, "measure_matmul_flops", lambda device: 50e9)
+    assert prepare.main(["prepare", "--zoo", "tiny", "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert trained == [] and "nothing to train: every model is shipped" in out
+    assert f"tiny-w96: shipped weights {manifest()['tiny-w96'].weights_sha256[:12]}" in out
+    monkeypatch.setattr(prepare, "work_to_train", lambda recipes, corpus: {})
+    assert prepare.main(["prepare", "--retrain", "tiny-w96", "--device", "cpu"]) == 0
+    assert trained == ["tiny-w96"]
