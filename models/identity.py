@@ -7,8 +7,10 @@ derived from weights (S4.6's string outputs) are keyed by it.
 
 - A model loaded from a folder: sha256 over its weight files (``*.safetensors``, ``*.bin``) in file-name
   order, the bytes of one file after the other. It is computed once and kept beside the files in
-  ``.latent-claims-weights.json`` with each file's size and modification time, so later runs read it back
-  (a file changed since is hashed again).
+  ``.latent-claims-weights.json`` with each file's size, modification time, inode and status-change time, so
+  later runs read it back; a file changed since is hashed again. The modification time alone can be forged by a
+  copy (``cp -a``, ``rsync -a``, ``touch -r`` keep it over other bytes), the status-change time cannot: writing
+  or replacing a file sets it to now.
 - A model built from a seed (a random-init reference, an untrained twin): sha256 over its state dict, tensor by
   tensor in name order (name, dtype, shape, then the raw bytes), on the CPU.
 """
@@ -23,7 +25,8 @@ from torch import nn
 
 from models.cache import atomic_write_text
 
-SIDECAR = ".latent-claims-weights.json"  # beside the weight files: {"files": {name: [size, mtime_ns]}, "sha256": hex}
+# beside the weight files: {"files": {name: [size, mtime_ns, inode, ctime_ns]}, "sha256": hex}
+SIDECAR = ".latent-claims-weights.json"
 WEIGHT_PATTERNS = ("*.safetensors", "*.bin")
 
 
@@ -33,7 +36,10 @@ def weight_files(folder: Path) -> list[Path]:
 
 
 def _stamp(files: list[Path]) -> dict[str, list[int]]:
-    return {p.name: [p.stat().st_size, p.stat().st_mtime_ns] for p in files}
+    """What a file's kept digest is valid for: size, mtime, inode and ctime (a copy can forge the mtime, not the
+    ctime: replacing or writing the file sets it)."""
+    stats = {p.name: p.stat() for p in files}
+    return {name: [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns] for name, st in stats.items()}
 
 
 def folder_sha256(folder: Path) -> str:

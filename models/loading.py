@@ -16,6 +16,7 @@ from safetensors import SafetensorError
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
+from latent_instruments.errors import NonFiniteError, require_finite
 from models.adapters import Adapter, adapter_for
 from models.corpus import Corpus
 from models.errors import ModelLoadError
@@ -83,6 +84,27 @@ class LoadedModel:
 
 
 LOAD_ERRORS = (OSError, ValueError, RuntimeError, SafetensorError)
+_FINITE_WEIGHTS: set[str] = set()  # weights digests whose every tensor was found finite in this process
+
+
+def check_finite_weights(model: PreTrainedModel, weights_sha256: str, source: str) -> None:
+    """Every floating-point weight and buffer of ``model`` must be finite; checked once per weights digest.
+
+    A NaN in a weight the prompts never reach (an output-head row, a rare token's embedding) passes the residual
+    identity and can still decide a claim, so the weights themselves are read (piece by piece, no copy).
+
+    Raises:
+        ModelLoadError: naming the tensor, how many of its values are NaN or inf, and the source.
+    """
+    if weights_sha256 in _FINITE_WEIGHTS:
+        return
+    for name, tensor in model.state_dict().items():
+        if tensor.is_floating_point() and tensor.device.type != "meta":
+            try:
+                require_finite(tensor, f"weight {name}")
+            except NonFiniteError as err:
+                raise ModelLoadError(f"{source}: {err}; the weights are damaged: no claim can use them") from None
+    _FINITE_WEIGHTS.add(weights_sha256)
 
 
 def needs_training(entry: ZooEntry, corpus: Corpus, build: str = "shipped") -> bool:
@@ -218,7 +240,7 @@ def load(entry: ZooEntry, corpus: Corpus, device: str, dtype: torch.dtype, seed:
     Raises:
         ModelLoadError: missing, corrupt, damaged (cached) or unreachable checkpoint; a shipped file whose sha256
             is not the manifest's (naming the file and both digests); a folder without
-            tokenizer files; a tokenizer larger than the model's vocabulary; a pickle that
+            tokenizer files; a weight holding NaN or inf; a tokenizer larger than the model's vocabulary; a pickle that
             ``weights_only=True`` refuses; a model that needs remote code. One line, naming the file
             or setting.
         UnsupportedArchitectureError: no adapter for the architecture.
@@ -252,6 +274,12 @@ def load(entry: ZooEntry, corpus: Corpus, device: str, dtype: torch.dtype, seed:
             tokenizer = HFTokenizer(AutoTokenizer.from_pretrained(hf_id, trust_remote_code=False))
         except LOAD_ERRORS as err:
             raise _load_error(hf_id, "tokenizer", err) from err
+        except (KeyError, TypeError, AttributeError) as err:  # a tokenizer file that is JSON, but not a tokenizer
+            files = ", ".join(p.name for p in hf_tokenizer_files(Path(hf_id))) if Path(hf_id).is_dir() else hf_id
+            raise ModelLoadError(
+                f"{hf_id}: its tokenizer files ({files}) are not a tokenizer transformers can read (missing or "
+                f"wrong field {err}); tokenizer.json must be a `tokenizers` file as tokenizer.save_pretrained(folder) "
+                "writes it: save the model's own tokenizer there") from None
         if entry.role == "hf":
             model = _hf_model(hf_id, placement)
         else:
@@ -265,6 +293,7 @@ def load(entry: ZooEntry, corpus: Corpus, device: str, dtype: torch.dtype, seed:
         weights_sha256 = pinned_sha256  # verified against the manifest, file by file
     else:
         weights_sha256 = folder_sha256(Path(source)) if from_folder else state_dict_sha256(model)
+    check_finite_weights(model, weights_sha256, source)
     if getattr(model, "hf_device_map", None) is None:  # accelerate placed a device_map model already
         model = model.to(device=device, dtype=dtype)
     model.eval()

@@ -140,8 +140,9 @@ def main(argv: list[str] | None = None) -> int:
         argv: the arguments after ``python -m reports``; None for ``sys.argv[1:]``.
 
     Returns:
-        the exit status: 0 when the merged report was written, 2 when an input is missing or unreadable,
-        the inputs cannot be merged, or the report cannot be written (argparse also exits 2 on bad usage).
+        the exit status: 0 when the merged report was written, 1 when it was written but a shard of --shards did
+        not report, 2 when an input is missing or unreadable, the inputs cannot be merged, or the report cannot be
+        written (argparse also exits 2 on bad usage).
     """
     args = build_parser().parse_args(argv)
     if args.command == "ledger":
@@ -161,6 +162,11 @@ def main(argv: list[str] | None = None) -> int:
     for warning in warnings:
         print(warning, file=sys.stderr)
     print(folder)
+    missing = json.loads((folder / "results.json").read_text())["shards_missing"]
+    if missing:
+        print(f"error: the merged report is incomplete: {len(missing)} of the --shards did not report "
+              f"({', '.join(missing)}); it was written all the same, with exit_status 1", file=sys.stderr)
+        return 1
     return 0
 
 

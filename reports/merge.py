@@ -251,6 +251,8 @@ def merge_runs(runs: list[Run], shards: list[str] | None = None) -> Merged:
         reported = {r.doc.get("shard") for r in runs}
         doc["shards_missing"] = [s for s in shards if s not in reported]
         warnings += [f"warning: shard {s} did not report (no run folder with --shard {s})" for s in doc["shards_missing"]]
+        if doc["shards_missing"]:  # an incomplete merge must not pass for a complete one
+            doc["exit_status"] = max(doc["exit_status"], 1)
     return Merged(doc, warnings)
 
 

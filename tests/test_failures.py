@@ -88,6 +88,28 @@ def test_a_truncated_safetensors_file_is_named(tmp_path):
     assert "model.save_pretrained(folder)" in message
 
 
+def test_a_tokenizer_json_that_is_json_but_no_tokenizer_is_named(tmp_path):
+    folder = save_hf_folder(tmp_path / "odd-tokenizer", arch="gpt2")
+    (folder / "tokenizer.json").write_text('{"version": "1.0", "model": {}}')
+    message = load_error(folder)
+    assert "tokenizer.json" in message and "not a tokenizer transformers can read" in message
+    assert "tokenizer.save_pretrained(folder)" in message and "KeyError" not in message
+
+
+def test_a_nan_in_a_weight_the_prompts_never_reach_is_a_load_error_naming_it(tmp_path):
+    """A NaN in the output head's first row passes the residual identity; the weights themselves are read."""
+    from safetensors.torch import load_file, save_file
+
+    folder = save_hf_folder(tmp_path / "nan-head", arch="gpt2")
+    weights = load_file(folder / "model.safetensors")
+    name = next(k for k in weights if k.endswith("wte.weight"))  # GPT-2's head is tied to it: the head's row 0
+    weights[name][0, 0] = float("nan")
+    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+    message = load_error(folder)
+    assert f"weight {name.removeprefix('transformer.')}" in message or f"weight {name}" in message
+    assert "holds 1 non-finite value(s)" in message and "no claim can use them" in message
+
+
 @pytest.mark.parametrize("twin", [False, True], ids=["model", "twin"])
 def test_a_folder_without_tokenizer_files_says_to_save_the_tokenizer(tmp_path, twin):
     folder = tmp_path / "no-tokenizer"

@@ -31,6 +31,29 @@ def test_the_digest_is_kept_beside_the_files_and_computed_again_when_one_changes
     assert folder_sha256(tmp_path) == hashlib.sha256(b"other weights").hexdigest()
 
 
+def test_a_same_size_replacement_with_the_old_mtime_is_hashed_again(tmp_path):
+    """cp -a, rsync -a, tar and touch -r keep a file's mtime over other bytes: the kept digest must not be trusted."""
+    import os
+    import shutil
+
+    folder, other = tmp_path / "model", tmp_path / "other"
+    folder.mkdir(), other.mkdir()
+    weights = folder / "model.safetensors"
+    weights.write_bytes(b"weights A")
+    (other / "model.safetensors").write_bytes(b"weights B")  # other weights of the same size
+    first = folder_sha256(folder)
+    before = weights.stat()
+    shutil.copyfile(other / "model.safetensors", weights)  # in place: same inode
+    os.utime(weights, ns=(before.st_atime_ns, before.st_mtime_ns))  # touch -r: the old mtime back
+    assert weights.stat().st_size == before.st_size and weights.stat().st_mtime_ns == before.st_mtime_ns
+    assert folder_sha256(folder) == hashlib.sha256(b"weights B").hexdigest() != first
+    replaced = tmp_path / "replacement"
+    replaced.write_bytes(b"weights C")
+    os.utime(replaced, ns=(before.st_atime_ns, before.st_mtime_ns))
+    os.replace(replaced, weights)  # cp -a over it: a new inode with the old mtime
+    assert folder_sha256(folder) == hashlib.sha256(b"weights C").hexdigest()
+
+
 def test_a_folder_without_weights_is_an_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="no \\*.safetensors or \\*.bin"):
         folder_sha256(tmp_path)

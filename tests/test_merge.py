@@ -123,10 +123,11 @@ def test_a_shard_that_did_not_report_is_named(tmp_path, two_machines):
     expected = tmp_path / "shards.json"
     expected.write_text(json.dumps(["tiny-w96", "tiny-w128", "ref-gpt2-small"]))
     done = cli("merge", a, b, "--shards", expected, "--report-dir", tmp_path / "merged")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr  # written, but an incomplete merge cannot pass for a complete one
     assert "warning: shard ref-gpt2-small did not report" in done.stderr
+    assert "error: the merged report is incomplete: 1 of the --shards did not report" in done.stderr
     folder = Path(done.stdout.strip())
-    assert load(folder)["shards_missing"] == ["ref-gpt2-small"]
+    assert load(folder)["shards_missing"] == ["ref-gpt2-small"] and load(folder)["exit_status"] == 1
     assert load(folder)["replay"] == "pytest claims -m gpu --zoo tiny --seed 0"  # the shards together: a whole run
     assert "MISSING: shard ref-gpt2-small did not report" in (folder / "report.md").read_text()
     expected.write_text(json.dumps({"tiny-w96": 1}))

@@ -115,7 +115,8 @@ def test_sequential_claims_look_again_until_decided_and_record_every_look(cases)
     assert records["decided-at-second-look"]["checks"][0]["n"] == 64  # the record's checks are the last look's
     # each look's function-scoped fixtures are built anew, at its own scale
     assert records["never-decided"]["details"]["fixture built at"]["scales"]["so far"].endswith("1, 2, 4]")
-    assert "look 3 of 3, 128 prompts, 98.3% intervals; --max-prompts 128" in records["never-decided"]["message"]
+    assert ("look 3 of 3: 4× the first look's sample, 128 prompts in its claim checks, 98.3% intervals; "
+            "--max-prompts 128 caps the looks at 4× --prompts' 32") in records["never-decided"]["message"]
     assert "2 failed, 2 passed, 3 skipped" in done.stdout  # one report per test, whatever its looks
 
 
@@ -135,6 +136,34 @@ def test_xdist_gives_the_serial_looks(cases):
     # SEEN is per process, and wall times are the machine's
     strip = lambda records: {k: {**r, "details": {}, "wall_seconds": None} for k, r in records.items()}  # noqa: E731
     assert strip(parallel) == strip(serial)
+
+
+INTERRUPTED = textwrap.dedent('''
+    import pytest
+    from latent_instruments.stats import Estimate
+    from reports.records import Check
+
+    @pytest.mark.claim("S4.1", version=1, sample="prompts")
+    @pytest.mark.models("reference")
+    def test_interrupted(model_name, sample_scale, claim):
+        if sample_scale == 2:  # Ctrl-C (or SIGTERM, which the plugin turns into it) during the second look
+            raise KeyboardInterrupt
+        claim.record([Check.of("statistic", Estimate(0.05, -0.05, 0.15, 0.983, 32), "unit", ">", 0.0, "d")])
+''')
+
+
+def test_an_interrupt_during_a_later_look_keeps_the_last_finished_looks_record(tmp_path):
+    (tmp_path / "test_interrupted.py").write_text(INTERRUPTED)
+    done = pytest_run("test_interrupted.py", "--model", "ref-gpt2-small", "--report-dir", "reports", "-p",
+                      "no:cacheprovider", "-q", cwd=tmp_path)
+    results = tmp_path / "reports" / "latest" / "results.json"
+    assert results.exists(), done.stdout[-2000:] + done.stderr[-2000:]
+    doc = json.loads(results.read_text())
+    assert doc["interrupted"] is True and done.returncode == 2
+    [record] = doc["records"]
+    assert record["outcome"] == "inconclusive" and record["interrupted"] is True
+    assert [look["scale"] for look in record["looks"]] == [1] and record["checks"][0]["n"] == 32
+    assert "interrupted during look 2: this is look 1's record" in record["message"]
 
 
 def test_an_unknown_sample_is_a_usage_error_naming_the_test(tmp_path):

@@ -147,6 +147,12 @@ BAD = {  # id: (option, value or a function of the test's tmp folder making it, 
     "model-missing-folder": ("--model", "./no-such-checkpoint", ["--model ./no-such-checkpoint: no such folder",
                                                                  "save_pretrained"]),
     "model-unknown": ("--model", "tiny-w97", ["--model tiny-w97:", "unknown model", "valid names"]),
+    "max-prompts-not-a-doubling": ("--max-prompts", "100", ["--max-prompts 100: is not a look's size",
+                                                           "32, 64, 128", "pass 64 (the last look it would reach) or 128"]),
+    "list-shards-folder": ("--list-shards", folder_corpus, ["--list-shards", "is a folder, not a file",
+                                                            "or - to print the list"]),
+    "list-shards-no-folder": ("--list-shards", lambda tmp: str(tmp / "missing" / "shards.json"),
+                              ["--list-shards", "does not exist", "a folder you can write to"]),
 }
 
 
