@@ -21,7 +21,7 @@ import torch  # noqa: E402
 from fixtures import recording  # noqa: E402
 from fixtures.catalogue import ClaimMarker, load_catalogue  # noqa: E402
 from fixtures.collector import Collector, model_fingerprint  # noqa: E402
-from fixtures.ledger import applicable, load_ledger, unknown_entries  # noqa: E402
+from fixtures.ledger import applicable, claim_test_functions, load_ledger, unknown_entries  # noqa: E402
 from fixtures.rounds import rounds_of, sample_of  # noqa: E402
 from fixtures.scheduling import by_model_scheduler  # noqa: E402
 from fixtures.settings import Settings, add_options, resolve_settings  # noqa: E402
@@ -162,10 +162,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         ledger = load_ledger(settings.ledger)
     except ValueError as err:
         raise pytest.UsageError(str(err)) from None
-    suite = Path(__file__).resolve().parent / "claims"  # the suite's own claim tests name the ledger's test functions
-    claim_tests = {(ClaimMarker.of(i).id, i.originalname) for i in items
-                   if i.get_closest_marker("claim") and i.path.is_relative_to(suite)}
-    unknown = unknown_entries(ledger, set(load_catalogue().claims), claim_tests)
+    unknown = unknown_entries(ledger, set(load_catalogue().claims), claim_test_functions())
     if unknown:
         raise pytest.UsageError(f"--ledger {settings.ledger}: {len(unknown)} entries match nothing this suite can "
                                 "run; correct or remove them:\n" + "\n".join(unknown))

@@ -172,17 +172,27 @@ def ship(recipes: list[Recipe], corpus: Corpus) -> Path:
     """Copy the cached trainings of ``recipes`` into ``models/shipped/`` and write the manifest (a maintainer's
     step: commit the result, then re-measure the ledger on it).
 
+    The models not named keep their manifest entries (on the same corpus), so shipping one model re-pins that one
+    only; the manifest's commit is this one's.
+
     Returns:
         the manifest's path.
     Raises:
-        ModelLoadError: if a recipe has no cached training (train it first: ``python -m models prepare --retrain``).
+        ModelLoadError: if a recipe has no complete cached training (train it first: ``python -m models prepare
+            --retrain``); nothing is copied then.
     """
-    models = {}
+    sources = {recipe.name: checkpoint_dir(recipe, corpus) for recipe in recipes}
+    missing = [f"{name} ({source})" for name, source in sources.items()
+               if any(not (source / f).is_file() for f in SHIPPED_FILES)]
+    if missing:  # checked before anything is copied: a ship is whole or not at all
+        raise ModelLoadError(f"no complete cached training of {', '.join(missing)}; run `python -m models prepare "
+                             "--retrain` first")
+    doc = json.loads(MANIFEST.read_text()) if MANIFEST.is_file() else {}
+    if doc and doc.get("corpus_sha256") != corpus.sha256:
+        doc = {}  # another corpus: the models shipped for the old one no longer apply
+    models = dict(doc.get("models", {}))  # the models not named keep their entries
     for recipe in recipes:
-        source = checkpoint_dir(recipe, corpus)
-        if not (source / "model.safetensors").is_file():
-            raise ModelLoadError(f"{recipe.name}: no cached training at {source}; run `python -m models prepare "
-                                 f"--retrain {recipe.name}` first")
+        source = sources[recipe.name]
         target = SHIPPED / recipe.name
         if target.exists():
             shutil.rmtree(target)

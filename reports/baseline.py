@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 
 from fixtures.scheduling import swap_model
-from reports.records import record_key
+from reports.records import Check, record_key
 
 FACTS = {"seed": "--seed", "prompts": "--prompts", "max_prompts": "--max-prompts", "zoo": "--zoo",
          "corpus": "--corpus", "dtype": "--dtype", "source_scale": "--source-scale"}
@@ -47,9 +47,29 @@ def parse_map(pairs: list[str]) -> dict[str, str]:
     return out
 
 
+def _status(check: dict) -> str:
+    """A check's status as this version decides it, from its interval and threshold: before schema 6 a control
+    whose interval straddled its threshold was stored as "failed", now "inconclusive", and a baseline must not call
+    that a change of measurement."""
+    try:
+        return Check(check["name"], check["value"], check["ci_low"], check["ci_high"], check["unit"],
+                     check["comparison"], check["threshold"], "", check["role"]).status
+    except (KeyError, TypeError):  # a check without its interval or threshold (a NaN stored as null): as stored
+        return check["status"]
+
+
+def _outcome(record: dict) -> str:
+    """A record's outcome as this version would decide it from the same checks: a "control failed" whose controls
+    all straddled (before schema 6) is "inconclusive" now."""
+    controls = [_status(c) for c in record["checks"] if c["role"] == "control"]
+    if record["outcome"] == "control failed" and controls and "failed" not in controls:
+        return "inconclusive"
+    return record["outcome"]
+
+
 def _statuses(record: dict) -> dict[str, str]:
     """Every check's status by name, the controls' marked "(control)": what was measured, whatever the ledger."""
-    return {c["name"] + (" (control)" if c["role"] == "control" else ""): c["status"] for c in record["checks"]}
+    return {c["name"] + (" (control)" if c["role"] == "control" else ""): _status(c) for c in record["checks"]}
 
 
 def _facts(doc: dict) -> dict:
@@ -117,7 +137,7 @@ def compare(baseline_path: Path, records: list[dict], models: dict | None = None
         if before == after and new["outcome"] != was["outcome"] and new["expected"] != was["expected"]:
             out["ledger_changes"].append({**where, "was": was["outcome"], "now": new["outcome"],
                                           "expected_was": was["expected"], "expected_now": new["expected"]})
-        elif before != after or new["outcome"] != was["outcome"]:  # a check, or an error that has none
+        elif before != after or _outcome(new) != _outcome(was):  # a check, or an error that has none
             out["measured_changes"].append({**where, "was": before, "now": after, "outcome_was": was["outcome"],
                                             "outcome_now": new["outcome"]})
         old_checks = {c["name"]: c for c in was["checks"]}

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from models.recipes import PROFILES, seed_builds
 from reports import render, shipped_verdicts, writer
-from reports.records import add_model_facts, builds_agree, record_key
+from reports.records import add_model_facts, builds_agree, record_key, zoo_build_of
 from reports.results_file import ResultsFileError, read_results
 
 DIRTY = "+dirty"
@@ -102,7 +102,6 @@ CHECKS = (
     ("git", "code version: commit hash, '+dirty' ignored", _code_version),
     ("corpus.sha256", "--corpus", lambda d: _field(d, "corpus.sha256")),
     ("zoo", "--zoo", lambda d: d.get("zoo")),
-    ("zoo_build", "--zoo-build", lambda d: d.get("zoo_build", "shipped")),
     ("prompt batch", "--prompts", lambda d: d.get("prompts")),
     ("max_prompts", "--max-prompts", lambda d: d.get("max_prompts")),
     ("device.dtype", "--dtype", lambda d: _field(d, "device.dtype")),
@@ -226,7 +225,7 @@ def merge_runs(runs: list[Run], shards: list[str] | None = None) -> Merged:
         "exit_status": max(int(r.doc.get("exit_status") or 0) for r in runs),
         "seed": first.get("seed"),
         "zoo": first.get("zoo"),
-        "zoo_build": first.get("zoo_build"),
+        "zoo_build": zoo_build_of(models),
         "prompts": first.get("prompts"),
         "corpus": first.get("corpus"),
         "versions": first.get("versions"),
@@ -245,7 +244,7 @@ def merge_runs(runs: list[Run], shards: list[str] | None = None) -> Merged:
         "shard": None,
         "shards_missing": [],
         "against_shipped": (shipped_verdicts.against_shipped(records, shipped_verdicts.load())
-                            if first.get("zoo_build") == "local" else None),
+                            if zoo_build_of(models) in ("local", "mixed") and first.get("zoo") == "tiny" else None),
     }
     if shards is not None:
         reported = {r.doc.get("shard") for r in runs}

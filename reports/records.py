@@ -257,6 +257,13 @@ class ClaimRecord:
         return out
 
 
+def zoo_build_of(models: dict[str, dict]) -> str | None:
+    """Where a run's trained zoo models came from, by their facts' ``zoo_build``: "shipped" (all from
+    ``models/shipped/``), "local" (all trained on this machine), "mixed", or None where no trained zoo model ran."""
+    builds = {m.get("zoo_build") for m in models.values() if m.get("role") == "trained" and m.get("zoo_build")}
+    return builds.pop() if len(builds) == 1 else ("mixed" if builds else None)
+
+
 def ledger_build(record: dict, models: dict) -> str | None:
     """For a record the ledger expects to fail: "same build" where the entry was measured on the weights this run
     tested, "another build" where on other weights of the same fingerprint (the entry still applies), "not

@@ -18,7 +18,8 @@ from reports.tables import (BUILDS_NOTE, IMPLEMENTATION_NOTE, builds_rows, claim
                             detail_tables, is_implementation, label, matrix, model_rows, num, subject_rows,
                             summary_rows, thresholds, time_rows)
 
-ZOO_BUILDS = {"shipped": "shipped weights, models/shipped/", "local": "THIS MACHINE'S BUILDS (--zoo-build local)"}
+ZOO_BUILDS = {"shipped": "the shipped weights of models/shipped/", "local": "trained on this machine, not shipped",
+             "mixed": "shipped weights and models trained on this machine", None: "no trained zoo model"}
 MATRIX_NOTE = ("claims × subjects; each cell: the outcome and the claim check's statistic with its interval: 95 %, or "
                "the lower-α level its claim table gives (with n) where the claim is sequential over prompts")
 
@@ -38,7 +39,7 @@ def header_lines(doc: dict) -> list[str]:
         f"run {doc['run_id']} · {doc['created_utc']} · git {doc['git']} · exit status {doc['exit_status']} · "
         f"errors {counts.get('error', 0)}" + (" · INTERRUPTED" if doc["interrupted"] else ""),
         "outcomes: " + ", ".join(f"{n} {o}" for o, n in counts.items()),
-        f"zoo {doc['zoo']} ({ZOO_BUILDS.get(doc.get('zoo_build'), 'weights not recorded')}) · device {doc['device']['device']} ({doc['device'].get('gpu', doc['device']['platform'])}) · "
+        f"zoo {doc['zoo']} ({ZOO_BUILDS.get(doc.get('zoo_build'), doc.get('zoo_build'))}) · device {doc['device']['device']} ({doc['device'].get('gpu', doc['device']['platform'])}) · "
         f"dtype {doc['device']['dtype']} · seed {doc['seed']} · wall {doc['wall_seconds']} s · "
         f"peak RSS {doc['peak_rss_mib']} MiB",
         f"python {v['python']} · torch {v['torch']} · transformers {v['transformers']} · tokenizers {v['tokenizers']}"

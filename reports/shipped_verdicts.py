@@ -14,7 +14,6 @@ measured.
 import json
 from pathlib import Path
 
-from models.shipped import VERDICTS
 from reports.records import FAILS, FAILS_AS_EXPECTED, HOLDS, HOLDS_UNEXPECTEDLY
 
 MEASURED = {FAILS_AS_EXPECTED: FAILS, HOLDS_UNEXPECTEDLY: HOLDS}  # an outcome without the ledger's expectation
@@ -38,9 +37,9 @@ def snapshot(doc: dict) -> dict:
         ValueError: for a run that did not test the shipped weights (``zoo_build`` other than "shipped"), or an
             interrupted one.
     """
-    if doc.get("zoo_build") != "shipped":
-        raise ValueError(f"run {doc.get('run_id')} tested zoo build {doc.get('zoo_build')!r}, not the shipped weights: "
-                         "write the verdicts file from a `make claims` run")
+    if doc.get("zoo_build") != "shipped":  # every trained zoo model of the run loaded from models/shipped/
+        raise ValueError(f"run {doc.get('run_id')} tested zoo build {doc.get('zoo_build')!r}, not the shipped weights "
+                         "alone: write the verdicts file from a `make claims` run")
     if doc.get("interrupted"):
         raise ValueError(f"run {doc.get('run_id')} was interrupted: its verdicts are incomplete")
     machines = sorted({(m.get("build") or {}).get("cpu") or (m.get("build") or {}).get("gpu") or ""
@@ -54,8 +53,13 @@ def snapshot(doc: dict) -> dict:
             "torch": doc["versions"].get("torch"), "records": records}
 
 
-def load(path: Path = VERDICTS) -> dict | None:
-    """The shipped verdicts file, or None where it is absent or unreadable."""
+def load(path: Path | None = None) -> dict | None:
+    """The shipped verdicts file (``models.shipped.VERDICTS`` unless ``path``), or None where it is absent or
+    unreadable."""
+    if path is None:
+        from models.shipped import VERDICTS  # here, not at import: models.shipped imports torch
+
+        path = VERDICTS
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -70,11 +74,11 @@ def against_shipped(records: list[dict], shipped: dict | None) -> dict | None:
         shipped: :func:`load`'s document, or None.
     Returns:
         {"shipped_run": run id, "shipped_git", "compared": n, "differ": [{claim, model, test, shipped, local,
-        shipped_value, local_value}], "not_compared": n (another version, or no shipped record)}; None without a
-        verdicts file.
+        shipped_value, local_value}], "not_compared": n (another version, or no shipped record)}; without a
+        verdicts file, "shipped_run" is None and nothing is compared.
     """
     if shipped is None:
-        return None
+        return {"shipped_run": None, "shipped_git": None, "compared": 0, "differ": [], "not_compared": len(records)}
     differ, compared = [], 0
     for r in records:
         kept = shipped["records"].get(_key(r))
@@ -92,6 +96,9 @@ def against_shipped(records: list[dict], shipped: dict | None) -> dict | None:
 
 def lines(comparison: dict) -> list[str]:
     """The report's lines for :func:`against_shipped`'s result: a count, then one line per record that differs."""
+    if comparison["shipped_run"] is None:
+        return ["NOT COMPARED: there is no models/shipped/verdicts.json (or it cannot be read), so this machine's "
+                "builds cannot be set beside the shipped weights' verdicts; restore it with git"]
     out = [f"{len(comparison['differ'])} of {comparison['compared']} records differ between this machine's builds and "
            f"the shipped weights (run {comparison['shipped_run']}, git {comparison['shipped_git']}); "
            f"{comparison['not_compared']} not compared (another procedure version, or not run there)"]

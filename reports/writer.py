@@ -25,7 +25,7 @@ from fixtures.ledger import LEDGER
 from models.cache import atomic_write_bytes, atomic_write_text, publish_mode
 from reports import baseline, benchmarks, history, render, shipped_verdicts, tables
 from models.recipes import NOT_ON_SIBLINGS, seed_builds
-from reports.records import RED, builds_agree, ledger_build, ledger_quotes_disagree
+from reports.records import RED, builds_agree, ledger_build, ledger_quotes_disagree, zoo_build_of
 from reports.results_file import SCHEMA
 
 REPO = Path(__file__).resolve().parent.parent
@@ -163,7 +163,7 @@ def results(settings, records: list[dict], models: dict, exitstatus: int, peak_r
         "exit_status": int(exitstatus),
         "seed": settings.seed,
         "zoo": settings.zoo,
-        "zoo_build": settings.zoo_build,
+        "zoo_build": zoo_build_of(models),
         "prompts": list(settings.prompts),
         "max_prompts": settings.max_prompts,
         "source_scale": settings.source_scale,

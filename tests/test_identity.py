@@ -35,6 +35,7 @@ def test_a_same_size_replacement_with_the_old_mtime_is_hashed_again(tmp_path):
     """cp -a, rsync -a, tar and touch -r keep a file's mtime over other bytes: the kept digest must not be trusted."""
     import os
     import shutil
+    import time
 
     folder, other = tmp_path / "model", tmp_path / "other"
     folder.mkdir(), other.mkdir()
@@ -43,6 +44,7 @@ def test_a_same_size_replacement_with_the_old_mtime_is_hashed_again(tmp_path):
     (other / "model.safetensors").write_bytes(b"weights B")  # other weights of the same size
     first = folder_sha256(folder)
     before = weights.stat()
+    time.sleep(0.05)  # past the kernel's coarse ctime tick (jiffies before Linux 6.13), as any real copy would be
     shutil.copyfile(other / "model.safetensors", weights)  # in place: same inode
     os.utime(weights, ns=(before.st_atime_ns, before.st_mtime_ns))  # touch -r: the old mtime back
     assert weights.stat().st_size == before.st_size and weights.stat().st_mtime_ns == before.st_mtime_ns

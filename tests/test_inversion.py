@@ -163,7 +163,13 @@ def test_the_descent_gives_the_same_bits_whatever_the_process_thread_count():
 
     weight = embedding_matrix(64, 96)
     target = weight[token_ids(16, 24, 64)]
-    layer = invertible_layer(96)
+    invertible = invertible_layer(96)
+    seen = []  # the thread count the layer ran under, at every call
+
+    def layer(embeddings):
+        seen.append(torch.get_num_threads())
+        return invertible(embeddings)
+
     before = torch.get_num_threads()
     found = []
     try:
@@ -173,8 +179,8 @@ def test_the_descent_gives_the_same_bits_whatever_the_process_thread_count():
             assert torch.get_num_threads() == threads  # restored
     finally:
         torch.set_num_threads(before)
+    assert set(seen) == {inversion.DESCENT_THREADS} == {1}  # whatever the process's count
     assert torch.equal(found[0], found[1])
-    assert inversion.DESCENT_THREADS == 1
 
 
 def test_the_normalised_step_moves_each_position_by_lr_times_scale():

@@ -290,11 +290,16 @@ def test_a_ledger_entry_that_can_match_nothing_is_named():
     ledger = dict([entry("S9.9", "tiny-w96"), entry("S4.1", "tiny-w97"), entry("S4.1", "tiny-w96", "test_nope"),
                    entry("S4.1", "tiny-w96:untrained", "test_ffn"), entry("S4.2", "tiny-w96", "test_elsewhere"),
                    entry("S4.1", "/no/such/folder")])
-    problems = unknown_entries(ledger, {"S4.1", "S4.2"}, {("S4.1", "test_ffn")})
+    problems = unknown_entries(ledger, {"S4.1", "S4.2"}, {"test_ffn", "test_elsewhere"})
     assert problems == ["ledger entry S9.9 on tiny-w96: no claim 'S9.9' in claims/catalogue.toml",
                         "ledger entry S4.1 on tiny-w97: no model 'tiny-w97' (a zoo name, NAME:untrained, a group, "
                         "hf:ID or a folder)",
-                        "ledger entry S4.1 on tiny-w96 (test_nope): no test function 'test_nope' of S4.1"]
+                        "ledger entry S4.1 on tiny-w96 (test_nope): no test function 'test_nope' in claims/"]
+    from fixtures.ledger import claim_test_functions
+
+    defined = claim_test_functions()  # the suite's own: every test the default ledger names is one of them
+    assert {"test_ffn_holds_most_parameters", "test_wide_untrained_layers_identify_a_masked_token"} <= defined
+    assert unknown_entries(load_ledger(), {e.claim for e in load_ledger().values()}, defined) == []
 
 
 def test_a_ledger_that_names_an_unknown_claim_is_a_usage_error(cases, tmp_path):

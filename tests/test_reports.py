@@ -133,6 +133,30 @@ def test_baseline_lists_outcome_changes_and_moved_statistics(tmp_path):
     assert [m["model"] for m in changes["moved"]] == ["tiny-w128"]  # 0.005 is inside the tolerance 0.02
 
 
+def test_a_schema_5_baseline_whose_control_straddled_is_no_measured_change(tmp_path):
+    """Before schema 6 a straddling control was stored as "failed"; the same numbers now say "inconclusive"."""
+    old = write(settings_for(tmp_path), [record(0.2, control=0.005, outcome="inconclusive")]) / "results.json"
+    doc = json.loads(old.read_text())
+    doc["schema"] = "latent-claims/results/5"
+    doc["records"][0]["checks"][1]["status"] = "failed"
+    doc["records"][0]["outcome"] = "control failed"
+    old.write_text(json.dumps(doc))
+    changes = compare(old, [record(0.2, control=0.005, outcome="inconclusive")])
+    assert changes["measured_changes"] == []  # the control's numbers did not move: no change of measurement
+    assert [c["now"] for c in changes["verdict_changes"]] == ["inconclusive"]
+    decided = compare(old, [record(0.2, control=0.5)])
+    assert [c["now"] for c in decided["measured_changes"]] == [{"straightening": "passed", "learned (control)": "passed"}]
+
+
+def test_the_zoo_build_of_a_run_comes_from_its_trained_models():
+    from reports.records import zoo_build_of
+
+    def facts(*builds):
+        return {f"m{i}": {"role": "trained", "zoo_build": b} for i, b in enumerate(builds)} | {"r": {"role": "reference"}}
+    assert zoo_build_of(facts("shipped", "shipped")) == "shipped" and zoo_build_of(facts("local")) == "local"
+    assert zoo_build_of(facts("shipped", "local")) == "mixed" and zoo_build_of(facts()) is None
+
+
 def test_a_new_procedure_version_is_a_changed_method_not_moved_numbers(tmp_path):
     old = write(settings_for(tmp_path), [record(0.2)]) / "results.json"
     changes = compare(old, [record(0.9, version=2)])

@@ -17,7 +17,7 @@ from models.recipes import PREPARED
 from models.shipped import ShippedModel, checkpoint, file_sha256, manifest, shipped, verify
 from models.trainer import checkpoint_dir
 from models.zoo import REFERENCES, resolve
-from reports.shipped_verdicts import against_shipped, snapshot
+from reports.shipped_verdicts import against_shipped, lines, snapshot
 
 CORPUS = load_corpus(None)
 
@@ -178,6 +178,9 @@ def test_a_local_build_is_compared_with_the_shipped_verdicts():
     assert other_version["compared"] == 0 and other_version["not_compared"] == 1
     with pytest.raises(ValueError, match="not the shipped weights"):
         snapshot(_doc("holds", "local"))
+    missing = against_shipped(_doc("holds", "local")["records"], None)
+    assert missing["compared"] == 0 and "NOT COMPARED" in lines(missing)[0]
+    assert "fails on the shipped weights, holds on this machine's build" in "\n".join(lines(differ))
 
 
 def test_the_shipped_verdicts_file_is_a_whole_run_on_the_shipped_weights():

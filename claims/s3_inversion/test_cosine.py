@@ -26,7 +26,8 @@ S3.13's budget is set by its control: S3's N = 200 for untrained blocks leaves 5
 third of their start with or without norms on the tiny twins, a stall of the descent that says nothing about
 the norms. So the descent without norms, where S3 says minimisation is possible, is run at N, 5N and 25N steps
 until it reaches a tenth of its start; the comparison with norms runs at that budget. If no budget gets there,
-the control fails: the descent does not work on this block.
+the control fails (its interval wholly above a tenth: the descent does not work on this block) or, where its
+interval straddles a tenth, leaves the record inconclusive (control undecided).
 """
 
 from dataclasses import replace
