@@ -186,8 +186,10 @@ def test_a_local_build_is_compared_with_the_shipped_verdicts():
 def test_the_shipped_verdicts_file_is_a_whole_run_on_the_shipped_weights():
     kept = json.loads(shipped_zoo.VERDICTS.read_text())
     assert len(kept["records"]) > 300 and kept["git"] and kept["machines"]
-    tested = " ".join(kept["records"])
-    assert all(f"[{name}" in tested for name in manifest())
+    from models.zoo import default_names
+
+    tested = " ".join(kept["records"])  # every subject of the tiny zoo a claim runs on (none runs on tiny-depths)
+    assert all(f"[{name}" in tested for name in default_names("tiny") if name != "tiny-depths")
 
 
 def test_prepare_trains_nothing_shipped_and_retrain_trains_this_machines_builds(monkeypatch, capsys):
