@@ -37,23 +37,34 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--shards", metavar="FILE",
                    help="a JSON list of the shards that should have reported (pytest --list-shards FILE): the "
                         "merged report names each one without a run folder")
-    led = commands.add_parser(
-        "ledger", help="write the measured part of each ledger why from a run's records",
-        description="For each ledger entry the run measured (same claim, version, model, weights) and found failing "
-                    "as expected, write the 'Measured on weights ...' part of its why from the record; list the "
-                    "entries that must be measured again. Prints what it would change unless --write.")
-    led.add_argument("run", metavar="RUN", help="a run folder holding results.json, or a results.json file")
+    led = _from_a_run(commands, "ledger", "write the measured part of each ledger why from a run's records",
+                      "For each ledger entry the run measured (same claim, version, model, weights) and found failing "
+                      "as expected, write the 'Measured on weights ...' part of its why from the record; list the "
+                      "entries that must be measured again. Prints what it would change unless --write.",
+                      "rewrite the ledger file in place (atomically)")
     led.add_argument("--ledger", default="claims/expected_verdicts.toml", metavar="FILE",
                      help="the ledger to refresh (default: claims/expected_verdicts.toml)")
-    led.add_argument("--write", action="store_true", help="rewrite the ledger file in place (atomically)")
-    shp = commands.add_parser(
-        "shipped", help="keep a run's verdicts on the shipped weights (models/shipped/verdicts.json)",
-        description="From a whole `make claims` run on the shipped weights, write the outcome and claim-check "
-                    "statistic of every record to models/shipped/verdicts.json, which --zoo-build local runs are "
-                    "compared with. Prints a summary unless --write.")
-    shp.add_argument("run", metavar="RUN", help="a run folder holding results.json, or a results.json file")
-    shp.add_argument("--write", action="store_true", help="write models/shipped/verdicts.json (atomically)")
+    _from_a_run(commands, "shipped", "keep a run's verdicts on the shipped weights (models/shipped/verdicts.json)",
+                "From a whole `make claims` run on the shipped weights, write the outcome and claim-check statistic "
+                "of every record to models/shipped/verdicts.json, which --zoo-build local runs are compared with. "
+                "Prints a summary unless --write.", "write models/shipped/verdicts.json (atomically)")
     return parser
+
+
+def _from_a_run(commands, name: str, summary: str, description: str, writes: str) -> argparse.ArgumentParser:
+    """A subcommand that reads one run (RUN) and writes a file only with --write."""
+    sub = commands.add_parser(name, help=summary, description=description)
+    sub.add_argument("run", metavar="RUN", help="a run folder holding results.json, or a results.json file")
+    sub.add_argument("--write", action="store_true", help=writes)
+    return sub
+
+
+def _results_of(run: str) -> dict:
+    """The results document of RUN: a run folder holding results.json, or the file (``read_results``' errors)."""
+    from reports.results_file import read_results
+
+    folder = Path(run)
+    return read_results(folder / "results.json" if folder.is_dir() else folder)
 
 
 def keep_shipped_verdicts(run: str, write: bool) -> int:
@@ -64,12 +75,11 @@ def keep_shipped_verdicts(run: str, write: bool) -> int:
     """
     from models.cache import atomic_write_text
     from models.shipped import VERDICTS
-    from reports.results_file import ResultsFileError, read_results
+    from reports.results_file import ResultsFileError
     from reports.shipped_verdicts import snapshot
 
-    folder = Path(run)
     try:
-        kept = snapshot(read_results(folder / "results.json" if folder.is_dir() else folder))
+        kept = snapshot(_results_of(run))
     except (ResultsFileError, ValueError) as err:
         print(f"error: {run}: {err}", file=sys.stderr)
         return 2
@@ -91,12 +101,11 @@ def refresh_ledger(run: str, ledger: str, write: bool) -> int:
         the exit status: 0, or 2 when the run or the ledger cannot be read.
     """
     from reports.ledger_text import rewrite
-    from reports.results_file import ResultsFileError, read_results
+    from reports.results_file import ResultsFileError
     from models.cache import atomic_write_text
 
-    folder = Path(run)
     try:
-        doc = read_results(folder / "results.json" if folder.is_dir() else folder)
+        doc = _results_of(run)
         text, refreshes = rewrite(Path(ledger).read_text(encoding="utf-8"), doc)
     except ResultsFileError as err:
         print(f"error: {run}: {err}", file=sys.stderr)

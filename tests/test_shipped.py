@@ -205,3 +205,20 @@ def test_prepare_trains_nothing_shipped_and_retrain_trains_this_machines_builds(
     monkeypatch.setattr(prepare, "work_to_train", lambda recipes, corpus: {})
     assert prepare.main(["prepare", "--retrain", "tiny-w96", "--device", "cpu"]) == 0
     assert trained == ["tiny-w96"]
+
+
+def test_python_m_reports_shipped_writes_the_verdicts_file_only_from_a_shipped_run(tmp_path, monkeypatch, capsys):
+    from reports.__main__ import main
+    from reports.results_file import SCHEMA
+
+    doc = {**_doc("holds"), "schema": SCHEMA}
+    doc["records"][0]["checks"] = []
+    run = tmp_path / "results.json"
+    run.write_text(json.dumps(doc))
+    target = tmp_path / "verdicts.json"
+    monkeypatch.setattr(shipped_zoo, "VERDICTS", target)
+    assert main(["shipped", str(run)]) == 0 and not target.exists()  # a dry run says what it would keep
+    assert main(["shipped", str(run), "--write"]) == 0
+    assert json.loads(target.read_text())["records"]["S4.1|claims/t.py::test_x[tiny-w96]"]["outcome"] == "holds"
+    run.write_text(json.dumps({**doc, "zoo_build": "local"}))
+    assert main(["shipped", str(run), "--write"]) == 2 and "not the shipped weights" in capsys.readouterr().err
