@@ -289,3 +289,14 @@ def test_a_narrowest_rung_that_rarely_passes_the_success_test_fails_the_control(
     success = np.column_stack([np.r_[np.ones(4), np.zeros(12)], np.r_[np.ones(6), np.zeros(10)]])  # (prompts, settings)
     est = bootstrap(success, lambda u: float(Scale.of(False).headline(u)), seed=0)
     assert Check.of("success", est, "fraction", ">", SUCCESS_MAJORITY, "control", role="control").status == "failed"
+
+
+def test_s3_14s_gap_control_is_undecided_where_the_gap_may_be_nothing():
+    """S3.14's share is a fraction of block 1's advantage over block 3: a gap whose interval holds 0 decides nothing
+    (the record is inconclusive, control undecided), a positive one passes."""
+    from claims.s3_inversion.test_layers import gap_check
+    from latent_instruments.stats import Estimate
+
+    assert gap_check(Estimate(0.02, -0.01, 0.05, 0.95, 16)).status == "inconclusive"
+    assert gap_check(Estimate(0.10, 0.05, 0.15, 0.95, 16)).status == "passed"
+    assert gap_check(Estimate(-0.10, -0.15, -0.05, 0.95, 16)).status == "failed"  # the test says not informative first
