@@ -54,3 +54,10 @@ def tiny_model(arch: str, seed: int = 0):
 @pytest.fixture(params=sorted(TINY_CONFIGS))
 def arch(request) -> str:
     return request.param
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The self-tests' layers: `pytest tests -m "not subprocess"` is the fast loop (unit tests of instruments,
+    checks, reports and the plugin's parts); the tests marked ``subprocess`` run whole pytest or CLI processes."""
+    config.addinivalue_line("markers", "subprocess: runs pytest, a CLI or a whole claims run in a child process "
+                                       "(slow; leave out with -m 'not subprocess' for a fast loop)")

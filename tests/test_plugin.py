@@ -74,6 +74,7 @@ def run_cases(folder: Path, *extra: str) -> tuple[subprocess.CompletedProcess, d
     return done, {r["params"]["case"]: r for r in results["records"]}
 
 
+@pytest.mark.subprocess
 def test_every_outcome_and_only_the_claims_own_failure_is_absorbed_by_the_ledger(cases):
     done, records = run_cases(cases)
     outcomes = {case: r["outcome"] for case, r in records.items()}
@@ -105,6 +106,7 @@ def test_every_outcome_and_only_the_claims_own_failure_is_absorbed_by_the_ledger
     assert "latent-claims outcomes" in done.stdout and "holds unexpectedly" in done.stdout
 
 
+@pytest.mark.subprocess
 def test_inconclusive_fail_makes_an_inconclusive_claim_red(cases, tmp_path):
     done = pytest_run("test_cases.py", "--model", "ref-gpt2-small", "-k", "straddles and not listed", "--inconclusive",
                       "fail", "--report-dir", str(tmp_path), "-p", "no:cacheprovider", "-q", cwd=cases)
@@ -114,6 +116,7 @@ def test_inconclusive_fail_makes_an_inconclusive_claim_red(cases, tmp_path):
         (tmp_path / "latest" / "results.json").read_text())["replay"]
 
 
+@pytest.mark.subprocess
 def test_xdist_gives_the_serial_records(cases):
     _, serial = run_cases(cases)
     done, parallel = run_cases(cases, "-n", "2")
@@ -124,6 +127,7 @@ def test_xdist_gives_the_serial_records(cases):
     assert untimed(parallel) == untimed(serial)
 
 
+@pytest.mark.subprocess
 def test_a_ledger_entry_with_the_retired_unstable_key_is_a_usage_error_saying_what_to_do(cases, tmp_path):
     """The ledger lists findings only: an entry that allowed either verdict is refused at startup."""
     from models.corpus import load_corpus
@@ -150,6 +154,7 @@ LOADED = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.subprocess
 def test_a_ledger_entry_measured_on_other_weights_still_applies_and_says_so(tmp_path):
     from models.corpus import load_corpus
     from models.zoo import fingerprint, resolve
@@ -166,6 +171,7 @@ def test_a_ledger_entry_measured_on_other_weights_still_applies_and_says_so(tmp_
     assert "ledger measured on another build" in (tmp_path / "reports" / "latest" / "report.md").read_text()
 
 
+@pytest.mark.subprocess
 def test_a_ledger_entry_of_another_build_of_the_model_does_not_apply(cases, tmp_path):
     (cases / "other-ledger.toml").write_text(ledger_for("gpt2-small-0000000000000000:seed0", ["listed-fails"]))
     done = pytest_run("test_cases.py", "--model", "ref-gpt2-small", "--ledger", "other-ledger.toml", "-k", "listed-fails",
@@ -173,6 +179,7 @@ def test_a_ledger_entry_of_another_build_of_the_model_does_not_apply(cases, tmp_
     assert "does not apply" in done.stdout and "1 failed" in done.stdout
 
 
+@pytest.mark.subprocess
 def test_a_ledger_entry_of_another_procedure_version_does_not_apply(cases, tmp_path):
     """A finding measured with version 2 of a procedure says nothing about version 1's: measure again."""
     from models.corpus import load_corpus
@@ -185,6 +192,7 @@ def test_a_ledger_entry_of_another_procedure_version_does_not_apply(cases, tmp_p
     assert "procedure version 2" in done.stdout and "1 failed" in done.stdout
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("marker, message", [
     ('@pytest.mark.claim("S9.9", version=1)', "not in claims/catalogue.toml"),
     ('@pytest.mark.claim("S4.1")', "version=N"),
@@ -201,12 +209,14 @@ def test_a_bad_marker_is_a_collection_error_naming_it(cases, tmp_path, marker, m
     assert done.returncode != 0 and message in done.stdout + done.stderr
 
 
+@pytest.mark.subprocess
 def test_unknown_model_fails_at_collection_with_the_valid_names():
     done = pytest_run("claims", "--model", "gpt-9000", "--collect-only", "-q")
     assert done.returncode == 4
     assert "unknown model 'gpt-9000'" in done.stderr and "tiny-w128" in done.stderr
 
 
+@pytest.mark.subprocess
 def test_header_makes_the_run_replayable():
     done = pytest_run("claims", "-m", "gpu", "--collect-only", "--seed", "7", "--zoo", "tiny", "-p", "no:cacheprovider")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -216,6 +226,7 @@ def test_header_makes_the_run_replayable():
     assert "sequential claims (sample='prompts'): looks at 32 → 64 → 128 prompts" in done.stdout
 
 
+@pytest.mark.subprocess
 def test_the_replay_keeps_the_selection():
     done = pytest_run("claims/s4_ffn", "-m", "gpu and not slow", "-k", "ffn", "--claim", "S4.2", "--shard", "tiny-w96",
                       "--collect-only", "--zoo", "tiny", "-p", "no:cacheprovider")
@@ -224,6 +235,7 @@ def test_the_replay_keeps_the_selection():
             "--prompts 32x128 --max-prompts 128 --source-scale off --dtype float32 --seed 0 --shard tiny-w96") in done.stdout
 
 
+@pytest.mark.subprocess
 def test_a_shard_must_be_a_subject_of_the_zoo_and_is_not_a_model():
     done = pytest_run("claims", "--shard", "tiny-w97", "--collect-only", "--zoo", "tiny")
     assert done.returncode == 4 and "--shard tiny-w97: not a subject of the tiny zoo" in done.stderr
@@ -232,6 +244,7 @@ def test_a_shard_must_be_a_subject_of_the_zoo_and_is_not_a_model():
     assert done.returncode == 4 and "leave out one of them" in done.stderr
 
 
+@pytest.mark.subprocess
 def test_source_scale_variants_are_skipped_on_a_cpu_unless_asked_for(tmp_path):
     (tmp_path / "test_scale.py").write_text(textwrap.dedent('''
         import pytest
@@ -246,6 +259,7 @@ def test_source_scale_variants_are_skipped_on_a_cpu_unless_asked_for(tmp_path):
     assert "1 passed" in on.stdout and "source-scale=on" in on.stdout, on.stdout + on.stderr
 
 
+@pytest.mark.subprocess
 def test_default_tiny_zoo_collects_the_four_claims_over_their_models():
     done = pytest_run("claims", "-m", "gpu", "--collect-only", "-q", "--zoo", "tiny", "-p", "no:cacheprovider")
     ids = [line for line in done.stdout.splitlines() if "::" in line]
@@ -302,6 +316,7 @@ def test_a_ledger_entry_that_can_match_nothing_is_named():
     assert unknown_entries(load_ledger(), {e.claim for e in load_ledger().values()}, defined) == []
 
 
+@pytest.mark.subprocess
 def test_a_ledger_that_names_an_unknown_claim_is_a_usage_error(cases, tmp_path):
     ledger = tmp_path / "ledger.toml"
     ledger.write_text(ledger_for("f", ["x"]).replace('claim = "S4.1"', 'claim = "S4.11"'))
@@ -311,6 +326,7 @@ def test_a_ledger_that_names_an_unknown_claim_is_a_usage_error(cases, tmp_path):
     assert f"--ledger {ledger}: 1 entries match nothing" in done.stderr and "no claim 'S4.11'" in done.stderr
 
 
+@pytest.mark.subprocess
 def test_claims_run_on_a_local_hf_folder(tmp_path):
     """`pytest claims -m gpu --model FOLDER` runs the applicable claims on it and writes the report."""
     from tests.test_zoo import save_hf_folder
@@ -328,6 +344,7 @@ def test_claims_run_on_a_local_hf_folder(tmp_path):
     assert '<property name="claim_record"' in (tmp_path / "junit.xml").read_text()
 
 
+@pytest.mark.subprocess
 def test_an_interrupted_run_still_writes_what_it_measured(tmp_path):
     """Ctrl-C after the first claim test: the report exists, says so, and holds that test's record."""
     (tmp_path / "interrupt_after_first.py").write_text(
@@ -351,6 +368,7 @@ def test_only_the_instruments_are_installed_into_site_packages():
     assert config["tool"]["pytest"]["ini_options"]["pythonpath"] == ["."]  # tests find the rest from the root
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("selection", [("-k", "S4.2"), ("--claim", "S4.2")])
 def test_a_claim_is_selected_by_its_id(selection):
     done = pytest_run("claims", "-m", "gpu", "--collect-only", "-q", "--zoo", "tiny", "-p", "no:cacheprovider", *selection)
@@ -358,6 +376,7 @@ def test_a_claim_is_selected_by_its_id(selection):
     assert ids and all("test_ffn_output_dominates_each_block" in i for i in ids), done.stdout[-2000:]
 
 
+@pytest.mark.subprocess
 def test_claim_selection_is_exact_where_k_matches_substrings():
     done = pytest_run("--collect-only", "-q", "-p", "no:cacheprovider", "--claim", "S4.5", "--claim", "S3.5")
     ids = [line for line in done.stdout.splitlines() if "::" in line]
@@ -384,6 +403,7 @@ CRASH = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.subprocess
 def test_a_killed_xdist_worker_leaves_an_error_record_naming_the_worker_and_the_signal(tmp_path):
     (tmp_path / "test_crash.py").write_text(CRASH)
     done = pytest_run("test_crash.py", "--model", "ref-gpt2-small", "-n", "2", "--report-dir", "reports",
@@ -409,12 +429,14 @@ def test_a_crashed_workers_model_keeps_its_weights_digest_from_the_controller():
     assert "gw1 died (killed by SIGKILL)" in facts["error"]
 
 
+@pytest.mark.subprocess
 def test_a_dist_mode_other_than_the_suites_scheduler_is_a_usage_error(cases):
     done = pytest_run("test_cases.py", "--model", "ref-gpt2-small", "-n", "2", "--dist", "worksteal",
                       "-p", "no:cacheprovider", "-q", cwd=cases)
     assert done.returncode == 4 and "--dist worksteal" in done.stderr and "schedules by model" in done.stderr, done.stderr
 
 
+@pytest.mark.subprocess
 def test_the_peak_memory_is_the_sum_over_processes_alive_at_once():
     """A child holding 200 MiB while this process runs: the sampled peak counts both."""
     from fixtures.memory import PeakMemory
@@ -434,6 +456,7 @@ def test_the_peak_memory_is_the_sum_over_processes_alive_at_once():
     assert memory.peak_mib() >= both / 2**20 - 0.1 and memory.peak_mib(10**6) == 10**6
 
 
+@pytest.mark.subprocess
 def test_two_checkpoint_folders_of_one_architecture_are_compared_through_the_baseline_map(tmp_path, monkeypatch):
     """An upgrade as users make one: the old and the new checkpoint in two folders (here two seeds of one recipe,
     saved by the trainer), run one after the other and compared through --baseline-map."""
@@ -467,6 +490,7 @@ def test_two_checkpoint_folders_of_one_architecture_are_compared_through_the_bas
     assert doc["models"][new]["build"]["torch"] and doc["baseline"]["retrained_in_place"] == []
 
 
+@pytest.mark.subprocess
 def test_a_baseline_map_naming_a_model_the_baseline_lacks_is_a_usage_error(cases, tmp_path):
     run_cases(cases)
     baseline = cases / "reports" / "latest" / "results.json"
@@ -494,6 +518,7 @@ def test_a_baseline_map_that_would_pair_records_twice_or_with_nothing_is_refused
         check_baseline_map(pairs, baseline, run)
 
 
+@pytest.mark.subprocess
 def test_s3_8_on_a_llama_folder_whose_word_boundary_token_fills_runs_of_spaces(tmp_path):
     """Issue 20's case: a sub-word tokenizer whose "▁" stands for a space, on a corpus with long runs of spaces,
     made prompts of one repeated token, and S3.8 ended in error. Now those windows are redrawn and counted, and

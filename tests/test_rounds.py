@@ -87,6 +87,7 @@ def test_a_larger_prompt_batch_holds_the_smaller_ones_windows():
     assert all(tuple(r.tolist()) in rows for r in small) and len(rows) == 64
 
 
+@pytest.mark.subprocess
 def test_sequential_claims_look_again_until_decided_and_record_every_look(cases):
     done, records = run_cases(cases)
     outcomes = {case: r["outcome"] for case, r in records.items()}
@@ -120,6 +121,7 @@ def test_sequential_claims_look_again_until_decided_and_record_every_look(cases)
     assert "2 failed, 2 passed, 3 skipped" in done.stdout  # one report per test, whatever its looks
 
 
+@pytest.mark.subprocess
 def test_max_prompts_at_the_first_looks_size_gives_one_look_at_95_percent(cases, tmp_path):
     done = pytest_run("test_cases.py", "--model", "ref-gpt2-small", "-k", "never", "--max-prompts", "32",
                       "--report-dir", str(tmp_path), "-p", "no:cacheprovider", "-q", cwd=cases)
@@ -129,6 +131,7 @@ def test_max_prompts_at_the_first_looks_size_gives_one_look_at_95_percent(cases,
     assert "--max-prompts 32" in json.loads((tmp_path / "latest" / "results.json").read_text())["replay"]
 
 
+@pytest.mark.subprocess
 def test_xdist_gives_the_serial_looks(cases):
     _, serial = run_cases(cases)
     done, parallel = run_cases(cases, "-n", "2")
@@ -152,6 +155,7 @@ INTERRUPTED = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.subprocess
 def test_an_interrupt_during_a_later_look_keeps_the_last_finished_looks_record(tmp_path):
     (tmp_path / "test_interrupted.py").write_text(INTERRUPTED)
     done = pytest_run("test_interrupted.py", "--model", "ref-gpt2-small", "--report-dir", "reports", "-p",
@@ -166,6 +170,7 @@ def test_an_interrupt_during_a_later_look_keeps_the_last_finished_looks_record(t
     assert "interrupted during look 2: this is look 1's record" in record["message"]
 
 
+@pytest.mark.subprocess
 def test_an_unknown_sample_is_a_usage_error_naming_the_test(tmp_path):
     (tmp_path / "test_bad.py").write_text(textwrap.dedent('''
         import pytest

@@ -156,6 +156,7 @@ BAD = {  # id: (option, value or a function of the test's tmp folder making it, 
 }
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("case", list(BAD))
 def test_a_bad_option_is_a_usage_error_within_seconds_that_leaves_nothing_behind(tmp_path, case):
     option, value, words = BAD[case]
@@ -180,6 +181,7 @@ def test_a_bad_option_is_a_usage_error_within_seconds_that_leaves_nothing_behind
     assert not (tmp_path / "reports").exists()
 
 
+@pytest.mark.subprocess
 def test_every_bad_option_is_reported_at_once(tmp_path):
     """One failed start lists every option to fix, one line each."""
     done, _ = claims_run("--device", "tpu", "--seed", "-1", "--corpus", str(tmp_path / "none.txt"),
@@ -190,6 +192,7 @@ def test_every_bad_option_is_reported_at_once(tmp_path):
     assert not (tmp_path / "reports").exists()
 
 
+@pytest.mark.subprocess
 def test_a_writable_report_dir_that_does_not_exist_yet_is_not_created_at_startup(tmp_path):
     """A good --report-dir two levels deep is accepted, and left to the report writer to create."""
     done, seconds = claims_run("--report-dir", str(tmp_path / "new" / "reports"), "--seed", "4294967295",
@@ -233,6 +236,7 @@ SIGNALS_SCRIPT = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.subprocess
 def test_sigterm_interrupts_like_ctrl_c_and_the_process_still_ends_by_the_signal():
     done = subprocess.run([sys.executable, "-c", SIGNALS_SCRIPT], cwd=REPO, capture_output=True, text=True,
                           timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)})
@@ -240,6 +244,7 @@ def test_sigterm_interrupts_like_ctrl_c_and_the_process_still_ends_by_the_signal
     assert done.returncode == -signal.SIGTERM, done.stderr[-3000:]
 
 
+@pytest.mark.subprocess
 def test_the_sigterm_handler_installs_only_in_the_main_thread():
     script = ("import threading, signal\nfrom fixtures import signals\nout = []\n"
               "t = threading.Thread(target=lambda: out.append(signals.install_sigterm_handler()))\n"
@@ -250,6 +255,7 @@ def test_the_sigterm_handler_installs_only_in_the_main_thread():
     assert done.returncode == 0, done.stderr[-3000:]
 
 
+@pytest.mark.subprocess
 def test_a_terminated_run_still_writes_what_it_measured(tmp_path):
     """SIGTERM after the first claim test: the report exists, says interrupted, holds that test's record, and the
     process ends as one terminated by SIGTERM (143 in a shell)."""

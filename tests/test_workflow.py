@@ -142,6 +142,7 @@ def test_every_python_module_exists():
         assert (REPO / module / "__main__.py").is_file() or importlib.util.find_spec(module), module
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("module", ["models", "reports"])
 def test_every_subcommand_and_its_options_are_accepted(module):
     used = [args for m, args in python_modules() if m == module]
@@ -154,6 +155,7 @@ def test_every_subcommand_and_its_options_are_accepted(module):
             assert offered(option, text), f"python -m {module} {sub} {option}"
 
 
+@pytest.mark.subprocess
 def test_every_pytest_option_is_offered():
     used = [args for m, args in python_modules() if m == "pytest"]
     assert used
@@ -210,6 +212,7 @@ def subject_of(node_id: str, subjects: list[str]) -> str | None:
     return max(fits, key=len) if fits else None
 
 
+@pytest.mark.subprocess
 def test_the_shards_together_run_what_a_whole_run_runs(tmp_path):
     """The merged nightly records equal a local ``make claims``'s: the same claims, models and tests.
 
@@ -245,6 +248,7 @@ def test_the_cache_key_hashes_files_that_exist():
     assert all((REPO / k).is_file() for k in keys), keys
 
 
+@pytest.mark.subprocess
 def test_the_merge_glob_takes_each_shard_run_folder_once(tmp_path):
     """The shards as download-artifact lays them out: shards/<artifact>/<what shard/ held>."""
     merge_args = next(args for m, args in python_modules() if m == "reports")
@@ -289,6 +293,7 @@ def test_the_lowest_declared_python_is_the_one_tested():
     assert sys.version_info[:2] >= tuple(map(int, declared.split(".")))
 
 
+@pytest.mark.subprocess
 def test_the_readme_s_gpu_variant_runs_the_full_zoo_on_cuda_with_the_same_commands():
     cpu, gpu = workflow(), workflow(gpu=True)
     assert gpu["env"]["ZOO"] == "full" and gpu["env"]["DEVICE"] == "cuda" and cpu["env"]["DEVICE"] == "cpu"
@@ -337,12 +342,14 @@ def as_yaml(doc: dict) -> str:
     return yaml.safe_dump(doc, sort_keys=False)
 
 
+@pytest.mark.subprocess
 def test_actionlint_reports_nothing_on_the_workflow_nor_on_the_readme_s_gpu_variant(tmp_path):
     for name, text in (("nightly.yml", WORKFLOW.read_text()), ("the README's GPU variant", as_yaml(workflow(gpu=True)))):
         done = lint(text, tmp_path)
         assert done.returncode == 0, f"{name}:\n{done.stdout}{done.stderr}"
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("old", ["actions/checkout@v4", "actions/upload-artifact@v4", "actions/cache@v4"])
 def test_actionlint_fails_a_workflow_with_a_node20_action(tmp_path, old):
     """A removed runtime (node20, actions' v4 majors) is a finding, as is any error actionlint knows."""
