@@ -338,3 +338,22 @@ def test_the_genre_table_covers_every_play_of_the_first_folio():
     assert sum(g == "comedy" for g in genres.values()) == 14 and sum(g == "history" for g in genres.values()) == 10
     assert sum(g == "tragedy" for g in genres.values()) == 12  # 11 + Troilus and Cressida
     assert not set(genres) & set(corpus_module.POEMS)
+
+
+def test_s1_4s_check_fails_where_an_earlier_layer_or_another_token_is_closer():
+    """S1.4 (version 3, decided on W_U): the final layer's excess closeness must beat every earlier layer's and 0."""
+    import numpy as np
+
+    from claims.s1_attention.test_trajectory import _final_gain
+    from latent_instruments.stats import bootstrap
+    from reports.records import Check
+
+    rng = np.random.default_rng(0)
+
+    def check(means: list[float]) -> str:
+        units = np.asarray(means)[None] + rng.normal(0, 0.01, (32, len(means)))  # (prompts, depth)
+        return Check.of("gain", bootstrap(units, _final_gain, seed=0), "cosine", ">", 0.0, "S1.4").status
+
+    assert check([0.0, 0.02, 0.05, 0.10]) == "passed"  # rising to the last layer
+    assert check([0.0, 0.12, 0.05, 0.08]) == "failed"  # block 1 is the closest: the last is not the end of the way
+    assert check([0.0, -0.05, -0.03, -0.02]) == "failed"  # never closer than other tokens' rows
