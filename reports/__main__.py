@@ -80,12 +80,17 @@ def keep_shipped_verdicts(run: str, write: bool) -> int:
 
     try:
         kept = snapshot(_results_of(run))
-    except (ResultsFileError, ValueError) as err:
-        print(f"error: {run}: {err}", file=sys.stderr)
+    except (ResultsFileError, ValueError, KeyError, TypeError) as err:  # KeyError/TypeError: a damaged document
+        print(f"error: {run}: {err!r}" if isinstance(err, (KeyError, TypeError)) else f"error: {run}: {err}",
+              file=sys.stderr)
         return 2
     print(f"{len(kept['records'])} records of run {kept['run_id']} (git {kept['git']}, {', '.join(kept['machines'])})")
     if write:
-        atomic_write_text(VERDICTS, json.dumps(kept, indent=1, sort_keys=True) + "\n")
+        try:
+            atomic_write_text(VERDICTS, json.dumps(kept, indent=1, sort_keys=True) + "\n")
+        except OSError as err:
+            print(f"error: cannot write {VERDICTS}: {err}", file=sys.stderr)
+            return 2
         print(f"written: {VERDICTS}")
     return 0
 

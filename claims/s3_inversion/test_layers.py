@@ -118,9 +118,10 @@ def test_several_layers_do_not_improve_inversion(model_name, subject, inversions
             "axis: the same L1 sum). S3 optimises the input directly and its printed code applies block 1 three "
             "times without positions; see the module docstring for both deviations. One look at 95 %, not more "
             "prompts while inconclusive as the other inversion claims: the share is a ratio whose denominator, "
-            "block 1's advantage over block 3, lies within noise of 0 on the tiny models, and at 32 prompts its "
-            "interval spans [-0.6, 2.3], so the control straddles; a statistic that more prompts can settle "
-            "(a difference, not a ratio) is future work."
+            "block 1's advantage over block 3, lies within noise of 0 on the tiny models (at 32 prompts its "
+            "interval spanned [-0.6, 2.3]); that advantage is itself a control (version 4), so where it may be 0 "
+            "the record is inconclusive. A share written as differences, which more prompts could settle, is "
+            "future work; the 'about N× the sample' note of an inconclusive share is an estimate, not a look taken."
         ),
         scaled=" ".join(filter(None, [
             f"S3: trained GPT-2 (12 blocks, 768 wide); here {model_name} ({n_blocks} blocks, {subject.d_model} wide).",
