@@ -102,8 +102,11 @@ def check_finite_weights(model: PreTrainedModel, weights_sha256: str, source: st
         if tensor.is_floating_point() and tensor.device.type != "meta":
             try:
                 require_finite(tensor, f"weight {name}")
-            except NonFiniteError as err:
-                raise ModelLoadError(f"{source}: {err}; the weights are damaged: no claim can use them") from None
+            except NonFiniteError:
+                bad = int((~torch.isfinite(tensor.detach())).sum())
+                raise ModelLoadError(f"{source}: weight {name} holds {bad} non-finite value(s) (NaN or inf) out of "
+                                     f"{tensor.numel()}: the checkpoint is damaged and no claim can use it; save the "
+                                     "model again, or test another checkpoint") from None
     _FINITE_WEIGHTS.add(weights_sha256)
 
 

@@ -60,7 +60,9 @@ def test_s0_3_control_fails_a_stream_whose_scatter_falls_only_because_its_noise_
     drop = estimate(real, lambda u: straightening(BINS, u, 0), seed=0)
     assert status(drop, "<") == "passed"
     control = beyond_null(real, null, lambda u: straightening(BINS, u, 0), seed=0)
-    assert status(control, "<", "control") == "failed"
+    assert status(control, "<", "control") == "inconclusive"  # no better than its null: undecided, never a pass
+    steeper = layers(*(spectrum(noise=k, seed=10 + i) for i, k in enumerate((1.0, 8.0, 64.0, 512.0, 4096.0))))
+    assert status(beyond_null(real, steeper, lambda u: straightening(BINS, u, 0), seed=0), "<", "control") == "failed"
     # a crooked start that straightens into a law, against a white shuffled null: both pass
     law = layers(spectrum(-0.3, bump=3.0), spectrum(-0.3, bump=1.0, seed=1), spectrum(-0.3, seed=2))
     white = layers(*(spectrum(seed=20 + i) for i in range(3)))
@@ -106,7 +108,11 @@ def test_s0_5_check_fails_a_twin_that_straightens_as_much_and_control_fails_a_no
                      layers(*(spectrum(noise=40.0, seed=40 + i) for i in range(3)))], axis=1)
     assert status(estimate(real, lambda u: learned_straightening(BINS, u, 0), seed=0), "<") == "passed"
     control = beyond_null(real, null, lambda u: learned_straightening(BINS, u, 0), seed=0)
-    assert status(control, "<", "control") == "failed"
+    assert status(control, "<", "control") == "inconclusive"  # the null's noise falls as much: undecided
+    steeper = np.stack([layers(*(spectrum(noise=k, seed=30 + i) for i, k in enumerate((0.3, 20.0, 5000.0)))),
+                        layers(*(spectrum(noise=40.0, seed=40 + i) for i in range(3)))], axis=1)
+    control = beyond_null(real, steeper, lambda u: learned_straightening(BINS, u, 0), seed=0)
+    assert status(control, "<", "control") == "failed"  # the null's falls more: decisively no learned straightening
 
 
 # S0.6 / S0.7 ------------------------------------------------------------------------------------------------------
@@ -121,7 +127,9 @@ def test_s0_6_check_fails_crooked_residuals_and_control_fails_white_ones():
     shuffled = layers(*(spectrum(seed=10 + i) for i in range(4)))
     units = np.concatenate([white, clean[:, None]], axis=1)
     assert status(estimate(units, lambda u: scatter_over_clean_law(BINS, u), seed=0), "<") == "passed"
-    assert status(beyond_null(white, shuffled, lambda u: flattest_law(BINS, u), seed=0), "<", "control") == "failed"
+    assert status(beyond_null(white, shuffled, lambda u: flattest_law(BINS, u), seed=0), "<", "control") == "inconclusive"
+    steep_null = layers(*(spectrum(-1.0, seed=10 + i) for i in range(4)))  # a null steeper than the residuals
+    assert status(beyond_null(white, steep_null, lambda u: flattest_law(BINS, u), seed=0), "<", "control") == "failed"
     law = layers(*(spectrum(-0.5, seed=i) for i in range(4)))
     assert status(beyond_null(law, shuffled, lambda u: flattest_law(BINS, u), seed=0), "<", "control") == "passed"
     # block 1 must scatter most
@@ -160,7 +168,9 @@ def test_s0_8_and_s0_9_controls_fail_spikes_that_are_noise_and_the_checks_fail_w
         paired = np.stack([real, shuffled], axis=1)
         return status(estimate(paired, lambda u: spikes_over_null(BINS, u, [slice(0, 1)]), seed=0), ">", "control")
 
-    assert block_one_over_null(noisy_first, null) == "failed"
+    assert block_one_over_null(noisy_first, null) == "inconclusive"  # as noisy as its null: undecided
+    noisier_null = layers(spectrum(-0.5, noise=0.5, seed=7), *(spectrum(-0.5, noise=400.0, seed=i) for i in (8, 9, 10)))
+    assert block_one_over_null(noisy_first, noisier_null) == "failed"
     spiked = layers(spectrum(-0.5, bump=8.0), *(spectrum(-0.5, seed=i) for i in (1, 2, 3)))
     white_null = layers(*(spectrum(seed=20 + i) for i in range(4)))
     assert block_one_over_null(spiked, white_null) == "passed"
