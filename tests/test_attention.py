@@ -357,3 +357,21 @@ def test_s1_4s_check_fails_where_an_earlier_layer_or_another_token_is_closer():
     assert check([0.0, 0.02, 0.05, 0.10]) == "passed"  # rising to the last layer
     assert check([0.0, 0.12, 0.05, 0.08]) == "failed"  # block 1 is the closest: the last is not the end of the way
     assert check([0.0, -0.05, -0.03, -0.02]) == "failed"  # never closer than other tokens' rows
+
+
+def test_s1_4s_control_fails_where_the_untrained_twin_is_as_close_to_the_next_tokens_row():
+    import numpy as np
+
+    from claims.s1_attention.test_trajectory import over_twin
+    from latent_instruments.stats import bootstrap
+    from reports.records import Check
+
+    rng = np.random.default_rng(0)
+
+    def control(model: float, twin: float) -> str:
+        paired = np.array([model, twin])[None] + rng.normal(0, 0.01, (32, 2))
+        return Check.of("over twin", bootstrap(paired, over_twin, seed=0), "cosine", ">", 0.0, "S1.4",
+                        role="control").status
+
+    assert control(0.10, 0.01) == "passed"
+    assert control(0.02, 0.10) == "failed"  # the twin is the more specific: the closeness is not learned

@@ -305,3 +305,23 @@ def test_s3_14s_gap_control_is_undecided_where_the_gap_may_be_nothing():
     assert gap_check(Estimate(0.02, -0.01, 0.05, 0.95, 16)).status == "inconclusive"
     assert gap_check(Estimate(0.10, 0.05, 0.15, 0.95, 16)).status == "passed"
     assert gap_check(Estimate(-0.10, -0.15, -0.05, 0.95, 16)).status == "failed"  # the test says not informative first
+
+
+def test_s3_14s_share_fails_where_the_layers_together_close_the_gap_and_its_floor_fails_a_broken_descent():
+    """The share of block 1's advantage recovered by blocks 1-3 together: near 1 fails the claim (< ½), far below 0
+    (the concatenation far worse than block 3 alone) fails the floor control (> −½)."""
+    from claims.s3_inversion.conftest import Scale
+    from claims.s3_inversion.test_layers import HALF, recovered_share
+
+    rng = np.random.default_rng(0)
+
+    def share(block_1: float, block_3: float, together: float) -> str:
+        means = np.array([block_1, block_3, together])
+        units = np.clip(means[None, :, None] + rng.normal(0, 0.02, (64, 3, 2)), 0, 1)  # (prompts, targets, settings)
+        est = bootstrap(units, lambda u: recovered_share(u, Scale.of(False)), seed=0)
+        return (Check.of("share", est, "fraction", "<", HALF, "S3.14").status,
+                Check.of("floor", est, "fraction", ">", -HALF, "S3.14", role="control").status)
+
+    assert share(0.8, 0.4, 0.42) == ("passed", "passed")  # together no better than block 3: S3's finding
+    assert share(0.8, 0.4, 0.78)[0] == "failed"  # the extra layers recover nearly all of block 1's advantage
+    assert share(0.8, 0.4, 0.05)[1] == "failed"  # far below block 3 alone: the descent broke on the long target

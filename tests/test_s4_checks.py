@@ -260,3 +260,17 @@ def test_vectors_sharing_a_mean_fail_the_twin_guard_and_isotropic_ones_pass():
         ratio = bootstrap((s[:, 0] / s[:, 1]).numpy(), _min, seed=0)
         guard = Check.of("twin σ1/σ2", ratio, "ratio", "<", ONE_DIRECTION, "S4.9", role="control", guards_pass=True)
         assert guard.status == status
+
+
+def test_s4_2s_control_fails_an_attention_ablation_that_changed_nothing():
+    from claims.s4_ffn.test_feedforward import DEAD_ABLATION, weakest_attention_ablation
+
+    def control(dead_block: int | None) -> str:
+        h = _distances([0.10, 0.05, 0.08], [0.5, 0.5, 0.5])
+        if dead_block is not None:
+            h[:, dead_block, 0] = 1e-7  # the hook did nothing: float rounding
+        return Check.of("floor", bootstrap(h, weakest_attention_ablation, seed=0), "Hellinger", ">", DEAD_ABLATION,
+                        "S4.2", role="control").status
+
+    assert control(None) == "passed"
+    assert control(1) == "failed"

@@ -104,6 +104,12 @@ def _final_gain(units: np.ndarray) -> float:
     return float(mean[-1] - max(mean[:-1].max(), 0.0))
 
 
+def over_twin(paired: np.ndarray) -> float:
+    """Control statistic: the model's mean final-layer excess closeness minus its untrained twin's, paired per prompt
+    (paired (prompts, 2): model, twin)."""
+    return float(paired[:, 0].mean() - paired[:, 1].mean())
+
+
 def _readings(subject, captured, seed: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """{"W_U": (true, other), "W_E": (true, other)} of :func:`excess_closeness` for one model."""
     model, states = subject.model, _depth_states(captured)
@@ -150,7 +156,7 @@ def test_final_state_is_closest_to_the_next_token(model_name, subject, pool, act
         [
             gain_check("W_U", "the unembedding row W_U[τ_(t+1)]", "the final norm applied at every depth (logit lens)"),
             Check.of("final-layer excess closeness to W_U[τ_(t+1)], model minus its untrained twin",
-                     bootstrap(paired, lambda u: float(u[:, 0].mean() - u[:, 1].mean()), settings.seed),
+                     bootstrap(paired, over_twin, settings.seed),
                      "cosine", ">", 0.0,
                      "control: the untrained twin (same architecture, random weights, the same prompts) must not show "
                      "it. A trained model's logits ⟨ln_f(z⁽ᴸ⁾), W_U[τ]⟩ single out the next token far better than "

@@ -43,6 +43,18 @@ LAYERS = 3  # S3's "first three layers"
 HALF = 0.5  # "no better": less than half of block 1's advantage over the last block is recovered
 
 
+def recovered_share(units: np.ndarray, scale) -> float:
+    """Statistic: the share of block 1's advantage over block 3 that blocks 1-3 together recover, each target its
+    headline setting (``scale.headline``); 0 where there is no advantage in the sample.
+
+    Args:
+        units: token accuracy per prompt, (prompts, 3 targets: block 1, block 3, together, settings).
+    """
+    best = scale.headline(units)
+    gap = best[0] - best[1]
+    return float((best[2] - best[1]) / gap) if gap > 0 else 0.0
+
+
 def gap_check(advantage: Estimate) -> Check:
     """The control that the share has a gap to be a fraction of: block 1's token accuracy minus block 3's, > 0 by
     the interval's low end. An interval that contains 0 leaves the record inconclusive (control undecided); the test
@@ -84,12 +96,7 @@ def test_several_layers_do_not_improve_inversion(model_name, subject, inversions
             "there is no gap for the extra layers to close",
             details={f"token accuracy ({scale.headline_label})": {label: e.value for label, e in zip(targets, per)}})
 
-    def recovered(u: np.ndarray) -> float:
-        best = scale.headline(u)
-        gap = best[first] - best[last]
-        return float((best[together] - best[last]) / gap) if gap > 0 else 0.0
-
-    share = bootstrap(units, recovered, seed=settings.seed)
+    share = bootstrap(units, lambda u: recovered_share(u, scale), seed=settings.seed)
     best = {label: SETTINGS[int(i)] for label, i in zip(targets, scale.chosen(units))}
     claim.record(
         [

@@ -113,6 +113,12 @@ def _mean(block: int, side: int):
     return lambda units: float(units[:, block, side].mean())
 
 
+def weakest_attention_ablation(units: np.ndarray) -> float:
+    """Control statistic: the smallest block's mean H(no attention) over prompts (units (prompts, blocks, 2)); an
+    ablation that silently did nothing gives float rounding, ~1e-7."""
+    return float(units.mean(axis=0)[:, 0].min())
+
+
 def block_one_lead(units: np.ndarray) -> float:
     """Statistic: block 1's difference H(no FFN) − H(no attention) minus the largest later block's, of means over
     prompts (units: (prompts, blocks, 2) as ``last_position_distances`` returns; at least two blocks)."""
@@ -173,7 +179,7 @@ def test_ffn_output_dominates_each_block(model_name, subject, pool, activations,
     ratios = [bootstrap(h, _ratio(b), seed=seed) for b in range(n_blocks)]
     twin_ratios = [bootstrap(twin_h, _ratio(b), seed=seed) for b in range(n_blocks)]
     sides = [[bootstrap(h, _mean(b, s), seed=seed) for s in (0, 1)] for b in range(n_blocks)]
-    floor = bootstrap(h, lambda u: float(u.mean(axis=0)[:, 0].min()), seed=seed)
+    floor = bootstrap(h, weakest_attention_ablation, seed=seed)
     source = n_blocks == len(SOURCE_RATIO)  # the source's row sits beside ours only where the depths agree
 
     checks = s4_2_checks(h, seed)
