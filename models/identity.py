@@ -42,6 +42,20 @@ def _stamp(files: list[Path]) -> dict[str, list[int]]:
     return {name: [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns] for name, st in stats.items()}
 
 
+def _feed(digest, path: Path) -> None:
+    """Add a file's bytes to a running sha256, read in 16 MiB pieces."""
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 24), b""):
+            digest.update(chunk)
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 (hex) of one file's bytes (the shipped zoo's manifest pins each file by it)."""
+    digest = hashlib.sha256()
+    _feed(digest, path)
+    return digest.hexdigest()
+
+
 def folder_sha256(folder: Path) -> str:
     """sha256 (hex, 64 characters) over a folder's weight files, read back from the sidecar where it is current.
 
@@ -63,9 +77,7 @@ def folder_sha256(folder: Path) -> str:
         pass
     digest = hashlib.sha256()
     for path in files:
-        with path.open("rb") as handle:
-            for chunk in iter(lambda: handle.read(1 << 24), b""):
-                digest.update(chunk)
+        _feed(digest, path)
     try:
         atomic_write_text(sidecar, json.dumps({"files": stamp, "sha256": digest.hexdigest()}, indent=1))
     except OSError:

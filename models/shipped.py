@@ -16,7 +16,6 @@ with each verdict beside the shipped weights' (``verdicts.json``). ``python -m m
 here and rewrites the manifest (a maintainer's step, after a recipe or trainer change).
 """
 
-import hashlib
 import json
 import shutil
 import subprocess
@@ -27,6 +26,7 @@ from pathlib import Path
 from models.cache import atomic_write_text
 from models.corpus import Corpus
 from models.errors import ModelLoadError
+from models.identity import file_sha256
 from models.recipes import Recipe
 from models.trainer import checkpoint_dir, train
 
@@ -57,15 +57,6 @@ class ShippedModel:
     weights_sha256: str
     files: dict
     corpus_sha256: str
-
-
-def file_sha256(path: Path) -> str:
-    """sha256 (hex) of one file's bytes, read in 16 MiB pieces."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 24), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 @lru_cache(maxsize=1)
