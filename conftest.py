@@ -52,10 +52,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "claim(id, version=N, sample='fixed'): the catalogued claim a test checks and its "
                                        "procedure version; sample='prompts' where the statistic is a mean over held-out "
                                        "prompts, so that more are taken in rounds while it is inconclusive")
-    config.addinivalue_line("markers", f"models(*roles, twin=False, siblings=False, trained=False): subjects a claim "
+    config.addinivalue_line("markers", f"models(*roles, twin=False, siblings=False): subjects a claim "
                                        f"runs on, roles: {', '.join(ROLES)}; twin=True also loads each model's "
-                                       "untrained twin, siblings=True its seed siblings where the zoo has them, "
-                                       "trained=True an untrained twin's trained counterpart")
+                                       "untrained twin, siblings=True its seed siblings where the zoo has them")
     config.addinivalue_line("markers", "needs(*names): canonical activations (fnmatch patterns) the test reads")
     config.addinivalue_line("markers", "source_scale: a source-scale variant (e.g. S3.9's 4096- and 8192-wide layers); "
                                        "runs with --source-scale on, the default with CUDA, and is skipped otherwise")
@@ -129,7 +128,7 @@ def _checked_markers(metafunc: pytest.Metafunc) -> tuple[tuple[str, ...], bool]:
     if unknown or not marker.args or set(marker.kwargs) - MODELS_KWARGS:
         raise pytest.UsageError(f"{where}: @pytest.mark.models{marker.args} names unknown roles {unknown} or "
                                 f"arguments {sorted(set(marker.kwargs) - MODELS_KWARGS)}; roles: {', '.join(ROLES)}; "
-                                "twin=True|False, siblings=True|False, trained=True|False")
+                                "twin=True|False, siblings=True|False")
     needs = metafunc.definition.get_closest_marker("needs")
     if needs is None and set(ACTIVATION_FIXTURES) & set(metafunc.fixturenames):
         raise pytest.UsageError(f"{where} reads activations but declares none: add @pytest.mark.needs(...) "

@@ -91,20 +91,22 @@ def decode_top_k(scores: torch.Tensor, k: int = 5, allowed: torch.Tensor | None 
     return torch.cat(out)
 
 
-def direct_fit_decode(token_ids: torch.Tensor, start: torch.Tensor, pinv: PseudoInverse) -> torch.Tensor:
+def direct_fit_decode(token_ids: torch.Tensor, start: torch.Tensor, pinv: PseudoInverse, target: float) -> torch.Tensor:
     """Tokens an exact fit of the direct representation decodes from a given start (S3.7's identifiability).
 
     Plain gradient descent on a direct input a (a vector over the vocabulary per position, read as a·W_E) moves
     a only within the column space of W_E: the gradient is g·W_Eᵀ. So the descent can end no nearer the
-    one-hot target than a₀ + P(onehot − a₀), P = W_E W_E⁺ the projection onto that space, which is the point
-    reached where the input embeddings are fitted exactly. Its argmax bounds what any plain descent decodes
-    from a₀: where the vocabulary is much larger than d_model, P's diagonal (d_model/vocab on average) is too
-    small to lift the token above the start's noise, however well the output is fitted.
+    target t = target × one-hot than a₀ + P(t − a₀), P = W_E W_E⁺ the projection onto that space, which is the
+    point reached where the input embeddings are fitted exactly. Its argmax bounds what any plain descent
+    decodes from a₀: the token gains target × P_ii (d_model/vocab on average) over the start's ½, which a
+    target of 1 cannot lift above the start's residue once the vocabulary is several times d_model, and S3's
+    10 can up to a ratio of about 10 / ½ × (a margin for P's spread).
 
     Args:
         token_ids: the real input, (batch, seq), int64.
         start: the descent's a₀, (batch, seq, vocab), e.g. ``invert(..., steps=0).inputs``.
         pinv: W_E⁺ of the same W_E, (vocab, d_model).
+        target: the direct target's value at the token's index (``InversionConfig.direct_target``; S3: 10).
     Returns:
         token ids, (batch, seq), int64, on the start's device.
     Raises:
@@ -115,7 +117,7 @@ def direct_fit_decode(token_ids: torch.Tensor, start: torch.Tensor, pinv: Pseudo
         raise ValueError(f"start must be (batch, seq, vocab = {pinv.vocab}), got shape {tuple(start.shape)}")
     require_finite(start, "direct start")
     weight = pinv.weight.to(device=start.device, dtype=torch.promote_types(start.dtype, torch.float32))
-    reached = start + pinv.scores(weight[token_ids] - start @ weight)  # a₀ + (onehot − a₀)·P, (batch, seq, vocab)
+    reached = start + pinv.scores(target * weight[token_ids] - start @ weight)  # a₀ + (t − a₀)·P, (batch, seq, vocab)
     return reached.argmax(dim=-1)
 
 

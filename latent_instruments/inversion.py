@@ -9,9 +9,14 @@ prompt's own gradient: the batch is the prompt-by-prompt loop, run at once):
   decoded with the Moore-Penrose pseudo-inverse of the token-embedding matrix
   W_E (argmax of a·W_E⁺); or ``"direct"``, a vector over the vocabulary per
   position (batch, seq, vocab) that multiplies W_E (the model then reads
-  a·W_E), decoded by its own argmax. The direct target is the one-hot vector
-  of each token, so a·W_E is the model's real input (S3: "there is no specific
-  rule"; its code uses 10 at the token's index);
+  a·W_E), decoded by its own argmax. The direct target is S3's code's:
+  ``DIRECT_TARGET`` (10) at the token's index and 0 elsewhere, so the model's
+  target input is 10·W_E[token] (S3's text: "there is no specific rule ... any
+  small value as a baseline with a larger value as the corresponding
+  indicies"). The value matters: plain descent moves a only within W_E's
+  column space, and a target of 1 is too small against S3's start N(½, 1/20²)
+  to be decoded once the vocabulary is several times the width
+  (:func:`latent_instruments.decoding.direct_fit_decode`);
 * the loss on the (selected) output, per prompt: ``"l1"`` Σ|O(a_g) − O(a)| (S3's
   eq. 5), ``"l2"`` ‖O(a_g) − O(a)‖₂, ``"cosine"`` 1 − cos φ of the flattened
   outputs, ``"mixed"`` α(1 − cos φ) + β Σ|·|;
@@ -50,6 +55,10 @@ from latent_instruments.errors import require_finite
 # S3's statistics. One count for every process gives the same numbers both ways (and on 2 cores costs little: the
 # tiny models' matmuls gain almost nothing from a second thread).
 DESCENT_THREADS = 1
+# S3's direct target: `target_logits[:, i, tokens[0, i]] = 10` (GPT2_direct_representation.py, quoted in its text),
+# every other entry 0. With a value of 1 (version 3 of S3.7), an exact fit from S3's start decoded 0 of 100 tokens of a
+# random W_E at Llama-7B's vocabulary/width ratio (7.8), where 10 decodes all 100.
+DIRECT_TARGET = 10.0
 REPRESENTATIONS = ("indirect", "direct")
 LOSSES = ("l1", "l2", "cosine", "mixed")
 STEPS = ("plain", "normalised")
@@ -71,6 +80,8 @@ class InversionConfig:
         step: "plain" (S3) or "normalised" (a deviation: each position moves η × step_scale along its
             gradient's direction, whatever the gradient's size).
         step_scale: the unit of η for the normalised step (e.g. a typical embedding norm); unused when plain.
+        direct_target: the direct target's value at the token's index, 0 elsewhere (S3's code: 10); unused
+            when indirect.
         mix: (α, β) of the "mixed" loss α(1 − cos φ) + β Σ|·| (S3 names them, gives no values).
     """
 
@@ -84,6 +95,7 @@ class InversionConfig:
     shift_std: float = 0.05
     step: str = "plain"
     step_scale: float = 1.0
+    direct_target: float = DIRECT_TARGET
     mix: tuple[float, float] = (1.0, 1.0)
 
     def __post_init__(self):
@@ -104,7 +116,8 @@ class InversionConfig:
         source, out = InversionConfig(), []
         for field, what in (("step", "step"), ("loss", "loss"), ("representation", "representation"),
                             ("lr", "initial η"), ("lr_end", "final η"), ("start_mean", "start mean"),
-                            ("start_std", "start σ"), ("shift_std", "shift σ")):
+                            ("start_std", "start σ"), ("shift_std", "shift σ"),
+                            ("direct_target", "direct target")):
             value, base = getattr(self, field), getattr(source, field)
             if value != base:
                 out.append(f"{what} {f'{value:.4g}' if isinstance(value, float) else value} (S3: {base})")
@@ -271,8 +284,8 @@ def invert(
             ``models.forwards.block_output_fn``; differentiable. It receives embeddings in W_E's dtype
             promoted to at least float32 (cast inside it to run a model in another precision).
         token_ids: the real input a, (batch, seq), int64, on W_E's device.
-        embedding_matrix: W_E, (vocab, d_model); the target input is W_E[ids] (indirect) or one-hot(ids)
-            (direct).
+        embedding_matrix: W_E, (vocab, d_model); the target input is W_E[ids] (indirect) or
+            ``config.direct_target`` × one-hot(ids) (direct).
         generator: seeds the start and the shift (see :func:`descend`).
         config: the optimisation; defaults are S3's.
         allowed: optional bool mask (batch, vocab) or (vocab,) of the tokens the decode may choose (S3's
@@ -296,7 +309,7 @@ def invert(
     if config.representation == "indirect":
         target, to_embeddings = weight[token_ids], (lambda x: x)
     else:
-        target = torch.nn.functional.one_hot(token_ids, vocab).to(dtype)
+        target = config.direct_target * torch.nn.functional.one_hot(token_ids, vocab).to(dtype)
         to_embeddings = (lambda x: x @ weight)  # noqa: E731 - S3's "matmul(x, wte.weight)"
     found, distance, shifted, loss = descend(layer_output, target, config, generator, to_embeddings,
                                              positions, features)

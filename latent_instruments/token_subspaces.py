@@ -38,6 +38,13 @@ class LearnedEmbeddings:
     steps: int
 
 
+def starting_vectors(n_tokens: int, restarts: int, d_model: int, seed: int) -> torch.Tensor:
+    """The N(0, 1) starts of :func:`learn_token_embeddings` (S4's), as it draws them: (n_tokens, restarts, d_model)
+    float32 on the CPU. Unoptimised, they are S4.9's null: vectors that carry no token."""
+    return torch.randn(n_tokens * restarts, d_model, generator=torch.Generator().manual_seed(seed)).view(
+        n_tokens, restarts, d_model)
+
+
 def learn_token_embeddings(readout: Callable[[torch.Tensor], torch.Tensor], tokens: torch.Tensor, d_model: int,
                            restarts: int, max_steps: int, lr: float, seed: int,
                            device: torch.device | str = "cpu", start: torch.Tensor | None = None) -> LearnedEmbeddings:
@@ -63,10 +70,9 @@ def learn_token_embeddings(readout: Callable[[torch.Tensor], torch.Tensor], toke
         ValueError: for a ``start`` of another shape.
         NonFiniteError: if the loss becomes NaN or inf.
     """
-    generator = torch.Generator().manual_seed(seed)
     n = tokens.numel()
     if start is None:
-        start = torch.randn(n * restarts, d_model, generator=generator)
+        start = starting_vectors(n, restarts, d_model, seed)
     elif start.shape != (n, restarts, d_model):
         raise ValueError(f"start must be (tokens, restarts, d_model) = {(n, restarts, d_model)}, got {tuple(start.shape)}")
     vectors = start.reshape(n * restarts, d_model).clone().float().to(device).requires_grad_(True)

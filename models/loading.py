@@ -231,7 +231,8 @@ def load(entry: ZooEntry, corpus: Corpus, device: str, dtype: torch.dtype, seed:
         entry: from :func:`resolve`; not a group.
         corpus: trains trained models and the BPE of reference models.
         device, dtype: where and in what precision the model runs.
-        seed: seeds random init of twins and reference models.
+        seed: seeds random init of reference models and of hf models' twins. A zoo model's twin is drawn at its
+            recipe's training seed instead (``Recipe.seed``): the very weights its training started from.
         device_map: for models loaded from a folder (trained, hf): accelerate's placement, e.g. "auto",
             which splits a model too large for one device over the GPUs, the CPU and ``offload_folder``;
             None puts the whole model on ``device``. Random-init models always go to ``device``.
@@ -264,7 +265,9 @@ def load(entry: ZooEntry, corpus: Corpus, device: str, dtype: torch.dtype, seed:
             info = json.loads((folder / "loss_curve.json").read_text())
             model, source = _hf_model(str(folder), placement, use_safetensors=True), str(folder)
         else:
-            model, source = from_config(AutoConfig.from_pretrained(folder, trust_remote_code=False), seed), f"config of {folder}"
+            # the twin is the training's own starting point: the trainer's init, drawn at the recipe's seed
+            model = from_config(AutoConfig.from_pretrained(folder, trust_remote_code=False), entry.recipe.seed)
+            source = f"config of {folder}"
     elif entry.source in {str(p) for p in REFERENCES.values()}:  # a reference, or its (identical) twin
         values = json.loads(Path(entry.source).read_text())
         config = AutoConfig.for_model(values.pop("model_type"), **values)

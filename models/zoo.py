@@ -162,7 +162,8 @@ def fingerprint(entry: ZooEntry, corpus: Corpus, seed: int) -> str:
 
     - trained zoo model: its checkpoint folder name, ``NAME-KEY`` (KEY hashes recipe, corpus, tokenizer,
       trainer version);
-    - random init (twins, references): what it is initialised from, plus ``seed``;
+    - random init (twins, references): what it is initialised from, plus the seed it is drawn at (``seed``; a
+      zoo twin's own recipe seed);
     - HF folder: sha256 of its weight files (read once; seconds per GB); hub id: ``hub:ID``;
     - group: its members' fingerprints joined by "+".
 
@@ -171,9 +172,10 @@ def fingerprint(entry: ZooEntry, corpus: Corpus, seed: int) -> str:
     """
     if entry.is_group:
         return "+".join(fingerprint(resolve(m), corpus, seed) for m in entry.members)
-    twin = f":untrained:seed{seed}" if entry.role == "untrained" else ""
-    if entry.recipe is not None:
+    if entry.recipe is not None:  # a zoo twin is its training's own init, drawn at the recipe's seed
+        twin = f":untrained:seed{entry.recipe.seed}" if entry.role == "untrained" else ""
         return checkpoint_dir(entry.recipe, corpus).name + twin
+    twin = f":untrained:seed{seed}" if entry.role == "untrained" else ""
     source = Path(entry.source)
     if entry.source in {str(p) for p in REFERENCES.values()}:
         return f"{source.stem}-{hashlib.sha256(source.read_bytes()).hexdigest()[:16]}:seed{seed}"

@@ -14,7 +14,7 @@ from claims.s3_inversion.test_bandwidth import BELOW_WIDTH, crossing_fraction
 from claims.s3_inversion.test_between_tokens import RAREST
 from claims.s3_inversion.test_cosine import MINIMISED, RECOVERS, _ratio
 from claims.s3_inversion.test_vocabulary import _difference
-from latent_instruments.inversion import InversionConfig, invert
+from latent_instruments.inversion import DIRECT_TARGET, InversionConfig, invert
 from latent_instruments.decoding import decode_top_k, direct_fit_decode, pseudo_inverse, zero_masked_decode
 from latent_instruments.stats import bootstrap
 from reports.records import Check
@@ -35,17 +35,28 @@ def _start(batch: int, seq: int, vocab: int) -> torch.Tensor:
 def test_an_exact_fit_decodes_every_token_where_the_width_covers_the_vocabulary():
     weight = torch.randn(84, 96, generator=torch.Generator().manual_seed(0))  # a char model's shape
     ids = torch.randint(0, 84, (8, 12), generator=torch.Generator().manual_seed(1))
-    decoded = direct_fit_decode(ids, _start(8, 12, 84), pseudo_inverse(weight))
+    decoded = direct_fit_decode(ids, _start(8, 12, 84), pseudo_inverse(weight), DIRECT_TARGET)
     assert bool((decoded == ids).all())
 
 
+def _exact_fit(vocab: int, width: int, target: float):
+    """The gate's interval on a random W_E (vocab, width) from S3's start: token accuracy of the exact fit."""
+    weight = torch.randn(vocab, width, generator=torch.Generator().manual_seed(0))
+    ids = torch.randint(0, vocab, (8, 12), generator=torch.Generator().manual_seed(1))
+    decoded = direct_fit_decode(ids, _start(8, 12, vocab), pseudo_inverse(weight), target)
+    return bootstrap((decoded == ids).double().mean(1).numpy(), _mean, seed=0)
+
+
 def test_an_exact_fit_cannot_decode_where_the_vocabulary_is_43_times_the_width():
-    """The sub-word tiny model's shape (4096 × 96): the gate's bound stays under 'most', so S3.7 is not informative."""
-    weight = torch.randn(4096, 96, generator=torch.Generator().manual_seed(0))
-    ids = torch.randint(0, 4096, (8, 12), generator=torch.Generator().manual_seed(1))
-    decoded = direct_fit_decode(ids, _start(8, 12, 4096), pseudo_inverse(weight))
-    fit = bootstrap((decoded == ids).double().mean(1).numpy(), _mean, seed=0)
-    assert fit.low <= RECOVERS
+    """The sub-word tiny model's shape (4096 × 96): even S3's target 10 leaves the gate's bound under 'most'."""
+    assert _exact_fit(4096, 96, DIRECT_TARGET).low <= RECOVERS
+
+
+def test_s3s_target_of_10_decodes_at_llama_7bs_vocabulary_width_ratio_where_1_does_not():
+    """Version 4 of S3.7: at a vocabulary 7.8 times the width (Llama-7B's 32000/4096, here 3120/400) the gate passes
+    with S3's target 10 and would call S3.7 not informative with version 3's one-hot of 1."""
+    assert _exact_fit(3120, 400, DIRECT_TARGET).low > RECOVERS
+    assert _exact_fit(3120, 400, 1.0).high <= RECOVERS
 
 
 def test_the_exact_fit_is_where_plain_descent_on_a_linear_map_ends():
@@ -55,13 +66,13 @@ def test_the_exact_fit_is_where_plain_descent_on_a_linear_map_ends():
     config = InversionConfig(representation="direct", loss="l2", steps=2000, lr=0.2, lr_end=1e-4)
     found = invert(lambda x: x, ids, weight, torch.Generator().manual_seed(5), config, k=1)
     start = invert(lambda x: x, ids, weight, torch.Generator().manual_seed(5), replace(config, steps=0), k=1).inputs
-    assert torch.equal(found.decoded, direct_fit_decode(ids, start, pseudo_inverse(weight)))
+    assert torch.equal(found.decoded, direct_fit_decode(ids, start, pseudo_inverse(weight), config.direct_target))
 
 
 def test_the_direct_fit_refuses_a_start_that_is_not_over_the_vocabulary():
     weight = torch.randn(40, 8)
     with pytest.raises(ValueError, match="vocab = 40"):
-        direct_fit_decode(torch.zeros(1, 2, dtype=torch.long), torch.zeros(1, 2, 8), pseudo_inverse(weight))
+        direct_fit_decode(torch.zeros(1, 2, dtype=torch.long), torch.zeros(1, 2, 8), pseudo_inverse(weight), DIRECT_TARGET)
 
 
 def test_the_l2_descent_control_fails_on_a_layer_that_forgets_its_input():
@@ -242,10 +253,32 @@ def test_at_source_scale_the_headline_is_s3s_setting_even_where_the_adapted_one_
     exact = np.column_stack([np.zeros(64), np.ones(64)])  # (prompts, settings): S3's recovers none, adapted all
     assert SETTINGS[0] == "source"
     gpu, cpu = Scale.of(True), Scale.of(False)
-    assert gpu.headline(exact) == 0.0 and int(gpu.chosen(exact)) == 0 and gpu.headline_label == "S3's setting"
-    assert cpu.headline(exact) == 1.0 and int(cpu.chosen(exact)) == 1 and cpu.headline_label == "better setting"
-    check = Check.of("exact", bootstrap(exact, lambda u: float(gpu.headline(u)), seed=0), "fraction", ">", 0.5, "S3.2")
+    assert gpu.headline(exact, gpu.chosen(exact)) == 0.0 and int(gpu.chosen(exact)) == 0
+    assert cpu.headline(exact, cpu.chosen(exact)) == 1.0 and int(cpu.chosen(exact)) == 1
+    assert gpu.headline_label == "S3's setting" and cpu.headline_label == "better setting"
+    check = Check.of("exact", bootstrap(gpu.reported(exact), lambda u: float(gpu.headline(u, 0)), seed=0),
+                     "fraction", ">", 0.5, "S3.2")
     assert check.status == "failed"
+
+
+def test_on_a_cpu_the_setting_is_chosen_on_half_the_prompts_and_measured_on_the_other_half():
+    """Item 7 of issue 34: two settings equal in truth; a choice made inside every resample, on the prompts it is
+    reported on, takes the luckier and biases the interval upward; chosen once on the first half, the second half's
+    estimate of the chosen setting is unbiased."""
+    from claims.s3_inversion.conftest import Scale
+    cpu = Scale.of(False)
+    rng = np.random.default_rng(0)
+    units = rng.binomial(1, 0.5, (64, 2)).astype(float)  # (prompts, settings), both recover half the tokens
+    assert cpu.choosing(units).shape[0] == 32 and cpu.reported(units).shape[0] == 32
+    assert np.array_equal(cpu.reported(units), units[32:]) and Scale.of(True).choosing(units).shape[0] == 0
+    chosen = cpu.chosen(units)
+    assert int(chosen) == int(units[:32].mean(0).argmax())  # decided by the first half alone
+    once = bootstrap(cpu.reported(units), lambda u: float(cpu.headline(u, chosen)), seed=0)
+    inside = bootstrap(units, lambda u: float(u.mean(0).max()), seed=0)  # version 3: the max in every resample
+    assert once.low < 0.5 < once.high and inside.value > 0.5
+    assert Scale.of(True).reported(units) is units  # at source scale nothing is chosen, every prompt reported
+    with pytest.raises(ValueError, match="at least 2"):
+        cpu.chosen(units[:1])
 
 
 def test_the_headline_is_chosen_per_column():
@@ -254,8 +287,8 @@ def test_the_headline_is_chosen_per_column():
     units = np.stack([np.column_stack([np.full(8, 0.9), np.full(8, 0.1)]),
                       np.column_stack([np.full(8, 0.2), np.full(8, 0.6)])], 1)
     assert Scale.of(False).chosen(units).tolist() == [0, 1]
-    assert Scale.of(False).headline(units).tolist() == pytest.approx([0.9, 0.6])
-    assert Scale.of(True).headline(units).tolist() == pytest.approx([0.9, 0.2])
+    assert Scale.of(False).headline(units, Scale.of(False).chosen(units)).tolist() == pytest.approx([0.9, 0.6])
+    assert Scale.of(True).headline(units, Scale.of(True).chosen(units)).tolist() == pytest.approx([0.9, 0.2])
 
 
 # --- S3.5: the width gain, the convergence gate and the success control -----------------------------------------
@@ -267,12 +300,14 @@ def test_a_ladder_whose_narrowest_rung_recovers_more_fails_the_gain():
     from claims.s3_inversion.test_width import width_gain
     rng = np.random.default_rng(0)
     units = np.stack([rng.binomial(10, 0.8, (32, 2)) / 10, rng.binomial(10, 0.4, (32, 2)) / 10], 1)
+    def gain(u: np.ndarray, scale) -> str:
+        chosen = scale.chosen(u)
+        return Check.of("gain", bootstrap(scale.reported(u), lambda v: width_gain(v, scale, chosen), seed=0),
+                        "fraction", ">", 0.0, "S3.5").status
+
     for scale in (Scale.of(False), Scale.of(True)):
-        gain = Check.of("gain", bootstrap(units, lambda u: width_gain(u, scale), seed=0), "fraction", ">", 0.0, "S3.5")
-        assert gain.status == "failed"
-    wider_better = units[:, ::-1]
-    assert Check.of("gain", bootstrap(wider_better, lambda u: width_gain(u, Scale.of(False)), seed=0),
-                    "fraction", ">", 0.0, "S3.5").status == "passed"
+        assert gain(units, scale) == "failed"
+    assert gain(units[:, ::-1], Scale.of(False)) == "passed"
 
 
 def test_a_wider_rung_that_trained_worse_closes_the_convergence_gate():
@@ -288,7 +323,9 @@ def test_a_narrowest_rung_that_rarely_passes_the_success_test_fails_the_control(
     from claims.s3_inversion.test_width import SUCCESS_MAJORITY
     def status(passing: tuple[int, int]) -> str:
         success = np.column_stack([np.r_[np.ones(k), np.zeros(16 - k)] for k in passing])  # (prompts, settings)
-        est = bootstrap(success, lambda u: float(Scale.of(False).headline(u)), seed=0)
+        success = np.concatenate([success, success])  # the same counts in the choosing and the reported half
+        cpu = Scale.of(False)
+        est = bootstrap(cpu.reported(success), lambda u: float(cpu.headline(u, cpu.chosen(success))), seed=0)
         return Check.of("success", est, "fraction", ">", SUCCESS_MAJORITY, "control", role="control").status
 
     assert status((1, 2)) == "failed"  # 2 of 16 at best: decisively not a majority
@@ -318,7 +355,9 @@ def test_s3_14s_share_fails_where_the_layers_together_close_the_gap_and_its_floo
     def share(block_1: float, block_3: float, together: float) -> str:
         means = np.array([block_1, block_3, together])
         units = np.clip(means[None, :, None] + rng.normal(0, 0.02, (64, 3, 2)), 0, 1)  # (prompts, targets, settings)
-        est = bootstrap(units, lambda u: recovered_share(u, Scale.of(False)), seed=0)
+        cpu = Scale.of(False)
+        est = bootstrap(cpu.reported(units), lambda u: recovered_share(u, cpu, cpu.chosen(units)), seed=0)
+
         return (Check.of("share", est, "fraction", "<", HALF, "S3.14").status,
                 Check.of("floor", est, "fraction", ">", -HALF, "S3.14", role="control").status)
 

@@ -210,6 +210,21 @@ def test_an_optimisation_stopped_after_two_steps_fails_the_convergence_control()
     assert (more["after"] - more["before"]).max() >= CONVERGED
 
 
+def test_s4_9s_null_fails_vectors_that_share_an_offset_and_passes_the_starts():
+    """The σ1/σ2 control: the same statistic on unoptimised vectors must stay under 6. The N(0, 1) starts do (near
+    1 at 100 vectors of 96); vectors sharing an offset clear 6 without any optimisation, so the control fails."""
+    from claims.s4_ffn.test_token_subspaces import ONE_DIRECTION, start_ratios
+    from latent_instruments.token_subspaces import singular_values, starting_vectors
+
+    def control(ratios: np.ndarray) -> str:
+        est = bootstrap(ratios.astype(np.float64), lambda u: float(u.min()), seed=0)
+        return Check.of("null", est, "ratio", "<", ONE_DIRECTION, "S4.9", role="control", guards_pass=True).status
+
+    assert control(start_ratios(32, 96, seed=0)) == "passed"
+    offset = singular_values(starting_vectors(32, 100, 96, seed=0) + 2.0)
+    assert control((offset[:, 0] / offset[:, 1]).numpy()) == "failed"
+
+
 def test_a_converged_optimisation_passes_the_convergence_control():
     from claims.s4_ffn.test_token_subspaces import CONVERGED, LR, RESTARTS, STEPS, continued
     from latent_instruments.token_subspaces import learn_token_embeddings
@@ -274,3 +289,26 @@ def test_s4_2s_control_fails_an_attention_ablation_that_changed_nothing():
 
     assert control(None) == "passed"
     assert control(1) == "failed"
+
+
+# --- S4.8: the gain must be the prompt's own -----------------------------------------------------------------------
+
+
+def test_s4_8s_control_fails_a_gain_that_another_prompts_approximation_shows_as_well():
+    """units (P, 4): H(first), H(all) on the prompt's own approximations, then on the next prompt's. All blocks
+    pulling every approximation towards the text's common tokens lowers H for any pairing: the check passes, the
+    control fails; a gain the prompt's own similar strings give passes both."""
+    from claims.s4_ffn.test_similar_strings import gain_over_shuffled
+
+    rng = np.random.default_rng(0)
+
+    def statuses(first, every, first_other, every_other) -> tuple[str, str]:
+        u = np.column_stack([m + rng.normal(0, 0.05, 200) for m in (first, every, first_other, every_other)])
+        check = Check.of("gain", bootstrap(u[:, :2], lambda v: float((v[:, 0] - v[:, 1]).mean()), seed=0),
+                         "Hellinger", ">", 0.0, "S4.8")
+        control = Check.of("own", bootstrap(u, gain_over_shuffled, seed=0), "Hellinger", ">", 0.0, "S4.8",
+                           role="control")
+        return check.status, control.status
+
+    assert statuses(0.5, 0.3, 0.7, 0.3) == ("passed", "failed")  # all blocks: the common tokens, for every prompt
+    assert statuses(0.5, 0.2, 0.7, 0.6) == ("passed", "passed")

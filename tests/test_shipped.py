@@ -124,7 +124,8 @@ def test_another_corpus_is_not_shipped():
 
 
 def _seeded_digest(name: str) -> str:
-    """The weights digest of a random-init model of the zoo at seed 0, as a run records it."""
+    """The weights digest of a random-init model of the zoo as a run records it: a twin at its recipe's training
+    seed (its training's own init), a reference at seed 0."""
     from transformers import AutoConfig
 
     from models.identity import state_dict_sha256
@@ -132,15 +133,16 @@ def _seeded_digest(name: str) -> str:
     entry = resolve(name)
     if entry.role == "untrained":
         config = AutoConfig.from_pretrained(manifest()[entry.trained].folder)
-    else:
-        values = json.loads(Path(entry.source).read_text())
-        config = AutoConfig.for_model(values.pop("model_type"), **values)
+        return state_dict_sha256(from_config(config, seed=entry.recipe.seed))
+    values = json.loads(Path(entry.source).read_text())
+    config = AutoConfig.for_model(values.pop("model_type"), **values)
     return state_dict_sha256(from_config(config, seed=0))
 
 
 def test_every_zoo_ledger_entry_names_shipped_weights_or_a_seeded_digest():
     """The ledger is measured on the weights every machine runs: a trained model's entry names its shipped digest;
-    an untrained twin's or a reference's, the digest of its seed-0 init; a group's, none (it has no one digest)."""
+    an untrained twin's, the digest of its training's own init (the recipe's seed); a reference's, its seed-0 init;
+    a group's, none (it has no one digest)."""
     shipped_digests = {name: m.weights_sha256 for name, m in manifest().items()}
     seeded: dict[str, str] = {}
     for (claim, model, variant, test), entry in load_ledger().items():
@@ -154,7 +156,7 @@ def test_every_zoo_ledger_entry_names_shipped_weights_or_a_seeded_digest():
         elif role in ("untrained", "reference"):
             if model not in seeded:
                 seeded[model] = _seeded_digest(model)
-            assert entry.weights_sha256 == seeded[model], f"{where}: not the seed-0 init"
+            assert entry.weights_sha256 == seeded[model], f"{where}: not its init (a twin at its recipe seed, a reference at seed 0)"
         else:
             assert resolve(model).is_group and entry.weights_sha256 == "", where
     assert set(REFERENCES) >= {m for m in seeded if resolve(m).role == "reference"}
@@ -224,3 +226,22 @@ def test_python_m_reports_shipped_writes_the_verdicts_file_only_from_a_shipped_r
     assert json.loads(target.read_text())["records"]["S4.1|claims/t.py::test_x[tiny-w96]"]["outcome"] == "holds"
     run.write_text(json.dumps({**doc, "zoo_build": "local"}))
     assert main(["shipped", str(run), "--write"]) == 2 and "not the shipped weights" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["tiny-w96", "tiny-w96-seed88", "tiny-mixer-w96"])
+def test_a_zoo_twin_is_its_trainings_own_starting_point(name):
+    """Item 6 of issue 34: the twin is the trainer's init (``build_model`` under the recipe's seed), so the four
+    tiny-w96 builds have four twins, not one drawn four times."""
+    from models.trainer import build_model
+
+    twin = load(resolve(f"{name}:untrained"), CORPUS, "cpu", torch.float32, seed=0).model
+    recipe = resolve(name).recipe
+    torch.manual_seed(recipe.seed)
+    init = build_model(recipe, twin.get_input_embeddings().weight.shape[0]).state_dict()
+    assert all(torch.equal(tensor, twin.state_dict()[k]) for k, tensor in init.items())
+
+
+def test_seed_siblings_have_twins_of_their_own():
+    digests = {load(resolve(f"{n}:untrained"), CORPUS, "cpu", torch.float32, seed=0).weights_sha256
+               for n in ("tiny-w96", "tiny-w96-seed1442", "tiny-w96-seed88", "tiny-w96-seed99999")}
+    assert len(digests) == 4

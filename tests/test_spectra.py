@@ -2,12 +2,15 @@
 
 import math
 
+import numpy as np
+
 import pytest
 import torch
 from hypothesis import example, given, settings, strategies as st
 
 from latent_instruments.errors import NonFiniteError
-from latent_instruments.spectra import (PER_DECADE, LogBins, fit_power_law, largest_excess, low_band_share,
+from latent_instruments.spectra import (clean_law_scatter, expected_periodogram, periodograms_averaged,
+                                          PER_DECADE, LogBins, fit_power_law, largest_excess, low_band_share,
                                         power_spectral_density)
 
 alphas = st.floats(min_value=0.0, max_value=3.0)
@@ -123,3 +126,43 @@ def test_non_finite_entries_are_counted_across_the_pieces_of_a_large_tensor(monk
         errors.require_finite(table, "the table")
     with pytest.raises(NonFiniteError, match="holds 2 non-finite"):  # columns 0, 3, 6, 9: the inf and the -inf
         errors.require_finite(table[:, ::3].T, "a strided view")  # not contiguous: checked on a copy
+
+
+# --- S0.6/S0.7's clean law -----------------------------------------------------------------------------------------
+
+
+def test_the_expected_periodogram_is_the_mean_of_cut_power_law_sequences():
+    """The cut's leakage included: the mean |rfft|² of many Gaussian sequences cut from a longer circular one with
+    power f^-2 matches :func:`expected_periodogram` up to one scale (relative spread ~ 1/sqrt(draws))."""
+    length, slope, draws = 127, -2.0, 4000
+    circle = torch.fft.rfftfreq(4 * length, dtype=torch.float64)
+    amplitude = torch.zeros_like(circle)
+    amplitude[1:] = circle[1:] ** (slope / 2)
+    g = torch.Generator().manual_seed(0)
+    noise = torch.complex(*(torch.randn(draws, circle.numel(), generator=g, dtype=torch.float64) for _ in range(2)))
+    x = torch.fft.irfft(noise * amplitude, n=4 * length, dim=1)[:, :length + 1, None]  # +1: the first is dropped
+    measured = power_spectral_density(x)[1].mean(0).numpy()[1:]
+    ratio = measured / expected_periodogram(slope, length)[1:]
+    assert ratio.std() / ratio.mean() < 0.05
+    circular = (circle[1:] ** slope).numpy()  # a circular sequence's law, no leakage: visibly not the cut's
+    assert ratio.std() / ratio.mean() < 0.2 * np.std(np.log(measured / np.interp(np.fft.rfftfreq(length)[1:],
+                                                                                    circle[1:].numpy(), circular)))
+
+
+def test_a_white_spectrum_tells_how_many_periodograms_it_averages():
+    rng = np.random.default_rng(0)
+    white = rng.gamma(50.0, 1 / 50.0, size=(8, 1024)).mean(axis=0)  # 8 sequences × 50 periodograms each
+    assert periodograms_averaged(white) == pytest.approx(400, rel=0.15)
+    with pytest.raises(ValueError, match="at least 3 frequencies"):
+        periodograms_averaged(np.ones(4))
+
+
+def test_a_clean_laws_scatter_falls_with_averaging_and_a_bent_law_exceeds_it():
+    bins = LogBins.of(np.fft.rfftfreq(2047))
+    few, many = (np.quantile(clean_law_scatter(bins, -0.5, m, seed=0), 0.95) for m in (10, 1000))
+    assert many < few / 5  # scatter ~ 1/sqrt(m)
+    f = np.where(bins.freqs > 0, bins.freqs, 1.0)
+    bent = f ** -0.5 * (1 + np.exp(-((np.log10(f) + 2) / 0.2) ** 2))  # a bump on the law
+    assert float(fit_power_law(bins, bent).deviation) > 5 * many  # its bend, not noise
+    with pytest.raises(ValueError, match="at least 1 periodogram"):
+        clean_law_scatter(bins, -0.5, 0.5, seed=0)

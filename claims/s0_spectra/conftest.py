@@ -218,11 +218,3 @@ def twin_spectra(pool, model_name, settings, sample_scale) -> ModelSpectra:
     """The same for the subject's untrained twin (the control of S0.2 and S0.5), on the same token ids."""
     return _spectra_of(pool, resolve(model_name).twin, sample_scale, settings.seed)
 
-
-@pytest.fixture
-def trained_spectra(pool, model_name, settings, sample_scale) -> ModelSpectra | None:
-    """For an untrained twin, its trained counterpart's spectra on the same token ids (``models(..., trained=True)``):
-    S0.6 and S0.7 take their tolerance from its final hidden state, a law S0 calls clean. None for a subject
-    without one (a random-init reference)."""
-    trained = resolve(model_name).trained
-    return None if trained is None else _spectra_of(pool, trained, sample_scale, settings.seed)

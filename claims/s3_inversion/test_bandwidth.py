@@ -112,7 +112,8 @@ def crossing_fraction(units: np.ndarray, ks: list[int], d_model: int) -> float:
     return next(k for k, m in zip(ks, means) if m >= means[-1] / 2) / d_model
 
 
-@pytest.mark.claim("S3.10", version=4)  # 4: S3's setting the headline at source scale (3: k*/d_model < 0.77)
+@pytest.mark.claim("S3.10", version=5)  # 5: on a CPU the setting is chosen on half the prompts (3: k*/d_model < 0.77)
+
 
 @pytest.mark.models("trained", "hf", "untrained")
 def test_recovery_falls_sharply_with_output_features(model_name, subject, inversions, pool, claim, settings):
@@ -124,8 +125,9 @@ def test_recovery_falls_sharply_with_output_features(model_name, subject, invers
     problem = inversions.problem(model_name, subject)
     steps = inversions.scale.steps(model_name)
     curves = {how: Curve(subject, ids, problem, setting(how, steps, problem.weight), settings.seed) for how in SETTINGS}
-    # the headline setting: S3's at source scale, on a CPU the better on the full output
-    how = SETTINGS[int(inversions.scale.chosen(np.array([[curves[h].mean(d) for h in SETTINGS]])))]
+    # the headline setting: S3's at source scale, on a CPU the better on the full output, chosen on the first half of
+    # the prompts (the crossing is then searched on every prompt: its bisection reads the whole curve)
+    how = SETTINGS[int(inversions.scale.chosen(np.stack([curves[h](d) for h in SETTINGS], -1)))]
     curve = curves[how]
     full = bootstrap(curve(d), lambda u: float(u.mean()), seed=settings.seed)
     if full.low < EVERY:
