@@ -148,7 +148,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     s = metafunc.config.stash[SETTINGS_KEY]
     chosen = [n for n in s.subjects() if resolve(n).role in roles]
     marker = metafunc.definition.get_closest_marker("claim")
-    if not s.models and marker and marker.args[0] in NOT_ON_SIBLINGS:  # said in the report (builds_not_run)
+    if not (s.models or s.groups) and marker and marker.args[0] in NOT_ON_SIBLINGS:  # said in the report (builds_not_run)
         chosen = [n for n in chosen if n not in seed_builds(s.zoo)]
     # session scope makes pytest run all tests of one model together, so the pool holds few models at once
     metafunc.parametrize("model_name", chosen, ids=chosen, scope="session")

@@ -52,6 +52,9 @@ class ZooEntry:
         recipe: the training recipe for trained models (and their twins).
         source: HF id, folder or config path for "hf"/"reference" entries.
         members: for a group, its members' names in the group's order (narrow to wide, shallow to deep).
+        member_seeds: for a group, each member's training seed (the zoo's recipe seeds) or declared seed set (a
+            user's ladder, ``models.user_groups``): a ladder's rungs of one seed are compared with each other.
+        user: a group the user declared (``--group``, ``--groups``), not the zoo's.
     """
 
     name: str
@@ -59,6 +62,8 @@ class ZooEntry:
     recipe: Recipe | None = None
     source: str | None = None
     members: tuple[str, ...] = ()
+    member_seeds: tuple[int, ...] = ()
+    user: bool = False
 
     @property
     def twin(self) -> str:
@@ -84,13 +89,28 @@ def _zoo_entries() -> dict[str, ZooEntry]:
         for profile, recipes in profiles.items():
             for recipe in recipes:
                 entries[recipe.name] = ZooEntry(recipe.name, "trained", recipe=recipe)
-            entries[f"{profile}-{kind}"] = ZooEntry(f"{profile}-{kind}", kind, members=tuple(r.name for r in recipes))
+            entries[f"{profile}-{kind}"] = ZooEntry(f"{profile}-{kind}", kind, members=tuple(r.name for r in recipes),
+                                                    member_seeds=tuple(r.seed for r in recipes))
     for name, path in REFERENCES.items():
         entries[name] = ZooEntry(name, "reference", source=str(path))
     return entries
 
 
 ZOO = _zoo_entries()
+USER_GROUPS: dict[str, ZooEntry] = {}  # the run's --group/--groups (``register_user_groups``), by name
+
+
+def register_user_groups(groups) -> None:
+    """Make a run's own groups (``models.user_groups.UserGroup``, checked) subjects that :func:`resolve` knows.
+
+    Raises:
+        UnknownModelError: for a group named like a zoo model or group, or like another group of the run.
+    """
+    USER_GROUPS.clear()
+    for g in groups:
+        if g.name in ZOO or g.name in USER_GROUPS:
+            raise UnknownModelError(f"group name {g.name!r} is taken (a zoo name or another --group); choose another")
+        USER_GROUPS[g.name] = ZooEntry(g.name, g.kind, members=g.members, member_seeds=g.seeds, user=True)
 
 
 def valid_names() -> list[str]:
@@ -110,6 +130,8 @@ def resolve(name: str) -> ZooEntry:
         if base.is_group or base.role == "untrained":
             raise UnknownModelError(f"{name!r}: a {base.role} has no untrained twin")
         return ZooEntry(name, "untrained", recipe=base.recipe, source=base.source)
+    if name in USER_GROUPS:
+        return USER_GROUPS[name]
     if name in ZOO:
         return ZOO[name]
     if name.startswith("hf:"):
@@ -128,17 +150,20 @@ def resolve(name: str) -> ZooEntry:
 def seed_siblings(name: str) -> tuple[str, ...]:
     """The seed siblings of a model: the other trainings of its recipe at other seeds (S4.7's noise floor, S4.4's).
 
-    For a siblings group itself, its members after the first. For a trained model, every prepared training of its
+    For a siblings group itself, its members after the first; for a member of a user's siblings group
+    (``--group siblings:...``), the group's other members. For a trained model, every prepared training of its
     recipe at another seed (``models.recipes.seed_builds``), in both directions: tiny-w96 has tiny-w96-seed1442,
     -seed88 and -seed99999; tiny-w96-seed88 has tiny-w96 and the other two; tiny-w192 has tiny-w192-seed1442. ()
     for a model whose recipe was trained at one seed only, a group of another kind, or a model outside the zoo.
     """
     entry = resolve(name)
-    for group in (ZOO[f"{p}-siblings"] for p in PROFILES):
-        if entry.name == group.name:
-            return group.members[1:]
+    if entry.role == "siblings":
+        return entry.members[1:]
     if entry.is_group:
         return ()
+    for group in USER_GROUPS.values():  # a user's model: the other members of a siblings group it is in
+        if group.role == "siblings" and entry.name in group.members:
+            return tuple(m for m in group.members if m != entry.name)
     for profile in PROFILES:
         builds = seed_builds(profile)  # {sibling: model}
         main = builds.get(entry.name, entry.name)

@@ -234,6 +234,7 @@ def merge_runs(runs: list[Run], shards: list[str] | None = None) -> Merged:
         "wall_seconds": max(float(r.doc.get("wall_seconds") or 0.0) for r in runs),
         "peak_rss_mib": max(float(r.doc.get("peak_rss_mib") or 0.0) for r in runs),
         "models": models,
+        "user_groups": {k: v for r in runs for k, v in (r.doc.get("user_groups") or {}).items()},
         "catalogue": catalogue,
         "records": writer.sort_records(records),
         "builds_agree": builds_agree(records, seed_builds(first["zoo"]) if first.get("zoo") in PROFILES else {}),

@@ -200,6 +200,8 @@ class ClaimRecord:
         wall_seconds: the test's wall time in seconds, from its first setup to its end, every look included (the
             first test of a model also loads, checks and captures it); None where it did not run to an end
             (a crashed worker).
+        not_informative_checks: {check: why} for checks the claim has but this subject cannot inform (S4.4's
+            seed-sibling floor on a model given no siblings); shown beside the verdict, never silent.
     """
 
     claim: str
@@ -219,6 +221,7 @@ class ClaimRecord:
     scaled: str = ""
     ledger_weights_sha256: str = ""
     wall_seconds: float | None = None
+    not_informative_checks: dict = field(default_factory=dict)
 
     def _with_status(self, role: str, status: str) -> list[Check]:
         """The checks of ``role`` with ``status``; a control that guards a pass (``Check.guards_pass``) counts

@@ -54,19 +54,22 @@ def cell(record: dict) -> str:
         first = record["message"].strip().splitlines()[0] if record["message"].strip() else ""
         return f"ERROR{': ' + first[:120] if first else ''}{'…' if len(first) > 120 else ''}{suffix}"
     word = record["outcome"].upper() if record["outcome"] in RED else record["outcome"]
-    return f"{word}{value}{suffix}"
+    missing = record.get("not_informative_checks") or {}
+    unmeasured = f" (not informative: {'; '.join(missing)})" if missing else ""
+    return f"{word}{value}{unmeasured}{suffix}"
 
 
 SUBJECT_GROUPS = (("trained zoo", ("trained",)), ("untrained twins", ("untrained",)),
-                  ("random-init references", ("reference",)), ("your models", ("hf",)))
+                  ("random-init references", ("reference",)), ("your models", ("hf", "user group")))
 OTHER_GROUP = "groups of models"  # the ladder, the seed siblings, the mixer pair: subjects with no facts of their own
 
 
 def column_groups(doc: dict) -> list[tuple[str, list[str]]]:
     """The matrix's subjects grouped by kind, trained zoo first: [(group name, [model names])], empty groups left
-    out; a subject whose facts give no role (a group of models) goes to ``OTHER_GROUP``."""
+    out; a user's group (``user_groups``) goes with "your models", the zoo's groups to ``OTHER_GROUP``."""
     models = sorted(dict.fromkeys(r["model"] for r in doc["records"]), key=natural)
-    role = {m: (doc.get("models") or {}).get(m, {}).get("role") for m in models}
+    role = {m: "user group" if m in (doc.get("user_groups") or {}) else (doc.get("models") or {}).get(m, {}).get("role")
+            for m in models}
     groups = [(name, [m for m in models if role[m] in roles]) for name, roles in SUBJECT_GROUPS]
     known = {r for _, roles in SUBJECT_GROUPS for r in roles}
     groups.insert(3, (OTHER_GROUP, [m for m in models if role[m] not in known]))
@@ -165,6 +168,8 @@ def subject_rows(records: list[dict]) -> tuple[list[str], list[list[str]]]:
         head = r.get("headline") or {}
         check = next((c for c in r["checks"] if c["name"] == head.get("name")), None)
         note = r["message"] if r["outcome"] != HOLDS else ""
+        for name, why in (r.get("not_informative_checks") or {}).items():
+            note = f"{note} (not informative here: {name}: {why})".strip()
         if r.get("scaled"):
             note = f"scaled form: {r['scaled']} {note}".strip()
         if r["expected"] != "holds" and r["outcome"] != "fails as expected":

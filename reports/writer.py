@@ -46,6 +46,7 @@ def git_revision() -> str:
 def replay_command(settings) -> str:
     """The claims command that reproduces this run's numbers and its selection of tests on the same machine."""
     chosen = "".join(f" --model {m}" for m in settings.models) + (f" --shard {settings.shard}" if settings.shard else "")
+    chosen += "".join(f" --group {shlex.quote(g.spec)}" for g in settings.groups)
     corpus = f" --corpus {settings.corpus}" if settings.corpus else ""
     device = settings.device.split(":")[0] if os.environ.get("PYTEST_XDIST_WORKER") else settings.device
     placement = f" --device-map {settings.device_map}" if settings.device_map else ""
@@ -175,10 +176,12 @@ def results(settings, records: list[dict], models: dict, exitstatus: int, peak_r
         "wall_seconds": round(time.perf_counter() - STARTED, 1),
         "peak_rss_mib": peak_rss,
         "models": models,
+        "user_groups": {g.name: {"kind": g.kind, "members": list(g.members), "seeds": list(g.seeds)}
+                        for g in settings.groups},
         "catalogue": catalogue,
         "records": records,
         "builds_agree": builds_agree(records, seed_builds(settings.zoo)),
-        "builds_not_run": {} if settings.models else {c: why for c, why in NOT_ON_SIBLINGS.items()
+        "builds_not_run": {} if settings.models or settings.groups else {c: why for c, why in NOT_ON_SIBLINGS.items()
                                                        if any(r["claim"] == c for r in records)},
         "baseline": None,
         "benchmarks": benchmarks.summarize(settings.report_dir / benchmarks.FILE),

@@ -318,6 +318,21 @@ def test_a_wider_rung_that_trained_worse_closes_the_convergence_gate():
     assert reordered_rungs(rungs, {**ordered, "w192": 1.86}) == ["w192 1.860 > w128 1.750"]  # issue 20's corpus
 
 
+def test_a_users_ladder_reaching_4096_runs_s3_5s_checks_and_the_zoos_ladders_stop_at_the_width_gate():
+    """Issue 33: S3.5 decides only on a ladder that reaches S3's widths. A constructed Llama ladder (7B, 13B, 30B:
+    4096, 5120, 6656 wide) with two seed sets passes both gates; the tiny zoo's (96-192) stops at the width gate, and
+    a 4096 ladder whose widest rung trained worse at the convergence gate."""
+    from claims.s3_inversion.test_width import GAIN_ONSET, ladder_gate
+
+    widths = {"llama-7b": 4096, "llama-13b": 5120, "llama-30b": 6656, "llama-7b-s2": 4096, "llama-30b-s2": 6656}
+    seeds = {0: ["llama-7b", "llama-13b", "llama-30b"], 1: ["llama-7b-s2", "llama-30b-s2"]}
+    losses = {"llama-7b": 0.80, "llama-13b": 0.76, "llama-30b": 0.72, "llama-7b-s2": 0.81, "llama-30b-s2": 0.73}
+    assert ladder_gate(widths, seeds, losses) is None  # the checks run
+    assert "convergence gate" in ladder_gate(widths, seeds, {**losses, "llama-30b-s2": 0.85})
+    tiny = {"tiny-w96": 96, "tiny-w128": 128, "tiny-w192": 192}
+    assert f"below the {GAIN_ONSET}" in ladder_gate(tiny, {0: list(tiny)}, dict.fromkeys(tiny, 1.0))
+
+
 def test_a_narrowest_rung_that_rarely_passes_the_success_test_fails_the_control():
     from claims.s3_inversion.conftest import Scale
     from claims.s3_inversion.test_width import SUCCESS_MAJORITY

@@ -22,6 +22,7 @@ from models.corpus import min_corpus_characters
 from models.corpus import Corpus
 
 REPO = Path(__file__).resolve().parent.parent
+SHIPPED = REPO / "models" / "shipped"
 STARTUP_SECONDS = 30  # a usage error comes within seconds: imports, then the checks; no model, no corpus fetch
 ROOT = os.geteuid() == 0  # root writes into read-only folders, so os.access(W_OK) is True there
 
@@ -130,11 +131,11 @@ BAD = {  # id: (option, value or a function of the test's tmp folder making it, 
     "baseline-not-json": ("--baseline", not_json, ["--baseline", "is not JSON", "line 1 column 1",
                                                    "earlier run's results.json"]),
     "baseline-json-list": ("--baseline", json_list, ["--baseline", "holds a JSON list",
-                                                     "'latent-claims/results/6'", "earlier run's results.json"]),
+                                                     "'latent-claims/results/7'", "earlier run's results.json"]),
     "baseline-old-schema": ("--baseline", old_schema, ["--baseline", "schema 'latent-claims/results/1'",
-                                                       "expected 'latent-claims/results/6'", "run the baseline's commit"]),
+                                                       "expected 'latent-claims/results/7'", "run the baseline's commit"]),
     "baseline-other-tool": ("--baseline", other_tool, ["--baseline", "no 'schema' key",
-                                                       "expected 'latent-claims/results/6'", "results.json"]),
+                                                       "expected 'latent-claims/results/7'", "results.json"]),
     "baseline-damaged": ("--baseline", damaged_record, ["--baseline", "record 0", "checks[0].ci_low", "damaged"]),
     "corpus-missing": ("--corpus", no_such_file, ["--corpus", "no such file", "pass a UTF-8 text file"]),
     "corpus-folder": ("--corpus", folder_corpus, ["--corpus", "is a folder, not a file", "pass a UTF-8 text file"]),
@@ -153,6 +154,12 @@ BAD = {  # id: (option, value or a function of the test's tmp folder making it, 
                                                             "or - to print the list"]),
     "list-shards-no-folder": ("--list-shards", lambda tmp: str(tmp / "missing" / "shards.json"),
                               ["--list-shards", "does not exist", "a folder you can write to"]),
+    "group-malformed": ("--group", "ladder=mine:a,b", ["--group ladder=mine:a,b", "expected KIND:NAME=A,B,C"]),
+    "group-breaks-a-rule": ("--group", f"siblings:s={SHIPPED / 'tiny-w96'},{SHIPPED / 'tiny-w128'}",
+                            ["siblings s:", "tiny-w128 breaks the rule 'siblings share architecture, tokenizer and "
+                             "width'", "its width is 128"]),
+    "group-member-missing": ("--group", "ladder:l=./no-such-rung,tiny-w96", ["no-such-rung"]),
+    "groups-file-missing": ("--groups", no_such_file, ["--groups", "No such file"]),
 }
 
 

@@ -26,6 +26,7 @@ import pytest
 
 from claims.s3_inversion.conftest import SETTINGS, first_prompt
 from latent_instruments.stats import bootstrap
+from models.evaluation import held_out_bits_per_character
 from reports.plots import series
 from reports.records import Check
 
@@ -64,7 +65,7 @@ def _best(units: np.ndarray, scale) -> int:
 
 @pytest.mark.models("mixer", twin=True)
 def test_a_masked_mixer_carries_more_non_self_information(model_name, group, group_twins, inversions, claim,
-                                                          settings):
+                                                          settings, corpus):
     """S3.12: the masked mixer recovers a masked first token from later positions more often than the
     transformer of its width and recipe (second block's output)."""
     transformer, mixer = group
@@ -119,7 +120,8 @@ def test_a_masked_mixer_carries_more_non_self_information(model_name, group, gro
             "masked first token recovered": masked,
             "unmasked tokens recovered": recovered,
             "pairs not compared (gate)": gated or "none",
-            "validation loss (nats per token)": {m.name: m.info["curve"][-1]["val_loss"] for m in group},
+            "held-out loss (bits per character)": {m.name: round(held_out_bits_per_character(m, corpus.validation), 4)
+                                                   for m in group},
             "chance (random start, restricted vocabulary)": {
                 f"{name}, block {b}": float(u[:, 2].mean()) for (name, b), u in units.items()},
             **{f"examples, {m.name} block {BLOCK}, [:, 1:, :] ({SETTINGS[chosen[m.name, BLOCK]]} setting; top-5 per "

@@ -35,6 +35,8 @@ import pytest
 from claims.s3_inversion.conftest import SETTINGS, SOURCE_PROMPT, Scale, first_prompt
 from claims.s3_inversion.test_depth import depths
 from latent_instruments.stats import bootstrap
+from models.evaluation import held_out_bits_per_character
+from models.zoo import resolve
 from reports.plots import series
 from reports.records import Check
 
@@ -42,7 +44,7 @@ pytestmark = pytest.mark.gpu
 
 GAIN_ONSET = 4096  # S3: gains appear from 4096 wide (GPT-J, Llama-7B); 768 -> 1600 is "no noticeably better"
 SUCCESS_MAJORITY = 0.5  # control: most of the narrowest rung's prompts reach S3's success test
-LOSS_TOLERANCE = 0.0  # nats per token a wider rung may end above a narrower one (none: the ordering itself)
+LOSS_TOLERANCE = 0.0  # bits per character a wider rung may end above a narrower one (none: the ordering itself)
 DERIVATION = (
     "S3 gives an ordering of decoded examples, no rate: trained GPT-2 (768 wide) fails from block 1, GPT-2 XL "
     "(1600) is 'no noticeably better', gains appear from 4096 wide (GPT-J recovers part), and Llama-13B/30B come "
@@ -74,12 +76,12 @@ def width_gain(units: np.ndarray, scale: Scale, chosen: np.ndarray) -> float:
 
 
 def reordered_rungs(rungs_by_seed: dict[int, list[str]], losses: dict[str, float]) -> list[str]:
-    """S3.5's convergence gate: each wider rung that ended with a higher validation loss than the next narrower rung
-    of its training seed, as "wide loss > narrow loss" (empty when the ladder is ordered by width).
+    """S3.5's convergence gate: each wider rung with a higher held-out loss than the next narrower rung of its
+    training seed, as "wide loss > narrow loss" (empty when the ladder is ordered by width).
 
     Args:
-        rungs_by_seed: {training seed: rung names, narrowest first}.
-        losses: {rung name: final validation loss, nats per token}.
+        rungs_by_seed: {training seed (or declared seed set): rung names, narrowest first}.
+        losses: {rung name: held-out loss, bits per character (``models.evaluation``)}.
     Raises:
         KeyError: if a rung has no loss.
     """
@@ -88,31 +90,46 @@ def reordered_rungs(rungs_by_seed: dict[int, list[str]], losses: dict[str, float
             if losses[wide] > losses[narrow] + LOSS_TOLERANCE]
 
 
-@pytest.mark.claim("S3.5", version=5)  # 5: on a CPU the setting is chosen once, on half the prompts (3: onset 4096)
+def ladder_gate(widths: dict[str, int], rungs_by_seed: dict[int, list[str]], losses: dict[str, float]) -> str | None:
+    """Why S3.5 decides nothing on a ladder, or None where its checks run: the width gate (the widest rung below
+    ``GAIN_ONSET``), then the convergence gate (:func:`reordered_rungs`).
+
+    Args:
+        widths: {rung name: d_model}.
+        rungs_by_seed: {training seed or declared seed set: rung names, narrowest first}.
+        losses: {rung name: held-out loss, bits per character}.
+    """
+    widest = max(widths.values())
+    if widest < GAIN_ONSET:
+        return (f"the ladder's widest rung is {widest} wide, below the {GAIN_ONSET} from which S3 sees wider models "
+                "invert better (GPT-2 768 -> GPT-2 XL 1600: 'no noticeably better'): S3 predicts no ordering here, so "
+                "a gain or its absence says nothing about the claim. At these widths the rungs' accuracies also follow "
+                "how well each trained in its common step count, and the W_E⁺ decoding of a vocabulary smaller than "
+                "the width improves with width for any weights")
+    reordered = reordered_rungs(rungs_by_seed, losses)
+    if reordered:
+        return ("convergence gate: a wider rung has a higher held-out loss than a narrower one of its seed "
+                f"({'; '.join(reordered)} bits per character), so the ladder orders by training, not width")
+    return None
+
+
+@pytest.mark.claim("S3.5", version=5)  # 5: the setting chosen once on half the prompts; the gate's loss measured here
 
 @pytest.mark.models("ladder")
 @pytest.mark.parametrize("variant", ["full-vocabulary", "restricted"])
-def test_wider_models_invert_better(model_name, variant, group, inversions, claim, settings):
+def test_wider_models_invert_better(model_name, variant, group, inversions, claim, settings, corpus):
     """S3.5: at each training seed, the widest rung recovers more tokens than the narrowest, from the first
     block and from a deeper one (⌈L/3⌉, S3's 4 of 12)."""
-    seeds = {seed: list(rungs) for seed, rungs in groupby(group, key=lambda m: m.entry.recipe.seed)}
+    entry = resolve(model_name)
+    seed_of = dict(zip(entry.members, entry.member_seeds))  # the zoo's training seeds; a user's declared seed sets
+    seeds = {seed: list(rungs) for seed, rungs in groupby(group, key=lambda m: seed_of[m.name])}
     blocks = depths(len(group[0].adapter.block_list(group[0].model)))[:2]  # block 1 and S3's "4 of 12"
-    losses = {m.name: m.info["curve"][-1]["val_loss"] for m in group}
-    if max(m.d_model for m in group) < GAIN_ONSET:
-        claim.not_informative(
-            f"the ladder's widest rung is {max(m.d_model for m in group)} wide, below the {GAIN_ONSET} from which S3 "
-            "sees wider models invert better (GPT-2 768 -> GPT-2 XL 1600: 'no noticeably better'): S3 predicts no "
-            "ordering here, so a gain or its absence says nothing about the claim. At these widths the rungs' "
-            "accuracies also follow how well each trained in its common step count, and the W_E⁺ decoding of a "
-            "vocabulary smaller than the width improves with width for any weights",
-            details={"validation loss (nats per token)": losses,
-                     "widths": {m.name: m.d_model for m in group}})
-    reordered = reordered_rungs({seed: [m.name for m in rungs] for seed, rungs in seeds.items()}, losses)
-    if reordered:
-        claim.not_informative(
-            "convergence gate: a wider rung ended with a higher validation loss than a narrower one of its seed "
-            f"({'; '.join(reordered)}), so the ladder orders by training, not width",
-            details={"validation loss (nats per token)": losses})
+    losses = {m.name: round(held_out_bits_per_character(m, corpus.validation), 4) for m in group}
+    why = ladder_gate({m.name: m.d_model for m in group}, {seed: [m.name for m in rungs] for seed, rungs in seeds.items()},
+                      losses)
+    if why:
+        claim.not_informative(why, details={"held-out loss (bits per character)": losses,
+                                            "widths": {m.name: m.d_model for m in group}})
 
     units = {(seed, b): np.stack([_accuracy(inversions, r, b, variant) for r in rungs], 1)  # (prompts, rungs, s)
              for seed, rungs in seeds.items() for b in blocks}
@@ -159,7 +176,9 @@ def test_wider_models_invert_better(model_name, variant, group, inversions, clai
             + ("the whole vocabulary" if variant == "full-vocabulary" else
                "each prompt's allowed vocabulary (the distinct tokens of its continuation to the length of S3's "
                "13-token sentence; −inf outside)")
-            + ". Rungs are grouped by training seed; the convergence gate compares their final validation losses."
+            + ". Rungs are grouped by training seed (a user's ladder: by declared seed set) and ordered by d_model; "
+            "the convergence gate compares their held-out loss, measured here in bits per character on the run's "
+            "validation text with each rung's own tokenizer (models.evaluation)."
         ),
         scaled=" ".join(filter(None, [
             "S3 compares GPT-2 (768), GPT-2 XL (1600), GPT-J and Llama-7B (4096), Llama-13B/30B (5120/6656) on one "
@@ -167,7 +186,7 @@ def test_wider_models_invert_better(model_name, variant, group, inversions, clai
             "a 2x range below the widths where S3 sees gains.", inversions.scale.note()])),
         details={
             "variant": variant,
-            "validation loss (nats per token) by rung": losses,
+            "held-out loss (bits per character) by rung": losses,
             f"token accuracy by rung ({scale.headline_label})": {
                 f"seed {seed}, block {b}": {m.name: e.value for m, e in zip(seeds[seed], per_rung[seed, b])}
                 for seed, b in units},

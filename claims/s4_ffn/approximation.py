@@ -36,7 +36,7 @@ from models.zoo import resolve
 
 TEXT_CHARS = 1_115_394  # S4's corpus, TinyShakespeare, is 1,115,394 characters: as many from our training split
 STRING_LENGTH = 10  # S4: 10-character strings and prompts
-N_PROMPTS = {"tiny": 2_000, "full": 20_000}  # per profile of the siblings group; S4: 20,000 (tiny: a CPU run)
+N_PROMPTS = {"tiny": 2_000, "full": 20_000}  # per --zoo profile of the run; S4: 20,000 (tiny: a CPU run)
 SOURCE_THRESHOLDS = (0.95, 0.94, 0.85, 0.76, 0.81, 0.89)  # S4, blocks 1..6, strict ">"
 SOURCE_WEIGHTS = (0.01, 0.01, 0.1, 1.5, 6.0, 0.01)  # S4, blocks 1..6, on raw counts
 FIT_GRID = (0.85, 0.90, 0.95)  # thresholds tried per block when fitting (S4's tuned values: 0.76..0.95; each costs a pass)
@@ -173,12 +173,13 @@ def _fit(variant: Variant, n_blocks: int, half: np.ndarray) -> tuple[list[float]
     return thresholds, (weights / weights.max()).round(6).tolist()
 
 
-def measure(pool, group_name: str, corpus, seed: int) -> Approximation:
+def measure(pool, group_name: str, corpus, seed: int, profile: str) -> Approximation:
     """S4's approximation on the first member of a seed-sibling group, with the siblings' distributions.
 
     Args:
-        pool: the model pool; group_name: a siblings group (``tiny-siblings``); corpus: the run's corpus;
-        seed: the run's seed (prompt draws and the fit/eval split).
+        pool: the model pool; group_name: a siblings group (``tiny-siblings``, or a user's); corpus: the run's
+        corpus; seed: the run's seed (prompt draws and the fit/eval split); profile: the run's --zoo profile
+        ("tiny" or "full"), which sets ``N_PROMPTS``.
     Raises:
         ValueError: for a model whose tokenizer is not character-level enough to pack 10 tokens (see
             ``latent_instruments.strings.string_codes``).
@@ -190,7 +191,7 @@ def measure(pool, group_name: str, corpus, seed: int) -> Approximation:
     table = StringTable.of(text_ids, STRING_LENGTH, tokenizer.vocab_size)
     directions = string_directions(main, main.weights_sha256, table)
     n_blocks = directions.shape[0]
-    n_prompts = N_PROMPTS[group_name.split("-")[0]]
+    n_prompts = N_PROMPTS[profile]
     out = Approximation(main.name, list(entry.members[1:]), len(table), n_blocks, n_prompts,
                         by_depth(SOURCE_THRESHOLDS, n_blocks), by_depth(SOURCE_WEIGHTS, n_blocks),
                         decode=tokenizer.decode)

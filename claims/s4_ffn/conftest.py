@@ -107,4 +107,4 @@ def mean_cosine(x: torch.Tensor, y: torch.Tensor, shift: int = 0, what: str = "v
 def approximation(pool, model_name, corpus, settings):
     """S4's similar-strings approximation on a seed-sibling group's first member, computed once per group for
     S4.6-S4.8 (``claims.s4_ffn.approximation``)."""
-    return measure(pool, model_name, corpus, settings.seed)
+    return measure(pool, model_name, corpus, settings.seed, settings.zoo)

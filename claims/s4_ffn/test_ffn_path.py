@@ -78,6 +78,11 @@ def readout_distance(subject, states: torch.Tensor, logits: torch.Tensor) -> tor
     return torch.cat(out).double()
 
 
+NO_FLOOR = ("no seed siblings given: the zoo has no other training of this model's recipe, and none was named "
+            "(--group siblings:NAME=THIS,SIBLING,... gives them); S4's floor, "
+            f"{SOURCE_SIBLING_FLOOR:.3f} for its own recipe, is shown beside, not checked")
+
+
 def sibling_floor(siblings, ids: torch.Tensor, logits: torch.Tensor) -> np.ndarray:
     """(batch,) H between the model's prediction and its seed siblings', per prompt: mean over positions from
     ``FIRST_POSITION`` and over siblings (S4.7's floor on these prompts).
@@ -240,8 +245,7 @@ def test_ffn_only_state_is_shorter_and_aligned(model_name, subject, pool, activa
                  "the cosine check at readings of 'nearly the same way' from S4's 'quite close' to 'quite different'":
                      readings,
                  "floor check": (f"this model's own floor, {len(siblings)} seed siblings" if floor is not None else
-                                 "not informative: no other training of this model's recipe in the zoo (S4's floor, "
-                                 f"{SOURCE_SIBLING_FLOOR:.3f} for its own recipe, is shown beside, not checked)")},
+                                 NO_FLOOR)},
         plot={
             "kind": "lines",
             "title": f"S4.4 on {model_name}: input + Σ FFN outputs against the stream, by depth",
@@ -251,4 +255,5 @@ def test_ffn_only_state_is_shorter_and_aligned(model_name, subject, pool, activa
                        "cos (untrained twin)": {"value": t["cos"].mean(axis=0).tolist()},
                        "norm ratio (untrained twin)": {"value": t["ratio"].mean(axis=0).tolist()}},
         },
+        not_informative={} if floor is not None else {"the seed-sibling floor check": NO_FLOOR},
     )
