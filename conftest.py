@@ -154,6 +154,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("model_name", chosen, ids=chosen, scope="session")
 
 
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Every claim test is a ``gpu`` test: `-m gpu` selects it whatever its file declares (a claim file that forgot
+    ``pytestmark`` would otherwise drop out of `make claims` silently)."""
+    if item.get_closest_marker("claim"):
+        item.add_marker(pytest.mark.gpu)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Check every claim marker; apply the ledger as strict xfails bound to model fingerprints."""
     settings = config.stash[SETTINGS_KEY]

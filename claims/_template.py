@@ -12,7 +12,6 @@ import pytest
 from latent_instruments.stats import bootstrap
 from reports.records import Check
 
-pytestmark = pytest.mark.gpu
 
 THRESHOLD = 1.0  # the source's figure this comes from (e.g. "S4 Appendix IV: smallest ratio 1.67"), margin taken
 

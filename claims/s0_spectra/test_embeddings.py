@@ -10,7 +10,6 @@ import pytest
 from claims.s0_spectra.conftest import SPECTRA_NEEDS, estimate, mean_fit
 from reports.records import Check
 
-pytestmark = pytest.mark.gpu
 
 # S0 Fig 2: the final layers' law spans about one decade of power over the 3.0 decades of frequency of 2047
 # positions, an exponent of about -1/3. "Flat" (uniform power) is taken as an exponent within a third of that:
@@ -29,8 +28,8 @@ def test_token_embeddings_have_a_flat_spectrum(model_name, spectra, claim, setti
     would mean nothing.
     """
     bins, embed = spectra.bins, spectra.hidden[:, spectra.labels.index("embed")]  # (batch, n_freq)
-    slope = estimate(embed, lambda u: float(mean_fit(bins, u).slope), settings.seed)
-    shuffled = estimate(spectra.shuffled_embed, lambda u: abs(float(mean_fit(bins, u).slope)), settings.seed)
+    slope = claim.bootstrap(embed, lambda u: float(mean_fit(bins, u).slope))
+    shuffled = claim.bootstrap(spectra.shuffled_embed, lambda u: abs(float(mean_fit(bins, u).slope)))
     derivation = (f"S0 Fig 2/3: 'uniform power across frequency just after the initial token embeddings'. S0 gives "
                   f"no number; flat is read as an exponent within ±{FLAT_SLOPE}, a third of the about −1/3 of the "
                   "final layers' law in the same figure (one decade over 3.0 decades of frequency, S0.4), so flat "
@@ -78,11 +77,10 @@ def test_learned_positions_raise_low_frequencies(model_name, spectra, twin_spect
                               "inside attention), so there is no tok+pos layer to compare")
     bins, i_tok, i_pos = spectra.bins, spectra.labels.index("embed"), spectra.labels.index("embed+pos")
     paired = np.stack([spectra.hidden[:, [i_tok, i_pos]], twin_spectra.hidden[:, [i_tok, i_pos]]], axis=1)
-    trained = estimate(paired, lambda u: _tilt(bins, u[:, 0, 1], u[:, 0, 0]), settings.seed)
-    learned = estimate(paired, lambda u: _tilt(bins, u[:, 0, 1], u[:, 0, 0]) - _tilt(bins, u[:, 1, 1], u[:, 1, 0]),
-                       settings.seed)
+    trained = claim.bootstrap(paired, lambda u: _tilt(bins, u[:, 0, 1], u[:, 0, 0]))
+    learned = claim.bootstrap(paired, lambda u: _tilt(bins, u[:, 0, 1], u[:, 0, 0]) - _tilt(bins, u[:, 1, 1], u[:, 1, 0]))
     twin = _tilt(bins, paired[:, 1, 1], paired[:, 1, 0])
-    hann = estimate(spectra.hidden_hann[:, [i_tok, i_pos]], lambda u: _tilt(bins, u[:, 1], u[:, 0]), settings.seed)
+    hann = claim.bootstrap(spectra.hidden_hann[:, [i_tok, i_pos]], lambda u: _tilt(bins, u[:, 1], u[:, 0]))
     claim.record(
         [
             Check.of("low-frequency tilt added by the position embeddings", trained, "decades", ">", 0.0,

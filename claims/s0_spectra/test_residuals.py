@@ -40,7 +40,6 @@ from latent_instruments.spectra import (
 from reports.plots import series
 from reports.records import Check
 
-pytestmark = pytest.mark.gpu
 
 # "Nearly straight" (S0 Fig 4) and "pretty close" (Fig 5) have no number. A spectrum estimated from finitely many
 # sequences scatters about its line even where the law is exactly straight, so "nearly straight" is read as "no more
@@ -147,8 +146,8 @@ def test_untrained_attention_residuals_are_nearly_straight(model_name, spectra, 
         claim.not_informative("one block: there is no 'layer 1 excepted' to compare with")
     bins, attn = spectra.bins, spectra.attn
     tolerance = clean_law_tolerance(bins, attn, spectra.shuffled.attn, settings.seed)
-    rest = estimate(attn, lambda u: scatter_over_clean_law(bins, u, tolerance), settings.seed)
-    outlier = estimate(attn, lambda u: _outlier(mean_fit(bins, u).deviation), settings.seed)
+    rest = claim.bootstrap(attn, lambda u: scatter_over_clean_law(bins, u, tolerance))
+    outlier = claim.bootstrap(attn, lambda u: _outlier(mean_fit(bins, u).deviation))
     not_white = beyond_null(attn, spectra.shuffled.attn, lambda u: flattest_law(bins, u), settings.seed)
     deviation = mean_fit(bins, attn).deviation
     claim.record(
@@ -208,10 +207,10 @@ def test_untrained_mlp_residuals_match_hidden_states(model_name, spectra, claim,
             f"{white.mean():.3f} decades RMS (mean over blocks), under the {clean:.3f}-decade tolerance (a clean "
             "law's scatter at this length), so any two such spectra are close",
             details={"hidden-state shape distance from shuffled, by block (decades)": dict(zip(_blocks(n), map(float, white)))})
-    close = estimate(np.concatenate([mlp, hidden], axis=1),
-                     lambda u: closeness_over_clean_law(bins, u, n, clean), settings.seed)
-    apart = estimate(np.concatenate([spectra.attn, hidden], axis=1),
-                     lambda u: closeness_over_clean_law(bins, u, n, clean), settings.seed)
+    close = claim.bootstrap(np.concatenate([mlp, hidden], axis=1),
+                     lambda u: closeness_over_clean_law(bins, u, n, clean))
+    apart = claim.bootstrap(np.concatenate([spectra.attn, hidden], axis=1),
+                     lambda u: closeness_over_clean_law(bins, u, n, clean))
     claim.record(
         [
             Check.of("shape distance, MLP residual to hidden state (mean over blocks), minus a clean law's scatter",
@@ -259,11 +258,11 @@ def test_trained_attention_residual_spikes(model_name, spectra, claim, settings)
     if n - e < 2:
         claim.not_informative(f"{n} blocks: after the first {e} and the last there is no middle to compare")
     bins, attn = spectra.bins, spectra.attn
-    early = estimate(attn, lambda u: _over_middle(_spikes(bins, u)[0], slice(0, e), e), settings.seed)
-    last = estimate(attn, lambda u: _over_middle(_spikes(bins, u)[0], slice(-1, None), e), settings.seed)
-    low = estimate(attn[:, -1], lambda u: _low_band_excess(bins, u), settings.seed)
-    above_noise = estimate(np.stack([attn, spectra.shuffled.attn], axis=1),
-                           lambda u: spikes_over_null(bins, u, [slice(0, e), slice(-1, None)]), settings.seed)
+    early = claim.bootstrap(attn, lambda u: _over_middle(_spikes(bins, u)[0], slice(0, e), e))
+    last = claim.bootstrap(attn, lambda u: _over_middle(_spikes(bins, u)[0], slice(-1, None), e))
+    low = claim.bootstrap(attn[:, -1], lambda u: _low_band_excess(bins, u))
+    above_noise = claim.bootstrap(np.stack([attn, spectra.shuffled.attn], axis=1),
+                           lambda u: spikes_over_null(bins, u, [slice(0, e), slice(-1, None)]))
     size, freq = _spikes(bins, attn)
     claim.record(
         [
@@ -297,9 +296,9 @@ def test_trained_mlp_residual_spike_in_block_one(model_name, spectra, claim, set
     if spectra.n_blocks < 2:
         claim.not_informative("one block: no later block to compare with")
     bins, mlp = spectra.bins, spectra.mlp
-    first = estimate(mlp, lambda u: _outlier(_spikes(bins, u)[0]), settings.seed)
-    above_noise = estimate(np.stack([mlp, spectra.shuffled.mlp], axis=1),
-                           lambda u: spikes_over_null(bins, u, [slice(0, 1)]), settings.seed)
+    first = claim.bootstrap(mlp, lambda u: _outlier(_spikes(bins, u)[0]))
+    above_noise = claim.bootstrap(np.stack([mlp, spectra.shuffled.mlp], axis=1),
+                           lambda u: spikes_over_null(bins, u, [slice(0, 1)]))
     size, freq = _spikes(bins, mlp)
     claim.record(
         [
@@ -333,9 +332,9 @@ def test_early_blocks_add_low_frequencies(model_name, spectra, claim, settings):
     if n - e < 1:
         claim.not_informative(f"{n} blocks: no later block to compare with")
     bins, update = spectra.bins, spectra.update
-    ratio = estimate(update, lambda u: early_over_late(bins, u, e), settings.seed)
-    windowed = estimate(spectra.update_hann, lambda u: early_over_late(bins, u, e), settings.seed)
-    per_block = [estimate(update[:, i], lambda u: float(low_band_share(bins, u.mean(axis=0))), settings.seed)
+    ratio = claim.bootstrap(update, lambda u: early_over_late(bins, u, e))
+    windowed = claim.bootstrap(spectra.update_hann, lambda u: early_over_late(bins, u, e))
+    per_block = [claim.bootstrap(update[:, i], lambda u: float(low_band_share(bins, u.mean(axis=0))))
                  for i in range(n)]
     claim.record(
         [

@@ -17,7 +17,6 @@ from claims.s0_spectra.conftest import SPECTRA_NEEDS, beyond_null, estimate, log
 from reports.plots import series
 from reports.records import Check
 
-pytestmark = pytest.mark.gpu
 
 # S0 (text under Fig 2): "the transformer output's power law only spans ~1 OOM" over rfftfreq(2048)'s band,
 # 1/2048 .. 1/2 cycles/token = 3.0 decades: an exponent of about -1/3. "About" is taken as a factor of two
@@ -58,10 +57,10 @@ def test_power_law_straightens_with_depth(model_name, spectra, claim, settings):
     """
     bins, hidden, start = spectra.bins, spectra.hidden, spectra.start
     labels = spectra.labels
-    trend = estimate(hidden, lambda u: _trend(bins, u, start), settings.seed)
-    drop = estimate(hidden, lambda u: straightening(bins, u, start), settings.seed)
-    slope = estimate(hidden[:, -1], lambda u: float(mean_fit(bins, u).slope), settings.seed)
-    windowed = estimate(spectra.hidden_hann, lambda u: straightening(bins, u, start), settings.seed)
+    trend = claim.bootstrap(hidden, lambda u: _trend(bins, u, start))
+    drop = claim.bootstrap(hidden, lambda u: straightening(bins, u, start))
+    slope = claim.bootstrap(hidden[:, -1], lambda u: float(mean_fit(bins, u).slope))
+    windowed = claim.bootstrap(spectra.hidden_hann, lambda u: straightening(bins, u, start))
     ordered = beyond_null(hidden, spectra.shuffled.hidden, lambda u: straightening(bins, u, start), settings.seed)
     deviation = mean_fit(bins, hidden).deviation
     deviation_hann = mean_fit(bins, spectra.hidden_hann).deviation
@@ -118,10 +117,10 @@ def test_final_power_law_spans_about_one_decade(model_name, spectra, claim, sett
     exponent near −1/3, and "about" allows a factor of two in span.
     """
     bins, hidden, labels = spectra.bins, spectra.hidden, spectra.labels
-    slope = estimate(hidden[:, -1], lambda u: float(mean_fit(bins, u).slope), settings.seed)
-    windowed = estimate(spectra.hidden_hann[:, -1], lambda u: float(mean_fit(bins, u).slope), settings.seed)
+    slope = claim.bootstrap(hidden[:, -1], lambda u: float(mean_fit(bins, u).slope))
+    windowed = claim.bootstrap(spectra.hidden_hann[:, -1], lambda u: float(mean_fit(bins, u).slope))
     steep, shallow = -SPAN_HIGH / S0_BAND_DECADES, -SPAN_LOW / S0_BAND_DECADES
-    by_layer = [estimate(hidden[:, i], lambda u: float(mean_fit(bins, u).slope), settings.seed)
+    by_layer = [claim.bootstrap(hidden[:, i], lambda u: float(mean_fit(bins, u).slope))
                 for i in range(len(labels))]
     derivation = ("S0 under Fig 2: the output's law 'only spans ~1 OOM' (images: ~5) over rfftfreq(2048)'s 3.0 "
                   f"decades: exponent ≈ −0.33. 'About' = a factor of two in span, 0.5 to 2 decades: exponent in "
@@ -176,9 +175,9 @@ def test_straightening_is_learned(model_name, spectra, twin_spectra, claim, sett
         claim.not_informative("one block: no straightening after block 1 to compare")
     paired = np.stack([spectra.hidden_nopos, twin_spectra.hidden_nopos], axis=1)  # (batch, 2, n_layers, n_freq)
     null = np.stack([spectra.shuffled.hidden_nopos, twin_spectra.shuffled.hidden_nopos], axis=1)
-    learned = estimate(paired, lambda u: learned_straightening(bins, u, first), settings.seed)
+    learned = claim.bootstrap(paired, lambda u: learned_straightening(bins, u, first))
     ordered = beyond_null(paired, null, lambda u: learned_straightening(bins, u, first), settings.seed)
-    twin = estimate(twin_spectra.hidden_nopos, lambda u: straightening(bins, u, first), settings.seed)
+    twin = claim.bootstrap(twin_spectra.hidden_nopos, lambda u: straightening(bins, u, first))
     with_positions = np.stack([spectra.hidden, twin_spectra.hidden], axis=1)
     start = spectra.start
     claim.record(

@@ -24,7 +24,6 @@ from models.corpus import NoPlaysError, corpus_works
 from reports.plots import series
 from reports.records import Check
 
-pytestmark = pytest.mark.gpu
 
 WINDOWS_PER_PLAY = 12  # 37 plays × 12 = 444 windows; each fold trains on about 10 per play
 WINDOW_TOKENS = 128  # the tiny zoo's context; S1 gives no length (iGPT pools whole 32×32 images)
@@ -109,7 +108,7 @@ def test_pooled_features_are_linearly_separable_by_play(model_name, subject, cor
     correct = layer_probe(features, plays, settings.seed)  # (n, n_layers) out-of-fold
     best = int(correct[:, 1:].mean(axis=0).argmax()) + 1
     control = shuffled_null(features[:, best], plays, settings.seed, SHUFFLES)  # (n, SHUFFLES), the best block
-    null = bootstrap(control, lambda u: float(u.mean()), settings.seed)
+    null = claim.bootstrap(control, lambda u: float(u.mean()))
     with_genre = np.array([g is not None for g in genres])
     genre = np.array([g for g in genres if g is not None])
     genre_correct = layer_probe(features[with_genre], genre, settings.seed)
@@ -117,11 +116,11 @@ def test_pooled_features_are_linearly_separable_by_play(model_name, subject, cor
     noise = 4 * np.sqrt(chance * (1 - chance) / n)
     accuracy = per_layer(correct, lambda u: float(u.mean()), settings.seed)
     last = correct.shape[1] - 1
-    best_minus_last = bootstrap(correct, lambda u: float(u[:, 1:].mean(axis=0).max() - u[:, -1].mean()), settings.seed)
+    best_minus_last = claim.bootstrap(correct, lambda u: float(u[:, 1:].mean(axis=0).max() - u[:, -1].mean()))
     claim.record(
         [
             Check.of("cross-validated accuracy of the best block's pooled features (37 plays)",
-                     bootstrap(correct, _best_block, settings.seed), "fraction", ">", null.high,
+                     claim.bootstrap(correct, _best_block), "fraction", ">", null.high,
                      "S1: a linear layer on 'context-pooled' features is useful for classification, i.e. the class is "
                      "linearly decodable from the time average; S1 gives no accuracy, so the threshold is the claim's "
                      f"own bound: the same probe with the play labels shuffled, mean of {SHUFFLES} shufflings at the "

@@ -25,7 +25,6 @@ from models.capture import run_with_cache
 from reports.plots import series
 from reports.records import Check
 
-pytestmark = pytest.mark.gpu
 
 PATTERNS = "blocks.*.attn.hook_pattern"
 # S1.2 and S1.3 are identities checked entry by entry: 8 prompts already give 8 × blocks × heads × 8,256 causal
@@ -57,22 +56,22 @@ def test_attention_rows_lie_on_the_simplex(model_name, activations, claim, setti
     blocks = list(range(1, len(patterns) + 1))
     claim.record(
         [
-            Check.of("worst |Σ_j p_ij − 1| over prompts, blocks, heads, rows", bootstrap(row_sum, worst, settings.seed),
+            Check.of("worst |Σ_j p_ij − 1| over prompts, blocks, heads, rows", claim.bootstrap(row_sum, worst),
                      "probability", "<", sum_tolerance,
                      "S1: 'all of the rows of S are vectors lying in the (T−1)-simplex', exact in real arithmetic; "
                      f"the bound is the rounding of a {settings.dtype_name} softmax over {n_keys} keys: ε/2 of the dtype "
                      f"for the output plus (n + 2)·ε of its accumulation type for exp, the row sum (Higham's γ_n) and "
                      f"the division, = {sum_tolerance:.3g} (ε is twice the unit roundoff: a factor 2 to spare)"),
-            Check.of("worst probability on a future key (j > i)", bootstrap(future, worst, settings.seed),
+            Check.of("worst probability on a future key (j > i)", claim.bootstrap(future, worst),
                      "probability", "<", zero,
                      "S1: 'only really looking at causally appropriate indices' — the causal mask M adds the dtype's "
                      "most negative number (or −inf) before the softmax, so exp underflows to exactly 0; the threshold "
                      f"is the dtype's smallest normal number ({zero:.3g}): anything larger is a mask that leaked"),
-            Check.of("worst negative entry, max(−p_ij)", bootstrap(negative, worst, settings.seed),
+            Check.of("worst negative entry, max(−p_ij)", claim.bootstrap(negative, worst),
                      "probability", "<", zero,
                      "a softmax is a ratio of exponentials, ≥ 0 in any rounding; the same smallest-normal threshold"),
             Check.of("largest probability the future check finds in the transposed pattern",
-                     bootstrap(leak, worst, settings.seed), "probability", ">", zero,
+                     claim.bootstrap(leak, worst), "probability", ">", zero,
                      "control: the transpose moves each row's past weights onto future keys, a leak the future check "
                      "must see; it fails if the check reads the wrong triangle, or if every head attends only to its "
                      "own position (the zero-future check would then test nothing)", role="control"),
@@ -146,7 +145,7 @@ def test_attention_is_a_gaussian_odds_ratio(model_name, subject, activations, cl
     blocks = list(range(1, len(forms) + 1))
     checks = [
         Check.of("worst |p − p̂| / rounding bound over prompts, blocks, heads, rows, keys",
-                 bootstrap(ratio, worst, settings.seed), "ratio", "<", 1.0,
+                 claim.bootstrap(ratio, worst), "ratio", "<", 1.0,
                  "S1's S_ij ∝ N(q_i|k_j) / (N(q_i|0) N(k_j|0)) is an identity, exact in real arithmetic, so the "
                  "threshold is the rounding of the model's own computation: each score is off by at most "
                  "Δ = s·max‖q_i‖‖k_j‖·[(d + 2)·ε_acc + 6·ε] (γ_d of the dot product and the max subtraction in the "
@@ -154,7 +153,7 @@ def test_attention_is_a_gaussian_odds_ratio(model_name, subject, activations, cl
                  "by a factor within e^{±2Δ}, plus the softmax's own rounding; the ratio to that bound must stay below 1 "
                  "(the worst case, upper end of its interval)"),
         Check.of("smallest ratio with σ² = 2/s (Gaussians twice as wide) over prompts and blocks",
-                 bootstrap(control, lambda u: float(u.min()), settings.seed), "ratio", ">", 1.0,
+                 claim.bootstrap(control, lambda u: float(u.min())), "ratio", ">", 1.0,
                  "control: a scaling off by a factor 2 must be detected in every block of every prompt, or the check "
                  "could pass because the patterns are too flat to tell one scale from another (the near-uniform "
                  "attention of a random init); the same bound, now to be exceeded by the lower interval end",
@@ -164,7 +163,7 @@ def test_attention_is_a_gaussian_odds_ratio(model_name, subject, activations, cl
         unrotated_units = np.stack([u.numpy() for u in unrotated], axis=1)
         checks.append(Check.of(
             "smallest ratio without the rotary embedding over prompts and blocks",
-            bootstrap(unrotated_units, lambda u: float(u.min()), settings.seed), "ratio", ">", 1.0,
+            claim.bootstrap(unrotated_units, lambda u: float(u.min())), "ratio", ">", 1.0,
             "control (rotary models): the same form on the unrotated q and k must miss the pattern in every block of "
             "every prompt, or the rotary handling would be untested: a pass that did not need it", role="control"))
     details = {
@@ -225,13 +224,13 @@ def test_head_outputs_are_convex_combinations_of_values(model_name, subject, pro
     claim.record(
         [
             Check.of("worst |y − Σ_j p_ij v_j| / rounding bound over prompts, blocks, heads, positions, dims",
-                     bootstrap(ratio, worst, settings.seed), "ratio", "<", 1.0,
+                     claim.bootstrap(ratio, worst), "ratio", "<", 1.0,
                      "S1: 'Y = SV ... Y_t = Vᵀ S_t', exact in real arithmetic (the rows S_t are barycentric "
                      "coordinates by S1.1), so the threshold is the rounding of the model's matmul: Higham's "
                      f"|fl(Σ p v) − Σ p v| ≤ γ_n Σ_j p_ij|v_j| with n = {n_keys} keys in the accumulation type, plus "
                      f"half an ulp of {settings.dtype_name} for the result; the worst ratio to it must stay below 1"),
             Check.of("smallest worst ratio over prompts and blocks with uniform causal weights 1/(i+1)",
-                     bootstrap(uniform, lambda u: float(u.min()), settings.seed), "ratio", ">", 1.0,
+                     claim.bootstrap(uniform, lambda u: float(u.min())), "ratio", ">", 1.0,
                      "control: the outputs must depend on the pattern's own weights, not merely on the values being "
                      "alike (an untrained head's near-uniform attention, or values constant over positions, would "
                      "make any weights fit); averaging the values uniformly must leave a deviation beyond the "

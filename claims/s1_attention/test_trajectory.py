@@ -30,7 +30,6 @@ from latent_instruments.stats import bootstrap
 from reports.plots import series
 from reports.records import Check
 
-pytestmark = pytest.mark.gpu
 
 NEEDS = ("hook_embed", "blocks.*.hook_resid_post")
 
@@ -143,7 +142,7 @@ def test_final_state_is_closest_to_the_next_token(model_name, subject, pool, act
     def gain_check(key: str, what: str, space: str) -> Check:
         return Check.of(
             f"{what}: final block's excess closeness minus max(earlier layers', 0)",
-            bootstrap(excess[key], _final_gain, settings.seed), "cosine", ">", 0.0,
+            claim.bootstrap(excess[key], _final_gain), "cosine", ">", 0.0,
             f"S1: 'z⁽ᴸ⁾_t ≈ e_(t+1)' at the end of the trajectory 'e_t, z⁽¹⁾_t, …, z⁽ᴸ⁾_t'; read against {what} with "
             f"{space}. Excess closeness is cos(state, row of τ_(t+1)) − cos(state, row of a shuffled next token), so "
             "the threshold 0 says both halves of the claim: the final state is closer to the next token's row than "
@@ -151,12 +150,12 @@ def test_final_state_is_closest_to_the_next_token(model_name, subject, pool, act
             "farther). S1 is an argument, not an experiment: no figure to take a margin from; the low end of a "
             "bootstrap interval over prompts must clear 0")
 
-    input_row = bootstrap(excess["W_E"], _final_gain, settings.seed)  # a reading beside the claim (version 3)
+    input_row = claim.bootstrap(excess["W_E"], _final_gain)  # a reading beside the claim (version 3)
     claim.record(
         [
             gain_check("W_U", "the unembedding row W_U[τ_(t+1)]", "the final norm applied at every depth (logit lens)"),
             Check.of("final-layer excess closeness to W_U[τ_(t+1)], model minus its untrained twin",
-                     bootstrap(paired, over_twin, settings.seed),
+                     claim.bootstrap(paired, over_twin),
                      "cosine", ">", 0.0,
                      "control: the untrained twin (same architecture, random weights, the same prompts) must not show "
                      "it. A trained model's logits ⟨ln_f(z⁽ᴸ⁾), W_U[τ]⟩ single out the next token far better than "

@@ -14,7 +14,6 @@ from models.zoo import resolve
 from reports.plots import series
 from reports.records import Check
 
-pytestmark = pytest.mark.gpu
 
 # (male, female) word pairs, fixed for every model; each model keeps those whose two words are single tokens
 PAIRS = (
@@ -77,10 +76,10 @@ def test_analogies_land_on_the_sphere(model_name, subject, pool, claim, settings
     ranks = _ranks(embedding, analogies, n)  # (pairs, analogies per pair, [cosine, Euclidean])
     twin_ranks = _ranks(twin.model.get_input_embeddings().weight.detach(), analogies, n)
 
-    lands = bootstrap(ranks[..., 0], _top1, seed=seed)
-    misleads = bootstrap(ranks, lambda u: _mrr(u[..., 0]) - _mrr(u[..., 1]), seed=seed)
-    twin_lands = bootstrap(twin_ranks[..., 0], _top1, seed=seed)
-    by_pair = {name: [bootstrap(r[i], _mrr, seed=seed) for i in range(n)]
+    lands = claim.bootstrap(ranks[..., 0], _top1)
+    misleads = claim.bootstrap(ranks, lambda u: _mrr(u[..., 0]) - _mrr(u[..., 1]))
+    twin_lands = claim.bootstrap(twin_ranks[..., 0], _top1)
+    by_pair = {name: [claim.bootstrap(r[i], _mrr) for i in range(n)]
                for name, r in (("cosine", ranks[..., 0]), ("euclidean", ranks[..., 1]), ("twin", twin_ranks[..., 0]))}
     flat, twin_flat = ranks.reshape(-1, 2), twin_ranks.reshape(-1, 2)
     canonical = next((i for i, a in enumerate(analogies) if a.words == CANONICAL), None)

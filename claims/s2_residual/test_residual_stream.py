@@ -20,7 +20,6 @@ from latent_instruments.stats import bootstrap
 from reports.plots import series
 from reports.records import Check
 
-pytestmark = pytest.mark.gpu
 
 RESIDUAL_NEEDS = ("blocks.0.hook_resid_pre", "blocks.*.hook_resid_post")
 
@@ -103,12 +102,12 @@ def test_hidden_state_norm_grows_with_depth(model_name, activations, twin_activa
     twin_norms = mean_norm_by_layer(twin_layers).numpy()
     ratios = token_norm_ratio(layers[1], layers[-1]).numpy()  # (batch, seq − 1)
 
-    keeps_growing = bootstrap(norms, min_step_ratio, seed=seed)
-    rate = bootstrap(norms, block_rate, seed=seed)
-    typical = bootstrap(ratios, median_token_growth, seed=seed)
-    twin_rate = bootstrap(twin_norms, block_rate, seed=seed)
-    per_layer = [bootstrap(norms[:, i], lambda u: float(u.mean()), seed=seed) for i in range(n_blocks + 1)]
-    twin_per_layer = [bootstrap(twin_norms[:, i], lambda u: float(u.mean()), seed=seed) for i in range(n_blocks + 1)]
+    keeps_growing = claim.bootstrap(norms, min_step_ratio)
+    rate = claim.bootstrap(norms, block_rate)
+    typical = claim.bootstrap(ratios, median_token_growth)
+    twin_rate = claim.bootstrap(twin_norms, block_rate)
+    per_layer = [claim.bootstrap(norms[:, i], lambda u: float(u.mean())) for i in range(n_blocks + 1)]
+    twin_per_layer = [claim.bootstrap(twin_norms[:, i], lambda u: float(u.mean())) for i in range(n_blocks + 1)]
     mean, twin_mean = _mean(norms), _mean(twin_norms)
     fit, twin_fit = fit_log_growth(torch.from_numpy(mean)), fit_log_growth(torch.from_numpy(twin_mean))
     claim.record(
@@ -202,11 +201,11 @@ def test_consecutive_layers_point_the_same_way(model_name, activations, twin_act
     units = np.concatenate([consecutive, mismatched], axis=1)  # paired per prompt
     counted = slice(1, n_blocks)  # block l → block l + 1: every transition after the first block's
 
-    floor = bootstrap(consecutive, lambda u: float(_mean(u)[counted].min()), seed=seed)
-    above_null = bootstrap(units, lambda u: float(null_margin(u, n_blocks)[counted].min()), seed=seed)
+    floor = claim.bootstrap(consecutive, lambda u: float(_mean(u)[counted].min()))
+    above_null = claim.bootstrap(units, lambda u: float(null_margin(u, n_blocks)[counted].min()))
 
     def per_column(x: np.ndarray) -> list:
-        return [bootstrap(x[:, i], lambda u: float(u.mean()), seed=seed) for i in range(x.shape[1])]
+        return [claim.bootstrap(x[:, i], lambda u: float(u.mean())) for i in range(x.shape[1])]
 
     per_step, per_null, per_cross = per_column(consecutive), per_column(mismatched), per_column(cross)
     per_twin = per_column(twin_consecutive)

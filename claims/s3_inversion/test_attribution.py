@@ -34,7 +34,6 @@ from claims.s3_inversion.conftest import frozen
 from latent_instruments.stats import bootstrap
 from reports.records import Check
 
-pytestmark = pytest.mark.gpu
 
 SOURCE_PROMPT = "The wipers on the bus go swish swish"  # S3.8's example
 AGREES = 0.5  # the two attributions agree: mean per-prompt Spearman ρ above ½ (derivation at the check)

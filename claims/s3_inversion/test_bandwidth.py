@@ -37,7 +37,6 @@ from latent_instruments.stats import bootstrap
 from reports.plots import series
 from reports.records import Check
 
-pytestmark = pytest.mark.gpu
 
 SOURCE_PROMPT = "Mario the man versus Mario the idea"  # S3.10's prompt
 SHARP = 0.5  # the one-feature jump must carry most of the transition (S3: all of it, 1.0)
@@ -129,7 +128,7 @@ def test_recovery_falls_sharply_with_output_features(model_name, subject, invers
     # the prompts (the crossing is then searched on every prompt: its bisection reads the whole curve)
     how = SETTINGS[int(inversions.scale.chosen(np.stack([curves[h](d) for h in SETTINGS], -1)))]
     curve = curves[how]
-    full = bootstrap(curve(d), lambda u: float(u.mean()), seed=settings.seed)
+    full = claim.bootstrap(curve(d), lambda u: float(u.mean()))
     if full.low < EVERY:
         claim.not_informative(
             f"the full output ({d} features) recovers {full.value:.3f} of tokens [{full.low:.3f}, {full.high:.3f}], "
@@ -145,16 +144,15 @@ def test_recovery_falls_sharply_with_output_features(model_name, subject, invers
             "full-rank map needs every feature) and holds for any weights; S3's finding is a threshold well below "
             f"the width (2202 of 4096 = {SOURCE_FRACTION:.2f})",
             details={"token accuracy by k": {str(k): round(curve.mean(k), 4) for k in sorted(curve.points)}})
-    jump = bootstrap(np.column_stack([curve(k_star), curve(k_star - 1)]),
-                     lambda u: float(u[:, 0].mean() - u[:, 1].mean()), seed=settings.seed)
-    matched = bootstrap(curve.success[k_star - 1], lambda u: float(u.mean()), seed=settings.seed)
+    jump = claim.bootstrap(np.column_stack([curve(k_star), curve(k_star - 1)]),
+                     lambda u: float(u[:, 0].mean() - u[:, 1].mean()))
+    matched = claim.bootstrap(curve.success[k_star - 1], lambda u: float(u.mean()))
     ks = sorted(curve.points)
     means = {k: curve.mean(k) for k in ks}
     below = max((k for k in ks if means[k] <= 0.1 * full.value), default=0)
     above = min(k for k in ks if means[k] >= 0.9 * full.value)
-    per_k = [bootstrap(curve(k), lambda u: float(u.mean()), seed=settings.seed) for k in ks]
-    fraction = bootstrap(np.column_stack([curve(k) for k in ks]), lambda u: crossing_fraction(u, ks, d),
-                         seed=settings.seed)
+    per_k = [claim.bootstrap(curve(k), lambda u: float(u.mean())) for k in ks]
+    fraction = claim.bootstrap(np.column_stack([curve(k) for k in ks]), lambda u: crossing_fraction(u, ks, d))
     claim.record(
         [
             Check.of(f"token accuracy from the first {k_star} features minus the first {k_star - 1}", jump,

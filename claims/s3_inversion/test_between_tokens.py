@@ -43,7 +43,6 @@ from models.loading import LoadedModel
 from reports.plots import series
 from reports.records import Check
 
-pytestmark = pytest.mark.gpu
 
 MASKED = 1  # S3's usual [:, 1:, :]: the first position's output left out
 HALF = 0.5
@@ -72,11 +71,10 @@ def test_later_positions_do_not_identify_a_masked_token(model_name, subject, gro
     own = units[model_name]
     best = int(scale.chosen(own[:, 1]))  # the headline setting, by the unmasked tokens on a CPU (chosen once)
     reported = scale.reported(own)
-    masked = bootstrap(reported[:, 0, best], lambda u: float(u.mean()), seed=settings.seed)
-    unmasked = bootstrap(reported[:, 1, best], lambda u: float(u.mean()), seed=settings.seed)
+    masked = claim.bootstrap(reported[:, 0, best], lambda u: float(u.mean()))
+    unmasked = claim.bootstrap(reported[:, 1, best], lambda u: float(u.mean()))
     twin_best = scale.chosen(units[twin.name][:, 1])
-    twin_masked = bootstrap(scale.reported(units[twin.name][:, 0]), lambda u: float(scale.headline(u, twin_best)),
-                            seed=settings.seed)
+    twin_masked = claim.bootstrap(scale.reported(units[twin.name][:, 0]), lambda u: float(scale.headline(u, twin_best)))
     run = inversions.run(model_name, subject, 0, SETTINGS[best], masked=MASKED)
     if unmasked.low <= HALF:
         claim.not_informative(
@@ -171,11 +169,11 @@ def test_wide_untrained_layers_identify_a_masked_token(model_name, subject, scal
             outcomes[s, i] = found, unmasked
             chosen[width, s] = how
             del layer
-    fraction = [bootstrap(outcomes[:, i, 0], lambda u: float(u.mean()), seed=settings.seed) for i in range(len(widths))]
+    fraction = [claim.bootstrap(outcomes[:, i, 0], lambda u: float(u.mean())) for i in range(len(widths))]
     claim.record(
         [
             Check.of(f"fraction of initialisations finding the masked token, width {widths[1]} minus {widths[0]}",
-                     bootstrap(outcomes[..., 0], lambda u: float(u[:, 1].mean() - u[:, 0].mean()), seed=settings.seed),
+                     claim.bootstrap(outcomes[..., 0], lambda u: float(u[:, 1].mean() - u[:, 0].mean())),
                      "fraction of initialisations", ">", 0.0,
                      "S3: 'perhaps 1/5ths of models with a hidden dimension of 4096 ... but more than 4/5ths of "
                      "models with a hidden dim of 8192'. The threshold is the ordering: the wider layers' fraction "
@@ -185,7 +183,7 @@ def test_wide_untrained_layers_identify_a_masked_token(model_name, subject, scal
                      f"S3: 'more than 4/5ths' at 8192 wide: 'often do'. Read as most initialisations (> {HALF}), by "
                      "the low end; the margin from 4/5 is taken for S3's unstated number of models"),
             Check.of(f"token accuracy at the unmasked positions, width {widths[1]}",
-                     bootstrap(outcomes[:, 1, 1], lambda u: float(u.mean()), seed=settings.seed),
+                     claim.bootstrap(outcomes[:, 1, 1], lambda u: float(u.mean())),
                      "fraction of tokens", ">", SOME,
                      "control: the inversion must recover unmasked tokens of the wider layers, else a found masked "
                      "token is luck of a failed optimisation. S3's own 8192-wide example recovers a quarter to a half "

@@ -46,7 +46,6 @@ from latent_instruments.stats import bootstrap
 from reports.plots import series
 from reports.records import Check
 
-pytestmark = pytest.mark.gpu
 
 LONG_PROMPT = "Boba Fett was a legendary bounty hunter in the outer rim"  # S3.7's prompt that succeeds
 SHORT_TOKENS = 5  # S3.13: "as long as the input is not too long (>5 tokens)"
@@ -106,7 +105,7 @@ def test_cosine_direct_inversion_fails_on_one_token(model_name, subject, inversi
     long, start = _cosine_inversion(subject, ids, "direct", steps, settings.seed)
     weight = subject.model.get_input_embeddings().weight.detach()
     reached = direct_fit_decode(ids, start.inputs, pseudo_inverse(weight), start.config.direct_target)
-    exact_fit = bootstrap(_numpy((reached == ids).double().mean(1)), _mean, seed=settings.seed)
+    exact_fit = claim.bootstrap(_numpy((reached == ids).double().mean(1)), _mean)
     if exact_fit.low <= RECOVERS:
         claim.not_informative(
             f"the direct representation cannot identify this model's tokens from S3's start: even an exact fit of the "
@@ -128,15 +127,15 @@ def test_cosine_direct_inversion_fails_on_one_token(model_name, subject, inversi
                 for adapted in (False, True)]  # S3's setting and the adapted one: the control takes the better
     units = np.column_stack([_numpy(long.token_accuracy), _numpy(one.token_accuracy)])
     control = np.column_stack([_numpy(i.token_accuracy) for i in indirect])  # (CONTROL_INPUTS, 2 settings)
-    per = [bootstrap(units[:, i], _mean, seed=settings.seed) for i in range(2)]
+    per = [claim.bootstrap(units[:, i], _mean) for i in range(2)]
     better = scale.chosen(control)  # the control's setting, chosen once (on a CPU on half the inputs)
-    per.append(bootstrap(scale.reported(control), lambda u: float(scale.headline(u, better)), seed=settings.seed))
+    per.append(claim.bootstrap(scale.reported(control), lambda u: float(scale.headline(u, better))))
 
-    descent = bootstrap(_numpy(l2.token_accuracy), _mean, seed=settings.seed)
+    descent = claim.bootstrap(_numpy(l2.token_accuracy), _mean)
     claim.record(
         [
             Check.of(f"token accuracy, {long_tokens}-token minus one-token inputs (direct, cosine loss)",
-                     bootstrap(units, lambda u: float(u[:, 0].mean() - u[:, 1].mean()), seed=settings.seed),
+                     claim.bootstrap(units, lambda u: float(u[:, 0].mean() - u[:, 1].mean())),
                      "fraction of tokens", ">", 0.0,
                      "S3: under the cosine loss, direct representation recovers the 11-word 'Boba Fett was a "
                      "legendary bounty hunter in the outer rim' but one token, while 'nearly every one-word target "
@@ -237,7 +236,7 @@ def check_layer_norm(model_name, subject, inversions, pool, claim, settings) -> 
         with norms_removed(block) as removed:
             without_norm, start_without = _cosine_inversion(subject, ids, "direct", steps, settings.seed)
         without = np.column_stack([_numpy(without_norm.loss), _numpy(start_without.loss)])
-        minimised = bootstrap(without, lambda u: _ratio(u, 0, 1), seed=settings.seed)
+        minimised = claim.bootstrap(without, lambda u: _ratio(u, 0, 1))
         tried[str(steps)] = round(minimised.value, 4)
         if minimised.high < MINIMISED:
             break
@@ -250,7 +249,7 @@ def check_layer_norm(model_name, subject, inversions, pool, claim, settings) -> 
         "start, with norms": float(units[:, 2].mean()), "start, without norms": float(units[:, 3].mean()),
         "one token, with norms": float(units[:, 4].mean()), "one token, start": float(units[:, 5].mean())},
         "without norms, distance reached over its start, by N": tried}
-    one = bootstrap(units, lambda u: _ratio(u, 4, 5), seed=settings.seed)
+    one = claim.bootstrap(units, lambda u: _ratio(u, 4, 5))
     if one.high >= MINIMISED:
         claim.not_informative(
             f"S3's premise does not hold here: one-token inputs, norms in place, end at {one.value:.3f} "
@@ -261,13 +260,13 @@ def check_layer_norm(model_name, subject, inversions, pool, claim, settings) -> 
     claim.record(
         [
             Check.of(f"cosine distance reached with layer norms, over its start ({SHORT_TOKENS}-token inputs)",
-                     bootstrap(units, lambda u: _ratio(u, 0, 2), seed=settings.seed), "ratio", ">", MINIMISED,
+                     claim.bootstrap(units, lambda u: _ratio(u, 0, 2)), "ratio", ">", MINIMISED,
                      "S3: with an untrained Llama block's layer norms, 'when more than one token is present in the "
                      "input this [minimising cos(φ)] is no longer possible'. Not minimised is read as ending above a "
                      f"tenth of the random start's distance ({MINIMISED}, the same line as the control's), by the "
                      "interval's low end, at the budget where the same descent without norms gets below it"),
             Check.of(f"cosine distance reached, with layer norms minus without ({SHORT_TOKENS}-token inputs)",
-                     bootstrap(units, lambda u: float(u[:, 0].mean() - u[:, 1].mean()), seed=settings.seed),
+                     claim.bootstrap(units, lambda u: float(u[:, 0].mean() - u[:, 1].mean())),
                      "1 − cos", ">", 0.0,
                      "S3: 'removing the layer normalizations allows minimization ... as long as the input is not too "
                      "long (>5 tokens)'. S3 gives no distances: the threshold is the ordering, the paired difference "

@@ -23,7 +23,6 @@ from latent_instruments.stats import bootstrap
 from reports.plots import series
 from reports.records import Check
 
-pytestmark = pytest.mark.gpu
 
 SUCCESS_MAJORITY = 0.5  # control: most prompts at the deepest block reach S3's success test
 
@@ -78,22 +77,19 @@ def check_depth(model_name, subject, inversions, claim, settings) -> None:
     accuracy = np.stack([np.stack([runs[b, s].accuracy for s in SETTINGS], -1) for b in blocks], 1)  # (p, depth, s)
     start = runs[blocks[0], SETTINGS[0]].start_accuracy  # (prompts,): a₀ decoded, chance
     chosen = scale.chosen(accuracy)  # each depth's headline setting, chosen once (on half the prompts on a CPU)
-    first_over_chance = bootstrap(scale.reported(np.column_stack([accuracy[:, 0], start[:, None]])),
-                                  lambda u: float(scale.headline(u[:, :-1], chosen[0]) - u[:, -1].mean()),
-                                  seed=settings.seed)
-    per_depth = [bootstrap(scale.reported(accuracy[:, i]), lambda u, c=c: float(scale.headline(u, c)),
-                           seed=settings.seed) for i, c in enumerate(chosen)]
+    first_over_chance = claim.bootstrap(scale.reported(np.column_stack([accuracy[:, 0], start[:, None]])),
+                                  lambda u: float(scale.headline(u[:, :-1], chosen[0]) - u[:, -1].mean()))
+    per_depth = [claim.bootstrap(scale.reported(accuracy[:, i]), lambda u, c=c: float(scale.headline(u, c))) for i, c in enumerate(chosen)]
     if first_over_chance.low <= 0:
         claim.not_informative(
             f"block 1 is not invertible here already: its token accuracy {per_depth[0].value:.3f} is not above the "
             f"random start's {start.mean():.3f} (chance), so depth has nothing to degrade",
             details={f"token accuracy by block ({scale.headline_label})": {f"block {b}": e.value for b, e in zip(blocks, per_depth)}})
 
-    drop = bootstrap(scale.reported(accuracy), lambda u: float(scale.headline(u, chosen)[0] - scale.headline(u, chosen)[-1]),
-                     seed=settings.seed)
+    drop = claim.bootstrap(scale.reported(accuracy), lambda u: float(scale.headline(u, chosen)[0] - scale.headline(u, chosen)[-1]))
     best = [SETTINGS[i] for i in chosen]
     deepest = best[-1]
-    success = bootstrap(runs[blocks[-1], deepest].success, _mean, seed=settings.seed)
+    success = claim.bootstrap(runs[blocks[-1], deepest].success, _mean)
     source_setting = _by_depth(accuracy[..., SETTINGS.index("source")], _mean, settings.seed)
     adapted_setting = _by_depth(accuracy[..., SETTINGS.index("adapted")], _mean, settings.seed)
     claim.record(

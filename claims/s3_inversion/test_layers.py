@@ -37,7 +37,6 @@ from latent_instruments.stats import Estimate, bootstrap
 from reports.plots import series
 from reports.records import Check
 
-pytestmark = pytest.mark.gpu
 
 LAYERS = 3  # S3's "first three layers"
 HALF = 0.5  # "no better": less than half of block 1's advantage over the last block is recovered
@@ -92,10 +91,9 @@ def test_several_layers_do_not_improve_inversion(model_name, subject, inversions
     first, last, together = 0, 1, 2
     chosen = scale.chosen(units)  # (3,): each target's headline setting, chosen once
     reported = scale.reported(units)
-    per = [bootstrap(reported[:, i], lambda u, c=chosen[i]: float(scale.headline(u, c)), seed=settings.seed)
+    per = [claim.bootstrap(reported[:, i], lambda u, c=chosen[i]: float(scale.headline(u, c)))
            for i in range(3)]
-    advantage = bootstrap(reported, lambda u: float(scale.headline(u, chosen)[first] - scale.headline(u, chosen)[last]),
-                          seed=settings.seed)
+    advantage = claim.bootstrap(reported, lambda u: float(scale.headline(u, chosen)[first] - scale.headline(u, chosen)[last]))
     if advantage.high <= 0:
         claim.not_informative(
             f"block 1 alone ({per[first].value:.3f}) does not invert better than block {LAYERS} alone "
@@ -103,7 +101,7 @@ def test_several_layers_do_not_improve_inversion(model_name, subject, inversions
             "there is no gap for the extra layers to close",
             details={f"token accuracy ({scale.headline_label})": {label: e.value for label, e in zip(targets, per)}})
 
-    share = bootstrap(reported, lambda u: recovered_share(u, scale, chosen), seed=settings.seed)
+    share = claim.bootstrap(reported, lambda u: recovered_share(u, scale, chosen))
     best = {label: SETTINGS[int(i)] for label, i in zip(targets, chosen)}
     claim.record(
         [

@@ -30,7 +30,6 @@ from models.evaluation import held_out_bits_per_character
 from reports.plots import series
 from reports.records import Check
 
-pytestmark = pytest.mark.gpu
 
 MASKED = 1  # [:, 1:, :]
 BLOCK = 2  # S3: "the output [:, 1:, :] of the second mixer ... block" (1-based)
@@ -79,7 +78,7 @@ def test_a_masked_mixer_carries_more_non_self_information(model_name, group, gro
     checks, gated = [], []
     for pair, kind in ((group, "trained"), (group_twins, "untrained twins")):
         weak = [f"{m.name} {e.value:.3f} [{e.low:.3f}, {e.high:.3f}]" for m in pair
-                for e in [bootstrap(units[m.name, BLOCK][:, 1], lambda u: float(u.mean()), seed=settings.seed)]
+                for e in [claim.bootstrap(units[m.name, BLOCK][:, 1], lambda u: float(u.mean()))]
                 if e.low <= HALF]
         if weak:
             gated.append(f"{kind}: the inversion from block {BLOCK} recovers no more than half of the unmasked "
@@ -88,13 +87,12 @@ def test_a_masked_mixer_carries_more_non_self_information(model_name, group, gro
         both = np.column_stack([units[pair[1].name, BLOCK][:, 0], units[pair[0].name, BLOCK][:, 0]])
         checks.append(Check.of(
             f"masked first token recovered, {pair[1].name} minus {pair[0].name} (block {BLOCK}, [:, 1:, :])",
-            bootstrap(both, lambda u: float(u[:, 0].mean() - u[:, 1].mean()), seed=settings.seed),
+            claim.bootstrap(both, lambda u: float(u[:, 0].mean() - u[:, 1].mean())),
             "fraction of prompts", ">", 0.0,
             DERIVATION[kind]))
         checks.append(Check.of(
             f"masked first token recovered by {pair[1].name} minus chance (block {BLOCK})",
-            bootstrap(units[pair[1].name, BLOCK][:, [0, 2]], lambda u: float(u[:, 0].mean() - u[:, 1].mean()),
-                      seed=settings.seed),
+            claim.bootstrap(units[pair[1].name, BLOCK][:, [0, 2]], lambda u: float(u[:, 0].mean() - u[:, 1].mean())),
             "fraction of prompts", ">", 0.0,
             "control: the mixer must recover the masked token above chance, the random start's hit rate over the "
             "same restricted vocabulary, by the low end of the paired difference's 95 % interval; else the "
@@ -132,6 +130,6 @@ def test_a_masked_mixer_carries_more_non_self_information(model_name, group, gro
         plot={"kind": "bars", "title": f"S3.12: masked first token from [:, 1:, :] (block {BLOCK})",
               "categories": [m.name for m in (*group, *group_twins)], "ylabel": "fraction of prompts",
               "series": {"masked token recovered": series(
-                  [bootstrap(units[m.name, BLOCK][:, 0], lambda u: float(u.mean()), seed=settings.seed)
+                  [claim.bootstrap(units[m.name, BLOCK][:, 0], lambda u: float(u.mean()))
                    for m in (*group, *group_twins)])}},
     )

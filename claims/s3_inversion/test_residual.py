@@ -29,7 +29,6 @@ from latent_instruments.stats import bootstrap
 from reports.plots import series
 from reports.records import Check
 
-pytestmark = pytest.mark.gpu
 
 REMOVED = "attention residual removed"
 HALF = 0.5  # "destroys" (keeps less than half) against "little change" (keeps more than half)
@@ -68,10 +67,9 @@ def test_attention_residual_carries_self_token_identity(model_name, subject, gro
         units[name] = np.stack([np.column_stack([*(runs[v, s].accuracy for s in SETTINGS), chance])
                                 for v in VARIANTS], 1)  # (prompts, variants, settings + chance)
     chosen = {name: scale.chosen(u[:, :, :-1]) for name, u in units.items()}  # (variants,) each, chosen once
-    kept = {name: bootstrap(scale.reported(u), lambda v, c=chosen[name]: _kept(v, scale, c), seed=settings.seed)
+    kept = {name: claim.bootstrap(scale.reported(u), lambda v, c=chosen[name]: _kept(v, scale, c))
             for name, u in units.items()}
-    accuracy = {name: [bootstrap(scale.reported(u[:, i, :-1]), lambda v, c=chosen[name][i]: float(scale.headline(v, c)),
-                                 seed=settings.seed) for i in range(2)]
+    accuracy = {name: [claim.bootstrap(scale.reported(u[:, i, :-1]), lambda v, c=chosen[name][i]: float(scale.headline(v, c))) for i in range(2)]
                 for name, u in units.items()}
     for name, u in units.items():
         if accuracy[name][0].low <= u[:, 0, -1].mean():
@@ -95,9 +93,8 @@ def test_attention_residual_carries_self_token_identity(model_name, subject, gro
                      "control that the removal itself does not break every model"),
             Check.of(f"fraction of {model_name}'s prompts passing S3's success test without the attention residual "
                      + ("(S3's setting)" if scale.source else "(the setting that passes more)"),
-                     bootstrap(scale.reported(success[model_name]),
-                               lambda u, c=scale.chosen(success[model_name]): float(scale.headline(u, c)),
-                               seed=settings.seed),
+                     claim.bootstrap(scale.reported(success[model_name]),
+                               lambda u, c=scale.chosen(success[model_name]): float(scale.headline(u, c))),
                      "fraction of prompts", ">", MATCHED,
                      "control: a recovery lost because the ablated block is harder to descend on is no finding about "
                      "the residual. S3's success test ‖O(a_g) − O(a)‖₁ < ‖O(a′) − O(a)‖₁ (a′ = a + N(0, 1/20²) per "

@@ -18,7 +18,6 @@ from claims.s3_inversion.conftest import SETTINGS, SOURCE_PROMPT
 from latent_instruments.stats import bootstrap
 from reports.records import Check
 
-pytestmark = pytest.mark.gpu
 
 # S3.2: S3's one prompt is recovered exactly at N = 200; one success fixes no rate, so "recovers" is read as
 # "exact recovery is the typical outcome": most prompts, by the interval's low end.
@@ -51,10 +50,9 @@ def test_an_untrained_block_recovers_its_input(model_name, subject, inversions, 
     chosen = scale.chosen(exact_units)
     best = SETTINGS[int(chosen)]
 
-    exact = bootstrap(scale.reported(exact_units), lambda u: float(scale.headline(u, chosen)), seed=settings.seed)
-    start = bootstrap(np.stack([runs[s].start_accuracy for s in SETTINGS], -1), lambda u: float(u.mean(0).max()),
-                      seed=settings.seed)
-    success = bootstrap(runs[best].success, _mean, seed=settings.seed)
+    exact = claim.bootstrap(scale.reported(exact_units), lambda u: float(scale.headline(u, chosen)))
+    start = claim.bootstrap(np.stack([runs[s].start_accuracy for s in SETTINGS], -1), lambda u: float(u.mean(0).max()))
+    success = claim.bootstrap(runs[best].success, _mean)
     claim.record(
         [
             Check.of(f"fraction of prompts recovered exactly (restricted vocabulary, {scale.headline_label})", exact,
@@ -121,9 +119,9 @@ def test_training_makes_inversion_worse(model_name, subject, group_twins, invers
         twin_minus_trained = scale.headline(u, chosen)
         return float(twin_minus_trained[1] - twin_minus_trained[0])
 
-    exact_gap = bootstrap(scale.reported(exact), gap, seed=settings.seed)
-    token_gap = bootstrap(scale.reported(accuracy), gap, seed=settings.seed)
-    success = bootstrap(runs[model_name, best[0]].success, _mean, seed=settings.seed)
+    exact_gap = claim.bootstrap(scale.reported(exact), gap)
+    token_gap = claim.bootstrap(scale.reported(accuracy), gap)
+    success = claim.bootstrap(runs[model_name, best[0]].success, _mean)
     problem = inversions.problem(model_name, subject)
     claim.record(
         [

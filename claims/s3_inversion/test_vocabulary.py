@@ -28,7 +28,6 @@ from latent_instruments.stats import bootstrap
 from reports.plots import series
 from reports.records import Check
 
-pytestmark = pytest.mark.gpu
 
 SATURATED = 0.99  # full-vocabulary accuracy from which a restriction has nothing left to improve
 DECODINGS = ("whole vocabulary", "prompt + distractors", "prompt only")
@@ -56,7 +55,7 @@ def test_restricting_the_vocabulary_improves_recovery(model_name, subject, inver
                                                        run.start_zero_prompt_accuracy]))
     tokens = run.hits.shape[1]
     counts = np.rint(units.astype(np.float64) * tokens).astype(np.int64)  # tokens right per prompt, exact
-    estimates = [bootstrap(units[:, i], lambda u: float(u.mean()), seed=settings.seed) for i in range(4)]
+    estimates = [claim.bootstrap(units[:, i], lambda u: float(u.mean())) for i in range(4)]
     if estimates[0].low >= SATURATED:
         claim.not_informative(
             f"the whole-vocabulary decoding is already exact ({estimates[0].value:.3f}): a restriction has nothing "
@@ -65,23 +64,23 @@ def test_restricting_the_vocabulary_improves_recovery(model_name, subject, inver
     claim.record(
         [
             Check.of("token accuracy, prompt-only minus whole-vocabulary decoding",
-                     bootstrap(counts, _difference(2, 0, tokens), seed=settings.seed), "fraction of tokens", ">", 0.0,
+                     claim.bootstrap(counts, _difference(2, 0, tokens)), "fraction of tokens", ">", 0.0,
                      "S3: a trained GPT-2 block's a_g is rare tokens over the whole vocabulary and 'The sky is blue.' "
                      "exactly with only the prompt's words allowed. S3 gives one prompt, no rate: the threshold is "
                      "the strict gain itself, the paired difference above 0 by the low end of its interval. Under "
                      "S3's 0/1 mask it can be negative (a masked 0 beats an answer scoring below zero)"),
             Check.of("token accuracy, prompt + distractors minus whole-vocabulary decoding",
-                     bootstrap(counts, _difference(1, 0, tokens), seed=settings.seed), "fraction of tokens", ">", 0.0,
+                     claim.bootstrap(counts, _difference(1, 0, tokens)), "fraction of tokens", ">", 0.0,
                      "S3: GPT-J's first block gives 'The skyeton resp cease' over the whole vocabulary and 'The sky "
                      "is blue of' over the 13 tokens of 'The sky is blue or red depending on the time of day.': a "
                      "restriction that keeps distractors still improves; strict gain, low end above 0"),
             Check.of("token accuracy, prompt-only minus prompt + distractors decoding",
-                     bootstrap(counts, _difference(2, 1, tokens), seed=settings.seed), "fraction of tokens", ">", 0.0,
+                     claim.bootstrap(counts, _difference(2, 1, tokens)), "fraction of tokens", ">", 0.0,
                      "S3: 'even a very small expansion of the allowed vocabulary results in a trained GPT-2 block "
                      "being unable to accurately recognize the input' (exact with the prompt's words, 'day or day "
                      "blue or' with the sentence's): the distractors are chosen; strict gain, low end above 0"),
             Check.of("token accuracy over the prompt's own tokens, found input minus random start a₀",
-                     bootstrap(counts, _difference(2, 3, tokens), seed=settings.seed), "fraction of tokens", ">", 0.0,
+                     claim.bootstrap(counts, _difference(2, 3, tokens)), "fraction of tokens", ">", 0.0,
                      "control: the narrowest vocabulary must not make the recovery by itself. The random start "
                      "decoded with the prompt's own tokens scores chance (about one over the number of distinct "
                      "prompt tokens); a found input no better than that would pass the claim vacuously",

@@ -40,7 +40,6 @@ from models.zoo import resolve
 from reports.plots import series
 from reports.records import Check
 
-pytestmark = pytest.mark.gpu
 
 GAIN_ONSET = 4096  # S3: gains appear from 4096 wide (GPT-J, Llama-7B); 768 -> 1600 is "no noticeably better"
 SUCCESS_MAJORITY = 0.5  # control: most of the narrowest rung's prompts reach S3's success test
@@ -135,15 +134,13 @@ def test_wider_models_invert_better(model_name, variant, group, inversions, clai
              for seed, rungs in seeds.items() for b in blocks}
     scale = inversions.scale
     chosen = {key: scale.chosen(u) for key, u in units.items()}  # (rungs,) each, chosen once
-    gains = {key: bootstrap(scale.reported(u), lambda v, c=chosen[key]: width_gain(v, scale, c), seed=settings.seed)
+    gains = {key: claim.bootstrap(scale.reported(u), lambda v, c=chosen[key]: width_gain(v, scale, c))
              for key, u in units.items()}
     narrowest = {seed: rungs[0] for seed, rungs in seeds.items()}
     success_units = {seed: np.stack([inversions.run(m.name, m, 0, s).success for s in SETTINGS], -1)
                      for seed, m in narrowest.items()}
-    success = {seed: bootstrap(scale.reported(u), lambda v, c=scale.chosen(u): float(scale.headline(v, c)),
-                               seed=settings.seed) for seed, u in success_units.items()}
-    per_rung = {key: [bootstrap(scale.reported(u[:, i]), lambda v, c=chosen[key][i]: float(scale.headline(v, c)),
-                                seed=settings.seed) for i in range(u.shape[1])]
+    success = {seed: claim.bootstrap(scale.reported(u), lambda v, c=scale.chosen(u): float(scale.headline(v, c))) for seed, u in success_units.items()}
+    per_rung = {key: [claim.bootstrap(scale.reported(u[:, i]), lambda v, c=chosen[key][i]: float(scale.headline(v, c))) for i in range(u.shape[1])]
                 for key, u in units.items()}
 
     widths = {seed: [m.d_model for m in rungs] for seed, rungs in seeds.items()}

@@ -38,7 +38,6 @@ from models.forwards import ablated_logits
 from reports.plots import series
 from reports.records import Check
 
-pytestmark = pytest.mark.gpu
 
 # S4 Appendix IV, mean Hellinger distance to the full model per block (1..6).
 SOURCE_NO_ATTN = [0.11, 0.07, 0.09, 0.06, 0.04, 0.03]
@@ -174,12 +173,12 @@ def test_ffn_output_dominates_each_block(model_name, subject, pool, activations,
     h = last_position_distances(subject, ids)
     twin_h = last_position_distances(twin, ids.to(twin.input_device))
     context_h = ablation_distances(subject, activations)  # version 3's reading: every position, full context
-    context_ratios = [bootstrap(context_h, _ratio(b), seed=seed) for b in range(context_h.shape[1])]
+    context_ratios = [claim.bootstrap(context_h, _ratio(b)) for b in range(context_h.shape[1])]
     n_blocks = h.shape[1]
-    ratios = [bootstrap(h, _ratio(b), seed=seed) for b in range(n_blocks)]
-    twin_ratios = [bootstrap(twin_h, _ratio(b), seed=seed) for b in range(n_blocks)]
-    sides = [[bootstrap(h, _mean(b, s), seed=seed) for s in (0, 1)] for b in range(n_blocks)]
-    floor = bootstrap(h, weakest_attention_ablation, seed=seed)
+    ratios = [claim.bootstrap(h, _ratio(b)) for b in range(n_blocks)]
+    twin_ratios = [claim.bootstrap(twin_h, _ratio(b)) for b in range(n_blocks)]
+    sides = [[claim.bootstrap(h, _mean(b, s)) for s in (0, 1)] for b in range(n_blocks)]
+    floor = claim.bootstrap(h, weakest_attention_ablation)
     source = n_blocks == len(SOURCE_RATIO)  # the source's row sits beside ours only where the depths agree
 
     checks = s4_2_checks(h, seed)

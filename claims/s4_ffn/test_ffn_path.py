@@ -29,7 +29,6 @@ from latent_instruments.stats import bootstrap
 from reports.plots import series
 from reports.records import Check
 
-pytestmark = pytest.mark.gpu
 
 NEEDS = ("blocks.0.hook_resid_pre", "blocks.*.hook_attn_out", "blocks.*.hook_mlp_out", "blocks.*.hook_resid_post",
          "logits")
@@ -166,18 +165,18 @@ def test_ffn_only_state_is_shorter_and_aligned(model_name, subject, pool, activa
     last = r["cos"].shape[1] - 1
 
     def est(u):
-        return bootstrap(u, _mean, seed=seed)
+        return claim.bootstrap(u, _mean)
 
     cos, ratio, h = est(r["cos"][:, last]), est(r["ratio"][:, last]), est(r["H"])
     paired = np.stack([r["cos"][:, last], r["cross"]], axis=1)
-    excess = bootstrap(paired, _excess, seed=seed)
+    excess = claim.bootstrap(paired, _excess)
     no_impact = ("S4: the shorter length 'would have no impact on the transformer's final output' because of the "
                  "final LayerNorm. 'No impact' is read as: no farther from the model's prediction than a model of the "
                  "same recipe and another seed is (S4 Appendix II's floor: 0.1064, 0.1057, 0.1053)")
     floor = sibling_floor(siblings, activations.input_ids, activations.cache.logits) if siblings else None
     floor_checks = [] if floor is None else [Check.of(
         "mean H(prediction from input + Σ FFN outputs, model's) − mean H(seed siblings', model's)",
-        bootstrap(np.stack([r["H"], floor], axis=1), _difference, seed=seed), "Hellinger", "<", 0.0,
+        claim.bootstrap(np.stack([r["H"], floor], axis=1), _difference), "Hellinger", "<", 0.0,
         no_impact + f"; here this model's own floor, its {len(siblings)} seed siblings on the same prompts and "
         "positions, paired per prompt")]
     checks = [

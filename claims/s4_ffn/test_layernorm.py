@@ -32,7 +32,6 @@ from latent_instruments.normalization import (
 from latent_instruments.stats import Estimate, bootstrap
 from reports.records import Check
 
-pytestmark = pytest.mark.gpu
 
 N_VECTORS = 256  # S4 uses 1000 prompts' last positions; we sample positions of the held-out batch, evenly per prompt
 SCALE, COSINE = 10.0, 0.52  # S4 Appendix III
@@ -130,7 +129,7 @@ def test_final_norm_removes_scale(model_name, subject, activations, claim, setti
     worst, examples = worst_scale_change(norm, x.flatten(0, 1))
 
     def est(u, statistic=_mean):
-        return bootstrap(u, statistic, seed=seed)
+        return claim.bootstrap(u, statistic)
 
     gain, bias = norm.weight.detach().double(), getattr(norm, "bias", None)
     claim.record(

@@ -26,7 +26,6 @@ from latent_instruments.stats import bootstrap
 from reports.plots import series
 from reports.records import Check
 
-pytestmark = pytest.mark.gpu
 
 NEEDS = ("blocks.*.hook_attn_out", "blocks.*.hook_mlp_out")
 SOURCE_RATIO = [f / a for f, a in zip(SOURCE_FFN_NORM, SOURCE_ATTN_NORM)]  # 3.25, 1.45, 1.28, 1.32, 1.81, 3.17
@@ -84,9 +83,9 @@ def test_ffn_outputs_longer_and_aligned_with_attention(model_name, activations, 
     seed = settings.seed
     units, twin = block_readings(activations), block_readings(twin_activations)
     n_blocks = units.shape[1]
-    ratios = [bootstrap(units, _norm_ratio(b), seed=seed) for b in range(n_blocks)]
-    excess = [bootstrap(units, _excess(b), seed=seed) for b in range(n_blocks)]
-    twin_ratios = [bootstrap(twin, _norm_ratio(b), seed=seed) for b in range(n_blocks)]
+    ratios = [claim.bootstrap(units, _norm_ratio(b)) for b in range(n_blocks)]
+    excess = [claim.bootstrap(units, _excess(b)) for b in range(n_blocks)]
+    twin_ratios = [claim.bootstrap(twin, _norm_ratio(b)) for b in range(n_blocks)]
     source = n_blocks == len(SOURCE_RATIO)
 
     checks = [
@@ -109,7 +108,7 @@ def test_ffn_outputs_longer_and_aligned_with_attention(model_name, activations, 
     ]
     checks.append(Check.of(
         "max over blocks of placebo excess: cos with a second other prompt's FFN output minus the baseline",
-        bootstrap(units, _placebo, seed=seed), "cosine", "<", PLACEBO_BOUND,
+        claim.bootstrap(units, _placebo), "cosine", "<", PLACEBO_BOUND,
         "control: pairing with the FFN output of a second unrelated prompt instead of the token's own must show no "
         "alignment above the baseline, or the excess measures the pairing rather than the token; the bound, 0.02, is "
         "half the source's weakest per-block cosine (0.04, blocks 4 and 5), the resolution the cosine checks need",

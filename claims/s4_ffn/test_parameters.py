@@ -20,7 +20,6 @@ from latent_instruments.stats import Estimate
 from models.adapters import Adapter, adapter_for
 from reports.records import Check
 
-pytestmark = pytest.mark.gpu
 
 SOURCE_TOTAL, SOURCE_FFN = 10_788_929, 7_089_408  # S4 Appendix I
 MOST = 0.5  # "most": more than half

@@ -15,7 +15,6 @@ from latent_instruments.stats import bootstrap
 from reports.plots import series
 from reports.records import Check
 
-pytestmark = pytest.mark.gpu
 
 SOURCE_APPROXIMATION_H = 0.1677  # S4: mean H of the approximation to the model over 20,000 prompts (± 0.1215 per prompt)
 SOURCE_FLOOR = (0.1064, 0.1057, 0.1053)  # S4 Appendix II: mean H between the model and each seed sibling
@@ -87,9 +86,9 @@ def test_similar_strings_approximate_the_prediction(model_name, approximation, c
     ngram = held.distance(held.backoff_probs[a.backoff_order])[half]
     shuffled = held.distance(a.probs("held-out")[np.roll(np.arange(a.n_prompts), 1)])[half]  # another prompt's
     floor_sd = float(floor.std())
-    over_floor = bootstrap(np.stack([h, floor], axis=1), _difference, seed=seed)
-    over_ngram = bootstrap(np.stack([h, ngram], axis=1), _difference, seed=seed)
-    shuffled_over_floor = bootstrap(np.stack([shuffled, floor], axis=1), _difference, seed=seed)
+    over_floor = claim.bootstrap(np.stack([h, floor], axis=1), _difference)
+    over_ngram = claim.bootstrap(np.stack([h, ngram], axis=1), _difference)
+    shuffled_over_floor = claim.bootstrap(np.stack([shuffled, floor], axis=1), _difference)
     checks = [
         Check.of("mean H(approximation, model) − mean H(seed siblings, model), held-out prompts", over_floor,
                  "Hellinger", "<", floor_sd,
@@ -151,7 +150,7 @@ def test_seed_siblings_differ_little(model_name, approximation, claim, settings)
     checks, rows = [], {}
     for name, probs in zip(a.siblings, v.sibling_probs):
         d = v.distance(probs)
-        est = bootstrap(d, _mean, seed=seed)
+        est = claim.bootstrap(d, _mean)
         checks.append(Check.of(f"mean H(model, {name})", est, "Hellinger", "<", SOURCE_APPROXIMATION_H,
                                "'small' as S4 uses the floor: below the distance it calls 'fairly close' but not as "
                                "close as the siblings, its approximation's 0.1677 (its floor: 0.1053-0.1064)"))
@@ -168,7 +167,7 @@ def test_seed_siblings_differ_little(model_name, approximation, claim, settings)
         details={"model against each seed sibling": rows},
         plot={"kind": "bars", "title": f"S4.7: H between {a.model} and its seed siblings",
               "categories": list(a.siblings), "xlabel": "sibling", "ylabel": "mean H",
-              "series": {"this model": series([bootstrap(v.distance(p), _mean, seed=seed) for p in v.sibling_probs]),
+              "series": {"this model": series([claim.bootstrap(v.distance(p), _mean) for p in v.sibling_probs]),
                          "S4 (its own siblings)": {"value": list(SOURCE_FLOOR)}}},
         scaled=f"{a.model}'s recipe at S4's seeds, {a.n_prompts:,} prompts",
     )
@@ -190,10 +189,10 @@ def test_all_blocks_beat_the_first(model_name, approximation, claim, settings):
     half = a.eval_half
     every = v.distance(a.probs("held-out"))[half]
     first = v.distance(a.probs("held-out", blocks=slice(0, 1)))[half]
-    gain = bootstrap(np.stack([first, every], axis=1), _difference, seed=seed)
+    gain = claim.bootstrap(np.stack([first, every], axis=1), _difference)
     other = np.roll(np.arange(a.n_prompts), 1)  # each prompt paired with the next prompt's approximations
     shuffled = [v.distance(a.probs("held-out", blocks=b)[other])[half] for b in (slice(0, 1), slice(None))]
-    own = bootstrap(np.stack([first, every, *shuffled], axis=1), gain_over_shuffled, seed=seed)
+    own = claim.bootstrap(np.stack([first, every, *shuffled], axis=1), gain_over_shuffled)
     checks = [Check.of("mean H(first block alone) − mean H(all blocks), held-out prompts", gain, "Hellinger", ">", 0.0,
                        "S4 shows 'hing tremb' going from 0.63 to 0.02 and 'And only l' from 0.071 to 0.073 (slightly "
                        "worse), and gives no aggregate; 'using all blocks improves' is read as a lower mean H over "
@@ -227,7 +226,7 @@ def test_all_blocks_beat_the_first(model_name, approximation, claim, settings):
                  "S4's worked prompts": _examples(a)},
         plot={"kind": "bars", "title": f"S4.8 on {a.model}: first block alone against all blocks",
               "categories": ["first block", "all blocks"], "xlabel": "approximation", "ylabel": "mean H",
-              "series": {"held-out half": series([bootstrap(first, _mean, seed=seed),
-                                                  bootstrap(every, _mean, seed=seed)])}},
+              "series": {"held-out half": series([claim.bootstrap(first, _mean),
+                                                  claim.bootstrap(every, _mean)])}},
         scaled=f"{a.n_blocks} blocks, {a.n_prompts:,} prompts",
     )

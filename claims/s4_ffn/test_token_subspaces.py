@@ -19,7 +19,6 @@ from latent_instruments.token_subspaces import (chance_in_top_half, first_direct
 from reports.plots import series
 from reports.records import Check
 
-pytestmark = pytest.mark.gpu
 
 RESTARTS = 100  # S4: 100 embeddings per token
 ALL_TOKENS_UP_TO = 128  # a vocabulary up to this size: every token (S4: all 65)
@@ -69,7 +68,6 @@ def token_embeddings(subject, seed: int, every_token: bool = False, block: int |
         readout = logits_from_block_input_fn(model, subject.adapter, block)
 
     return learn_token_embeddings(readout, tokens, d_model, RESTARTS, STEPS, LR, seed, head.weight.device), readout
-
 
 
 def _subspace_facts(learned, readout, device) -> dict[str, np.ndarray]:
@@ -125,10 +123,10 @@ def test_token_embeddings_lie_along_one_direction(model_name, subject, pool, cla
     f = _subspace_facts(learned, readout, subject.input_device)
     twin = pool.get(subject.entry.twin)
     t = _subspace_facts(*token_embeddings(twin, seed), twin.input_device)
-    est = {k: bootstrap(f[k].astype(np.float64), _min if k in ("p", "ratio") else _fraction, seed=seed)
+    est = {k: claim.bootstrap(f[k].astype(np.float64), _min if k in ("p", "ratio") else _fraction)
            for k in ("p", "ratio", "predicts")}
-    unoptimised = bootstrap(start_ratios(len(learned.tokens), learned.vectors.shape[-1], seed).astype(np.float64),
-                            _min, seed=seed)
+    unoptimised = claim.bootstrap(start_ratios(len(learned.tokens), learned.vectors.shape[-1], seed).astype(np.float64),
+                            _min)
     more = continued(learned, readout, subject.input_device, seed)
     gain = float((more["after"] - more["before"]).max())
     checks = [
@@ -234,7 +232,7 @@ def test_ffn_outputs_point_to_predicted_tokens(model_name, approximation, pool, 
     control = np.stack([in_top_half(final_scores, model_tokens), in_top_half(final_scores, prompt_shuffled(model_tokens))],
                        axis=1).astype(np.float64)
     checks.append(Check.of("final state: excess over the prompt-shuffled null, the model's own 90 %-mass tokens",
-                           bootstrap(control, excess_over_null, seed=seed), "fraction", ">", FAR_ABOVE_NULL,
+                           claim.bootstrap(control, excess_over_null), "fraction", ">", FAR_ABOVE_NULL,
                            "control: the subspaces and the ranking must place the model's own predicted tokens near the "
                            "state they are read from (the final norm's input, where they were learned), above the "
                            "prompt-shuffled null by at least S4's weakest excess (0.40), as S4.10 requires of FFN "
@@ -248,8 +246,7 @@ def test_ffn_outputs_point_to_predicted_tokens(model_name, approximation, pool, 
         for signed in (False, True):
             scores = subspace_scores(v.ffn[b][half], directions, signed)
             satisfied[signed], null[signed] = in_top_half(scores, tokens), in_top_half(scores, shuffled)
-        excess = bootstrap(np.stack([satisfied[False], null[False]], axis=1).astype(np.float64), excess_over_null,
-                           seed=seed)
+        excess = claim.bootstrap(np.stack([satisfied[False], null[False]], axis=1).astype(np.float64), excess_over_null)
         checks.append(Check.of(f"block {b + 1}: excess over the prompt-shuffled null (final-layer subspaces, |cos|)",
                                excess, "fraction", ">", FAR_ABOVE_NULL,
                                "S4.10: final-layer subspaces 'work at earlier blocks too', far above chance, read as S4's "
@@ -270,8 +267,8 @@ def test_ffn_outputs_point_to_predicted_tokens(model_name, approximation, pool, 
             specific = first_directions(token_embeddings(subject, seed, every_token=True, block=b + 1)[0].vectors)
             specific_scores = subspace_scores(v.ffn[b][half], specific)
             hit = in_top_half(specific_scores, tokens)
-            own = bootstrap(np.stack([hit, in_top_half(specific_scores, shuffled)], axis=1).astype(np.float64),
-                            excess_over_null, seed=seed)
+            own = claim.bootstrap(np.stack([hit, in_top_half(specific_scores, shuffled)], axis=1).astype(np.float64),
+                            excess_over_null)
             checks.append(Check.of(f"block {b + 1}: excess over the prompt-shuffled null (block-specific subspaces, "
                                    "|cos|)", own, "fraction", ">", SPECIFIC_ABOVE_NULL,
                                    f"S4.10: block-specific subspaces, learned at block {b + 2}'s input through the later "
@@ -279,7 +276,7 @@ def test_ffn_outputs_point_to_predicted_tokens(model_name, approximation, pool, 
                                    "smallest excess with them, block 4 of 6: (38.80 − 18.37) / (100 − 18.37) = 0.25, "
                                    "against the same prompt-shuffled null"))
             row["satisfied, block-specific (|cos|)"] = float(hit.mean())
-        fractions.append(bootstrap(satisfied[False].astype(np.float64), _fraction, seed=seed))
+        fractions.append(claim.bootstrap(satisfied[False].astype(np.float64), _fraction))
         chances.append(float(chance.mean()))
         rows[f"block {b + 1}"] = {**row, "chance": float(chance.mean()), "mean tokens for 90 %": float(sizes.mean()),
                                   "threshold": a.fitted_thresholds[b]}
