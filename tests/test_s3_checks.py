@@ -249,9 +249,9 @@ def test_the_occluding_token_never_equals_the_token_it_replaces():
 
 def test_at_source_scale_the_headline_is_s3s_setting_even_where_the_adapted_one_recovers_more():
     """A model that only the adapted step inverts fails S3.2 at source scale: S3's own setting decides there."""
-    from claims.s3_inversion.conftest import SETTINGS, Scale
+    from claims.s3_inversion.inversions import DESCENT_SETTINGS, Scale
     exact = np.column_stack([np.zeros(64), np.ones(64)])  # (prompts, settings): S3's recovers none, adapted all
-    assert SETTINGS[0] == "source"
+    assert DESCENT_SETTINGS[0] == "source"
     gpu, cpu = Scale.of(True), Scale.of(False)
     assert gpu.headline(exact, gpu.chosen(exact)) == 0.0 and int(gpu.chosen(exact)) == 0
     assert cpu.headline(exact, cpu.chosen(exact)) == 1.0 and int(cpu.chosen(exact)) == 1
@@ -265,7 +265,7 @@ def test_on_a_cpu_the_setting_is_chosen_on_half_the_prompts_and_measured_on_the_
     """Item 7 of issue 34: two settings equal in truth; a choice made inside every resample, on the prompts it is
     reported on, takes the luckier and biases the interval upward; chosen once on the first half, the second half's
     estimate of the chosen setting is unbiased."""
-    from claims.s3_inversion.conftest import Scale
+    from claims.s3_inversion.inversions import Scale
     cpu = Scale.of(False)
     rng = np.random.default_rng(0)
     units = rng.binomial(1, 0.5, (64, 2)).astype(float)  # (prompts, settings), both recover half the tokens
@@ -283,7 +283,7 @@ def test_on_a_cpu_the_setting_is_chosen_on_half_the_prompts_and_measured_on_the_
 
 def test_the_headline_is_chosen_per_column():
     """(prompts, depths, settings): each depth its own setting on a CPU, S3's at every depth at source scale."""
-    from claims.s3_inversion.conftest import Scale
+    from claims.s3_inversion.inversions import Scale
     units = np.stack([np.column_stack([np.full(8, 0.9), np.full(8, 0.1)]),
                       np.column_stack([np.full(8, 0.2), np.full(8, 0.6)])], 1)
     assert Scale.of(False).chosen(units).tolist() == [0, 1]
@@ -296,7 +296,7 @@ def test_the_headline_is_chosen_per_column():
 
 def test_a_ladder_whose_narrowest_rung_recovers_more_fails_the_gain():
     """(prompts, rungs, settings): the narrow rung recovers 0.8 of the tokens, the wide one 0.4, in either setting."""
-    from claims.s3_inversion.conftest import Scale
+    from claims.s3_inversion.inversions import Scale
     from claims.s3_inversion.test_width import width_gain
     rng = np.random.default_rng(0)
     units = np.stack([rng.binomial(10, 0.8, (32, 2)) / 10, rng.binomial(10, 0.4, (32, 2)) / 10], 1)
@@ -334,7 +334,7 @@ def test_a_users_ladder_reaching_4096_runs_s3_5s_checks_and_the_zoos_ladders_sto
 
 
 def test_a_narrowest_rung_that_rarely_passes_the_success_test_fails_the_control():
-    from claims.s3_inversion.conftest import Scale
+    from claims.s3_inversion.inversions import Scale
     from claims.s3_inversion.test_width import SUCCESS_MAJORITY
     def status(passing: tuple[int, int]) -> str:
         success = np.column_stack([np.r_[np.ones(k), np.zeros(16 - k)] for k in passing])  # (prompts, settings)
@@ -362,7 +362,7 @@ def test_s3_14s_gap_control_is_undecided_where_the_gap_may_be_nothing():
 def test_s3_14s_share_fails_where_the_layers_together_close_the_gap_and_its_floor_fails_a_broken_descent():
     """The share of block 1's advantage recovered by blocks 1-3 together: near 1 fails the claim (< ½), far below 0
     (the concatenation far worse than block 3 alone) fails the floor control (> −½)."""
-    from claims.s3_inversion.conftest import Scale
+    from claims.s3_inversion.inversions import Scale
     from claims.s3_inversion.test_layers import HALF, recovered_share
 
     rng = np.random.default_rng(0)

@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 import torch
 
-from claims.s3_inversion.conftest import SETTINGS, TOP_K, examples, first_prompt, frozen, layer_output, setting
+from claims.s3_inversion.inversions import DESCENT_SETTINGS, TOP_K, examples, first_prompt, frozen, layer_output, setting
 from latent_instruments.inversion import invert
 from latent_instruments.stats import bootstrap
 from reports.plots import series
@@ -123,10 +123,10 @@ def test_recovery_falls_sharply_with_output_features(model_name, subject, invers
     ids = pool.text_windows(model_name, n, tokens)
     problem = inversions.problem(model_name, subject)
     steps = inversions.scale.steps(model_name)
-    curves = {how: Curve(subject, ids, problem, setting(how, steps, problem.weight), settings.seed) for how in SETTINGS}
+    curves = {how: Curve(subject, ids, problem, setting(how, steps, problem.weight), settings.seed) for how in DESCENT_SETTINGS}
     # the headline setting: S3's at source scale, on a CPU the better on the full output, chosen on the first half of
     # the prompts (the crossing is then searched on every prompt: its bisection reads the whole curve)
-    how = SETTINGS[int(inversions.scale.chosen(np.stack([curves[h](d) for h in SETTINGS], -1)))]
+    how = DESCENT_SETTINGS[int(inversions.scale.chosen(np.stack([curves[h](d) for h in DESCENT_SETTINGS], -1)))]
     curve = curves[how]
     full = claim.bootstrap(curve(d), lambda u: float(u.mean()))
     if full.low < EVERY:

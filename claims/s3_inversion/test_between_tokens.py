@@ -34,7 +34,7 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from claims.s3_inversion.conftest import SETTINGS, first_prompt, frozen, layer_output, setting
+from claims.s3_inversion.inversions import DESCENT_SETTINGS, first_prompt, frozen, layer_output, setting
 from latent_instruments.inversion import invert
 from latent_instruments.decoding import pseudo_inverse
 from latent_instruments.stats import bootstrap
@@ -65,7 +65,7 @@ def test_later_positions_do_not_identify_a_masked_token(model_name, subject, gro
     problem = inversions.problem(model_name, subject)
     units = {}
     for name, m in ((model_name, subject), (twin.name, twin)):
-        runs = [inversions.run(name, m, 0, s, masked=MASKED) for s in SETTINGS]
+        runs = [inversions.run(name, m, 0, s, masked=MASKED) for s in DESCENT_SETTINGS]
         units[name] = np.stack([np.column_stack([r.hits[:, :MASKED].mean(1), r.hits[:, MASKED:].mean(1)])
                                 for r in runs], -1)  # (prompts, [masked, unmasked], settings)
     own = units[model_name]
@@ -75,7 +75,7 @@ def test_later_positions_do_not_identify_a_masked_token(model_name, subject, gro
     unmasked = claim.bootstrap(reported[:, 1, best], lambda u: float(u.mean()))
     twin_best = scale.chosen(units[twin.name][:, 1])
     twin_masked = claim.bootstrap(scale.reported(units[twin.name][:, 0]), lambda u: float(scale.headline(u, twin_best)))
-    run = inversions.run(model_name, subject, 0, SETTINGS[best], masked=MASKED)
+    run = inversions.run(model_name, subject, 0, DESCENT_SETTINGS[best], masked=MASKED)
     if unmasked.low <= HALF:
         claim.not_informative(
             f"the inversion recovers {unmasked.value:.3f} [{unmasked.low:.3f}, {unmasked.high:.3f}] of the unmasked "
@@ -96,7 +96,7 @@ def test_later_positions_do_not_identify_a_masked_token(model_name, subject, gro
         procedure=(
             f"{own.shape[0]} held-out prompts ({reported.shape[0]} reported) of {problem.tokens} tokens (S3.2's problem: restricted vocabulary of "
             "the continuation), inverted together from block 1's output at positions 2 onwards ([:, 1:, :]), "
-            f"{SETTINGS[best]} setting ({scale.headline_label}; on a CPU the one recovering more unmasked tokens; "
+            f"{DESCENT_SETTINGS[best]} setting ({scale.headline_label}; on a CPU the one recovering more unmasked tokens; "
             f"N = {run.steps}). The masked token counts as recovered where the first choice at position 1 is it."
         ),
         scaled=" ".join(filter(None, [f"S3: trained Llama 7B-65B (4096-8192 wide), a few prompts; here {model_name} "
@@ -106,7 +106,7 @@ def test_later_positions_do_not_identify_a_masked_token(model_name, subject, gro
                  "unmasked tokens recovered": {model_name: unmasked.value,
                                                twin.name: float(scale.headline(scale.reported(units[twin.name][:, 1]),
                                                                                twin_best))},
-                 f"examples ({SETTINGS[best]} setting; top-5 per position)":
+                 f"examples ({DESCENT_SETTINGS[best]} setting; top-5 per position)":
                      first_prompt(run.examples)},
     )
 
@@ -128,7 +128,7 @@ def _found_masked(layer: LoadedModel, ids: torch.Tensor, steps: int, seed: int) 
     weight = layer.model.get_input_embeddings().weight.detach()
     pinv = pseudo_inverse(weight)
     best = (False, -1.0, "")
-    for how in SETTINGS:
+    for how in DESCENT_SETTINGS:
         config = replace(setting(how, steps, weight), loss="l2")
         with frozen(layer.model):
             found = invert(layer_output(layer, 0, ids.shape[1]), ids, weight, torch.Generator().manual_seed(seed),

@@ -38,7 +38,7 @@ import numpy as np
 import pytest
 import torch
 
-from claims.s3_inversion.conftest import TOP_K, examples, first_prompt, frozen, layer_output, setting
+from claims.s3_inversion.inversions import TOP_K, examples, first_prompt, frozen, layer_output, setting
 from latent_instruments.ablation import norms_removed
 from latent_instruments.inversion import invert
 from latent_instruments.decoding import direct_fit_decode, pseudo_inverse

@@ -18,7 +18,7 @@ import math
 import numpy as np
 import pytest
 
-from claims.s3_inversion.conftest import SETTINGS, SOURCE_PROMPT, first_prompt
+from claims.s3_inversion.inversions import DESCENT_SETTINGS, SOURCE_PROMPT, first_prompt
 from latent_instruments.stats import bootstrap
 from reports.plots import series
 from reports.records import Check
@@ -34,12 +34,12 @@ def depths(n_blocks: int) -> list[int]:
 
 def _row(runs: dict, block: int, best: str) -> dict:
     """One block's numbers for the details table: both settings' accuracy, then the headline setting's."""
-    row = {f"{s} setting": float(runs[block, s].accuracy.mean()) for s in SETTINGS}
+    row = {f"{s} setting": float(runs[block, s].accuracy.mean()) for s in DESCENT_SETTINGS}
     chosen = runs[block, best]
     return row | {"headline": best, "full vocabulary": float(chosen.full_accuracy.mean()),
                   "exact": float(chosen.exact.mean()), "success test": float(chosen.success.mean()),
                   "‖O(a_g) − O(a)‖ / ‖O(a′) − O(a)‖, median": float(np.median(chosen.distance_ratio)),
-                  "seconds": round(sum(runs[block, s].seconds for s in SETTINGS), 2)}
+                  "seconds": round(sum(runs[block, s].seconds for s in DESCENT_SETTINGS), 2)}
 
 
 def _by_depth(units: np.ndarray, statistic, seed: int) -> list:
@@ -73,9 +73,9 @@ def check_depth(model_name, subject, inversions, claim, settings) -> None:
     blocks = depths(len(subject.adapter.block_list(subject.model)))
     if len(blocks) < 2:
         claim.not_informative(f"{model_name} has one block: there is no depth to degrade over")
-    runs = {(b, s): inversions.run(model_name, subject, b - 1, s) for b in blocks for s in SETTINGS}
-    accuracy = np.stack([np.stack([runs[b, s].accuracy for s in SETTINGS], -1) for b in blocks], 1)  # (p, depth, s)
-    start = runs[blocks[0], SETTINGS[0]].start_accuracy  # (prompts,): a₀ decoded, chance
+    runs = {(b, s): inversions.run(model_name, subject, b - 1, s) for b in blocks for s in DESCENT_SETTINGS}
+    accuracy = np.stack([np.stack([runs[b, s].accuracy for s in DESCENT_SETTINGS], -1) for b in blocks], 1)  # (p, depth, s)
+    start = runs[blocks[0], DESCENT_SETTINGS[0]].start_accuracy  # (prompts,): a₀ decoded, chance
     chosen = scale.chosen(accuracy)  # each depth's headline setting, chosen once (on half the prompts on a CPU)
     first_over_chance = claim.bootstrap(scale.reported(np.column_stack([accuracy[:, 0], start[:, None]])),
                                   lambda u: float(scale.headline(u[:, :-1], chosen[0]) - u[:, -1].mean()))
@@ -87,11 +87,11 @@ def check_depth(model_name, subject, inversions, claim, settings) -> None:
             details={f"token accuracy by block ({scale.headline_label})": {f"block {b}": e.value for b, e in zip(blocks, per_depth)}})
 
     drop = claim.bootstrap(scale.reported(accuracy), lambda u: float(scale.headline(u, chosen)[0] - scale.headline(u, chosen)[-1]))
-    best = [SETTINGS[i] for i in chosen]
+    best = [DESCENT_SETTINGS[i] for i in chosen]
     deepest = best[-1]
     success = claim.bootstrap(runs[blocks[-1], deepest].success, _mean)
-    source_setting = _by_depth(accuracy[..., SETTINGS.index("source")], _mean, settings.seed)
-    adapted_setting = _by_depth(accuracy[..., SETTINGS.index("adapted")], _mean, settings.seed)
+    source_setting = _by_depth(accuracy[..., DESCENT_SETTINGS.index("source")], _mean, settings.seed)
+    adapted_setting = _by_depth(accuracy[..., DESCENT_SETTINGS.index("adapted")], _mean, settings.seed)
     claim.record(
         [
             Check.of(f"token accuracy, block 1 minus block {blocks[-1]} (each its {scale.headline_label})", drop,

@@ -32,7 +32,7 @@ above −½, by the interval's low end).
 import numpy as np
 import pytest
 
-from claims.s3_inversion.conftest import SETTINGS, first_prompt
+from claims.s3_inversion.inversions import DESCENT_SETTINGS, first_prompt
 from latent_instruments.stats import Estimate, bootstrap
 from reports.plots import series
 from reports.records import Check
@@ -86,8 +86,8 @@ def test_several_layers_do_not_improve_inversion(model_name, subject, inversions
     ids = inversions.problem(model_name, subject).ids
     targets = {"block 1": 0, f"block {LAYERS}": LAYERS - 1, f"blocks 1-{LAYERS} concatenated": tuple(range(LAYERS))}
     runs = {(label, s): inversions.run(model_name, subject, blocks, s) for label, blocks in targets.items()
-            for s in SETTINGS}
-    units = np.stack([np.stack([runs[label, s].accuracy for s in SETTINGS], -1) for label in targets], 1)  # (p, 3, s)
+            for s in DESCENT_SETTINGS}
+    units = np.stack([np.stack([runs[label, s].accuracy for s in DESCENT_SETTINGS], -1) for label in targets], 1)  # (p, 3, s)
     first, last, together = 0, 1, 2
     chosen = scale.chosen(units)  # (3,): each target's headline setting, chosen once
     reported = scale.reported(units)
@@ -102,7 +102,7 @@ def test_several_layers_do_not_improve_inversion(model_name, subject, inversions
             details={f"token accuracy ({scale.headline_label})": {label: e.value for label, e in zip(targets, per)}})
 
     share = claim.bootstrap(reported, lambda u: recovered_share(u, scale, chosen))
-    best = {label: SETTINGS[int(i)] for label, i in zip(targets, chosen)}
+    best = {label: DESCENT_SETTINGS[int(i)] for label, i in zip(targets, chosen)}
     claim.record(
         [
             Check.of(f"share of block 1's advantage over block {LAYERS} recovered by blocks 1-{LAYERS} together",
@@ -140,7 +140,7 @@ def test_several_layers_do_not_improve_inversion(model_name, subject, inversions
             inversions.scale.note()])),
         details={f"token accuracy ({scale.headline_label})": {label: e.value for label, e in zip(targets, per)},
                  "token accuracy by setting": {f"{label} ({s})": float(runs[label, s].accuracy.mean())
-                                               for label in targets for s in SETTINGS},
+                                               for label in targets for s in DESCENT_SETTINGS},
                  **{f"examples, {label} ({best[label]} setting; top-5 per position, as S3 shows them)":
                     first_prompt(runs[label, best[label]].examples) for label in targets}},
         plot={"kind": "bars", "title": f"S3.14 on {model_name}: inversion by target",

@@ -24,7 +24,7 @@ only mean the transformer does worse than chance.
 import numpy as np
 import pytest
 
-from claims.s3_inversion.conftest import SETTINGS, first_prompt
+from claims.s3_inversion.inversions import DESCENT_SETTINGS, first_prompt
 from latent_instruments.stats import bootstrap
 from models.evaluation import held_out_bits_per_character
 from reports.plots import series
@@ -49,7 +49,7 @@ DERIVATION = {
 def _masked_and_unmasked(inversions, model, block: int) -> np.ndarray:
     """(prompts, [masked, unmasked, chance], settings) recovery from ``block`` (1-based) without the first position;
     chance is the random start's restricted accuracy (the same at every position: its draws are i.i.d.)."""
-    runs = [inversions.run(model.name, model, block - 1, s, masked=MASKED) for s in SETTINGS]
+    runs = [inversions.run(model.name, model, block - 1, s, masked=MASKED) for s in DESCENT_SETTINGS]
     return np.stack([np.column_stack([r.hits[:, :MASKED].mean(1), r.hits[:, MASKED:].mean(1), r.start_accuracy])
                      for r in runs], -1)
 
@@ -122,9 +122,9 @@ def test_a_masked_mixer_carries_more_non_self_information(model_name, group, gro
                                                    for m in group},
             "chance (random start, restricted vocabulary)": {
                 f"{name}, block {b}": float(u[:, 2].mean()) for (name, b), u in units.items()},
-            **{f"examples, {m.name} block {BLOCK}, [:, 1:, :] ({SETTINGS[chosen[m.name, BLOCK]]} setting; top-5 per "
+            **{f"examples, {m.name} block {BLOCK}, [:, 1:, :] ({DESCENT_SETTINGS[chosen[m.name, BLOCK]]} setting; top-5 per "
                "position, as S3 shows them)":
-               first_prompt(inversions.run(m.name, m, BLOCK - 1, SETTINGS[chosen[m.name, BLOCK]], masked=MASKED).examples)
+               first_prompt(inversions.run(m.name, m, BLOCK - 1, DESCENT_SETTINGS[chosen[m.name, BLOCK]], masked=MASKED).examples)
                for m in (*group, *group_twins)},
         },
         plot={"kind": "bars", "title": f"S3.12: masked first token from [:, 1:, :] (block {BLOCK})",

@@ -24,7 +24,7 @@ then matched and the tokens are lost for want of information, not of optimisatio
 import numpy as np
 import pytest
 
-from claims.s3_inversion.conftest import SETTINGS, Scale, first_prompt
+from claims.s3_inversion.inversions import DESCENT_SETTINGS, Scale, first_prompt
 from latent_instruments.stats import bootstrap
 from reports.plots import series
 from reports.records import Check
@@ -57,14 +57,14 @@ def test_attention_residual_carries_self_token_identity(model_name, subject, gro
     models = {model_name: subject, twin.name: twin}
     units, shown, success = {}, {}, {}
     for name, m in models.items():
-        runs = {(v, s): inversions.run(name, m, 0, s, ablation=v) for v in VARIANTS for s in SETTINGS}
+        runs = {(v, s): inversions.run(name, m, 0, s, ablation=v) for v in VARIANTS for s in DESCENT_SETTINGS}
         for v in VARIANTS:
-            how = SETTINGS[int(scale.chosen(np.column_stack([runs[v, s].accuracy for s in SETTINGS])))]
+            how = DESCENT_SETTINGS[int(scale.chosen(np.column_stack([runs[v, s].accuracy for s in DESCENT_SETTINGS])))]
             label = f"examples, {name}, {v or 'intact'} ({how} setting; top-5 per position, as S3 shows them)"
             shown[label] = first_prompt(runs[v, how].examples)
-        chance = runs["", SETTINGS[0]].start_accuracy
-        success[name] = np.column_stack([runs[REMOVED, s].success for s in SETTINGS])  # (prompts, settings)
-        units[name] = np.stack([np.column_stack([*(runs[v, s].accuracy for s in SETTINGS), chance])
+        chance = runs["", DESCENT_SETTINGS[0]].start_accuracy
+        success[name] = np.column_stack([runs[REMOVED, s].success for s in DESCENT_SETTINGS])  # (prompts, settings)
+        units[name] = np.stack([np.column_stack([*(runs[v, s].accuracy for s in DESCENT_SETTINGS), chance])
                                 for v in VARIANTS], 1)  # (prompts, variants, settings + chance)
     chosen = {name: scale.chosen(u[:, :, :-1]) for name, u in units.items()}  # (variants,) each, chosen once
     kept = {name: claim.bootstrap(scale.reported(u), lambda v, c=chosen[name]: _kept(v, scale, c))
@@ -113,7 +113,7 @@ def test_attention_residual_carries_self_token_identity(model_name, subject, gro
             f"S3: trained and untrained Llama-7B (4096 wide), one prompt each; here {model_name} "
             f"({subject.d_model} wide) and its untrained twin.", inversions.scale.note()])),
         details={"S3's success test without the residual, fraction of prompts by setting": {
-            name: dict(zip(SETTINGS, map(float, u.mean(0)))) for name, u in success.items()},
+            name: dict(zip(DESCENT_SETTINGS, map(float, u.mean(0)))) for name, u in success.items()},
             f"token accuracy ({scale.headline_label})": {
             f"{name}, {'intact' if not v else v}": accuracy[name][i].value
             for name in models for i, v in enumerate(VARIANTS)}, **shown},

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from claims.s3_inversion.conftest import SOURCE_PROMPT, examples
+from claims.s3_inversion.inversions import SOURCE_PROMPT, examples
 from latent_instruments.decoding import PseudoInverse, decode_top_k
 from latent_instruments.stats import bootstrap
 from reports.records import Check

@@ -14,7 +14,7 @@ vocabulary is the distinct tokens of the held-out text that continues it to the 
 import numpy as np
 import pytest
 
-from claims.s3_inversion.conftest import SETTINGS, SOURCE_PROMPT
+from claims.s3_inversion.inversions import DESCENT_SETTINGS, SOURCE_PROMPT
 from latent_instruments.stats import bootstrap
 from reports.records import Check
 
@@ -45,13 +45,13 @@ def _mean(u: np.ndarray) -> float:
 def test_an_untrained_block_recovers_its_input(model_name, subject, inversions, claim, settings):
     """S3.2: exact recovery of the prompt from block 1's output of a random-init model (the headline setting)."""
     problem, scale = inversions.problem(model_name, subject), inversions.scale
-    runs = {s: inversions.run(model_name, subject, 0, s) for s in SETTINGS}
-    exact_units = np.stack([runs[s].exact for s in SETTINGS], -1)  # (prompts, settings)
+    runs = {s: inversions.run(model_name, subject, 0, s) for s in DESCENT_SETTINGS}
+    exact_units = np.stack([runs[s].exact for s in DESCENT_SETTINGS], -1)  # (prompts, settings)
     chosen = scale.chosen(exact_units)
-    best = SETTINGS[int(chosen)]
+    best = DESCENT_SETTINGS[int(chosen)]
 
     exact = claim.bootstrap(scale.reported(exact_units), lambda u: float(scale.headline(u, chosen)))
-    start = claim.bootstrap(np.stack([runs[s].start_accuracy for s in SETTINGS], -1), lambda u: float(u.mean(0).max()))
+    start = claim.bootstrap(np.stack([runs[s].start_accuracy for s in DESCENT_SETTINGS], -1), lambda u: float(u.mean(0).max()))
     success = claim.bootstrap(runs[best].success, _mean)
     claim.record(
         [
@@ -83,7 +83,7 @@ def test_an_untrained_block_recovers_its_input(model_name, subject, inversions, 
             f"here {exact_units.shape[0]} prompts through block 1 of {model_name} ({subject.d_model} wide, "
             f"vocabulary {problem.weight.shape[0]}).", inversions.scale.note()])),
         details={
-            "by setting": {s: _summary(runs[s]) for s in SETTINGS},
+            "by setting": {s: _summary(runs[s]) for s in DESCENT_SETTINGS},
             f"examples (block 1, {best} setting; top-5 per position, as S3 shows them)": runs[best].examples,
             **({} if best == "source" else
                {"examples (block 1, S3's own setting)": {k: v for k, v in runs["source"].examples.items()
@@ -109,11 +109,11 @@ def test_training_makes_inversion_worse(model_name, subject, group_twins, invers
     """S3.3: the untrained twin recovers more prompts exactly, and more tokens, than the trained model (block 1)."""
     twin, scale = group_twins[0], inversions.scale
     names = [model_name, twin.name]
-    runs = {(n, s): inversions.run(n, m, 0, s) for n, m in zip(names, (subject, twin)) for s in SETTINGS}
-    exact = np.stack([np.stack([runs[n, s].exact for s in SETTINGS], -1) for n in names], 1)  # (prompts, 2, 2)
-    accuracy = np.stack([np.stack([runs[n, s].accuracy for s in SETTINGS], -1) for n in names], 1)
+    runs = {(n, s): inversions.run(n, m, 0, s) for n, m in zip(names, (subject, twin)) for s in DESCENT_SETTINGS}
+    exact = np.stack([np.stack([runs[n, s].exact for s in DESCENT_SETTINGS], -1) for n in names], 1)  # (prompts, 2, 2)
+    accuracy = np.stack([np.stack([runs[n, s].accuracy for s in DESCENT_SETTINGS], -1) for n in names], 1)
     chosen = scale.chosen(accuracy)  # each model's headline setting, by token accuracy, for both statistics
-    best = [SETTINGS[i] for i in chosen]
+    best = [DESCENT_SETTINGS[i] for i in chosen]
 
     def gap(u: np.ndarray) -> float:
         twin_minus_trained = scale.headline(u, chosen)
@@ -153,7 +153,7 @@ def test_training_makes_inversion_worse(model_name, subject, group_twins, invers
             f"{model_name} ({subject.d_model} wide) and its untrained twin on {exact.shape[0]} prompts.",
             inversions.scale.note()])),
         details={
-            "by model and setting": {f"{n} ({s})": _summary(runs[n, s]) for n in names for s in SETTINGS},
+            "by model and setting": {f"{n} ({s})": _summary(runs[n, s]) for n in names for s in DESCENT_SETTINGS},
             **{f"examples, {n} ({b} setting; top-5 per position, as S3 shows them)": runs[n, b].examples
                for n, b in zip(names, best)},
         },

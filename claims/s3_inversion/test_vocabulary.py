@@ -23,7 +23,7 @@ does not produce the recovery: the random start a₀, decoded the same way, stay
 import numpy as np
 import pytest
 
-from claims.s3_inversion.conftest import SETTINGS, SOURCE_PROMPT, first_prompt
+from claims.s3_inversion.inversions import DESCENT_SETTINGS, SOURCE_PROMPT, first_prompt
 from latent_instruments.stats import bootstrap
 from reports.plots import series
 from reports.records import Check
@@ -46,10 +46,10 @@ def test_restricting_the_vocabulary_improves_recovery(model_name, subject, inver
     """S3.6: one a_g from block 1, decoded over the whole vocabulary, the prompt's continuation's tokens and the
     prompt's own tokens; accuracy rises strictly at each narrowing."""
     problem = inversions.problem(model_name, subject)
-    runs = {s: inversions.run(model_name, subject, 0, s) for s in SETTINGS}
+    runs = {s: inversions.run(model_name, subject, 0, s) for s in DESCENT_SETTINGS}
     # the headline setting: S3's at source scale, on a CPU the better by S3's sentence vocabulary
     # (chosen once, on half the prompts; the checks read the other half)
-    how = SETTINGS[int(inversions.scale.chosen(np.column_stack([runs[s].accuracy for s in SETTINGS])))]
+    how = DESCENT_SETTINGS[int(inversions.scale.chosen(np.column_stack([runs[s].accuracy for s in DESCENT_SETTINGS])))]
     run = runs[how]
     units = inversions.scale.reported(np.column_stack([run.full_accuracy, run.zero_accuracy, run.zero_prompt_accuracy,
                                                        run.start_zero_prompt_accuracy]))

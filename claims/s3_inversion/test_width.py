@@ -32,7 +32,7 @@ from itertools import groupby
 import numpy as np
 import pytest
 
-from claims.s3_inversion.conftest import SETTINGS, SOURCE_PROMPT, Scale, first_prompt
+from claims.s3_inversion.inversions import DESCENT_SETTINGS, SOURCE_PROMPT, Scale, first_prompt
 from claims.s3_inversion.test_depth import depths
 from latent_instruments.stats import bootstrap
 from models.evaluation import held_out_bits_per_character
@@ -55,7 +55,7 @@ DERIVATION = (
 
 def _accuracy(inversions, rung, block: int, vocabulary: str) -> np.ndarray:
     """(prompts, settings) token accuracy of one rung at one block (1-based), in the chosen decoding."""
-    runs = [inversions.run(rung.name, rung, block - 1, s) for s in SETTINGS]
+    runs = [inversions.run(rung.name, rung, block - 1, s) for s in DESCENT_SETTINGS]
     return np.stack([r.full_accuracy if vocabulary == "full-vocabulary" else r.accuracy for r in runs], -1)
 
 
@@ -63,7 +63,7 @@ def width_gain(units: np.ndarray, scale: Scale, chosen: np.ndarray) -> float:
     """S3.5's statistic: token accuracy of the widest rung minus the narrowest, each its headline setting.
 
     Args:
-        units: (prompts, rungs, settings) token accuracy per prompt, rungs narrowest first, ``SETTINGS`` order
+        units: (prompts, rungs, settings) token accuracy per prompt, rungs narrowest first, ``DESCENT_SETTINGS`` order
             (the reported prompts, :meth:`Scale.reported`).
         scale: reads the headline setting's mean (:meth:`Scale.headline`).
         chosen: (rungs,) each rung's headline setting, :meth:`Scale.chosen` of the whole units.
@@ -137,7 +137,7 @@ def test_wider_models_invert_better(model_name, variant, group, inversions, clai
     gains = {key: claim.bootstrap(scale.reported(u), lambda v, c=chosen[key]: width_gain(v, scale, c))
              for key, u in units.items()}
     narrowest = {seed: rungs[0] for seed, rungs in seeds.items()}
-    success_units = {seed: np.stack([inversions.run(m.name, m, 0, s).success for s in SETTINGS], -1)
+    success_units = {seed: np.stack([inversions.run(m.name, m, 0, s).success for s in DESCENT_SETTINGS], -1)
                      for seed, m in narrowest.items()}
     success = {seed: claim.bootstrap(scale.reported(u), lambda v, c=scale.chosen(u): float(scale.headline(v, c))) for seed, u in success_units.items()}
     per_rung = {key: [claim.bootstrap(scale.reported(u[:, i]), lambda v, c=chosen[key][i]: float(scale.headline(v, c))) for i in range(u.shape[1])]
@@ -202,5 +202,5 @@ def test_wider_models_invert_better(model_name, variant, group, inversions, clai
 
 def _headline(inversions, rung) -> str:
     """The rung's headline setting at block 1 (on a CPU the better by restricted token accuracy)."""
-    units = np.column_stack([inversions.run(rung.name, rung, 0, s).accuracy for s in SETTINGS])
-    return SETTINGS[int(inversions.scale.chosen(units))]
+    units = np.column_stack([inversions.run(rung.name, rung, 0, s).accuracy for s in DESCENT_SETTINGS])
+    return DESCENT_SETTINGS[int(inversions.scale.chosen(units))]
