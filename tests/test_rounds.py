@@ -27,6 +27,7 @@ CASES = textwrap.dedent('''
         "control-straddles-then-clears": ({1: 1, 2: 1, 4: 1}, {1: 0.15, 2: 0.15, 4: 0.15}),
         "control-always-straddles": ({1: 1, 2: 1, 4: 1}, {1: 0.01, 2: 0.01, 4: 0.01}),
         "control-fails-decisively": ({1: 1, 2: 1, 4: 1}, {1: -1, 2: -1, 4: -1}),
+        "forgets-sample-scale": ({1: 0.01, 2: 0.01, 4: 0.01}, {1: 1, 2: 1, 4: 1}),  # draws 32 prompts at every look
     }
     SEEN = []  # the scales each look's fixture was built at
 
@@ -35,10 +36,10 @@ CASES = textwrap.dedent('''
         SEEN.append(sample_scale)
         return sample_scale
 
-    def check(value, scale, role="claim"):
+    def check(value, scale, role="claim", n=None):
         level = bootstrap(np.arange(16.0), lambda u: float(u.mean()), seed=0).confidence
         half = HALF_WIDTH[scale]
-        return Check.of("statistic", Estimate(value, value - half, value + half, level, 32 * scale), "unit", ">",
+        return Check.of("statistic", Estimate(value, value - half, value + half, level, n or 32 * scale), "unit", ">",
                         0.0, "derivation", role=role)
 
     @pytest.mark.claim("S4.1", version=1, sample="prompts")
@@ -46,7 +47,8 @@ CASES = textwrap.dedent('''
     @pytest.mark.parametrize("case", list(CASES))
     def test_sequential(model_name, case, per_look, claim):
         claim_value, control_value = CASES[case]
-        claim.record([check(claim_value[per_look], per_look), check(control_value[per_look], per_look, "control")],
+        n = 32 if case == "forgets-sample-scale" else None
+        claim.record([check(claim_value[per_look], per_look, n=n), check(control_value[per_look], per_look, "control")],
                      details={"fixture built at": {"scales": {"so far": str(SEEN)}}})
 
     @pytest.mark.claim("S4.1", version=1)
@@ -98,8 +100,11 @@ def test_sequential_claims_look_again_until_decided_and_record_every_look(cases)
         "control-straddles-then-clears": "holds",  # a straddling control is measured again too
         "control-always-straddles": "inconclusive",  # still straddling at the cap: control undecided, not failed
         "control-fails-decisively": "control failed",  # its whole interval on the failing side: no further look
+        "forgets-sample-scale": "error",  # its second look measured the first look's 32 prompts again
         "fixed": "inconclusive",  # not sequential: one look, 95 %
     }, done.stdout[-3000:]
+    assert "look 2 measured 32 prompts in its claim checks, no more than the look before (32)" in (
+        records["forgets-sample-scale"]["message"])
     looks = {case: [(look["scale"], look["prompts"], look["outcome"]) for look in r["looks"]]
              for case, r in records.items()}
     assert looks["decided-at-second-look"] == [(1, 32, "inconclusive"), (2, 64, "holds")]
@@ -118,7 +123,7 @@ def test_sequential_claims_look_again_until_decided_and_record_every_look(cases)
     assert records["never-decided"]["details"]["fixture built at"]["scales"]["so far"].endswith("1, 2, 4]")
     assert ("look 3 of 3: 4× the first look's sample, 128 prompts in its claim checks, 98.3% intervals; "
             "--max-prompts 128 caps the looks at 4× --prompts' 32") in records["never-decided"]["message"]
-    assert "2 failed, 2 passed, 3 skipped" in done.stdout  # one report per test, whatever its looks
+    assert "3 failed, 2 passed, 3 skipped" in done.stdout  # one report per test, whatever its looks
 
 
 @pytest.mark.subprocess
