@@ -31,7 +31,7 @@ from fixtures.verdicts import ClaimDoesNotHold, classify  # noqa: E402
 from fixtures.zoo import ACTIVATION_FIXTURES, MODELS_KWARGS, pool_names  # noqa: E402
 from models.cache import atomic_write_text  # noqa: E402
 from models.capture import check_patterns  # noqa: E402
-from models.recipes import NOT_ON_SIBLINGS, seed_builds  # noqa: E402
+from models.recipes import seed_builds  # noqa: E402
 from models.runtime import pin_cpu_threads  # noqa: E402
 from models.zoo import ROLES, resolve  # noqa: E402
 from reports import writer  # noqa: E402
@@ -148,7 +148,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     s = metafunc.config.stash[SETTINGS_KEY]
     chosen = [n for n in s.subjects() if resolve(n).role in roles]
     marker = metafunc.definition.get_closest_marker("claim")
-    if not (s.models or s.groups) and marker and marker.args[0] in NOT_ON_SIBLINGS:  # said in the report (builds_not_run)
+    if not (s.models or s.groups) and marker and marker.args[0] in load_catalogue().not_on_siblings():  # in the report
         chosen = [n for n in chosen if n not in seed_builds(s.zoo)]
     # session scope makes pytest run all tests of one model together, so the pool holds few models at once
     metafunc.parametrize("model_name", chosen, ids=chosen, scope="session")

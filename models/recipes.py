@@ -146,11 +146,3 @@ def seed_builds(profile: str) -> dict[str, str]:
             if r.name != m.name and replace(r, name=m.name, seed=m.seed) == m}
 
 
-# Claims the default zoo does not run on the seed siblings, with why (the report shows it beside the builds-agree
-# table). A sibling named with --model runs every claim.
-NOT_ON_SIBLINGS: dict[str, str] = {
-    "S3.7": "its control (one-token inputs come back through the embedding representation, > 0.5 by the interval's "
-            "low end) straddles its floor on a seed sibling (tiny-w96-seed1442: 0.56 [0.45, 0.67] of 64 single "
-            "characters), so on the siblings the claim check could at best be inconclusive (control undecided); it "
-            "waits for S3.7's control to be redesigned (a descent shown to work with the same budget)",
-}

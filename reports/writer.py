@@ -24,7 +24,7 @@ from pathlib import Path
 from fixtures.ledger import LEDGER
 from models.cache import atomic_write_bytes, atomic_write_text, publish_mode
 from reports import baseline, benchmarks, history, render, shipped_verdicts, tables
-from models.recipes import NOT_ON_SIBLINGS, seed_builds
+from models.recipes import seed_builds
 from reports.records import RED, builds_agree, ledger_build, ledger_quotes_disagree, zoo_build_of
 from reports.results_file import SCHEMA
 
@@ -181,8 +181,9 @@ def results(settings, records: list[dict], models: dict, exitstatus: int, peak_r
         "catalogue": catalogue,
         "records": records,
         "builds_agree": builds_agree(records, seed_builds(settings.zoo)),
-        "builds_not_run": {} if settings.models or settings.groups else {c: why for c, why in NOT_ON_SIBLINGS.items()
-                                                       if any(r["claim"] == c for r in records)},
+        "builds_not_run": {} if settings.models or settings.groups else {
+            c: entry["not_on_siblings"] for c, entry in catalogue.items()
+            if entry.get("not_on_siblings") and any(r["claim"] == c for r in records)},
         "baseline": None,
         "benchmarks": benchmarks.summarize(settings.report_dir / benchmarks.FILE),
         "merged_from": [],
