@@ -230,6 +230,12 @@ class Run:
     deviations: str
 
 
+ADAPTED_RATE = (0.1, 0.001)  # the adapted setting's η at step 0 and at step N, in mean embedding norms
+SOURCE_DESCRIPTION = "S3's own (plain gradient descent on the L1 distance, η 1 → 1/100 linearly, a₀ ~ N(½, 1/20²))"
+ADAPTED_DESCRIPTION = (f"the adapted one (each position moved {ADAPTED_RATE[0]:g} → {ADAPTED_RATE[1]:g} mean embedding "
+                       "norms along its gradient's direction, from N(0, norm²/d_model))")
+
+
 def setting(name: str, steps: int, weight: torch.Tensor) -> InversionConfig:
     """The inversion settings: "source" (S3's own) or "adapted" (normalised step from the scale of W_E's rows,
     ``weight`` (vocab, d_model)).
@@ -241,7 +247,7 @@ def setting(name: str, steps: int, weight: torch.Tensor) -> InversionConfig:
         return InversionConfig(steps=steps)
     if name == "adapted":
         scale = weight.float().norm(dim=1).mean().item()
-        return InversionConfig(steps=steps, lr=0.1, lr_end=0.001, start_mean=0.0,
+        return InversionConfig(steps=steps, lr=ADAPTED_RATE[0], lr_end=ADAPTED_RATE[1], start_mean=0.0,
                                start_std=scale / weight.shape[1] ** 0.5, step="normalised", step_scale=scale)
     raise ValueError(f"setting must be one of {', '.join(DESCENT_SETTINGS)}; got {name!r}")
 

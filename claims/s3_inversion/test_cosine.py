@@ -38,7 +38,9 @@ import numpy as np
 import pytest
 import torch
 
-from claims.s3_inversion.inversions import TOP_K, examples, first_prompt, frozen, layer_output, setting
+from claims.s3_inversion.inversions import (
+    ADAPTED_DESCRIPTION, TOP_K, examples, first_prompt, frozen, layer_output, setting,
+)
 from latent_instruments.ablation import norms_removed
 from latent_instruments.inversion import invert
 from latent_instruments.decoding import direct_fit_decode, pseudo_inverse
@@ -172,8 +174,8 @@ def test_cosine_direct_inversion_fails_on_one_token(model_name, subject, inversi
             f"direct-inversion code (η {CODE_RATE[0]} → {CODE_RATE[1]}) is in the details: the verdict should not "
             "depend on which of the two S3 used. The control inverts the one-token inputs in embedding "
             f"space under the same loss, {CONTROL_INPUTS} single tokens from random places of the held-out text, decoded by a_g·W_E⁺, "
-            "with S3's setting and the adapted one (a normalised step of 0.1 → 0.001 mean embedding norms from the "
-            "embeddings' scale), taking the better. The descent control repeats the long inversion under the L2 "
+            f"with S3's setting and {ADAPTED_DESCRIPTION}, the better chosen on half of them and reported on the other "
+            "half. The descent control repeats the long inversion under the L2 "
             "loss; the gate decodes the exact fit a₀ + (t − a₀)·W_E W_E⁺ from the same start, t the target vector."
         ),
         scaled=" ".join(filter(None, [f"S3: trained Llama-7B (4096 wide, vocabulary 32000), one prompt each; here "

@@ -14,7 +14,7 @@ vocabulary is the distinct tokens of the held-out text that continues it to the 
 import numpy as np
 import pytest
 
-from claims.s3_inversion.inversions import DESCENT_SETTINGS, SOURCE_PROMPT
+from claims.s3_inversion.inversions import ADAPTED_DESCRIPTION, DESCENT_SETTINGS, SOURCE_DESCRIPTION, SOURCE_PROMPT
 from latent_instruments.stats import bootstrap
 from reports.records import Check
 
@@ -73,9 +73,7 @@ def test_an_untrained_block_recovers_its_input(model_name, subject, inversions, 
             f"distinct tokens of its {problem.sentence_tokens}-token continuation (S3's 13-token sentence, same "
             f"ratio). N = {runs['source'].steps} steps, optimising the token embeddings (the model adds positions), "
             "decoded by argmax of a_g·W_E⁺ with −inf outside the allowed vocabulary (S3 multiplies by 0). Two "
-            "settings: S3's own (plain gradient descent on the L1 distance, η 1 → 1/100 linearly, "
-            "a₀ ~ N(½, 1/20²) per element) and the adapted one (each position moved 0.1 → 0.001 mean embedding "
-            f"norms along its gradient's direction, from N(0, norm²/d_model)); the statistic is the "
+            f"settings: {SOURCE_DESCRIPTION} and {ADAPTED_DESCRIPTION}; the statistic is the "
             f"{scale.headline_label}'s."
         ),
         scaled=" ".join(filter(None, [
@@ -142,10 +140,9 @@ def test_training_makes_inversion_worse(model_name, subject, group_twins, invers
         procedure=(
             f"{exact.shape[0]} held-out prompts of {problem.tokens} tokens, the same for both models, inverted "
             f"from block 1's output; trained N = {runs[model_name, 'source'].steps}, twin N = "
-            f"{runs[twin.name, 'source'].steps} steps. Two settings per model: S3's own (plain gradient descent, "
-            "η 1 → 1/100, a₀ ~ N(½, 1/20²)) and the adapted one (each position moved 0.1 → 0.001 mean embedding "
-            "norms along its gradient's direction, from N(0, norm²/d_model)); each model's statistic is its "
-            f"{scale.headline_label}'s. Restricted vocabulary as S3.2; "
+            f"{runs[twin.name, 'source'].steps} steps. Two settings per model: {SOURCE_DESCRIPTION} and "
+            f"{ADAPTED_DESCRIPTION}; each model's statistic is its {scale.headline_label}'s. Restricted vocabulary "
+            "as S3.2; "
             "−inf masking."
         ),
         scaled=" ".join(filter(None, [

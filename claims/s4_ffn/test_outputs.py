@@ -99,7 +99,7 @@ def test_ffn_outputs_longer_and_aligned_with_attention(model_name, activations, 
         Check.of(f"block {b + 1}: cos(attention output, FFN output) minus cross-token baseline", excess[b], "cosine",
                  ">", 0.0,
                  "S4: within a block the two outputs 'point in roughly the same direction' (its 2D figure); its "
-                 "notebook's 384-d mean cosines are 0.31, 0.10, 0.09, 0.04, 0.04, 0.09, so what the source's own data "
+                 f"notebook's 384-d mean cosines are {', '.join(f'{c:.2f}' for c in SOURCE_COSINE)}, so what the source's own data "
                  "support is alignment above chance, not a small angle. Read as: an attention output is closer in "
                  "direction to its own token's FFN output than to another prompt's token's at the same position "
                  "(which removes what all tokens share: biases, position codes). Threshold 0, the claim's own bound; "
