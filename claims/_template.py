@@ -9,7 +9,6 @@ never hard-codes a measurement, and never tunes a threshold until it passes.
 
 import pytest
 
-from latent_instruments.stats import bootstrap
 from reports.records import Check
 
 
@@ -22,21 +21,22 @@ THRESHOLD = 1.0  # the source's figure this comes from (e.g. "S4 Appendix IV: sm
 @pytest.mark.claim("SX.Y", version=1, sample="prompts")
 @pytest.mark.models("trained", "hf", twin=True)  # roles: trained untrained reference hf ladder siblings depths
 @pytest.mark.needs("blocks.*.hook_resid_post")  # canonical activations read (models/adapters.py lists them)
-def test_the_claim_in_words(model_name, activations, twin_activations, claim, settings):
+def test_the_claim_in_words(model_name, activations, twin_activations, claim):
     """SX.Y: what is measured, on what, against what."""
     # measure: one number per prompt (the bootstrap unit), shape (batch,)
     per_prompt = activations.cache["blocks.0.hook_resid_post"].float().norm(dim=-1).mean(dim=1).cpu().numpy()
     twin_per_prompt = twin_activations.cache["blocks.0.hook_resid_post"].float().norm(dim=-1).mean(dim=1).cpu().numpy()
 
-    # estimate with interval
-    statistic = bootstrap(per_prompt, lambda u: float(u.mean()), seed=settings.seed)
-    control = bootstrap(twin_per_prompt, lambda u: float(u.mean()), seed=settings.seed)
+    # estimate with interval (bootstrap over prompts, at the run's --seed)
+    statistic = claim.bootstrap(per_prompt, lambda u: float(u.mean()))
+    control = claim.bootstrap(twin_per_prompt, lambda u: float(u.mean()))
 
     # checks with derivations; a claim that is an identity here ends with claim.not_informative("why")
     claim.record(
         [
             Check.of("what the statistic is", statistic, "unit", ">", THRESHOLD,
-                     "the source's figure and the margin taken, in a sentence"),
+                     f"the source's figure and the margin taken, in a sentence, its numbers formatted from the "
+                     f"constants the check uses ({THRESHOLD:g}), never retyped"),
             Check.of("what would fail a vacuous pass", control, "unit", ">", 0.0,
                      "why this control can fail, and what it rules out", role="control"),
         ],

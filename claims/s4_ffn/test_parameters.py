@@ -168,9 +168,10 @@ def test_ffn_holds_most_parameters(model_name, subject, claim):
     claim.record(
         [
             Check.of("FFN parameters / all parameters", _exact(count.ffn_share), "fraction", ">", MOST,
-                     "S4 Appendix I: 7,089,408 of 10,788,929 (65.71 %), 'over 65 %'; the claim's word is 'most', a "
-                     "majority, share > 0.5 (S4's model clears it by 0.157). An exact count: no interval, no margin"),
-            Check.of("FFN parameters the same count finds in S4's shape built as the zoo's GPT-2, minus 7,089,408",
+                     f"S4 Appendix I: {SOURCE_FFN:,} of {SOURCE_TOTAL:,} ({100 * SOURCE_FFN / SOURCE_TOTAL:.2f} %), "
+                     f"'over 65 %'; the claim's word is 'most', a majority, share > {MOST} (S4's model clears it by "
+                     f"{SOURCE_FFN / SOURCE_TOTAL - MOST:.3f}). An exact count: no interval, no margin"),
+            Check.of(f"FFN parameters the same count finds in S4's shape built as the zoo's GPT-2, minus {SOURCE_FFN:,}",
                      _exact(abs(gpt2_count.ffn - SOURCE_FFN)), "parameters", "<", 0.5,
                      "control: the per-architecture count (adapter paths, tied weights once) must reproduce S4's own "
                      "FFN figure exactly on S4's shape, or the share above counts the wrong modules", role="control"),
