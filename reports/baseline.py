@@ -22,7 +22,6 @@ A baseline made with another seed, prompt batch, dtype, zoo or corpus is compare
 import json
 from pathlib import Path
 
-from fixtures.scheduling import swap_model
 from reports.records import Check, record_key
 
 FACTS = {"seed": "--seed", "prompts": "--prompts", "max_prompts": "--max-prompts", "zoo": "--zoo",
@@ -101,16 +100,15 @@ def compare(baseline_path: Path, records: list[dict], models: dict | None = None
         old = json.loads(Path(baseline_path).read_text(encoding="utf-8"))
         old_records = {}
         for r in old["records"]:
-            model = mapping.get(r["model"], r["model"])
-            test = swap_model(r["test"], r["model"], model) if model != r["model"] else r["test"]
-            old_records[record_key({**r, "model": model, "test": test})] = r
+            old_records[record_key({**r, "model": mapping.get(r["model"], r["model"])})] = r
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise ValueError(f"--baseline {baseline_path} is not a latent-claims results.json ({err})") from None
     new_records = {record_key(r): r for r in records}
     out = {"baseline": str(baseline_path), "baseline_run_id": old.get("run_id"), "differences": [], "models": [],
            "retrained_in_place": [], "measured_changes": [], "ledger_changes": [], "verdict_changes": [],
-           "method_changed": [], "moved": [], "new": sorted(k[2] for k in new_records.keys() - old_records.keys()),
-           "missing": sorted(k[2] for k in old_records.keys() - new_records.keys())}
+           "method_changed": [], "moved": [],
+           "new": sorted(new_records[k]["test"] for k in new_records.keys() - old_records.keys()),
+           "missing": sorted(old_records[k]["test"] for k in old_records.keys() - new_records.keys())}
     if facts is not None:
         was, now = _facts(old), _facts(facts)
         out["differences"] = [f"{FACTS[k]}: {was[k]!r} in the baseline, {now[k]!r} here" for k in FACTS
@@ -126,7 +124,7 @@ def compare(baseline_path: Path, records: list[dict], models: dict | None = None
             out["retrained_in_place"].append(pair)
     for key in sorted(new_records.keys() & old_records.keys()):
         new, was = new_records[key], old_records[key]
-        where = {"claim": key[0], "model": key[1], "test": key[2]}
+        where = {"claim": key[0], "model": key[1], "test": new["test"]}
         if new.get("outcome") != was.get("outcome"):
             change = {**where, "was": was.get("outcome"), "now": new.get("outcome")}
             out["verdict_changes"].append(change)

@@ -12,7 +12,7 @@ import json
 import tomllib
 from dataclasses import dataclass
 
-from fixtures.ledger import find
+from reports.ledger_keys import find
 from reports.records import FAILS_AS_EXPECTED, test_name, variant
 
 MEASURED = "Measured on weights "  # where the generated part of a why begins

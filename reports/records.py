@@ -10,24 +10,24 @@ from dataclasses import asdict, dataclass, field
 from decimal import Decimal, InvalidOperation
 
 from latent_instruments.stats import Estimate
+from reports.node_ids import function_of
 
 HOLDS, FAILS, FAILS_AS_EXPECTED = "holds", "fails", "fails as expected"
 HOLDS_UNEXPECTEDLY, CONTROL_FAILED, NOT_INFORMATIVE, ERROR = (
     "holds unexpectedly", "control failed", "not informative", "error")
 INCONCLUSIVE = "inconclusive"
 OUTCOMES = (HOLDS, FAILS, FAILS_AS_EXPECTED, INCONCLUSIVE, HOLDS_UNEXPECTEDLY, CONTROL_FAILED, NOT_INFORMATIVE, ERROR)
-RECORD_KEY = ("claim", "model", "test")  # what identifies a record within a run and across runs
-
-
-def record_key(record: dict) -> tuple[str, str, str]:
-    """A record's identity: (claim id, model name, test node id). One run never has two records with one key;
-    the baseline, the history and the merge pair records of two runs by it."""
-    return record["claim"], record["model"], record["test"]
+def record_key(record: dict) -> tuple[str, str, str, str]:
+    """A record's identity: (claim id, model name, test function, other parameters), read from its fields; the
+    node id is for display. One run never has two records with one key; the baseline, the history and the merge
+    pair records of two runs by it (a baseline's renamed model: replace its ``model`` and the key follows)."""
+    return record["claim"], record["model"], test_name(record), variant(record)
 
 
 def test_name(record: dict) -> str:
-    """The test function of a record, e.g. "test_final_norm_removes_scale"."""
-    return record["test"].split("::")[-1].split("[")[0]
+    """The test function of a record, e.g. "test_final_norm_removes_scale" (read from the node id for a record of
+    schema 6 or older, which has no ``function``)."""
+    return record.get("function") or function_of(record["test"])
 
 
 def variant(record: dict) -> str:
@@ -180,8 +180,10 @@ class ClaimRecord:
         claim: claim id, e.g. "S0.3" (claims/catalogue.toml).
         version: the claim test's procedure version (``@pytest.mark.claim(id, version=N)``).
         model: the zoo name of the subject (a group name for group claims).
-        test: the pytest node id.
+        test: the pytest node id (for display; records are identified by their fields, ``record_key``).
         params: the test's other parameters (e.g. {"variant": "restricted"}).
+        function: the test function's name, e.g. "test_final_norm_removes_scale" (with ``claim``, ``model`` and
+            ``params``, what identifies the record: ``record_key``).
         checks: the claim's checks and its controls.
         procedure: how the measurement was made and how it differs from the source's.
         scaled: where the source measured a much larger model (Mistral-7B, trained OPT-125m), what it
@@ -222,6 +224,7 @@ class ClaimRecord:
     ledger_weights_sha256: str = ""
     wall_seconds: float | None = None
     not_informative_checks: dict = field(default_factory=dict)
+    function: str = ""
 
     def _with_status(self, role: str, status: str) -> list[Check]:
         """The checks of ``role`` with ``status``; a control that guards a pass (``Check.guards_pass``) counts

@@ -8,13 +8,12 @@ is wrong; the caller adds what the user should do.
 import json
 from pathlib import Path
 
-from reports.records import RECORD_KEY
 
 SCHEMA = "latent-claims/results/7"  # what this version writes, documented key by key in reports/SCHEMA.md
 # what it reads: 5 only added keys (looks, a check's n, level); 6 a control's status "inconclusive", zoo_build and
 # wall_seconds, which the comparison and the merge read where present
 READABLE = ("latent-claims/results/4", "latent-claims/results/5", "latent-claims/results/6", SCHEMA)
-RECORD_KEYS = (*RECORD_KEY, "outcome", "checks")  # every record has these
+RECORD_KEYS = ("claim", "model", "test", "outcome", "checks")  # every record has these
 CHECK_KEYS = ("name", "value", "ci_low", "ci_high")  # and every check of a record these
 
 

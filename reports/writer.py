@@ -21,7 +21,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from fixtures.ledger import LEDGER
+from reports.ledger_keys import LEDGER
 from models.cache import atomic_write_bytes, atomic_write_text, publish_mode
 from reports import baseline, benchmarks, history, render, shipped_verdicts, tables
 from models.recipes import seed_builds

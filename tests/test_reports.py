@@ -344,7 +344,11 @@ def test_outcomes_are_counted_in_one_order_and_records_keyed_one_way():
     counts = count_outcomes(["error", "holds", "weird", "fails", "holds"])
     assert counts == {"holds": 2, "fails": 1, "error": 1, "weird": 1} and list(counts)[:3] == ["holds", "fails", "error"]
     assert list(count_outcomes(reversed(OUTCOMES))) == list(OUTCOMES)
-    assert record_key({"claim": "S4.2", "model": "m", "test": "t[m]", "outcome": "holds"}) == ("S4.2", "m", "t[m]")
+    record = {"claim": "S4.2", "model": "m", "test": "claims/a.py::test_x[m-restricted]", "params": {"v": "restricted"},
+              "function": "test_x", "outcome": "holds"}
+    assert record_key(record) == ("S4.2", "m", "test_x", "restricted")  # fields, not the node id
+    assert record_key({**record, "model": "n"}) == ("S4.2", "n", "test_x", "restricted")  # a --baseline-map rename
+    assert record_key({k: v for k, v in record.items() if k != "function"}) == record_key(record)  # schema 6
 
 
 def test_prompt_windows_redrawn_as_not_text_are_named_in_the_header(tmp_path):

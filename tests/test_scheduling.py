@@ -2,7 +2,8 @@
 
 import pytest
 
-from fixtures.scheduling import model_of, work_unit
+from fixtures.scheduling import work_unit
+from reports.node_ids import model_of
 
 NAMES = ["tiny-w96", "tiny-w128", "tiny-w96:untrained", "tiny-ladder", "/data/my-gpt2"]
 
@@ -23,16 +24,16 @@ def test_tests_of_one_model_form_one_work_unit():
     assert work_unit("tests/test_stats.py::TestX::test_bootstrap", NAMES) == "tests/test_stats.py"
 
 
-@pytest.mark.parametrize("nodeid, old, new, swapped, rest", [
-    ("a.py::t[tiny-w96]", "tiny-w96", "new", "a.py::t[new]", ""),
-    ("a.py::t[tiny-w96-restricted]", "tiny-w96", "new", "a.py::t[new-restricted]", "restricted"),
-    ("a.py::t[cpu-widths-ref-llama-small]", "ref-llama-small", "n", "a.py::t[cpu-widths-n]", "cpu-widths"),
-    ("a.py::t[a-m-b]", "m", "N", "a.py::t[a-N-b]", "a-b"),
-    ("a.py::t[tiny-w960]", "tiny-w96", "n", "a.py::t[tiny-w960]", "tiny-w960"),  # another model, not a prefix
-    ("a.py::t", "m", "n", "a.py::t", ""),
+@pytest.mark.parametrize("nodeid, model, rest", [
+    ("a.py::t[tiny-w96]", "tiny-w96", ""),
+    ("a.py::t[tiny-w96-restricted]", "tiny-w96", "restricted"),
+    ("a.py::t[cpu-widths-ref-llama-small]", "ref-llama-small", "cpu-widths"),
+    ("a.py::t[a-m-b]", "m", "a-b"),
+    ("a.py::t[tiny-w960]", "tiny-w96", "tiny-w960"),  # another model, not a prefix
+    ("a.py::t", "m", ""),
 ])
-def test_a_models_name_is_swapped_or_dropped_in_the_parameter_part_only(nodeid, old, new, swapped, rest):
-    from fixtures.scheduling import params_besides, swap_model
+def test_the_other_parameters_are_the_parameter_part_without_the_models_name(nodeid, model, rest):
+    from reports.node_ids import function_of, params_besides
 
-    assert swap_model(nodeid, old, new) == swapped
-    assert params_besides(nodeid, old) == rest
+    assert params_besides(nodeid, model) == rest
+    assert function_of(nodeid) == "t"

@@ -174,6 +174,7 @@ def test_the_zoos_folders_as_user_groups_give_the_zoos_records(tmp_path):
             assert [check[k] for k in ("value", "ci_low", "ci_high")] == pytest.approx(
                 [expected[k] for k in ("value", "ci_low", "ci_high")], abs=1e-9), (claim, name)
         if not (claim == "S3.12" and any(TWIN_SUFFIX in _zoo_names(c["name"]) for c in user["checks"])):
-            assert user["outcome"] == zoo["outcome"], (claim, model)
+            # the ledger binds a finding to the zoo's group name: the same failure is "fails" on the user's group
+            assert user["outcome"] == zoo["outcome"].replace("fails as expected", "fails"), (claim, model)
         compared.append(claim)
     assert sorted(set(compared)) == sorted(GROUP_CLAIMS, key=str)
