@@ -169,7 +169,7 @@ def subject_rows(records: list[dict]) -> tuple[list[str], list[list[str]]]:
         check = next((c for c in r["checks"] if c["name"] == head.get("name")), None)
         note = r["message"] if r["outcome"] != HOLDS else ""
         for name, why in (r.get("not_informative_checks") or {}).items():
-            note = f"{note} (not informative here: {name}: {why})".strip()
+            note = f"(not informative here: {name}: {why}) {note}".strip()
         if r.get("scaled"):
             note = f"scaled form: {r['scaled']} {note}".strip()
         if r["expected"] != "holds" and r["outcome"] != "fails as expected":

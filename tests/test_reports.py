@@ -422,3 +422,16 @@ def test_a_why_over_several_lines_is_refused_and_the_ledger_left_as_it_was(tmp_p
     assert main(["ledger", str(tmp_path), "--ledger", str(ledger), "--write"]) == 2
     assert "would change more than the whys" in capsys.readouterr().err
     assert ledger.read_text() == text
+
+
+def test_a_check_the_subject_cannot_inform_is_shown_beside_the_verdict():
+    """Issue 33: S4.4 on a model given no seed siblings says its floor check is not informative, in the matrix cell
+    and first in the claim table's note, not as a silent absence."""
+    from reports.records import Check, ClaimRecord
+
+    rec = ClaimRecord("S4.4", 4, "m", "t[m]", {}, [Check("ratio", 1.2, 1.1, 1.3, "ratio", "<", 1.0, "d")],
+                      outcome="fails", message="S4.4 does not hold on m: " + "x" * 500,
+                      not_informative_checks={"the seed-sibling floor check": "no seed siblings given"}).to_json()
+    assert "(not informative: the seed-sibling floor check)" in tables.cell(rec)
+    note = tables.subject_rows([rec])[1][0][-1]
+    assert note.startswith("(not informative here: the seed-sibling floor check: no seed siblings given)")
