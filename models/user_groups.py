@@ -4,8 +4,8 @@ The group claims (S3.5 on a ladder; S4.6-S4.8 and S4.10 on seed siblings, S4.4's
 run on the zoo's own groups and on groups a user names on the command line or in a TOML file:
 
     --group ladder:NAME=A,B,C          rungs, any order (ordered here by d_model)
-    --group ladder:NAME=A,B,C;A2,C2    the same, with a second training seed of some rungs (each ';' a seed set:
-                                       S3.5's "every seed must hold" applies to each set of two or more rungs)
+    --group ladder:NAME=A,B,C;A2,C2    the same, with a second training seed of some rungs (each ';' a seed set of
+                                       at least 2 rungs: S3.5's "every seed must hold" applies to each)
     --group siblings:NAME=A,B,C,D      trainings of one recipe at other seeds, the first the subject
     --group mixer:NAME=A,B             A the transformer, B the masked mixer (or any token mixer) of its width
     --group depths:NAME=A,B,C          one recipe at several depths (ordered here by block count)
@@ -18,7 +18,7 @@ usage error naming the member and the rule:
 
 * siblings share the architecture (model type and block count), the tokenizer and the width;
 * ladder rungs share the tokenizer and the family (model type); within a seed set, no two rungs share a width;
-* a mixer pair shares the width;
+* a mixer pair shares the width and the tokenizer (S3.12 pairs their prompts row by row);
 * depth variants share the tokenizer, the family and the width.
 """
 
@@ -123,6 +123,9 @@ def _group(kind: str, name: str, sets: list[list[str]], where: str) -> UserGroup
         raise GroupError(f"{where}: a group needs at least 2 members, and every seed set at least 1")
     if len(sets) > 1 and kind != "ladder":
         raise GroupError(f"{where}: only a ladder takes further seed sets (';'); siblings are seeds already")
+    if any(len(s) < 2 for s in sets[1:]):
+        raise GroupError(f"{where}: a further seed set needs at least 2 rungs (its narrowest and widest): S3.5 "
+                         "compares rungs within a seed set")
     if kind == "mixer" and len(sets[0]) != 2:
         raise GroupError(f"{where}: a mixer pair has 2 members, the transformer then the mixer")
     members = [m for s in sets for m in s]
@@ -203,7 +206,8 @@ def checked(group: UserGroup) -> UserGroup:
             _differ(group, facts, field, "siblings share architecture, tokenizer and width")
         return group
     if group.kind == "mixer":
-        _differ(group, facts, "width", "a mixer pair shares its width")
+        for field in ("width", "tokenizer"):
+            _differ(group, facts, field, "a mixer pair shares its width and tokenizer")
         return group
     rule = ("ladder rungs share tokenizer and family" if group.kind == "ladder"
             else "depth variants share tokenizer, family and width")

@@ -7,7 +7,7 @@ commit hash; a ``+dirty`` input is allowed, with a warning), the corpus
 (``corpus.sha256``, ``--corpus``) and the ``zoo`` (``--zoo``) — else the merge
 is refused and nothing is written.
 
-The merged document: records concatenated (a (claim, model, test) record in
+The merged document: records concatenated (a (claim, model, function, params) record in
 two inputs is refused) and sorted as :func:`reports.writer.sort_records` does,
 ``models`` united, ``peak_rss_mib`` and ``wall_seconds`` the largest,
 ``interrupted`` when any input was, ``exit_status`` the largest,
@@ -183,7 +183,7 @@ def merge_runs(runs: list[Run], shards: list[str] | None = None) -> Merged:
 
     Raises:
         MergeError: for no inputs, inputs that are not comparable (see :func:`check_comparable`), or a
-            (claim, model, test) record present in two inputs (naming both runs).
+            (claim, model, function, params) record present in two inputs (naming both runs).
     """
     if not runs:
         raise MergeError("nothing to merge: pass at least one run folder")
@@ -194,7 +194,7 @@ def merge_runs(runs: list[Run], shards: list[str] | None = None) -> Merged:
         for r in run.doc["records"]:
             key = record_key(r)
             if key in owner:
-                raise MergeError(f"cannot merge: duplicate record (claim, model, test) = ({', '.join(key)}) in "
+                raise MergeError(f"cannot merge: duplicate record (claim, model, function, params) = ({', '.join(key)}) in "
                                  f"{owner[key].name} and in {run.name}; each claim test on a model must come "
                                  "from one run (one shard per model)")
             owner[key] = run

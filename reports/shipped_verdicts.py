@@ -104,5 +104,5 @@ def lines(comparison: dict) -> list[str]:
            f"{comparison['not_compared']} not compared (another procedure version, or not run there)"]
     for d in comparison["differ"]:
         out.append(f"{d['claim']} on {d['model']}: {d['shipped']} on the shipped weights, {d['local']} on this "
-                   f"machine's build ({d['test'].split('::')[-1]})")
+                   f"machine's build ({d['test'].rsplit('::', 1)[-1]})")  # the node id shown, not parsed
     return out

@@ -39,6 +39,7 @@ def test_a_group_spec_names_kind_name_members_and_seed_sets():
     ("siblings:s=A,B;C", "only a ladder takes further seed sets"),
     ("mixer:m=A,B,C", "a mixer pair has 2 members"),
     ("depths:d=A,B,A", "named twice"),
+    ("ladder:l=A,B,C;D", "a further seed set needs at least 2 rungs"),
 ])
 def test_a_malformed_group_says_what_to_write(spec, words):
     with pytest.raises(GroupError, match=words):
@@ -73,7 +74,8 @@ def test_a_ladder_is_ordered_by_d_model_within_each_seed_set():
     ("siblings:s={w96},{bpe}", "tiny-bpe-w96", "siblings share architecture, tokenizer and width"),
     ("ladder:l={w96},{bpe}", "tiny-bpe-w96", "ladder rungs share tokenizer and family"),
     ("ladder:l={w96},{w96s}", "tiny-w96", "one member per width in a seed set"),
-    ("mixer:m={w96},{w128}", "tiny-w128", "a mixer pair shares its width"),
+    ("mixer:m={w96},{w128}", "tiny-w128", "a mixer pair shares its width and tokenizer"),
+    ("mixer:m={w96},{bpe}", "tiny-bpe-w96", "a mixer pair shares its width and tokenizer"),
     ("depths:d={w96},{w128}", "tiny-w128", "depth variants share tokenizer, family and width"),
 ])
 def test_a_broken_rule_names_the_member_and_the_rule(spec, member, rule):

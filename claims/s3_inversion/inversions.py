@@ -26,7 +26,7 @@ the trained model and its twin, S3.4 every depth. Two settings:
   untrained single layers keep the better of the two at source scale too: their ledger entry was measured so
   on an H100, and moving them needs that GPU run again.)
 
-Why one module of ~360 lines: S3's claims share one cache of inversions (a run per model, block and setting,
+Why one module of ~410 lines: S3's claims share one cache of inversions (a run per model, block and setting,
 each minutes on a CPU), and the problem, the scale and the settings that key it; split, the cache's key and what
 it holds would live apart.
 

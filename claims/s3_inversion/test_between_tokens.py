@@ -55,7 +55,6 @@ CPU_WIDTHS, CPU_SEEDS = (256, 512), 5  # S3's ratio of widths and head size, at 
 
 
 @pytest.mark.claim("S3.9", version=5, sample="prompts")  # 5: on a CPU the setting is chosen once, on half the prompts
-
 @pytest.mark.models("trained", "hf", twin=True)
 def test_later_positions_do_not_identify_a_masked_token(model_name, subject, group_twins, inversions, claim,
                                                         settings):

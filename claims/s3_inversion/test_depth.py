@@ -60,7 +60,6 @@ def test_inversion_degrades_with_depth(model_name, subject, inversions, claim, s
 
 @pytest.mark.claim("S3.4", version=4, sample="prompts")  # 4: on a CPU the setting is chosen once, on half the prompts
 @pytest.mark.models("untrained", "reference")
-
 @pytest.mark.source_scale  # on a CPU the 12-block references cost minutes per depth, the twins double the budget
 def test_untrained_inversion_degrades_with_depth(model_name, subject, inversions, claim, settings):
     """S3.4 on random-init models ("untrained small models ... only for one or at most two blocks")."""
@@ -89,7 +88,7 @@ def check_depth(model_name, subject, inversions, claim, settings) -> None:
     drop = claim.bootstrap(scale.reported(accuracy), lambda u: float(scale.headline(u, chosen)[0] - scale.headline(u, chosen)[-1]))
     best = [DESCENT_SETTINGS[i] for i in chosen]
     deepest = best[-1]
-    success = claim.bootstrap(runs[blocks[-1], deepest].success, _mean)
+    success = claim.bootstrap(scale.reported(runs[blocks[-1], deepest].success), _mean)
     source_setting = _by_depth(accuracy[..., DESCENT_SETTINGS.index("source")], _mean, settings.seed)
     adapted_setting = _by_depth(accuracy[..., DESCENT_SETTINGS.index("adapted")], _mean, settings.seed)
     claim.record(

@@ -74,7 +74,6 @@ def gap_check(advantage: Estimate) -> Check:
 # not sample="prompts": the share is a ratio whose denominator, block 1's advantage over block 3, is within noise
 # of 0 on the tiny models; at 32 prompts its interval spans [-0.6, 2.3] and the control straddles (issue 20)
 @pytest.mark.claim("S3.14", version=5)  # 5: on a CPU the setting is chosen once, on half the prompts; 4: gap control
-
 @pytest.mark.models("trained", "hf")
 def test_several_layers_do_not_improve_inversion(model_name, subject, inversions, claim, settings):
     """S3.14: inversion from blocks 1-3 concatenated recovers less than half of block 1's advantage over block 3

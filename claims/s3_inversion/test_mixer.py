@@ -61,7 +61,6 @@ def _best(units: np.ndarray, scale) -> int:
 
 
 @pytest.mark.claim("S3.12", version=4)  # 4: on a CPU the setting is chosen once, on half the prompts
-
 @pytest.mark.models("mixer", twin=True)
 def test_a_masked_mixer_carries_more_non_self_information(model_name, group, group_twins, inversions, claim,
                                                           settings, corpus):

@@ -47,7 +47,6 @@ def _kept(u: np.ndarray, scale: Scale, chosen: np.ndarray) -> float:
 
 
 @pytest.mark.claim("S3.11", version=5, sample="prompts")  # 5: on a CPU the setting is chosen once, on half the prompts
-
 @pytest.mark.models("trained", "hf", twin=True)
 def test_attention_residual_carries_self_token_identity(model_name, subject, group_twins, inversions, claim,
                                                         settings):

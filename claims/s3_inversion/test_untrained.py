@@ -52,7 +52,7 @@ def test_an_untrained_block_recovers_its_input(model_name, subject, inversions, 
 
     exact = claim.bootstrap(scale.reported(exact_units), lambda u: float(scale.headline(u, chosen)))
     start = claim.bootstrap(np.stack([runs[s].start_accuracy for s in DESCENT_SETTINGS], -1), lambda u: float(u.mean(0).max()))
-    success = claim.bootstrap(runs[best].success, _mean)
+    success = claim.bootstrap(scale.reported(runs[best].success), _mean)  # the prompts that did not choose it
     claim.record(
         [
             Check.of(f"fraction of prompts recovered exactly (restricted vocabulary, {scale.headline_label})", exact,
@@ -101,7 +101,6 @@ def _summary(run) -> dict:
 
 
 @pytest.mark.claim("S3.3", version=4, sample="prompts")  # 4: on a CPU the setting is chosen once, on half the prompts
-
 @pytest.mark.models("trained", "hf", twin=True)
 def test_training_makes_inversion_worse(model_name, subject, group_twins, inversions, claim, settings):
     """S3.3: the untrained twin recovers more prompts exactly, and more tokens, than the trained model (block 1)."""
@@ -119,7 +118,7 @@ def test_training_makes_inversion_worse(model_name, subject, group_twins, invers
 
     exact_gap = claim.bootstrap(scale.reported(exact), gap)
     token_gap = claim.bootstrap(scale.reported(accuracy), gap)
-    success = claim.bootstrap(runs[model_name, best[0]].success, _mean)
+    success = claim.bootstrap(scale.reported(runs[model_name, best[0]].success), _mean)
     problem = inversions.problem(model_name, subject)
     claim.record(
         [

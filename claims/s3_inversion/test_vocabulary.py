@@ -40,7 +40,6 @@ def _difference(a: int, b: int, tokens: int):
 
 
 @pytest.mark.claim("S3.6", version=6, sample="prompts")  # 6: on a CPU the setting is chosen once, on half the prompts
-
 @pytest.mark.models("trained", "hf")
 def test_restricting_the_vocabulary_improves_recovery(model_name, subject, inversions, claim, settings):
     """S3.6: one a_g from block 1, decoded over the whole vocabulary, the prompt's continuation's tokens and the

@@ -113,7 +113,6 @@ def ladder_gate(widths: dict[str, int], rungs_by_seed: dict[int, list[str]], los
 
 
 @pytest.mark.claim("S3.5", version=5)  # 5: the setting chosen once on half the prompts; the gate's loss measured here
-
 @pytest.mark.models("ladder")
 @pytest.mark.parametrize("variant", ["full-vocabulary", "restricted"])
 def test_wider_models_invert_better(model_name, variant, group, inversions, claim, settings, corpus):

@@ -106,7 +106,7 @@ def test_similar_strings_approximate_the_prediction(model_name, approximation, c
         Check.of("mean H(another prompt's approximation, model) − floor", shuffled_over_floor, "Hellinger", ">",
                  floor_sd,
                  "control: the first check must fail for an approximation unrelated to the prompt (each prompt given "
-                 "the next prompt's); otherwise any smooth distribution would be 'within a standard deviation'",
+                 "the previous prompt's); otherwise any smooth distribution would be 'within a standard deviation'",
                  role="control"),
     ]
     rows = {}
@@ -176,7 +176,7 @@ def test_seed_siblings_differ_little(model_name, approximation, claim, settings)
 def gain_over_shuffled(u: np.ndarray) -> float:
     """S4.8's control: the all-blocks gain over the first block, on each prompt's own approximations minus on another
     prompt's, in Hellinger distance. units (P, 4) per prompt: H(first), H(all) on its own approximations, then the
-    same with the approximations of the next prompt (prompt-shuffled)."""
+    same with the approximations of the previous prompt (prompt-shuffled)."""
     return float((u[:, 0] - u[:, 1]).mean() - (u[:, 2] - u[:, 3]).mean())
 
 
@@ -190,7 +190,7 @@ def test_all_blocks_beat_the_first(model_name, approximation, claim, settings):
     every = v.distance(a.probs("held-out"))[half]
     first = v.distance(a.probs("held-out", blocks=slice(0, 1)))[half]
     gain = claim.bootstrap(np.stack([first, every], axis=1), _difference)
-    other = np.roll(np.arange(a.n_prompts), 1)  # each prompt paired with the next prompt's approximations
+    other = np.roll(np.arange(a.n_prompts), 1)  # prompt i paired with prompt i − 1's approximations
     shuffled = [v.distance(a.probs("held-out", blocks=b)[other])[half] for b in (slice(0, 1), slice(None))]
     own = claim.bootstrap(np.stack([first, every, *shuffled], axis=1), gain_over_shuffled)
     checks = [Check.of("mean H(first block alone) − mean H(all blocks), held-out prompts", gain, "Hellinger", ">", 0.0,
