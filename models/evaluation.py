@@ -5,23 +5,26 @@ differently (a sub-word model's vocabulary grows with its family), so the loss i
 text, in bits, which any two tokenizers share.
 """
 
+import hashlib
 import math
 
 import torch
 
+from latent_instruments.errors import require_finite
 from models.loading import LoadedModel
 
 HELD_OUT_CHARACTERS = 20_000  # of the run's validation text: ~5,000 sub-word tokens, seconds for a 7B model on a GPU
 WINDOWS_PER_BATCH = 16  # context windows per forward pass
+_MEASURED: dict[tuple[str, str, str], float] = {}  # (model, weights digest, text digest) -> bits per character
 
 
-@torch.no_grad()
 def held_out_bits_per_character(loaded: LoadedModel, text: str, characters: int = HELD_OUT_CHARACTERS) -> float:
     """Next-token loss on held-out text, in bits per character.
 
     The first ``characters`` of ``text`` are tokenized by the model's own tokenizer and cut into windows of its
     context; every token after a window's first is predicted. The summed NLL (nats) over ln 2, divided by the
-    characters those predicted tokens cover (the text's characters times their share of its tokens).
+    characters those predicted tokens cover (the text's characters times their share of its tokens). Measured
+    once per model, weights and text in a process (S3.5's two variants read it twice).
 
     Args:
         loaded: the model, with its tokenizer.
@@ -33,9 +36,15 @@ def held_out_bits_per_character(loaded: LoadedModel, text: str, characters: int 
         ValueError: for text that tokenizes to fewer than 2 tokens.
         NonFiniteError: if the loss is NaN or inf.
     """
-    from latent_instruments.errors import require_finite
-
     text = text[:characters]
+    key = (loaded.name, loaded.weights_sha256, hashlib.sha256(text.encode()).hexdigest())
+    if key not in _MEASURED:
+        _MEASURED[key] = _bits_per_character(loaded, text)
+    return _MEASURED[key]
+
+
+@torch.no_grad()
+def _bits_per_character(loaded: LoadedModel, text: str) -> float:
     ids = torch.tensor(loaded.tokenizer.encode(text), dtype=torch.long)
     if ids.numel() < 2:
         raise ValueError(f"held-out text of {len(text)} characters gives {ids.numel()} tokens; need at least 2")

@@ -31,8 +31,6 @@ from pathlib import Path
 
 KINDS = ("ladder", "siblings", "mixer", "depths")
 SPEC = "KIND:NAME=A,B,C[;A2,C2]"
-WIDTH_KEYS = ("hidden_size", "n_embd", "d_model", "dim")  # where a config.json keeps d_model
-DEPTH_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
 
 
 class GroupError(ValueError):
@@ -134,11 +132,13 @@ def _group(kind: str, name: str, sets: list[list[str]], where: str) -> UserGroup
     return UserGroup(kind, name, tuple(members), tuple(i for i, s in enumerate(sets) for _ in s))
 
 
-def _first(config: dict, keys: tuple[str, ...], what: str, member: str) -> int:
-    for key in keys:
-        if isinstance(config.get(key), int):
-            return config[key]
-    raise GroupError(f"{member}: its config.json gives no {what} (none of {', '.join(keys)})")
+def _facts(config, tokenizer: str, member: str) -> MemberFacts:
+    """A config's family, width and depth (transformers maps each architecture's names onto ``hidden_size`` and
+    ``num_hidden_layers``), with the tokenizer's identity."""
+    try:
+        return MemberFacts(config.model_type, int(config.hidden_size), int(config.num_hidden_layers), tokenizer)
+    except AttributeError as err:
+        raise GroupError(f"{member}: its config gives no width or depth ({err})") from None
 
 
 def _vocabulary_digest(vocabulary: dict) -> str:
@@ -171,19 +171,17 @@ def member_facts(member: str) -> MemberFacts:
             r = entry.recipe
             return MemberFacts(r.architecture, r.n_embd, r.n_layer, f"zoo:{r.tokenizer}")
         source = str(shipped.folder)
-    elif entry.role == "reference":
-        config = json.loads(Path(entry.source).read_text())
-        return MemberFacts(config["model_type"], _first(config, WIDTH_KEYS, "width", member),
-                           _first(config, DEPTH_KEYS, "depth", member), "zoo:bpe")
+    elif entry.role == "reference":  # built from its config file, with the corpus' BPE (models.loading)
+        values = json.loads(Path(entry.source).read_text())
+        return _facts(AutoConfig.for_model(values.pop("model_type"), **values), "zoo:bpe", member)
     else:
         source = entry.source
     try:
-        config = AutoConfig.from_pretrained(source, trust_remote_code=False).to_dict()
+        config = AutoConfig.from_pretrained(source, trust_remote_code=False)
         vocabulary = AutoTokenizer.from_pretrained(source, trust_remote_code=False).get_vocab()
     except (OSError, ValueError, KeyError) as err:
         raise GroupError(f"{member}: its config or tokenizer cannot be read ({err})") from None
-    return MemberFacts(config.get("model_type", "?"), _first(config, WIDTH_KEYS, "width", member),
-                       _first(config, DEPTH_KEYS, "depth", member), _vocabulary_digest(vocabulary))
+    return _facts(config, _vocabulary_digest(vocabulary), member)
 
 
 def _differ(group: UserGroup, facts: dict[str, MemberFacts], field: str, rule: str) -> None:
