@@ -5,7 +5,8 @@ the loop inverts the same 64 prompts one at a time, with the same steps, setting
 pseudo-inverse is computed once for both). Two shapes of the claims' work on the tiny profile: the
 character-level main model (tiny-w128: 16-token prompts, the length of S3's 'The sky is blue.' in
 characters) and the sub-word one (tiny-bpe-w96: 7 tokens, vocabulary 4096), block 1, random init,
-float32, CPU. Each benchmark's ``extra_info`` holds steps per second (whole batch), prompt-steps per
+float32, on the CPU, or on ``$LATENT_CLAIMS_BENCH_DEVICE`` (``make gpu-check`` sets ``cuda``; each timed
+call then ends with a device synchronisation). Each benchmark's ``extra_info`` holds steps per second (whole batch), prompt-steps per
 second, and, on whichever of the pair runs second, ``speedup`` = loop ÷ batched on their fastest
 rounds (the least disturbed by other work on a shared machine).
 
@@ -16,6 +17,8 @@ ratio, ``ceiling`` (extra_info), is the speed-up batching can give on this machi
 the loop's per-prompt overhead is all there is to win back. ``overhead`` = batched inversion ÷ batched
 forward-and-backward shows how much of the batched inversion is anything else (start, schedule, decoding).
 """
+
+import os
 
 import pytest
 import torch
@@ -29,6 +32,7 @@ from models.trainer import gpt2_config
 from models.loading import from_config
 
 SEED = 0
+DEVICE = os.environ.get("LATENT_CLAIMS_BENCH_DEVICE", "cpu")  # where the layer runs; cpu unless gpu-check says
 PROMPTS, STEPS, ROUNDS = 64, 10, 3
 SHAPES = {"char-tiny-w128-16tok": ("tiny-w128", 84, 16), "bpe-tiny-bpe-w96-7tok": ("tiny-bpe-w96", 4096, 7)}
 SMOKE_PROMPTS, SMOKE_STEPS = 4, 2  # with --benchmark-disable (make test): once, small
@@ -37,15 +41,25 @@ _FASTEST: dict[tuple[str, str], float] = {}  # (shape, kind) -> fastest round in
 
 @pytest.fixture(scope="module", params=list(SHAPES), ids=list(SHAPES))
 def problem(request):
-    """(shape name, layer, W_E, ids (64, T), W_E⁺) for one shape: a random-init model's block 1."""
+    """(shape name, layer, W_E, ids (64, T), W_E⁺) for one shape: a random-init model's block 1, on ``DEVICE``."""
     name, vocab, tokens = SHAPES[request.param]
     recipe = next(r for rs in PROFILES.values() for r in rs if r.name == name)
-    model = from_config(gpt2_config(recipe, vocab), SEED).eval()
+    model = from_config(gpt2_config(recipe, vocab), SEED).eval().to(DEVICE)
     model.requires_grad_(False)
     weight = model.get_input_embeddings().weight.detach()
-    ids = torch.randint(0, vocab, (PROMPTS, tokens), generator=torch.Generator().manual_seed(SEED))
+    ids = torch.randint(0, vocab, (PROMPTS, tokens), generator=torch.Generator().manual_seed(SEED)).to(DEVICE)
     layer = block_output_fn(model, adapter_for(model), 0, tokens)
     return request.param, layer, weight, ids, pseudo_inverse(weight)
+
+
+def _synced(work):
+    """``work`` followed by a wait for the device, so that a timed round holds the device's work too."""
+    def run():
+        out = work()
+        if torch.device(DEVICE).type == "cuda":
+            torch.cuda.synchronize()
+        return out
+    return run
 
 
 def _sizes(benchmark) -> tuple[int, int]:
@@ -93,7 +107,7 @@ def test_batched_forward_backward(benchmark, problem):
     inputs = weight[ids[:prompts]] + 0.05
 
     benchmark.group = f"inversion batching {shape}"
-    benchmark.pedantic(lambda: _forward_backward(layer, inputs, steps), rounds=ROUNDS, warmup_rounds=1, iterations=1)
+    benchmark.pedantic(_synced(lambda: _forward_backward(layer, inputs, steps)), rounds=ROUNDS, warmup_rounds=1, iterations=1)
     _record_floor(benchmark, shape, "batched forward-backward")
 
 
@@ -108,7 +122,7 @@ def test_prompt_by_prompt_forward_backward(benchmark, problem):
             _forward_backward(layer, inputs[b:b + 1], steps)
 
     benchmark.group = f"inversion batching {shape}"
-    benchmark.pedantic(loop, rounds=ROUNDS, warmup_rounds=1, iterations=1)
+    benchmark.pedantic(_synced(loop), rounds=ROUNDS, warmup_rounds=1, iterations=1)
     _record_floor(benchmark, shape, "loop forward-backward")
 
 
@@ -122,7 +136,7 @@ def test_batched_inversion(benchmark, problem):
         return invert(layer, ids[:prompts], weight, torch.Generator().manual_seed(SEED), config, pinv=pinv)
 
     benchmark.group = f"inversion batching {shape}"
-    benchmark.pedantic(batched, rounds=ROUNDS, warmup_rounds=1, iterations=1)
+    benchmark.pedantic(_synced(batched), rounds=ROUNDS, warmup_rounds=1, iterations=1)
     _record(benchmark, shape, "batched", prompts, steps)
 
 
@@ -137,5 +151,5 @@ def test_prompt_by_prompt_inversion(benchmark, problem):
                 for b in range(prompts)]
 
     benchmark.group = f"inversion batching {shape}"
-    benchmark.pedantic(loop, rounds=ROUNDS, warmup_rounds=1, iterations=1)
+    benchmark.pedantic(_synced(loop), rounds=ROUNDS, warmup_rounds=1, iterations=1)
     _record(benchmark, shape, "loop", prompts, steps)

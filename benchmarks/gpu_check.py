@@ -1,0 +1,267 @@
+"""``make gpu-check``: the suite's GPU work in one prepared command, rehearsed on the CPU (issue 45).
+
+A lent GPU comes by chance and for 15 minutes in all, the machine's start included, so its work is one
+call of at most 10 minutes (``--budget``). Two lanes run side by side, each step a process of its own:
+
+- lane ``s4``: train S4's recipe (``s4-w384``: 6 blocks, 384 wide, 4500 steps) and its three seed siblings
+  (S4's seeds 1442, 88, 99999), the four side by side; then the S4 family on them at S4's sizes
+  (``--zoo full``: S4.6 at S4's 20,000 prompts, S4.4 and S4.6-S4.8 with the siblings' floor);
+- lanes ``s3-REFERENCE``, one per random-init reference: S3 at S3's scale (``--source-scale on``: 64
+  prompts, N = 2000, S3's own setting as the headline; on ref-llama-small S3.9's 4096- and 8192-wide single
+  layers); the last lane then times S3's batched inversion against the prompt-by-prompt loop
+  (``benchmarks/test_inversion_speed.py`` on the device).
+
+Side by side, the processes fill the gaps each leaves on the GPU (small models: launch and host overhead).
+Then the runs are merged into one run folder (``python -m reports merge``) and ``timings.json`` is
+written: each step's command, seconds, exit status and whether it ran out of time; the device (GPU name, torch,
+CUDA); each family's and each claim's seconds and S4.6's; every model's weights digest and training time;
+the inversion speed-up. A step that runs out of its time gets SIGTERM, on which pytest still writes its
+report (``fixtures/signals.py``), so what it measured is kept. ``gpu-check.tar.gz`` holds everything
+(the device tool returns a few files).
+
+``--size tiny`` runs the same steps on the CPU at the tiny zoo's sizes with a few claims each (the zoo is
+shipped: its "training" checks the shipped weights), in about two minutes: the rehearsal
+``tests/test_gpu_check.py`` runs, so that a broken GPU script shows in CI, not on the device.
+
+Usage: ``python -m benchmarks.gpu_check --size source|tiny --out DIR [--budget SECONDS]``; exit status 0 when
+every step ended with a usable status (pytest's 0 or 1: 1 is a claim that fails), 1 otherwise.
+"""
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+
+PYTEST_OK = (0, 1)  # pytest's "all passed" and "some tests failed" (a claim that fails is a finding)
+MERGE_RESERVE = 45.0  # seconds kept back from the budget for the merge and the tarball
+TERM_GRACE = 60.0  # seconds a step has to write its report after SIGTERM before it is killed
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one size runs: the models trained, the two lanes' pytest selections, the pytest options."""
+
+    device: str  # torch device of every step
+    zoo: str  # --zoo of both runs (a merge needs one zoo)
+    train: tuple[str, ...]  # trained models, one `python -m models prepare NAME` each, side by side
+    s4: tuple[str, ...]  # pytest words of lane s4's run
+    s3: tuple[tuple[str, ...], ...]  # pytest words of each S3 lane's run, one lane per reference
+    bench: tuple[str, ...]  # pytest words of the inversion benchmark
+
+
+SIBLINGS = ("s4-w384-seed1442", "s4-w384-seed88", "s4-w384-seed99999")
+REFERENCES = ("ref-opt-125m", "ref-gpt2-small", "ref-pythia-160m", "ref-llama-small")
+PLANS = {
+    "source": Plan(
+        device="cuda", zoo="full", train=("s4-w384", *SIBLINGS),
+        s4=("claims/s4_ffn", "--model", "s4-w384", "--model", "full-siblings"),
+        s3=tuple(("claims/s3_inversion", "--source-scale", "on", "--model", r) for r in REFERENCES),
+        bench=("--benchmark-only",),
+    ),
+    # The rehearsal: the same steps and files on the CPU, a cheap claim or two per family.
+    "tiny": Plan(
+        device="cpu", zoo="tiny", train=("tiny-w96",),
+        s4=("claims/s4_ffn", "--claim", "S4.1", "--claim", "S4.3", "--model", "tiny-w96"),
+        s3=(("claims/s3_inversion", "--source-scale", "off", "--claim", "S3.1", "--model", "ref-llama-small"),),
+        bench=("--benchmark-disable",),
+    ),
+}
+
+
+@dataclass
+class Step:
+    """One process of the check and what became of it."""
+
+    name: str
+    argv: list[str]
+    seconds: float | None = None  # wall time; None if it never started
+    returncode: int | None = None
+    timed_out: bool = False
+    log: str = ""  # its output file, relative to the output folder
+    env: dict = field(default_factory=dict, repr=False)
+
+    def run(self, out: Path, deadline: float) -> bool:
+        """Run until it ends or ``deadline`` (time.monotonic()); SIGTERM, then SIGKILL after ``TERM_GRACE``.
+
+        Returns whether it ended with a usable status (see ``PYTEST_OK``; 0 for other commands).
+        """
+        self.log = f"logs/{self.name}.log"
+        (out / "logs").mkdir(exist_ok=True)
+        started = time.monotonic()
+        with open(out / self.log, "w") as log:
+            log.write(" ".join(self.argv) + "\n")
+            log.flush()
+            process = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **self.env})
+            try:
+                process.wait(timeout=max(1.0, deadline - started))
+            except subprocess.TimeoutExpired:
+                self.timed_out = True
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(timeout=TERM_GRACE)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+        self.seconds, self.returncode = time.monotonic() - started, process.returncode
+        print(f"gpu-check: {self.name} ended with {self.returncode} after {self.seconds:.0f} s"
+              f"{' (out of time)' if self.timed_out else ''}", flush=True)
+        return self.returncode in (PYTEST_OK if "pytest" in self.argv else (0,))
+
+
+def _pytest(plan: Plan, words: tuple[str, ...], report_dir: Path) -> list[str]:
+    return [sys.executable, "-m", "pytest", *words, "-m", "gpu", "--zoo", plan.zoo, "--device", plan.device,
+            "--report-dir", str(report_dir), "-p", "no:cacheprovider", "-q", "-rN"]
+
+
+def steps_of(plan: Plan, out: Path) -> dict[str, list[Step]]:
+    """The lanes: {lane: its steps in order}; a lane's 'train' step is several processes (:func:`_train`)."""
+    python = sys.executable
+    lanes = {"s4": [Step("train", [python, "-m", "models", "prepare", "--zoo", plan.zoo, "--device", plan.device]),
+                    Step("s4", _pytest(plan, plan.s4, out / "runs-s4"))]}
+    for words in plan.s3:
+        name = f"s3-{words[-1]}"  # the lane's reference, its last word
+        lanes[name] = [Step(name, _pytest(plan, words, out / f"runs-{name}"))]
+    lanes[name].append(Step("inversion-speed", [python, "-m", "pytest", "benchmarks/test_inversion_speed.py", *plan.bench,
+                                                f"--benchmark-json={out / 'inversion-speed.json'}", "-p",
+                                                "no:cacheprovider", "-q"],
+                            env={"LATENT_CLAIMS_BENCH_DEVICE": plan.device}))
+    return lanes
+
+
+def _train(step: Step, plan: Plan, out: Path, deadline: float) -> list[Step]:
+    """The 'train' step as one process per model, side by side (a small model leaves most of a GPU idle)."""
+    each = [Step(f"train-{name}", [*step.argv, name]) for name in plan.train]
+    results: dict[str, bool] = {}
+    threads = [threading.Thread(target=lambda s=s: results.__setitem__(s.name, s.run(out, deadline))) for s in each]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return each
+
+
+def run_lane(lane: list[Step], plan: Plan, out: Path, deadline: float, done: list[Step]) -> None:
+    """Run a lane's steps in order, each until ``deadline``; a step after a failed one is not started."""
+    for step in lane:
+        if step.name == "train":
+            ran = _train(step, plan, out, deadline)
+            done.extend(ran)
+            ok = all(s.returncode == 0 for s in ran)
+        else:
+            ok = step.run(out, deadline)
+            done.append(step)
+        if not ok or time.monotonic() >= deadline:
+            return
+
+
+def device_facts(device: str) -> dict:
+    """The machine the check ran on: torch, CUDA, the GPU's name (``device`` cuda), python."""
+    facts = {"device": device, "torch": torch.__version__, "python": sys.version.split()[0],
+             "cuda": torch.version.cuda, "gpu": None}
+    if device.startswith("cuda") and torch.cuda.is_available():
+        facts["gpu"] = torch.cuda.get_device_name()
+    return facts
+
+
+def summarise(results: Path) -> dict:
+    """From a merged results.json: seconds per family and per claim, S4.6's, the models' digests, the outcomes."""
+    doc = json.loads(results.read_text())
+    families: dict[str, float] = {}
+    claims: dict[str, float] = {}
+    outcomes: dict[str, dict[str, str]] = {}
+    for r in doc["records"]:
+        seconds = r.get("wall_seconds") or 0.0
+        families[r["claim"].split(".")[0]] = families.get(r["claim"].split(".")[0], 0.0) + seconds
+        claims[r["claim"]] = claims.get(r["claim"], 0.0) + seconds
+        key = r["function"] + "".join(f"[{v}]" for v in r.get("params", {}).values())
+        outcomes.setdefault(r["claim"], {})[f"{r['model']} {key}"] = r["outcome"]
+    models = {name: {k: m.get(k) for k in ("role", "weights_sha256", "train_seconds", "final_val_loss", "build",
+                                           "trained_on", "error")}
+              for name, m in doc.get("models", {}).items()}
+    return {"run_id": doc["run_id"], "device": doc.get("device"), "versions": doc.get("versions"),
+            "family_seconds": families, "claim_seconds": claims, "s4_6_seconds": claims.get("S4.6"),
+            "outcomes": outcomes, "models": models}
+
+
+def inversion_speed(path: Path) -> dict:
+    """{shape: speedup, steps per second batched and looped} from the benchmark's JSON; {} without it."""
+    if not path.exists():
+        return {}
+    speed: dict[str, dict] = {}
+    for b in json.loads(path.read_text()).get("benchmarks", []):
+        info = b.get("extra_info", {})
+        entry = speed.setdefault(info.get("shape", b["name"]), {})
+        for key in ("speedup", "ceiling", "overhead", "prompt_steps_per_second"):
+            if key in info:
+                entry[f"{info.get('kind')} {key}" if key == "prompt_steps_per_second" else key] = info[key]
+    return speed
+
+
+def merge(out: Path, deadline: float) -> tuple[Step, Path | None]:
+    """Merge the lanes' newest runs into ``out/run``; (the step, the merged results.json or None)."""
+    runs = [d / "latest" for d in sorted(out.glob("runs-*")) if (d / "latest" / "results.json").exists()]
+    step = Step("merge", [sys.executable, "-m", "reports", "merge", *map(str, runs), "--report-dir", str(out / "run")])
+    if not runs or not step.run(out, deadline + MERGE_RESERVE):
+        return step, None
+    return step, out / "run" / "latest" / "results.json"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the exit status (0: every step ended with a usable status)."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.gpu_check", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", choices=sorted(PLANS), default="source",
+                        help="source: on CUDA, S4's recipe and S3's scale; tiny: the same steps on the CPU, small")
+    parser.add_argument("--out", type=Path, required=True, help="folder for the run, timings.json and the logs")
+    parser.add_argument("--budget", type=float, default=540.0,
+                        help="seconds for the lanes (default 540: the merge's reserve keeps the call within 10 minutes)")
+    args = parser.parse_args(argv)
+    plan = PLANS[args.size]
+    if plan.device == "cuda" and not torch.cuda.is_available():
+        print("gpu-check: --size source needs CUDA, and torch sees no GPU here; --size tiny rehearses the same "
+              "steps on the CPU", file=sys.stderr)
+        return 2
+    out = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    deadline = started + args.budget
+    from models.corpus import load_corpus  # the corpus and its BPE once, before the lanes read them side by side
+    from models.tokenization import train_bpe
+    train_bpe(load_corpus())
+
+    done: list[Step] = []
+    lanes = steps_of(plan, out)
+    threads = [threading.Thread(target=run_lane, args=(lane, plan, out, deadline, done)) for lane in lanes.values()]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    merged, results = merge(out, deadline)
+    done.append(merged)
+
+    timings = {"size": args.size, "budget_seconds": args.budget, "wall_seconds": time.monotonic() - started,
+               "machine": device_facts(plan.device),
+               "steps": [{k: v for k, v in asdict(s).items() if k != "env"} for s in done],
+               "inversion_speed": inversion_speed(out / "inversion-speed.json"),
+               "run": summarise(results) if results else None}
+    (out / "timings.json").write_text(json.dumps(timings, indent=1, default=str) + "\n")
+    with tarfile.open(out / "gpu-check.tar.gz", "w:gz") as tar:
+        for item in sorted(out.iterdir()):
+            if item.name != "gpu-check.tar.gz":
+                tar.add(item, arcname=item.name)
+    ok = results is not None and all(s.returncode in (PYTEST_OK if "pytest" in s.argv else (0,)) for s in done)
+    print(f"gpu-check: {'done' if ok else 'INCOMPLETE'} in {timings['wall_seconds']:.0f} s; {out / 'timings.json'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+"""The rehearsal of ``make gpu-check`` (benchmarks/gpu_check.py): its steps at tiny size on the CPU, so that a
+broken GPU script shows here and in CI, not in the 15 minutes of a lent GPU (issue 45)."""
+
+import json
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from benchmarks import gpu_check
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.subprocess
+def test_the_rehearsal_writes_one_run_with_s3_s4_and_the_timings(tmp_path):
+    out = tmp_path / "gpu-check"
+    done = subprocess.run([sys.executable, "-m", "benchmarks.gpu_check", "--size", "tiny", "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+    timings = json.loads((out / "timings.json").read_text())
+    assert timings["machine"]["device"] == "cpu" and timings["machine"]["torch"]
+    steps = {s["name"]: s for s in timings["steps"]}
+    assert {"train-tiny-w96", "s4", "s3-ref-llama-small", "inversion-speed", "merge"} <= set(steps)
+    assert all(s["returncode"] == 0 and not s["timed_out"] for s in steps.values()), steps
+
+    results = json.loads((out / "run" / "latest" / "results.json").read_text())  # one run folder, merged
+    assert results["device"]["device"] == "cpu"
+    families = {r["claim"].split(".")[0] for r in results["records"]}
+    assert families == {"S3", "S4"}
+    assert all(r["outcome"] not in ("error", "control failed") for r in results["records"])
+    assert set(timings["run"]["family_seconds"]) == {"S3", "S4"}
+    assert timings["run"]["models"]["tiny-w96"]["weights_sha256"]
+    with tarfile.open(out / "gpu-check.tar.gz") as tar:
+        assert "timings.json" in tar.getnames() and "logs/s4.log" in tar.getnames()
+
+
+def test_a_step_out_of_time_is_stopped_and_marked(tmp_path):
+    """The budget: a step still running at its deadline gets SIGTERM (pytest then writes its report), and is
+    marked out of time; a step that is not pytest and ends non-zero is not usable."""
+    import time
+
+    step = gpu_check.Step("sleeper", [sys.executable, "-c", "import time; time.sleep(30)"])
+    assert not step.run(tmp_path, time.monotonic() + 1)
+    assert step.timed_out and step.returncode != 0 and step.seconds < 20
+    assert (tmp_path / step.log).read_text().startswith(sys.executable)
+
+
+def test_source_size_refuses_a_machine_without_cuda(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(gpu_check.torch.cuda, "is_available", lambda: False)
+    assert gpu_check.main(["--size", "source", "--out", str(tmp_path)]) == 2
+    assert "needs CUDA" in capsys.readouterr().err
+
+
+def test_the_source_plan_is_s4s_recipe_and_s3s_scale():
+    plan = gpu_check.PLANS["source"]
+    assert plan.device == "cuda" and plan.zoo == "full"
+    assert plan.train[0] == "s4-w384" and len(plan.train) == 4  # S4's recipe and its three seed siblings
+    assert all(("--source-scale", "on") == words[1:3] for words in plan.s3)
+    assert {words[-1] for words in plan.s3} == set(gpu_check.REFERENCES)
