@@ -1,30 +1,38 @@
-"""``make gpu-check``: the suite's GPU work in one prepared command, rehearsed on the CPU (issue 45).
+"""``make gpu-check``: the suite's GPU work in prepared calls, rehearsed on the CPU (issue 45).
 
-A lent GPU comes by chance and for 15 minutes in all, the machine's start included, so its work is one
-call of at most 10 minutes (``--budget``). Two lanes run side by side, each step a process of its own:
+A lent GPU comes by chance and for 15 minutes in all, the machine's start included, and one call runs at most
+10 minutes. Lanes run side by side, each step a process of its own, until ``--budget``:
 
 - lane ``s4``: train S4's recipe (``s4-w384``: 6 blocks, 384 wide, 4500 steps) and its three seed siblings
   (S4's seeds 1442, 88, 99999), the four side by side; then the S4 family on them at S4's sizes
-  (``--zoo full``: S4.6 at S4's 20,000 prompts, S4.4 and S4.6-S4.8 with the siblings' floor);
+  (``--zoo full``: S4.6 at S4's 20,000 prompts, S4.4 and S4.6-S4.8, S4.10 with the siblings' floor);
 - lanes ``s3-REFERENCE``, one per random-init reference: S3 at S3's scale (``--source-scale on``: 64
   prompts, N = 2000, S3's own setting as the headline; on ref-llama-small S3.9's 4096- and 8192-wide single
   layers); the last lane then times S3's batched inversion against the prompt-by-prompt loop
   (``benchmarks/test_inversion_speed.py`` on the device).
 
 Side by side, the processes fill the gaps each leaves on the GPU (small models: launch and host overhead).
-Then the runs are merged into one run folder (``python -m reports merge``) and ``timings.json`` is
-written: each step's command, seconds, exit status and whether it ran out of time; the device (GPU name, torch,
-CUDA); each family's and each claim's seconds and S4.6's; every model's weights digest and training time;
-the inversion speed-up. A step that runs out of its time gets SIGTERM, on which pytest still writes its
-report (``fixtures/signals.py``), so what it measured is kept. ``gpu-check.tar.gz`` holds everything
-(the device tool returns a few files).
+``--part s4`` or ``--part s3`` runs one kind of lane only. Measured on an H200 (``benchmarks/gpu/README.md``):
+all lanes at once do not fit 10 minutes (the four trainings reached 92 % in 450 s beside the S3 lanes, and S3
+on ref-opt-125m took 349 s of them), while ``s4-w384`` alone trains in 83 s. So a 15-minute lease runs the two
+parts as two calls back to back on the warm machine, each within ``--budget`` (default 360 s), and their run
+folders are merged afterwards with ``python -m reports merge``. ``--size source-main`` is what a lease with
+four minutes left fits: ``s4-w384`` alone and the S4 claims that need no siblings.
+
+Each call merges its runs into one run folder (``python -m reports merge``) and writes ``timings.json``: each
+step's command, seconds, exit status and whether it ran out of time; the device (GPU name, torch, CUDA); each
+family's and each claim's seconds and S4.6's; every model's weights digest and training time; the inversion
+speed-up. A step that runs out of its time gets SIGTERM, on which pytest still writes its report
+(``fixtures/signals.py``), so what it measured is kept. ``gpu-check.tar.gz`` holds everything (the device tool
+returns a few files).
 
 ``--size tiny`` runs the same steps on the CPU at the tiny zoo's sizes with a few claims each (the zoo is
-shipped: its "training" checks the shipped weights), in about two minutes: the rehearsal
+shipped: its "training" checks the shipped weights), in under a minute: the rehearsal that
 ``tests/test_gpu_check.py`` runs, so that a broken GPU script shows in CI, not on the device.
 
-Usage: ``python -m benchmarks.gpu_check --size source|tiny --out DIR [--budget SECONDS]``; exit status 0 when
-every step ended with a usable status (pytest's 0 or 1: 1 is a claim that fails), 1 otherwise.
+Usage: ``python -m benchmarks.gpu_check --size source|source-main|tiny [--part all|s4|s3] --out DIR
+[--budget SECONDS]``; exit status 0 when every step ended with a usable status (pytest's 0 or 1: 1 is a claim
+that fails), 1 otherwise, 2 for a size that needs CUDA on a machine without it.
 """
 
 import argparse
@@ -66,6 +74,14 @@ PLANS = {
         s4=("claims/s4_ffn", "--model", "s4-w384", "--model", "full-siblings"),
         s3=tuple(("claims/s3_inversion", "--source-scale", "on", "--model", r) for r in REFERENCES),
         bench=("--benchmark-only",),
+    ),
+    # S4's recipe alone, for a call of about four minutes: no siblings, so no S4.4 and S4.6-S4.8, S4.10 (their
+    # floor is the siblings'), and no S3 lanes.
+    "source-main": Plan(
+        device="cuda", zoo="full", train=("s4-w384",),
+        s4=("claims/s4_ffn", *(w for c in ("S4.1", "S4.2", "S4.3", "S4.5", "S4.9") for w in ("--claim", c)),
+            "--model", "s4-w384"),
+        s3=(), bench=(),
     ),
     # The rehearsal: the same steps and files on the CPU, a cheap claim or two per family.
     "tiny": Plan(
@@ -130,6 +146,8 @@ def steps_of(plan: Plan, out: Path) -> dict[str, list[Step]]:
     for words in plan.s3:
         name = f"s3-{words[-1]}"  # the lane's reference, its last word
         lanes[name] = [Step(name, _pytest(plan, words, out / f"runs-{name}"))]
+    if not plan.bench:
+        return lanes
     lanes[name].append(Step("inversion-speed", [python, "-m", "pytest", "benchmarks/test_inversion_speed.py", *plan.bench,
                                                 f"--benchmark-json={out / 'inversion-speed.json'}", "-p",
                                                 "no:cacheprovider", "-q"],
@@ -221,13 +239,16 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", choices=sorted(PLANS), default="source",
                         help="source: on CUDA, S4's recipe and S3's scale; tiny: the same steps on the CPU, small")
+    parser.add_argument("--part", choices=("all", "s4", "s3"), default="all",
+                        help="all lanes (default), or only the S4 lane (training and S4) or the S3 lanes")
     parser.add_argument("--out", type=Path, required=True, help="folder for the run, timings.json and the logs")
-    parser.add_argument("--budget", type=float, default=540.0,
-                        help="seconds for the lanes (default 540: the merge's reserve keeps the call within 10 minutes)")
+    parser.add_argument("--budget", type=float, default=360.0,
+                        help="seconds for the lanes (default 360: two parts, each with the SIGTERM grace and the "
+                             "merge, fit one 15-minute lease)")
     args = parser.parse_args(argv)
     plan = PLANS[args.size]
     if plan.device == "cuda" and not torch.cuda.is_available():
-        print("gpu-check: --size source needs CUDA, and torch sees no GPU here; --size tiny rehearses the same "
+        print(f"gpu-check: --size {args.size} needs CUDA, and torch sees no GPU here; --size tiny rehearses the same "
               "steps on the CPU", file=sys.stderr)
         return 2
     out = args.out.resolve()
@@ -239,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     train_bpe(load_corpus())
 
     done: list[Step] = []
-    lanes = steps_of(plan, out)
+    lanes = {name: lane for name, lane in steps_of(plan, out).items() if args.part in ("all", name[:2])}
     threads = [threading.Thread(target=run_lane, args=(lane, plan, out, deadline, done)) for lane in lanes.values()]
     for t in threads:
         t.start()
@@ -248,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     merged, results = merge(out, deadline)
     done.append(merged)
 
-    timings = {"size": args.size, "budget_seconds": args.budget, "wall_seconds": time.monotonic() - started,
+    timings = {"size": args.size, "part": args.part, "budget_seconds": args.budget, "wall_seconds": time.monotonic() - started,
                "machine": device_facts(plan.device),
                "steps": [{k: v for k, v in asdict(s).items() if k != "env"} for s in done],
                "inversion_speed": inversion_speed(out / "inversion-speed.json"),

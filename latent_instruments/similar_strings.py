@@ -92,7 +92,7 @@ def combine(block_counts: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
 
 def normalised(counts: torch.Tensor) -> torch.Tensor:
     """(…, vocab) counts as probabilities; an all-zero row becomes uniform (one block's approximation, S4.8)."""
-    return combine(counts.unsqueeze(0), torch.ones(1, dtype=counts.dtype))
+    return combine(counts.unsqueeze(0), torch.ones(1, dtype=counts.dtype, device=counts.device))
 
 
 def mass_tokens(probs: torch.Tensor, mass: float = 0.9) -> list[torch.Tensor]:

@@ -131,7 +131,7 @@ class Approximation:
         thresholds = self.fitted_thresholds if values == "fitted" else self.source_thresholds
         weights = self.fitted_weights if values == "fitted" else self.source_weights
         counts = self.variants[variant].block_counts(thresholds)[blocks]
-        return combine(counts, torch.tensor(weights, dtype=torch.float64)[blocks])
+        return combine(counts, torch.tensor(weights, dtype=torch.float64, device=counts.device)[blocks])
 
 
 def _prompts(table: StringTable, validation_ids: np.ndarray, n: int, seed: int) -> dict[str, torch.Tensor]:
@@ -163,7 +163,7 @@ def _fit(variant: Variant, n_blocks: int, half: np.ndarray) -> tuple[list[float]
     counts = variant.block_counts(thresholds)[:, half]
 
     def loss(log_w):
-        return hellinger_distance(combine(counts, torch.from_numpy(np.exp(log_w))), model).mean().item()
+        return hellinger_distance(combine(counts, torch.from_numpy(np.exp(log_w)).to(counts.device)), model).mean().item()
 
     simplex = np.vstack([np.zeros(n_blocks), 2.0 * np.eye(n_blocks)])  # steps of e² in each weight
     found = scipy.optimize.minimize(loss, np.zeros(n_blocks), method="Nelder-Mead",
