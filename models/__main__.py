@@ -78,6 +78,26 @@ def training_plan(work: dict[str, float], n_recipes: int, device: str, label: st
             f"follows, and the bar's ETA covers every model); Ctrl-C to stop{hint}")
 
 
+def chosen_device(value: str) -> str:
+    """``--device``: auto (CUDA where there is one), cpu, cuda or cuda:N.
+
+    Raises:
+        ValueError: for a name torch does not know, or CUDA where this machine has none (naming what it has).
+    """
+    if value == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        device = torch.device(value)
+    except RuntimeError:
+        raise ValueError(f"--device {value}: not a device; use auto, cpu, cuda or cuda:N") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"--device {value}: this machine has no CUDA GPU that torch can use; use --device cpu "
+                         "(or auto)")
+    if device.type not in ("cpu", "cuda"):
+        raise ValueError(f"--device {value}: only cpu and cuda are supported")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (2 when the corpus cannot be had or a name is unknown, 1 when a
     cached checkpoint is damaged, a shipped file is not the manifest's, or ship finds no cached training)."""
@@ -93,7 +113,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="prepare: train the shipped recipes too, into the cache (this machine's builds, for "
                              "pytest's --zoo-build local); the shipped weights are not touched")
     args = parser.parse_intermixed_args(argv)  # names may follow options: prepare --retrain tiny-w96
-    device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
+    try:
+        device = chosen_device(args.device)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     zoo = ("full" if device.startswith("cuda") else "tiny") if args.zoo == "auto" else args.zoo
     try:
         corpus = load_corpus(args.corpus)
@@ -101,8 +125,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     if args.command == "fingerprint":
-        for name in args.names:
-            print(f"{name}\t{fingerprint(resolve(name), corpus, args.seed)}")
+        try:
+            for name in args.names:
+                print(f"{name}\t{fingerprint(resolve(name), corpus, args.seed)}")
+        except (UnknownModelError, ModelLoadError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
         return 0
     try:
         recipes = named_recipes(args.names) if args.names else list(PREPARED["tiny" if args.command == "ship" else zoo])

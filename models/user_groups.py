@@ -101,19 +101,40 @@ def read_groups_file(path: Path) -> list[UserGroup]:
         GroupError: for a file that cannot be read or parsed, or a table without kind, name or members.
     """
     try:
-        tables = tomllib.loads(Path(path).read_text(encoding="utf-8")).get("group", [])
+        document = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
         raise GroupError(f"--groups {path}: {err}") from None
+    unknown = sorted(set(document) - {"group"})
+    if unknown:
+        raise GroupError(f"--groups {path}: unknown key {', '.join(map(repr, unknown))}: the file holds [[group]] "
+                         "tables only (kind, name, members, seeds)")
+    tables = document.get("group")
+    if not isinstance(tables, list) or not tables:
+        raise GroupError(f"--groups {path}: no [[group]] table; write each group as [[group]] with kind, name, "
+                         "members and, for a ladder, seeds")
     groups = []
     for i, table in enumerate(tables):
         where = f"--groups {path}, group {i + 1}"
         if not isinstance(table, dict) or not {"kind", "name", "members"} <= set(table):
             raise GroupError(f"{where}: each [[group]] needs kind, name and members (seeds optional)")
+        extra = sorted(set(table) - {"kind", "name", "members", "seeds"})
+        if extra:
+            raise GroupError(f"{where}: unknown key {', '.join(map(repr, extra))}; a [[group]] takes kind, name, "
+                             "members and seeds")
         if table["kind"] not in KINDS:
             raise GroupError(f"{where}: kind {table['kind']!r} is not one of {', '.join(KINDS)}")
-        sets = [list(table["members"]), *(list(s) for s in table.get("seeds", []))]
+        seeds = table.get("seeds", [])
+        if not _names(table["members"]) or not (isinstance(seeds, list) and all(_names(s) for s in seeds)):
+            raise GroupError(f"{where}: members must be a list of model names, e.g. members = [\"./a\", \"./b\"], "
+                             "and seeds a list of such lists")
+        sets = [list(table["members"]), *(list(s) for s in seeds)]
         groups.append(_group(table["kind"], str(table["name"]), sets, where))
     return groups
+
+
+def _names(value) -> bool:
+    """Whether a TOML value is a list of strings (``members = "a,b"`` is a string, not a list)."""
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
 def _group(kind: str, name: str, sets: list[list[str]], where: str) -> UserGroup:

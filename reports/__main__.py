@@ -44,10 +44,13 @@ def build_parser() -> argparse.ArgumentParser:
                       "rewrite the ledger file in place (atomically)")
     led.add_argument("--ledger", default="claims/expected_verdicts.toml", metavar="FILE",
                      help="the ledger to refresh (default: claims/expected_verdicts.toml)")
-    _from_a_run(commands, "shipped", "keep a run's verdicts on the shipped weights (models/shipped/verdicts.json)",
-                "From a whole `make claims` run on the shipped weights, write the outcome and claim-check statistic "
-                "of every record to models/shipped/verdicts.json, which --zoo-build local runs are compared with. "
-                "Prints a summary unless --write.", "write models/shipped/verdicts.json (atomically)")
+    ship = _from_a_run(commands, "shipped", "keep a run's verdicts on the shipped weights (models/shipped/verdicts.json)",
+                       "From a whole `make claims` run on the shipped weights, write the outcome and claim-check "
+                       "statistic of every record to models/shipped/verdicts.json, which --zoo-build local runs are "
+                       "compared with. A run that lacks records of the file is refused unless --merge. Prints a "
+                       "summary unless --write.", "write models/shipped/verdicts.json (atomically)")
+    ship.add_argument("--merge", action="store_true",
+                      help="a partial run: replace only its own records in the file and keep the others")
     return parser
 
 
@@ -67,16 +70,22 @@ def _results_of(run: str) -> dict:
     return read_results(folder / "results.json" if folder.is_dir() else folder)
 
 
-def keep_shipped_verdicts(run: str, write: bool) -> int:
+def keep_shipped_verdicts(run: str, write: bool, merge: bool = False) -> int:
     """``python -m reports shipped``: the run's verdicts file; with ``write``, kept in models/shipped/.
 
+    Args:
+        run: a run folder holding results.json, or the file.
+        write: write models/shipped/verdicts.json.
+        merge: a partial run: its records replace theirs in the file, the file's others stay. Without it, a run
+            that lacks records the file has is refused (a one-claim run once replaced 343 records with 1).
     Returns:
-        the exit status: 0, or 2 when the run cannot be read or did not test the shipped weights.
+        the exit status: 0, or 2 when the run cannot be read, did not test the shipped weights, or lacks records
+        of the file without ``merge``.
     """
     from models.cache import atomic_write_text
     from models.shipped import VERDICTS
     from reports.results_file import ResultsFileError
-    from reports.shipped_verdicts import snapshot
+    from reports.shipped_verdicts import load, snapshot
 
     try:
         kept = snapshot(_results_of(run))
@@ -85,6 +94,15 @@ def keep_shipped_verdicts(run: str, write: bool) -> int:
               file=sys.stderr)
         return 2
     print(f"{len(kept['records'])} records of run {kept['run_id']} (git {kept['git']}, {', '.join(kept['machines'])})")
+    before = load() or {"records": {}}
+    lacking = sorted(before["records"].keys() - kept["records"].keys())
+    if lacking and merge:
+        kept["records"] = {**before["records"], **kept["records"]}
+    elif lacking and write:
+        print(f"error: run {kept['run_id']} lacks {len(lacking)} of the {len(before['records'])} records of "
+              f"{VERDICTS} (e.g. {', '.join(lacking[:3])}): write it from a whole `make claims` run, or pass "
+              "--merge to replace only this run's records", file=sys.stderr)
+        return 2
     if write:
         try:
             atomic_write_text(VERDICTS, json.dumps(kept, indent=1, sort_keys=True) + "\n")
@@ -155,18 +173,23 @@ def main(argv: list[str] | None = None) -> int:
 
     Returns:
         the exit status: 0 when the merged report was written, 1 when it was written but a shard of --shards did
-        not report, 2 when an input is missing or unreadable, the inputs cannot be merged, or the report cannot be
+        not report or a stage of the report failed (results.json holds every record), 2 when an input is missing or unreadable, the inputs cannot be merged, or the report cannot be
         written (argparse also exits 2 on bad usage).
     """
     args = build_parser().parse_args(argv)
     if args.command == "ledger":
         return refresh_ledger(args.run, args.ledger, args.write)
     if args.command == "shipped":
-        return keep_shipped_verdicts(args.run, args.write)
+        return keep_shipped_verdicts(args.run, args.write, args.merge)
     from reports.merge import MergeError, merge  # after parsing: --help need not import torch
+    from reports.writer import ReportIncomplete
 
     try:
         folder, warnings = merge(args.runs, args.report_dir, expected_shards(args.shards))
+    except ReportIncomplete as err:  # the merged results.json holds every record; the report names what failed
+        print(f"error: {err}", file=sys.stderr)
+        print(err.folder)
+        return 1
     except MergeError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

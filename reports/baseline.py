@@ -22,10 +22,9 @@ A baseline made with another seed, prompt batch, dtype, zoo or corpus is compare
 import json
 from pathlib import Path
 
+from reports.document import FACTS, RunDocument
 from reports.records import Check, record_key
 
-FACTS = {"seed": "--seed", "prompts": "--prompts", "max_prompts": "--max-prompts", "zoo": "--zoo",
-         "corpus": "--corpus", "dtype": "--dtype", "source_scale": "--source-scale"}
 
 
 def parse_map(pairs: list[str]) -> dict[str, str]:
@@ -72,9 +71,8 @@ def _statuses(record: dict) -> dict[str, str]:
 
 
 def _facts(doc: dict) -> dict:
-    return {"seed": doc["seed"], "prompts": doc["prompts"], "max_prompts": doc.get("max_prompts"),  # schema 5
-            "zoo": doc["zoo"], "corpus": doc["corpus"]["sha256"], "dtype": doc["device"]["dtype"],
-            "source_scale": doc["source_scale"]}
+    """The comparison facts of any readable results document (``RunDocument.facts``; None where not recorded)."""
+    return RunDocument.from_json(doc).facts()
 
 
 def compare(baseline_path: Path, records: list[dict], models: dict | None = None, facts: dict | None = None,
@@ -112,7 +110,7 @@ def compare(baseline_path: Path, records: list[dict], models: dict | None = None
     if facts is not None:
         was, now = _facts(old), _facts(facts)
         out["differences"] = [f"{FACTS[k]}: {was[k]!r} in the baseline, {now[k]!r} here" for k in FACTS
-                              if was[k] != now[k]]
+                              if was[k] is not None and was[k] != now[k]]  # None: an older run did not record it
     old_models, models = old.get("models") or {}, models or {}
     for was_name, now_name in sorted((o, mapping.get(o, o)) for o in old_models if mapping.get(o, o) in models):
         a = (old_models.get(was_name) or {}).get("weights_sha256")

@@ -12,11 +12,12 @@ from models.cache import atomic_write_text
 from reports.records import count_outcomes, record_key
 
 
-def runs(base: Path) -> list[dict]:
-    """The results documents of the run folders under ``base``, oldest first (unreadable ones left out)."""
+def runs(base: Path, exclude: str | None = None) -> list[dict]:
+    """The results documents of the run folders under ``base``, oldest first (unreadable ones left out, and the
+    folder named ``exclude``: the run being written)."""
     docs = []
     for path in sorted(base.glob("*/results.json")):
-        if path.parent.is_symlink():
+        if path.parent.is_symlink() or path.parent.name == exclude:
             continue
         try:
             docs.append(json.loads(path.read_text(encoding="utf-8")))

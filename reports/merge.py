@@ -11,11 +11,12 @@ The merged document: records concatenated (a (claim, model, function, params) re
 two inputs is refused) and sorted as :func:`reports.writer.sort_records` does,
 ``models`` united, ``peak_rss_mib`` and ``wall_seconds`` the largest,
 ``interrupted`` when any input was, ``exit_status`` the largest,
-``merged_from`` the input run ids, ``created_utc`` now; the rest (``schema``,
-``seed``, ``zoo``, ``corpus``, ``versions``, ``git``, ``catalogue``,
-``device``, ``replay``, ``command``) taken from the inputs, the first where
-they differ; the ``replay`` without a shard's ``--shard NAME``, since the shards
-together are a whole run. With ``--shards``, ``shards_missing`` names each
+``merged_from`` the input run ids, ``created_utc`` now, ``command`` the merge's own,
+``versions_off_lock`` united; the rest (``schema``, ``seed``, ``zoo``, ``prompts``,
+``max_prompts``, ``source_scale``, ``corpus``, ``versions``, ``git``, ``catalogue``,
+``device``, ``replay``) taken from the inputs, the first where they differ; the
+``replay`` without a shard's ``--shard NAME``, since the shards together are a
+whole run. The document is a :class:`reports.document.RunDocument`, as a run's is. With ``--shards``, ``shards_missing`` names each
 expected shard that sent no run. It is written through
 :func:`reports.writer.write_doc` as a new run folder.
 """
@@ -28,6 +29,7 @@ from pathlib import Path
 from models.recipes import PROFILES, seed_builds
 from reports import render, shipped_verdicts, writer
 from reports.records import add_model_facts, builds_agree, record_key, zoo_build_of
+from reports.document import RunDocument
 from reports.results_file import ResultsFileError, read_results
 
 DIRTY = "+dirty"
@@ -78,7 +80,8 @@ def load_run(path: str | Path) -> Run:
     if not file.is_file():
         raise MergeError(f"{path}: a folder without results.json; pass a run folder (e.g. runs/20261122T031500Z)")
     try:
-        doc = read_results(file)
+        raw = read_results(file)
+        doc = {**RunDocument.from_json(raw).to_json(), "schema": raw["schema"]}  # an older schema's keys filled in
     except ResultsFileError as err:
         raise MergeError(f"{file}: {err}") from None
     return Run(file, doc)
@@ -105,6 +108,7 @@ CHECKS = (
     ("prompt batch", "--prompts", lambda d: d.get("prompts")),
     ("max_prompts", "--max-prompts", lambda d: d.get("max_prompts")),
     ("device.dtype", "--dtype", lambda d: _field(d, "device.dtype")),
+    ("source_scale", "--source-scale", lambda d: d.get("source_scale")),
 )
 
 
@@ -215,38 +219,42 @@ def merge_runs(runs: list[Run], shards: list[str] | None = None) -> Merged:
     git = first.get("git")
     if any(str(r.doc.get("git", "")).endswith(DIRTY) for r in runs) and not str(git).endswith(DIRTY):
         git = f"{git}{DIRTY}"
-    doc = {
-        "schema": first["schema"],
-        "run_id": None,
-        "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "command": first.get("command"),
-        "replay": whole_run(first.get("replay")),
-        "interrupted": any(bool(r.doc.get("interrupted")) for r in runs),
-        "exit_status": max(int(r.doc.get("exit_status") or 0) for r in runs),
-        "seed": first.get("seed"),
-        "zoo": first.get("zoo"),
-        "zoo_build": zoo_build_of(models),
-        "prompts": first.get("prompts"),
-        "corpus": first.get("corpus"),
-        "versions": first.get("versions"),
-        "git": git,
-        "device": first.get("device"),
-        "wall_seconds": max(float(r.doc.get("wall_seconds") or 0.0) for r in runs),
-        "peak_rss_mib": max(float(r.doc.get("peak_rss_mib") or 0.0) for r in runs),
-        "models": models,
-        "user_groups": {k: v for r in runs for k, v in (r.doc.get("user_groups") or {}).items()},
-        "catalogue": catalogue,
-        "records": writer.sort_records(records),
-        "builds_agree": builds_agree(records, seed_builds(first["zoo"]) if first.get("zoo") in PROFILES else {}),
-        "builds_not_run": {k: v for r in runs for k, v in (r.doc.get("builds_not_run") or {}).items()},
-        "baseline": _merge_baselines(runs, records),
-        "benchmarks": next((r.doc["benchmarks"] for r in runs if r.doc.get("benchmarks")), None),
-        "merged_from": [r.doc.get("run_id") for r in runs],
-        "shard": None,
-        "shards_missing": [],
-        "against_shipped": (shipped_verdicts.against_shipped(records, shipped_verdicts.load())
-                            if zoo_build_of(models) in ("local", "mixed") and first.get("zoo") == "tiny" else None),
-    }
+    doc = RunDocument(
+        schema=first["schema"],  # the inputs share it (check_comparable)
+        run_id=None,
+        created_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        command=["python", "-m", "reports", "merge", *(str(r.path) for r in runs)],
+        replay=whole_run(first.get("replay")),
+        interrupted=any(bool(r.doc.get("interrupted")) for r in runs),
+        exit_status=max(int(r.doc.get("exit_status") or 0) for r in runs),
+        seed=first.get("seed"),
+        zoo=first.get("zoo"),
+        zoo_build=zoo_build_of(models),
+        against_shipped=(shipped_verdicts.against_shipped(records, shipped_verdicts.load())
+                         if zoo_build_of(models) in ("local", "mixed") and first.get("zoo") == "tiny" else None),
+        prompts=first.get("prompts"),
+        max_prompts=first.get("max_prompts"),
+        source_scale=first.get("source_scale"),
+        corpus=first.get("corpus"),
+        versions=first.get("versions"),
+        versions_off_lock=list(dict.fromkeys(v for r in runs for v in r.doc.get("versions_off_lock") or [])),
+        git=git,
+        device=first.get("device"),
+        wall_seconds=max(float(r.doc.get("wall_seconds") or 0.0) for r in runs),
+        peak_rss_mib=max(float(r.doc.get("peak_rss_mib") or 0.0) for r in runs),
+        models=models,
+        catalogue=catalogue,
+        user_groups={k: v for r in runs for k, v in (r.doc.get("user_groups") or {}).items()},
+        records=writer.sort_records(records),
+        builds_agree=builds_agree(records, seed_builds(first["zoo"]) if first.get("zoo") in PROFILES else {}),
+        builds_not_run={k: v for r in runs for k, v in (r.doc.get("builds_not_run") or {}).items()},
+        baseline=_merge_baselines(runs, records),
+        benchmarks=next((r.doc["benchmarks"] for r in runs if r.doc.get("benchmarks")), None),
+        merged_from=[r.doc.get("run_id") for r in runs],
+        changes_since_last_run=None,
+        shard=None,
+        shards_missing=[],
+    ).to_json()
     if shards is not None:
         reported = {r.doc.get("shard") for r in runs}
         doc["shards_missing"] = [s for s in shards if s not in reported]

@@ -8,6 +8,7 @@ server), and an existing run folder is never overwritten. A run interrupted
 part-way still writes what it measured (``"interrupted": true``).
 """
 
+import html
 import json
 import math
 import os
@@ -25,6 +26,7 @@ from reports.ledger_keys import LEDGER
 from models.cache import atomic_write_bytes, atomic_write_text, publish_mode
 from reports import baseline, benchmarks, history, render, shipped_verdicts, tables
 from models.recipes import seed_builds
+from reports.document import RunDocument
 from reports.records import RED, builds_agree, ledger_build, ledger_quotes_disagree, zoo_build_of
 from reports.results_file import SCHEMA
 
@@ -149,53 +151,65 @@ def sort_records(records: list[dict]) -> list[dict]:
 
 def results(settings, records: list[dict], models: dict, exitstatus: int, peak_rss: float, catalogue: dict,
             gpu_peak: float = 0.0) -> dict:
-    """The results.json document (keys documented in reports/SCHEMA.md), without its run id."""
+    """The results.json document (reports/SCHEMA.md, built as a :class:`reports.document.RunDocument`), without its
+    run id, the baseline comparison and the changes since the last run (:func:`write_doc` adds them)."""
     records = sort_records(records)
     for r in records:
         r["ledger_build"] = ledger_build(r, models)
         r["ledger_quotes_disagree"] = ledger_quotes_disagree(r)
-    doc = {
-        "schema": SCHEMA,
-        "run_id": None,
-        "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "command": ["pytest", *sys.argv[1:]],
-        "replay": replay_command(settings),
-        "interrupted": exitstatus == 2,
-        "exit_status": int(exitstatus),
-        "seed": settings.seed,
-        "zoo": settings.zoo,
-        "zoo_build": zoo_build_of(models),
-        "prompts": list(settings.prompts),
-        "max_prompts": settings.max_prompts,
-        "source_scale": settings.source_scale,
-        "corpus": _corpus(settings),
-        "versions": _versions(),
-        "versions_off_lock": lock_differences(),
-        "git": git_revision(),
-        "device": _device(settings, gpu_peak),
-        "wall_seconds": round(time.perf_counter() - STARTED, 1),
-        "peak_rss_mib": peak_rss,
-        "models": models,
-        "user_groups": {g.name: {"kind": g.kind, "members": list(g.members), "seeds": list(g.seeds)}
-                        for g in settings.groups},
-        "catalogue": catalogue,
-        "records": records,
-        "builds_agree": builds_agree(records, seed_builds(settings.zoo)),
-        "builds_not_run": {} if settings.models or settings.groups else {
+    doc = RunDocument(
+        schema=SCHEMA,
+        run_id=None,
+        created_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        command=["pytest", *sys.argv[1:]],
+        replay=replay_command(settings),
+        interrupted=exitstatus == 2,
+        exit_status=int(exitstatus),
+        seed=settings.seed,
+        zoo=settings.zoo,
+        zoo_build=zoo_build_of(models),
+        against_shipped=(shipped_verdicts.against_shipped(records, shipped_verdicts.load())
+                         if settings.zoo_build == "local" else None),
+        prompts=list(settings.prompts),
+        max_prompts=settings.max_prompts,
+        source_scale=settings.source_scale,
+        corpus=_corpus(settings),
+        versions=_versions(),
+        versions_off_lock=lock_differences(),
+        git=git_revision(),
+        device=_device(settings, gpu_peak),
+        wall_seconds=round(time.perf_counter() - STARTED, 1),
+        peak_rss_mib=peak_rss,
+        models=models,
+        catalogue=catalogue,
+        user_groups={g.name: {"kind": g.kind, "members": list(g.members), "seeds": list(g.seeds)}
+                     for g in settings.groups},
+        records=records,
+        builds_agree=builds_agree(records, seed_builds(settings.zoo)),
+        builds_not_run={} if settings.models or settings.groups else {
             c: entry["not_on_siblings"] for c, entry in catalogue.items()
             if entry.get("not_on_siblings") and any(r["claim"] == c for r in records)},
-        "baseline": None,
-        "benchmarks": benchmarks.summarize(settings.report_dir / benchmarks.FILE),
-        "merged_from": [],
-        "shard": settings.shard,
-        "shards_missing": [],
-        "against_shipped": None,
-    }
-    if settings.zoo_build == "local":
-        doc["against_shipped"] = shipped_verdicts.against_shipped(records, shipped_verdicts.load())
-    if settings.baseline:
-        doc["baseline"] = baseline.compare(settings.baseline, records, models, doc, settings.baseline_map)
-    return doc
+        baseline=None,
+        benchmarks=benchmarks.summarize(settings.report_dir / benchmarks.FILE),
+        merged_from=[],
+        changes_since_last_run=None,
+        shard=settings.shard,
+        shards_missing=[],
+    )
+    return doc.to_json()
+
+
+class ReportIncomplete(RuntimeError):
+    """A stage of writing a report failed after results.json was written with every record.
+
+    Attributes:
+        folder: the run folder (results.json with the records; report.md and report.html name the failures).
+        failures: one line per failed stage: "stage: ExceptionType: message".
+    """
+
+    def __init__(self, folder: Path, failures: list[str]):
+        super().__init__(f"the report in {folder} is incomplete: " + "; ".join(failures))
+        self.folder, self.failures = folder, failures
 
 
 def _run_folder(base: Path) -> tuple[str, Path]:
@@ -253,37 +267,90 @@ def adopt_old_runs(base: Path) -> list[str]:
     return moved
 
 
-def write_doc(doc: dict, base: Path) -> Path:
+def _incomplete_note(failures: list[str]) -> str:
+    return ("REPORT INCOMPLETE: results.json holds every record, but these stages of writing the report failed: "
+            + "; ".join(failures))
+
+
+def write_doc(doc: dict, base: Path, compare=None) -> Path:
     """Write a results document as a new run folder under ``base``, point ``latest`` at it, update the index
     (after :func:`adopt_old_runs`).
 
+    The records are written first: results.json with the records and the facts known before reporting. Then, each
+    a stage of its own, the baseline comparison (``compare``: doc -> the ``baseline`` entry, or None for none),
+    the changes since the last run, results.json again with both, report.md, the figures, report.html, the
+    ``latest`` link and the index; report.md and report.html are written last. A stage that raises leaves what
+    the others wrote; report.md and report.html (a plain note where they could not be rendered) name the failure.
+
     Returns:
         the run folder.
+    Raises:
+        ReportIncomplete: after writing all it could, when a stage failed.
+        OSError: when the run folder, its results.json or its report files cannot be written.
     """
     adopt_old_runs(base)
-    earlier = history.runs(base)  # read once: the previous run and the index both come from them
-    previous = history.previous_run(earlier, doc.get("replay"))
-    doc["changes_since_last_run"] = ({"run_id": previous.get("run_id"), "changes": history.changes(previous, doc)}
-                                     if previous else None)
     run_id, folder = _run_folder(base)
     doc["run_id"] = run_id
-    doc = _finite(doc)
-    atomic_write_text(folder / "results.json", json.dumps(doc, indent=1, default=float, allow_nan=False))
-    atomic_write_text(folder / "report.md", render.markdown(doc))
-    drawn = render.figures(doc)
+    results_file = folder / "results.json"
+    atomic_write_text(results_file, json.dumps(_finite(doc), indent=1, default=float, allow_nan=False))
+    failures: list[str] = []
+
+    def stage(name: str, work) -> bool:
+        try:
+            work()
+            return True
+        except Exception as err:  # noqa: BLE001 - every stage's failure is reported; the records are kept
+            failures.append(f"{name}: {type(err).__name__}: {err}")
+            return False
+
+    earlier: list[dict] = []
+    if compare is not None:
+        stage("baseline comparison", lambda: doc.update(baseline=compare(doc)))
+
+    def since_last_run():
+        earlier[:] = history.runs(base, exclude=run_id)  # read once: the previous run and the index come from them
+        previous = history.previous_run(earlier, doc.get("replay"))
+        doc["changes_since_last_run"] = ({"run_id": previous.get("run_id"), "changes": history.changes(previous, doc)}
+                                         if previous else None)
+    stage("changes since the last run", since_last_run)
+    doc.update(_finite(doc))
+    stage("results.json", lambda: atomic_write_text(results_file, json.dumps(doc, indent=1, default=float,
+                                                                             allow_nan=False)))
+    drawn: dict = {}
+    stage("figures", lambda: drawn.update(render.figures(doc)))
     for name, png in drawn.items():
         if isinstance(png, bytes):
-            atomic_write_bytes(folder / "figures" / name, png)
-    atomic_write_text(folder / "report.html", render.to_html(doc, drawn))
-    _point_latest(base, folder)
-    history.write_index(base, [*earlier, doc])
+            stage(f"figure {name}", lambda name=name, png=png: atomic_write_bytes(folder / "figures" / name, png))
+    rendered = {}
+    stage("report.md", lambda: rendered.update(md=render.markdown(doc)))
+    stage("report.html", lambda: rendered.update(html=render.to_html(doc, drawn)))
+    stage("latest link", lambda: _point_latest(base, folder))
+    stage("index", lambda: history.write_index(base, [*earlier, doc]))
+    if failures:  # written last, so that the note names every stage that failed
+        note = _incomplete_note(failures)
+        rendered["md"] = f"# latent-claims report\n\n**{note}**\n\n" + rendered.get("md", "")
+        rendered["html"] = (f"<!doctype html><meta charset='utf-8'><title>latent-claims report (incomplete)</title>"
+                            f"<p><b>{html.escape(note)}</b></p>" + rendered.get("html", ""))
+    atomic_write_text(folder / "report.md", rendered["md"])
+    atomic_write_text(folder / "report.html", rendered["html"])
+    if failures:
+        raise ReportIncomplete(folder, failures)
     return folder
 
 
 def write_run(settings, records: list[dict], models: dict, exitstatus: int, peak_rss: float, catalogue: dict,
               gpu_peak: float = 0.0) -> Path:
-    """Write this run's report folder (see :func:`write_doc`); return the folder."""
-    return write_doc(results(settings, records, models, exitstatus, peak_rss, catalogue, gpu_peak), settings.report_dir)
+    """Write this run's report folder (see :func:`write_doc`), with the ``--baseline`` comparison; return the folder.
+
+    Raises:
+        ReportIncomplete: as :func:`write_doc`, results.json holding every record.
+    """
+    doc = results(settings, records, models, exitstatus, peak_rss, catalogue, gpu_peak)
+    compare = None
+    if settings.baseline:
+        def compare(d):
+            return baseline.compare(settings.baseline, d["records"], d["models"], d, settings.baseline_map)
+    return write_doc(doc, settings.report_dir, compare)
 
 
 def summarize(terminal, records: list[dict], folder: Path | None) -> None:

@@ -1,0 +1,72 @@
+"""Bad input gets a message naming what was wrong and what to do, never a traceback or a silent fallback
+(issue 44's sweep: each test here failed before its fix)."""
+
+import json
+
+import pytest
+
+import models.shipped
+from models import __main__ as models_cli
+from models.user_groups import GroupError, read_groups_file
+from reports import __main__ as reports_cli
+from tests.test_startup import claims_run
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("[[groups]]\nkind = 'ladder'\nname = 'l'\nmembers = ['tiny-w96', 'tiny-w128']\n", ["unknown key 'groups'"]),
+    ("", ["no [[group]] table"]),
+    ("[[group]]\nkind = 'ladder'\nname = 'l'\nmembers = ['tiny-w96', 'tiny-w128']\nrungs = 2\n",
+     ["group 1", "unknown key 'rungs'"]),
+    ("[[group]]\nkind = 'ladder'\nname = 'l'\nmembers = 'tiny-w96,tiny-w128'\n", ["members must be a list"]),
+])
+def test_a_groups_file_that_is_not_what_it_should_be_is_refused(tmp_path, text, words):
+    path = tmp_path / "groups.toml"
+    path.write_text(text)
+    with pytest.raises(GroupError) as err:
+        read_groups_file(path)
+    assert all(w in str(err.value) for w in words), str(err.value)
+
+
+@pytest.mark.parametrize("argv", [["prepare", "--device", "nonsense"], ["fingerprint", "bogus"]]
+                         + [pytest.param(["prepare", "--retrain", "--device", "cuda", "tiny-w96"],
+                                         id="cuda-without-a-gpu")])
+def test_the_models_cli_says_what_is_wrong_without_a_traceback(monkeypatch, capsys, argv):
+    monkeypatch.setattr(models_cli.torch.cuda, "is_available", lambda: False)
+    assert models_cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "Traceback" not in err
+
+
+def test_a_partial_run_does_not_replace_the_shipped_verdicts(tmp_path, monkeypatch, capsys):
+    """A one-claim run's --write is refused; --merge replaces its records only."""
+    verdicts = tmp_path / "verdicts.json"
+    old = {"run_id": "old", "git": "a", "machines": [], "torch": "2", "records": {
+        "S4.1|t[tiny-w96]": {"version": 1, "outcome": "holds", "value": 0.6, "ci_low": 0.6, "ci_high": 0.6},
+        "S4.2|t[tiny-w96]": {"version": 6, "outcome": "holds", "value": 0.1, "ci_low": 0.05, "ci_high": 0.2}}}
+    verdicts.write_text(json.dumps(old))
+    monkeypatch.setattr(models.shipped, "VERDICTS", verdicts)
+    run = tmp_path / "results.json"
+    record = {"claim": "S4.1", "model": "tiny-w96", "test": "t[tiny-w96]", "outcome": "holds", "checks": [],
+              "version": 1, "headline": {"value": 0.7, "ci_low": 0.7, "ci_high": 0.7}}
+    run.write_text(json.dumps({"schema": "latent-claims/results/7", "run_id": "new", "git": "b", "zoo_build": "shipped",
+                               "interrupted": False, "models": {}, "versions": {"torch": "2"}, "records": [record]}))
+    assert reports_cli.main(["shipped", str(run), "--write"]) == 2
+    assert "lacks 1 of the 2 records" in capsys.readouterr().err
+    assert json.loads(verdicts.read_text()) == old
+    assert reports_cli.main(["shipped", str(run), "--write", "--merge"]) == 0
+    kept = json.loads(verdicts.read_text())["records"]
+    assert kept["S4.1|t[tiny-w96]"]["value"] == 0.7 and kept["S4.2|t[tiny-w96]"] == old["records"]["S4.2|t[tiny-w96]"]
+
+
+@pytest.mark.subprocess
+def test_a_model_named_twice_is_a_usage_error():
+    done, _ = claims_run("--model", "tiny-w96", "--claim", "S4.1", "--collect-only")
+    assert done.returncode == 4 and "--model tiny-w96: given 2 times" in done.stderr, done.stderr[-2000:]
+
+
+@pytest.mark.subprocess
+def test_a_report_dir_that_cannot_be_made_stops_the_run_before_the_first_test(tmp_path):
+    """/proc/x passes the access check as root, but cannot be made: the run stops at once, not at its end."""
+    done, _ = claims_run("--claim", "S4.1", "--report-dir", "/proc/latent-claims-no-such-folder")
+    assert done.returncode == 4, (done.stdout + done.stderr)[-2000:]
+    assert "--report-dir /proc/latent-claims-no-such-folder: cannot be created" in done.stdout + done.stderr
