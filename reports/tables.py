@@ -31,15 +31,39 @@ def claim_order(claim_id: str) -> list:
     return [int(p) if p.isdigit() else p for p in claim_id[1:].split(".")]
 
 
+def display_name(model: str) -> str:
+    """A model as the summary and the matrix name it: a local folder by its base name (``/a/b/ckpt:untrained`` →
+    ``ckpt:untrained``), a hub model by its id without ``hf:``; zoo names as they are. The models table keeps the
+    full path."""
+    name, twin, suffix = model.rpartition(":untrained") if model.endswith(":untrained") else (model, "", "")
+    if name.startswith(("/", ".", "~")):
+        name = name.rstrip("/").rsplit("/", 1)[-1] or name
+    return name.removeprefix("hf:") + twin + suffix
+
+
 def label(record: dict) -> str:
-    """The subject of a record as the matrix names it: model, plus the test's other parameters."""
+    """The subject of a record as the matrix names it: model (:func:`display_name`), plus the test's other
+    parameters."""
     params = variant(record)
-    return record["model"] + (f" [{params}]" if params else "")
+    return display_name(record["model"]) + (f" [{params}]" if params else "")
+
+
+def deciding_check(record: dict) -> dict | None:
+    """The check a record's cell shows: for a claim that fails, the claim check that failed decisively; for an
+    inconclusive one, the claim check whose interval holds its threshold; else the headline (the claim check of
+    smallest margin). The headline alone could show a straddling check beside a decisive failure elsewhere."""
+    claims = [c for c in record.get("checks") or [] if c["role"] == "claim" and c.get("margin") is not None]
+    wanted = {FAILS: "failed", FAILS_AS_EXPECTED: "failed", INCONCLUSIVE: INCONCLUSIVE}.get(record["outcome"])
+    chosen = [c for c in claims if c.get("status") == wanted]
+    if not chosen:
+        return record.get("headline")
+    return min(chosen, key=lambda c: c["margin"])
 
 
 def cell(record: dict) -> str:
-    """The matrix cell: the outcome with the claim check's statistic, or what went wrong."""
-    head = record.get("headline")
+    """The matrix cell: the outcome with the deciding check's statistic (:func:`deciding_check`), or what went
+    wrong."""
+    head = deciding_check(record)
     value = f" {num(head['value'])} [{num(head['ci_low'])}, {num(head['ci_high'])}]" if head else ""
     params = variant(record)
     suffix = f" ({params})" if params else ""
@@ -119,7 +143,7 @@ def summary_rows(doc: dict) -> tuple[list[str], list[list[str]]]:
 def label_of(change: dict) -> str:
     """The subject of a verdict change: its model, with the test's parameters where the test id has them."""
     params = change["test"].partition("[")[2].removesuffix("]").removeprefix(change["model"]).lstrip("-")
-    return change["model"] + (f" [{params}]" if params else "")
+    return display_name(change["model"]) + (f" [{params}]" if params else "")
 
 
 def short(text: str, length: int = 90) -> str:

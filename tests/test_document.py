@@ -144,3 +144,27 @@ def run_with_broken_report(tmp_path):
                            "-p", "no:cacheprovider"], cwd=root, capture_output=True, text=True, timeout=600,
                           env={**os.environ, "PYTHONPATH": str(tmp_path)})
     return done, (tmp_path / "runs" / "latest")
+
+
+def _s08(outcome: str, second: tuple[float, float, float]) -> dict:
+    """A user model's S0.8 record: the headline (smallest margin) straddles 0, the other claim check is ``second``."""
+    from reports.records import Check, ClaimRecord
+
+    checks = [Check("alpha of block 1 minus the twin's", -0.0392, -0.0947, 0.0137, "", ">", 0.0, "d"),
+              Check("alpha, final minus first", *second, "", ">", 0.0, "d")]
+    rec = ClaimRecord("S0.8", 1, "/long/path/to/my-checkpoint", "claims/x.py::t[/long/path/to/my-checkpoint]", {},
+                      checks, "p")
+    rec.outcome = outcome
+    return rec.to_json()
+
+
+def test_a_cell_shows_the_check_that_decided_and_a_folder_by_its_name():
+    """FAILS shows the decisively failed check, not the straddling headline (S0.8 on a user's folder)."""
+    from reports.tables import cell, label
+
+    failed = _s08("fails", (-0.0442, -0.0912, -0.0123))
+    assert failed["headline"]["value"] == -0.0392  # the smallest margin straddles...
+    assert cell(failed).startswith("FAILS -0.0442 [-0.0912, -0.0123]")  # ...the cell shows what decided
+    undecided = _s08("inconclusive", (0.05, 0.01, 0.09))
+    assert cell(undecided).startswith("inconclusive -0.0392 [-0.0947, 0.0137]")
+    assert label(failed) == "my-checkpoint"
