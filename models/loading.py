@@ -169,7 +169,35 @@ def _hf_model(source: str, placement: dict | None = None, **kwargs) -> PreTraine
         refused = _cause_of_type(err, pickle.UnpicklingError)  # transformers 4.x wraps it in an OSError
         if refused is not None:
             raise _unpickle_error(source, refused) from None
+        mismatched = _shape_mismatches(source) if "mismatched_sizes" in str(err) else []
+        if mismatched:  # transformers' own message points at a report printed to the terminal, not the record
+            raise ModelLoadError(f"{source!r}: tensors of the wrong shape for its config.json: "
+                                 + "; ".join(mismatched) + ". The weights and config.json come from different "
+                                 "models, or a file was edited: save the model again with save_pretrained") from None
         raise _load_error(source, "model", err) from err
+
+
+def _shape_mismatches(source: str) -> list[str]:
+    """"NAME: file (a, b), config (c, d)" for each tensor of a folder's safetensors whose shape is not the one its
+    config.json builds (the model built on the meta device: nothing is allocated); [] where it cannot tell."""
+    from safetensors import safe_open
+
+    files = sorted(Path(source).glob("*.safetensors")) if Path(source).is_dir() else []
+    if not files:
+        return []
+    try:
+        with torch.device("meta"):
+            expected = {k: tuple(v.shape) for k, v in AutoModelForCausalLM.from_config(_hf_config(source)).state_dict().items()}
+        out = []
+        for file in files:
+            with safe_open(str(file), framework="pt") as f:
+                for name in f.keys():
+                    shape = tuple(f.get_slice(name).get_shape())
+                    if name in expected and expected[name] != shape:
+                        out.append(f"{name}: file {shape}, config {expected[name]}")
+        return out
+    except Exception:  # noqa: BLE001 - only a better message; the loader's own error stands otherwise
+        return []
 
 
 def _hf_config(source: str):

@@ -2,6 +2,7 @@
 (issue 44's sweep: each test here failed before its fix)."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -70,3 +71,43 @@ def test_a_report_dir_that_cannot_be_made_stops_the_run_before_the_first_test(tm
     done, _ = claims_run("--claim", "S4.1", "--report-dir", "/proc/latent-claims-no-such-folder")
     assert done.returncode == 4, (done.stdout + done.stderr)[-2000:]
     assert "--report-dir /proc/latent-claims-no-such-folder: cannot be created" in done.stdout + done.stderr
+
+
+@pytest.mark.subprocess
+def test_claims_without_a_subject_in_the_run_are_a_usage_error():
+    """--claim S4.7 runs on seed siblings; a run of tiny-w96 alone used to end green with no report."""
+    done, _ = claims_run("--claim", "S4.7")
+    assert done.returncode == 4, (done.stdout + done.stderr)[-2000:]
+    assert "S4.7 runs on siblings" in done.stdout + done.stderr
+
+
+@pytest.mark.subprocess
+def test_an_interrupt_before_the_first_record_still_writes_the_report(tmp_path):
+    """Ctrl-C (or SIGTERM) during the first claim test's setup: the report folder says interrupted."""
+    (tmp_path / "interrupt_early.py").write_text(
+        "import pytest\n\n"
+        "@pytest.hookimpl(tryfirst=True)\n"
+        "def pytest_runtest_setup(item):\n    raise KeyboardInterrupt\n")
+    done, _ = claims_run("--claim", "S4.1", "--report-dir", str(tmp_path / "runs"), "-p", "interrupt_early",
+                         env={"PYTHONPATH": f"{tmp_path}:{Path(__file__).resolve().parent.parent}"})
+    assert done.returncode == 2, (done.stdout + done.stderr)[-2000:]
+    doc = json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())
+    assert doc["interrupted"] is True and doc["records"] == []
+
+
+def test_a_tensor_of_the_wrong_shape_is_named_with_both_shapes(tmp_path):
+    """The record said only transformers' "...look at the above report!" (a report on the terminal)."""
+    import safetensors.torch
+    import torch
+
+    from models.errors import ModelLoadError
+    from models.loading import _hf_model
+    from tests.conftest import tiny_model
+
+    tiny_model("gpt2").save_pretrained(tmp_path)
+    weights = safetensors.torch.load_file(tmp_path / "model.safetensors")
+    weights["transformer.h.0.attn.c_attn.weight"] = torch.zeros(32, 10)
+    safetensors.torch.save_file(weights, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(ModelLoadError) as err:
+        _hf_model(str(tmp_path))
+    assert "transformer.h.0.attn.c_attn.weight: file (32, 10), config (32, 96)" in str(err.value)
