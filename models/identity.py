@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from models.cache import atomic_write_text
+from models.atomic_files import atomic_write_text
 
 # beside the weight files: {"files": {name: [size, mtime_ns, inode, ctime_ns]}, "sha256": hex}
 SIDECAR = ".latent-claims-weights.json"

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from models.cache import atomic_write_text
+from models.atomic_files import atomic_write_text
 from models.corpus import Corpus
 from models.errors import ModelLoadError
 from models.identity import file_sha256

@@ -18,7 +18,8 @@ from safetensors.torch import load_file, save_file
 
 from latent_instruments.errors import require_finite
 from latent_instruments.strings import StringTable
-from models.cache import cache_root, publish_mode
+from models.cache import cache_root
+from models.atomic_files import publish_mode
 from models.capture import run_with_cache
 
 FORMAT_VERSION = 1  # part of the cache key: bump when what is stored changes

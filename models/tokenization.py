@@ -15,7 +15,9 @@ from pathlib import Path
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from models.cache import atomic_write_text, cache_root
+from models.cache import cache_root
+
+from models.atomic_files import atomic_write_text
 from models.corpus import Corpus
 
 BPE_VOCAB_SIZE = 4096  # "a few thousand tokens"

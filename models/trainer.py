@@ -30,7 +30,8 @@ from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedModel
 
 from models.identity import build_facts
 from models.progress import CALIBRATION_STEPS, TrainingProgress, format_duration, training_flops
-from models.cache import atomic_directory, cache_root
+from models.cache import cache_root
+from models.atomic_files import atomic_directory
 from models.corpus import Corpus
 from models.errors import ModelLoadError
 from models.mixer import MaskedMixerConfig, MaskedMixerForCausalLM  # also registers it with the Auto classes

@@ -82,7 +82,7 @@ def keep_shipped_verdicts(run: str, write: bool, merge: bool = False) -> int:
         the exit status: 0, or 2 when the run cannot be read, did not test the shipped weights, or lacks records
         of the file without ``merge``.
     """
-    from models.cache import atomic_write_text
+    from models.atomic_files import atomic_write_text
     from models.shipped import VERDICTS
     from reports.results_file import ResultsFileError
     from reports.shipped_verdicts import load, snapshot
@@ -125,7 +125,7 @@ def refresh_ledger(run: str, ledger: str, write: bool) -> int:
     """
     from reports.ledger_text import rewrite
     from reports.results_file import ResultsFileError
-    from models.cache import atomic_write_text
+    from models.atomic_files import atomic_write_text
 
     try:
         doc = _results_of(run)

@@ -23,7 +23,8 @@ import json
 from pathlib import Path
 
 from reports.document import FACTS, RunDocument
-from reports.records import Check, record_key
+from reports.records import record_key
+from reports.checks import Check
 
 
 

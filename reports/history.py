@@ -8,7 +8,7 @@ import html
 import json
 from pathlib import Path
 
-from models.cache import atomic_write_text
+from models.atomic_files import atomic_write_text
 from reports.records import count_outcomes, record_key
 
 

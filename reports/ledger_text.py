@@ -13,7 +13,8 @@ import tomllib
 from dataclasses import dataclass
 
 from reports.ledger_keys import find
-from reports.records import FAILS_AS_EXPECTED, test_name, variant
+from reports.records import test_name, variant
+from reports.checks import FAILS_AS_EXPECTED
 
 MEASURED = "Measured on weights "  # where the generated part of a why begins
 

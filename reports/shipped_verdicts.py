@@ -14,7 +14,7 @@ measured.
 import json
 from pathlib import Path
 
-from reports.records import FAILS, FAILS_AS_EXPECTED, HOLDS, HOLDS_UNEXPECTEDLY
+from reports.checks import FAILS, FAILS_AS_EXPECTED, HOLDS, HOLDS_UNEXPECTEDLY
 
 MEASURED = {FAILS_AS_EXPECTED: FAILS, HOLDS_UNEXPECTEDLY: HOLDS}  # an outcome without the ledger's expectation
 

@@ -8,7 +8,9 @@ lines are ``reports.render``'s.
 
 import re
 
-from reports.records import FAILS, FAILS_AS_EXPECTED, HOLDS, INCONCLUSIVE, RED, count_outcomes, test_name, variant
+from reports.records import count_outcomes, test_name, variant
+
+from reports.checks import FAILS, FAILS_AS_EXPECTED, HOLDS, INCONCLUSIVE, RED
 
 
 def fmt(x) -> str:

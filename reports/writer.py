@@ -12,37 +12,24 @@ import html
 import json
 import math
 import os
-import platform
 import re
-import resource
 import shlex
-import subprocess
 import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 from reports.ledger_keys import LEDGER
-from models.cache import atomic_write_bytes, atomic_write_text, publish_mode
+from models.atomic_files import atomic_write_bytes, atomic_write_text, publish_mode
 from reports import baseline, benchmarks, history, render, shipped_verdicts, tables
 from models.recipes import seed_builds
 from reports.document import RunDocument
-from reports.records import RED, builds_agree, ledger_build, ledger_quotes_disagree, zoo_build_of
+from reports.run_facts import device_facts, git_revision, lock_differences, versions
+from reports.records import builds_agree, ledger_build, ledger_quotes_disagree, zoo_build_of
+from reports.checks import RED
 from reports.results_file import SCHEMA
 
-REPO = Path(__file__).resolve().parent.parent
 STARTED = time.perf_counter()
-
-
-def git_revision() -> str:
-    """The checkout's commit hash, with "+dirty" when there are uncommitted changes; "unknown" outside git."""
-    try:
-        rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
-                               capture_output=True, text=True).stdout.strip()
-        return rev + ("+dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def replay_command(settings) -> str:
@@ -59,71 +46,6 @@ def replay_command(settings) -> str:
     placement += " --zoo-build local" if settings.zoo_build == "local" else ""
     return (f"pytest {shlex.join(settings.selection)} --zoo {settings.zoo} --device {device}{placement} "
             f"--dtype {settings.dtype_name} --seed {settings.seed}{corpus}{chosen}")
-
-
-def peak_rss_mib() -> float:
-    """Peak resident memory of this process, MiB."""
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-
-
-def _versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {"python": platform.python_version()}
-    for name in ("torch", "transformers", "tokenizers", "safetensors", "accelerate", "numpy", "scipy", "pytest",
-                 "pytest-xdist", "hypothesis", "matplotlib", "scikit-learn"):
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = "absent"
-    return out
-
-
-LOCK = REPO / "requirements.lock"
-
-
-def lock_differences(lock: Path = LOCK) -> list[str]:
-    """Installed versions that differ from the lock, e.g. ["transformers 5.25.0, lock 5.24.0"]: a changed number
-    can then be traced to a changed library. Packages the lock pins but this environment lacks are named as
-    "absent"; packages it does not pin are not compared. An empty list where the lock file is missing (the suite
-    used outside its checkout) or everything matches.
-    """
-    from importlib.metadata import PackageNotFoundError, version
-
-    if not lock.is_file():
-        return []
-    differ = []
-    for line in lock.read_text().splitlines():
-        name, sep, locked = line.split(" ")[0].partition("==")
-        if not sep or line.startswith(("#", " ")):
-            continue
-        try:
-            installed = version(name)
-        except PackageNotFoundError:
-            installed = "absent"
-        if installed != locked:
-            differ.append(f"{name} {installed}, lock {locked}")
-    return differ
-
-
-def gpu_peak_mib(settings) -> float:
-    """Peak GPU memory allocated by this process on its device, MiB (0 without CUDA)."""
-    import torch
-
-    if not settings.device.startswith("cuda"):
-        return 0.0
-    return round(torch.cuda.max_memory_allocated(settings.device) / 2**20, 1)
-
-
-def _device(settings, gpu_peak: float) -> dict:
-    import torch
-
-    out = {"device": settings.device, "dtype": settings.dtype_name, "device_map": settings.device_map,
-           "cpu_count": os.cpu_count(), "platform": platform.platform()}
-    if settings.device.startswith("cuda"):
-        out["gpu"] = torch.cuda.get_device_name(settings.device)
-        out["gpu_peak_memory_mib"] = gpu_peak
-    return out
 
 
 def _finite(value):
@@ -174,10 +96,10 @@ def results(settings, records: list[dict], models: dict, exitstatus: int, peak_r
         max_prompts=settings.max_prompts,
         source_scale=settings.source_scale,
         corpus=_corpus(settings),
-        versions=_versions(),
+        versions=versions(),
         versions_off_lock=lock_differences(),
         git=git_revision(),
-        device=_device(settings, gpu_peak),
+        device=device_facts(settings, gpu_peak),
         wall_seconds=round(time.perf_counter() - STARTED, 1),
         peak_rss_mib=peak_rss,
         models=models,

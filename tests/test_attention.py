@@ -20,7 +20,7 @@ from models import corpus as corpus_module
 from models.adapters import adapter_for
 from models.attention_forms import module_inputs, output_projection, score_form
 from models.capture import run_with_cache
-from reports.records import Check
+from reports.checks import Check
 from tests.conftest import TINY_CONFIGS, tiny_model
 
 seeds = st.integers(0, 10_000)
@@ -346,7 +346,7 @@ def test_s1_4s_check_fails_where_an_earlier_layer_or_another_token_is_closer():
 
     from claims.s1_attention.test_trajectory import _final_gain
     from latent_instruments.stats import bootstrap
-    from reports.records import Check
+    from reports.checks import Check
 
     rng = np.random.default_rng(0)
 
@@ -364,7 +364,7 @@ def test_s1_4s_control_fails_where_the_untrained_twin_is_as_close_to_the_next_to
 
     from claims.s1_attention.test_trajectory import over_twin
     from latent_instruments.stats import bootstrap
-    from reports.records import Check
+    from reports.checks import Check
 
     rng = np.random.default_rng(0)
 

@@ -3,7 +3,7 @@
 import os
 import stat
 
-from models.cache import atomic_directory, atomic_write_text
+from models.atomic_files import atomic_directory, atomic_write_text
 
 
 def test_cache_files_and_checkpoint_folders_follow_the_umask(tmp_path):

@@ -148,7 +148,7 @@ def run_with_broken_report(tmp_path):
 
 def _s08(outcome: str, second: tuple[float, float, float]) -> dict:
     """A user model's S0.8 record: the headline (smallest margin) straddles 0, the other claim check is ``second``."""
-    from reports.records import Check, ClaimRecord
+    from reports.checks import Check, ClaimRecord
 
     checks = [Check("alpha of block 1 minus the twin's", -0.0392, -0.0947, 0.0137, "", ">", 0.0, "d"),
               Check("alpha, final minus first", *second, "", ">", 0.0, "d")]

@@ -11,7 +11,7 @@ from latent_instruments.errors import NonFiniteError
 from latent_instruments.geometry import consecutive_cosines, cross_token_cosine, excess_over_baseline, fit_log_growth, growth_per_layer, mean_norm_by_layer, mismatched_consecutive_cosines, token_norm_ratio
 from latent_instruments.analogies import analogy_ranks, crossed_analogies, word_token
 from latent_instruments.stats import bootstrap
-from reports.records import Check
+from reports.checks import Check
 from claims.s2_residual.test_residual_stream import (
     COSINE_FLOOR, RATE_HIGH, RATE_LOW, block_rate, median_token_growth, min_step_ratio, null_margin,
 )

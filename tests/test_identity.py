@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from models.identity import SIDECAR, build_facts, folder_sha256, state_dict_sha256
-from reports.writer import lock_differences
+from reports.run_facts import lock_differences
 from tests.conftest import tiny_model
 
 

@@ -12,7 +12,8 @@ from fixtures.catalogue import catalogue_json
 from fixtures.settings import Settings
 from reports import render, tables, writer
 from reports.merge import MergeError, merge
-from reports.records import Check, ClaimRecord, add_model_facts
+from reports.records import add_model_facts
+from reports.checks import Check, ClaimRecord
 from reports.results_file import SCHEMA
 
 REPO = Path(__file__).resolve().parent.parent

@@ -25,7 +25,7 @@ def pytest_run(*args: str, cwd: Path = REPO, env: dict | None = None) -> subproc
 CASES = textwrap.dedent('''
     import pytest
     from latent_instruments.stats import Estimate
-    from reports.records import Check
+    from reports.checks import Check
 
     def check(value, role="claim"):
         return Check.of("statistic", Estimate(value, value - 0.1, value + 0.1, 0.95, 8), "unit", ">", 0.0,
@@ -144,7 +144,7 @@ def test_a_ledger_entry_with_the_retired_unstable_key_is_a_usage_error_saying_wh
 LOADED = textwrap.dedent('''
     import pytest
     from latent_instruments.stats import Estimate
-    from reports.records import Check
+    from reports.checks import Check
 
     @pytest.mark.claim("S4.1", version=1)
     @pytest.mark.models("reference")
@@ -394,7 +394,7 @@ CRASH = textwrap.dedent('''
 
     import pytest
     from latent_instruments.stats import Estimate
-    from reports.records import Check
+    from reports.checks import Check
 
     @pytest.mark.claim("S4.1", version=3)
     @pytest.mark.models("reference")

@@ -14,7 +14,8 @@ from fixtures.settings import Settings
 from reports import render, tables, writer
 from reports.baseline import compare
 from latent_instruments.stats import Estimate
-from reports.records import Check, ClaimRecord, builds_agree
+from reports.records import builds_agree
+from reports.checks import Check, ClaimRecord
 from reports.results_file import SCHEMA
 
 
@@ -244,7 +245,7 @@ def test_a_file_that_is_not_results_json_is_refused(tmp_path):
 ])
 def test_a_check_is_passed_failed_or_inconclusive_by_where_its_interval_lies(comparison, low, value, high, role,
                                                                              status):
-    from reports.records import Check
+    from reports.checks import Check
 
     check = Check("s", value, low, high, "u", comparison, 0.0, "d", role)
     assert check.status == status
@@ -339,7 +340,8 @@ def test_a_cell_names_an_undecided_control():
 
 
 def test_outcomes_are_counted_in_one_order_and_records_keyed_one_way():
-    from reports.records import OUTCOMES, count_outcomes, record_key
+    from reports.records import count_outcomes, record_key
+    from reports.checks import OUTCOMES
 
     counts = count_outcomes(["error", "holds", "weird", "fails", "holds"])
     assert counts == {"holds": 2, "fails": 1, "error": 1, "weird": 1} and list(counts)[:3] == ["holds", "fails", "error"]
@@ -427,7 +429,7 @@ def test_a_why_over_several_lines_is_refused_and_the_ledger_left_as_it_was(tmp_p
 def test_a_check_the_subject_cannot_inform_is_shown_beside_the_verdict():
     """Issue 33: S4.4 on a model given no seed siblings says its floor check is not informative, in the matrix cell
     and first in the claim table's note, not as a silent absence."""
-    from reports.records import Check, ClaimRecord
+    from reports.checks import Check, ClaimRecord
 
     rec = ClaimRecord("S4.4", 4, "m", "t[m]", {}, [Check("ratio", 1.2, 1.1, 1.3, "ratio", "<", 1.0, "d")],
                       outcome="fails", message="S4.4 does not hold on m: " + "x" * 500,

@@ -17,7 +17,7 @@ CASES = textwrap.dedent('''
     import numpy as np
     import pytest
     from latent_instruments.stats import Estimate, bootstrap
-    from reports.records import Check
+    from reports.checks import Check
 
     HALF_WIDTH = {1: 0.2, 2: 0.1, 4: 0.05}  # shrinks with the sample
     CASES = {  # case -> (claim value, control value) at each scale
@@ -149,7 +149,7 @@ def test_xdist_gives_the_serial_looks(cases):
 INTERRUPTED = textwrap.dedent('''
     import pytest
     from latent_instruments.stats import Estimate
-    from reports.records import Check
+    from reports.checks import Check
 
     @pytest.mark.claim("S4.1", version=1, sample="prompts")
     @pytest.mark.models("reference")

@@ -18,7 +18,7 @@ from claims.s0_spectra.test_straightening import (
     S0_BAND_DECADES, SPAN_LOW, learned_straightening, straightening,
 )
 from latent_instruments.spectra import LogBins, fit_power_law, power_spectral_density
-from reports.records import Check
+from reports.checks import Check
 
 FREQS = np.fft.rfftfreq(127)
 BINS = LogBins.of(FREQS)

@@ -17,7 +17,7 @@ from claims.s3_inversion.test_vocabulary import _difference
 from latent_instruments.inversion import DIRECT_TARGET, InversionConfig, invert
 from latent_instruments.decoding import decode_top_k, direct_fit_decode, pseudo_inverse, zero_masked_decode
 from latent_instruments.stats import bootstrap
-from reports.records import Check
+from reports.checks import Check
 
 
 def _mean(u: np.ndarray) -> float:

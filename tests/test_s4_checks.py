@@ -12,7 +12,7 @@ from claims.s4_ffn.test_outputs import PLACEBO_BOUND, _placebo, block_readings
 from fixtures.pool import Captured
 from latent_instruments.stats import bootstrap
 from models.capture import ActivationCache
-from reports.records import Check
+from reports.checks import Check
 
 
 def _capture(attn: list[torch.Tensor], mlp: list[torch.Tensor]) -> Captured:

@@ -4,7 +4,7 @@ import numpy as np
 
 from claims.s3_inversion.test_vocabulary import _difference
 from latent_instruments.stats import bootstrap
-from reports.records import Check
+from reports.checks import Check
 
 
 def _check(counts: np.ndarray) -> Check:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from claims.s0_spectra.conftest import SPECTRA_NEEDS, estimate, mean_fit
-from reports.records import Check
+from reports.checks import Check
 
 
 # S0 Fig 2: the final layers' law spans about one decade of power over the 3.0 decades of frequency of 2047

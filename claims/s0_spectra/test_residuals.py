@@ -38,7 +38,7 @@ from latent_instruments.spectra import (
     CLEAN_LAW_QUANTILE, clean_law_scatter, largest_excess, low_band_share, periodograms_averaged,
 )
 from reports.plots import series
-from reports.records import Check
+from reports.checks import Check
 
 
 # "Nearly straight" (S0 Fig 4) and "pretty close" (Fig 5) have no number. A spectrum estimated from finitely many

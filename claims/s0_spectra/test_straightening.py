@@ -15,7 +15,7 @@ from scipy import stats
 
 from claims.s0_spectra.conftest import SPECTRA_NEEDS, beyond_null, estimate, loglog_panels, mean_fit
 from reports.plots import series
-from reports.records import Check
+from reports.checks import Check
 
 
 # S0 (text under Fig 2): "the transformer output's power law only spans ~1 OOM" over rfftfreq(2048)'s band,

@@ -22,7 +22,7 @@ from latent_instruments.stats import bootstrap
 from models.capture import run_with_cache
 from models.corpus import NoPlaysError, corpus_works
 from reports.plots import series
-from reports.records import Check
+from reports.checks import Check
 
 
 WINDOWS_PER_PLAY = 12  # 37 plays × 12 = 444 windows; each fold trains on about 10 per play

@@ -23,7 +23,7 @@ from latent_instruments.stats import bootstrap
 from models.attention_forms import module_inputs, output_projection, score_form
 from models.capture import run_with_cache
 from reports.plots import series
-from reports.records import Check
+from reports.checks import Check
 
 
 PATTERNS = "blocks.*.attn.hook_pattern"

@@ -28,7 +28,7 @@ import torch
 from claims.s1_attention.conftest import per_layer
 from latent_instruments.stats import bootstrap
 from reports.plots import series
-from reports.records import Check
+from reports.checks import Check
 
 
 NEEDS = ("hook_embed", "blocks.*.hook_resid_post")

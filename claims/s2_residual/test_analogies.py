@@ -12,7 +12,7 @@ from latent_instruments.analogies import Analogy, analogy_ranks, crossed_analogi
 from latent_instruments.stats import bootstrap
 from models.zoo import resolve
 from reports.plots import series
-from reports.records import Check
+from reports.checks import Check
 
 
 # (male, female) word pairs, fixed for every model; each model keeps those whose two words are single tokens

@@ -18,7 +18,7 @@ from scipy import stats
 from latent_instruments.geometry import consecutive_cosines, cross_token_cosine, fit_log_growth, growth_per_layer, mean_norm_by_layer, mismatched_consecutive_cosines, token_norm_ratio
 from latent_instruments.stats import bootstrap
 from reports.plots import series
-from reports.records import Check
+from reports.checks import Check
 
 
 RESIDUAL_NEEDS = ("blocks.0.hook_resid_pre", "blocks.*.hook_resid_post")

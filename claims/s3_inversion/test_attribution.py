@@ -32,7 +32,7 @@ from scipy.stats import spearmanr
 
 from claims.s3_inversion.inversions import frozen
 from latent_instruments.stats import bootstrap
-from reports.records import Check
+from reports.checks import Check
 
 
 SOURCE_PROMPT = "The wipers on the bus go swish swish"  # S3.8's example

@@ -35,7 +35,7 @@ from claims.s3_inversion.inversions import DESCENT_SETTINGS, TOP_K, examples, fi
 from latent_instruments.inversion import invert
 from latent_instruments.stats import bootstrap
 from reports.plots import series
-from reports.records import Check
+from reports.checks import Check
 
 
 SOURCE_PROMPT = "Mario the man versus Mario the idea"  # S3.10's prompt

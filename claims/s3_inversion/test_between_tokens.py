@@ -41,7 +41,7 @@ from latent_instruments.stats import bootstrap
 from models.adapters import adapter_for
 from models.loading import LoadedModel
 from reports.plots import series
-from reports.records import Check
+from reports.checks import Check
 
 
 MASKED = 1  # S3's usual [:, 1:, :]: the first position's output left out

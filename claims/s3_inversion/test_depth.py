@@ -21,7 +21,7 @@ import pytest
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, SOURCE_PROMPT, first_prompt
 from latent_instruments.stats import bootstrap
 from reports.plots import series
-from reports.records import Check
+from reports.checks import Check
 
 
 SUCCESS_MAJORITY = 0.5  # control: most prompts at the deepest block reach S3's success test

@@ -35,7 +35,7 @@ import pytest
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, first_prompt
 from latent_instruments.stats import Estimate, bootstrap
 from reports.plots import series
-from reports.records import Check
+from reports.checks import Check
 
 
 LAYERS = 3  # S3's "first three layers"

@@ -28,7 +28,7 @@ from claims.s3_inversion.inversions import DESCENT_SETTINGS, first_prompt
 from latent_instruments.stats import bootstrap
 from models.evaluation import held_out_bits_per_character
 from reports.plots import series
-from reports.records import Check
+from reports.checks import Check
 
 
 MASKED = 1  # [:, 1:, :]

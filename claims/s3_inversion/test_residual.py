@@ -27,7 +27,7 @@ import pytest
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, Scale, first_prompt
 from latent_instruments.stats import bootstrap
 from reports.plots import series
-from reports.records import Check
+from reports.checks import Check
 
 
 REMOVED = "attention residual removed"

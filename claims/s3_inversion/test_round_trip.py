@@ -17,7 +17,7 @@ import torch
 from claims.s3_inversion.inversions import SOURCE_PROMPT, examples
 from latent_instruments.decoding import PseudoInverse, decode_top_k
 from latent_instruments.stats import bootstrap
-from reports.records import Check
+from reports.checks import Check
 
 
 EXACT = 0.999  # S3: the round trip gives the prompt back exactly, every token (see the derivation)

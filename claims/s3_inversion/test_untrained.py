@@ -16,7 +16,7 @@ import pytest
 
 from claims.s3_inversion.inversions import ADAPTED_DESCRIPTION, DESCENT_SETTINGS, SOURCE_DESCRIPTION, SOURCE_PROMPT
 from latent_instruments.stats import bootstrap
-from reports.records import Check
+from reports.checks import Check
 
 
 # S3.2: S3's one prompt is recovered exactly at N = 200; one success fixes no rate, so "recovers" is read as

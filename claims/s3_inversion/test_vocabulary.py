@@ -26,7 +26,7 @@ import pytest
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, SOURCE_PROMPT, first_prompt
 from latent_instruments.stats import bootstrap
 from reports.plots import series
-from reports.records import Check
+from reports.checks import Check
 
 
 SATURATED = 0.99  # full-vocabulary accuracy from which a restriction has nothing left to improve

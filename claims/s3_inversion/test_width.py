@@ -38,7 +38,7 @@ from latent_instruments.stats import bootstrap
 from models.evaluation import held_out_bits_per_character
 from models.zoo import resolve
 from reports.plots import series
-from reports.records import Check
+from reports.checks import Check
 
 
 GAIN_ONSET = 4096  # S3: gains appear from 4096 wide (GPT-J, Llama-7B); 768 -> 1600 is "no noticeably better"

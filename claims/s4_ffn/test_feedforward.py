@@ -36,7 +36,7 @@ from latent_instruments.distances import hellinger_distance
 from latent_instruments.stats import bootstrap
 from models.forwards import ablated_logits
 from reports.plots import series
-from reports.records import Check
+from reports.checks import Check
 
 
 # S4 Appendix IV, mean Hellinger distance to the full model per block (1..6).

@@ -27,7 +27,7 @@ from latent_instruments.errors import require_finite
 from latent_instruments.geometry import excess_over_baseline
 from latent_instruments.stats import bootstrap
 from reports.plots import series
-from reports.records import Check
+from reports.checks import Check
 
 
 NEEDS = ("blocks.0.hook_resid_pre", "blocks.*.hook_attn_out", "blocks.*.hook_mlp_out", "blocks.*.hook_resid_post",

@@ -30,7 +30,7 @@ from latent_instruments.normalization import (
     gain_unevenness, relative_norm_change, rotate_to_cosine, with_concentrated_gain, with_even_gain, without_bias,
 )
 from latent_instruments.stats import Estimate, bootstrap
-from reports.records import Check
+from reports.checks import Check
 
 
 N_VECTORS = 256  # S4 uses 1000 prompts' last positions; we sample positions of the held-out batch, evenly per prompt

@@ -24,7 +24,7 @@ from claims.s4_ffn.conftest import (
 )
 from latent_instruments.stats import bootstrap
 from reports.plots import series
-from reports.records import Check
+from reports.checks import Check
 
 
 NEEDS = ("blocks.*.hook_attn_out", "blocks.*.hook_mlp_out")

@@ -18,7 +18,7 @@ from transformers import GPT2Config, GPT2LMHeadModel
 
 from latent_instruments.stats import Estimate
 from models.adapters import Adapter, adapter_for
-from reports.records import Check
+from reports.checks import Check
 
 
 SOURCE_TOTAL, SOURCE_FFN = 10_788_929, 7_089_408  # S4 Appendix I

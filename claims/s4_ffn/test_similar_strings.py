@@ -13,7 +13,7 @@ import pytest
 from claims.s4_ffn.approximation import STRING_LENGTH, TEXT_CHARS, Approximation
 from latent_instruments.stats import bootstrap
 from reports.plots import series
-from reports.records import Check
+from reports.checks import Check
 
 
 SOURCE_APPROXIMATION_H = 0.1677  # S4: mean H of the approximation to the model over 20,000 prompts (± 0.1215 per prompt)

@@ -16,7 +16,7 @@ from latent_instruments.stats import Estimate, bootstrap
 from latent_instruments.token_subspaces import (chance_in_top_half, first_directions, in_top_half,
                                                 learn_token_embeddings, singular_values, subspace_scores)
 from reports.plots import series
-from reports.records import Check
+from reports.checks import Check
 
 
 RESTARTS = 100  # S4: 100 embeddings per token

@@ -1,0 +1,209 @@
+"""What a claim test records: checks with statistic, uncertainty, threshold and margin; the record; the outcome names.
+
+The one module the plugin (``fixtures``) and the reports (``reports``) share. The outcome vocabulary
+(``OUTCOMES``) is the one the report, the terminal summary and results.json use; ``RED`` are the outcomes
+that fail the run. Report-side analysis of records is in ``reports.records``.
+"""
+
+import math
+from dataclasses import asdict, dataclass, field
+
+from latent_instruments.stats import Estimate
+
+HOLDS, FAILS, FAILS_AS_EXPECTED = "holds", "fails", "fails as expected"
+HOLDS_UNEXPECTEDLY, CONTROL_FAILED, NOT_INFORMATIVE, ERROR = (
+    "holds unexpectedly", "control failed", "not informative", "error")
+INCONCLUSIVE = "inconclusive"
+OUTCOMES = (HOLDS, FAILS, FAILS_AS_EXPECTED, INCONCLUSIVE, HOLDS_UNEXPECTEDLY, CONTROL_FAILED, NOT_INFORMATIVE, ERROR)
+RED = frozenset({FAILS, HOLDS_UNEXPECTEDLY, CONTROL_FAILED, ERROR})  # INCONCLUSIVE too with --inconclusive=fail
+PASSED, FAILED = "passed", "failed"  # a check's status, with INCONCLUSIVE
+
+
+@dataclass(frozen=True)
+class Check:
+    """One comparison of a measured statistic with a threshold.
+
+    Attributes:
+        name: what is measured, e.g. "min over blocks of H(no FFN) / H(no attention)".
+        value: the statistic on the full sample.
+        ci_low, ci_high: its bootstrap interval (equal to value when exact).
+        unit: e.g. "decades", "Hellinger", "fraction".
+        comparison: ">" (holds when ci_low > threshold) or "<" (ci_high < threshold).
+        threshold: the bound the statistic must clear.
+        derivation: where the threshold comes from: the source's figure and the margin taken.
+        role: "claim" for the claim itself, "control" for a check that a vacuous pass would fail.
+        n: the sample the interval was estimated from (prompts, sequences, seeds: the bootstrap units); None
+            where not given.
+        confidence: the interval's level (0.95; 1 − 0.05/K at each look of a sequential test with K looks; 1.0
+            for an exact statistic); None where not given.
+        guards_pass: for a control, whether it guards only against a vacuous *pass*: the claim's statistic
+            against a null through the same estimator (e.g. position-shuffled states), which fails whenever the
+            claim check does. It decides the outcome only where every claim check passed; elsewhere it is
+            recorded and shown, and there is no pass for it to guard.
+    """
+
+    name: str
+    value: float
+    ci_low: float
+    ci_high: float
+    unit: str
+    comparison: str
+    threshold: float
+    derivation: str
+    role: str = "claim"
+    n: int | None = None
+    confidence: float | None = None
+    guards_pass: bool = False
+
+    @property
+    def margin(self) -> float:
+        """How far the conservative end of the interval clears the threshold (negative: fails)."""
+        return self.ci_low - self.threshold if self.comparison == ">" else self.threshold - self.ci_high
+
+    @property
+    def passed(self) -> bool:
+        """Whether the interval clears the threshold (margin > 0)."""
+        return self.margin > 0
+
+    @property
+    def status(self) -> str:
+        """"passed" (the whole interval on the passing side), "failed" (the whole interval on the failing side) or
+        "inconclusive" (the interval contains the threshold: the sample cannot tell). The same three values for a
+        control: one whose interval straddles its threshold leaves the measurement undecided (the record is
+        inconclusive, "control undecided"), and only one whose whole interval lies on the failing side fails it.
+        An exact statistic (a point interval) is never inconclusive.
+        """
+        if self.passed:
+            return PASSED
+        return FAILED if self._beyond else INCONCLUSIVE
+
+    @property
+    def _beyond(self) -> bool:
+        """Whether the whole interval lies on the failing side of the threshold."""
+        return self.ci_high <= self.threshold if self.comparison == ">" else self.ci_low >= self.threshold
+
+    @property
+    def sample_factor(self) -> float | None:
+        """For an inconclusive check, about how many times its sample would decide it: (h / d)², with d the
+        distance of the statistic from the threshold and h the interval's half-width on the threshold's side,
+        which shrinks as 1/√n. None for a decided check; inf where the statistic sits on the threshold.
+        """
+        if self.status != INCONCLUSIVE:
+            return None
+        distance = abs(self.value - self.threshold)
+        half = self.value - self.ci_low if self.value > self.threshold else self.ci_high - self.value
+        return math.inf if distance == 0 else (half / distance) ** 2
+
+    @property
+    def finite(self) -> bool:
+        """Whether value, interval and threshold are all finite numbers (NaN is never a verdict)."""
+        return all(math.isfinite(x) for x in (self.value, self.ci_low, self.ci_high, self.threshold))
+
+    @classmethod
+    def of(cls, name: str, estimate: Estimate, unit: str, comparison: str, threshold: float, derivation: str,
+           role: str = "claim", guards_pass: bool = False) -> "Check":
+        """A check from a bootstrap :class:`Estimate`.
+
+        Raises:
+            ValueError: for a comparison other than ">" or "<", a role other than "claim" or "control", or
+                ``guards_pass`` on a claim check.
+        """
+        if comparison not in (">", "<"):
+            raise ValueError(f"comparison must be '>' or '<', got {comparison!r}")
+        if role not in ("claim", "control"):
+            raise ValueError(f"role must be 'claim' or 'control', got {role!r}")
+        if guards_pass and role != "control":
+            raise ValueError("guards_pass is for a control")
+        return cls(name, estimate.value, estimate.low, estimate.high, unit, comparison, threshold, derivation, role,
+                   estimate.n, estimate.confidence, guards_pass)
+
+
+@dataclass
+class ClaimRecord:
+    """Everything the report shows of one claim test on one subject.
+
+    Attributes:
+        claim: claim id, e.g. "S0.3" (claims/catalogue.toml).
+        version: the claim test's procedure version (``@pytest.mark.claim(id, version=N)``).
+        model: the zoo name of the subject (a group name for group claims).
+        test: the pytest node id (for display; records are identified by their fields, ``record_key``).
+        params: the test's other parameters (e.g. {"variant": "restricted"}).
+        function: the test function's name, e.g. "test_final_norm_removes_scale" (with ``claim``, ``model`` and
+            ``params``, what identifies the record: ``record_key``).
+        checks: the claim's checks and its controls.
+        procedure: how the measurement was made and how it differs from the source's.
+        scaled: where the source measured a much larger model (Mistral-7B, trained OPT-125m), what it
+            measured and what this scaled form tests instead; shown next to the verdict. "" otherwise.
+        details: further numbers shown in the report as tables (per layer, per block, per rung).
+        plot: data for the report's figure (``reports.plots``), or None.
+        expected: "holds"; "fails" where the ledger expects the claim to fail on this model.
+        expected_reason: the ledger's reason.
+        ledger_weights_sha256: the weights digest the ledger entry was measured on ("" without an entry, or
+            where the entry does not record it).
+        looks: for a sequential test (``sample="prompts"``), one entry per look at a growing sample:
+            {"scale": prompts relative to the first look, "prompts": the largest n of its claim checks,
+            "confidence": each interval's level, "outcome": that look's outcome}; empty for other tests.
+        outcome: one of ``OUTCOMES``; set when the test ends (see ``fixtures.verdicts``).
+        message: why, for every outcome but "holds": the failed checks, the skip reason or the error.
+        wall_seconds: the test's wall time in seconds, from its first setup to its end, every look included (the
+            first test of a model also loads, checks and captures it); None where it did not run to an end
+            (a crashed worker).
+        not_informative_checks: {check: why} for checks the claim has but this subject cannot inform (S4.4's
+            seed-sibling floor on a model given no siblings); shown beside the verdict, never silent.
+    """
+
+    claim: str
+    version: int
+    model: str
+    test: str
+    params: dict = field(default_factory=dict)
+    checks: list[Check] = field(default_factory=list)
+    procedure: str = ""
+    details: dict = field(default_factory=dict)
+    plot: dict | None = None
+    expected: str = "holds"
+    expected_reason: str = ""
+    looks: list[dict] = field(default_factory=list)
+    outcome: str = ""
+    message: str = ""
+    scaled: str = ""
+    ledger_weights_sha256: str = ""
+    wall_seconds: float | None = None
+    not_informative_checks: dict = field(default_factory=dict)
+    function: str = ""
+
+    def _with_status(self, role: str, status: str) -> list[Check]:
+        """The checks of ``role`` with ``status``; a control that guards a pass (``Check.guards_pass``) counts
+        only where every claim check passed."""
+        claim_passed = all(c.passed for c in self.checks if c.role == "claim")
+        return [c for c in self.checks if c.role == role and c.status == status
+                and (role == "claim" or claim_passed or not c.guards_pass)]
+
+    def failed(self, role: str) -> list[Check]:
+        """The checks of ``role`` ("claim" or "control") that failed decisively: the whole interval on the failing
+        side (a control that guards a pass only where every claim check passed)."""
+        return self._with_status(role, FAILED)
+
+    def inconclusive(self, role: str = "claim") -> list[Check]:
+        """The checks of ``role`` whose interval contains their threshold ("control": the controls left undecided,
+        which leave the whole record inconclusive)."""
+        return self._with_status(role, INCONCLUSIVE)
+
+    @property
+    def headline(self) -> Check | None:
+        """The claim check that decides the verdict (smallest margin among role "claim"); None without one."""
+        claim_checks = [c for c in self.checks if c.role == "claim"]
+        return min(claim_checks, key=lambda c: c.margin) if claim_checks else None
+
+    def to_json(self) -> dict:
+        """The record as results.json stores it (see reports/SCHEMA.md)."""
+        out = asdict(self)
+        for check, raw in zip(self.checks, out["checks"]):
+            raw["margin"] = check.margin
+            raw["passed"] = check.passed
+            raw["status"] = check.status
+            raw["sample_factor"] = check.sample_factor
+        head = self.headline
+        out["headline"] = None if head is None else {"name": head.name, "value": head.value, "ci_low": head.ci_low,
+                                                     "ci_high": head.ci_high, "unit": head.unit, "margin": head.margin}
+        return out
