@@ -27,7 +27,7 @@ from models.atomic_files import atomic_write_text
 from models.corpus import Corpus
 from models.errors import ModelLoadError
 from models.identity import file_sha256
-from models.recipes import Recipe
+from models.recipes import PREPARED, Recipe
 from models.trainer import checkpoint_dir, train
 
 SHIPPED = Path(__file__).resolve().parent / "shipped"
@@ -83,11 +83,18 @@ def shipped(recipe: Recipe, corpus: Corpus) -> ShippedModel | None:
     variants), or another corpus (``--corpus``: trained on first use).
 
     Raises:
-        ModelLoadError: if the recipe is shipped for this corpus but this code's recipe key differs from the
+        ModelLoadError: if the recipe is one the tiny zoo ships but the manifest has no entry for it; or if the
+            recipe is shipped for this corpus but this code's recipe key differs from the
             shipped one (a recipe, trainer or tokenizer change): the weights no longer match the code, and the
             suite does not retrain behind the user's back; the message says how to re-ship or test a local build.
     """
     pinned = manifest().get(recipe.name)
+    shipped_corpus = {m.corpus_sha256 for m in manifest().values()}
+    if pinned is None and corpus.sha256 in shipped_corpus and recipe.name in {r.name for r in PREPARED["tiny"]}:
+        raise ModelLoadError(  # a damaged manifest must not turn into a silent retraining (about 25 minutes)
+            f"{recipe.name}: the tiny zoo ships it, but {MANIFEST.name} has no entry for it: restore the manifest with "
+            f"`git checkout -- models/shipped/{MANIFEST.name}`, or train this machine's build with `python -m models "
+            f"prepare --retrain {recipe.name}` and test it with --zoo-build local")
     if pinned is None or pinned.corpus_sha256 != corpus.sha256:
         return None
     wanted = checkpoint_dir(recipe, corpus).name

@@ -111,3 +111,32 @@ def test_a_tensor_of_the_wrong_shape_is_named_with_both_shapes(tmp_path):
     with pytest.raises(ModelLoadError) as err:
         _hf_model(str(tmp_path))
     assert "transformer.h.0.attn.c_attn.weight: file (32, 10), config (32, 96)" in str(err.value)
+
+
+def test_a_manifest_without_a_shipped_models_entry_refuses_instead_of_retraining(monkeypatch):
+    """A damaged manifest used to make the suite retrain tiny-w96 silently (about 25 minutes)."""
+    from models.corpus import load_corpus
+    from models.errors import ModelLoadError
+    from models.recipes import PROFILES
+
+    pinned = dict(models.shipped.manifest())
+    del pinned["tiny-w96"]
+    monkeypatch.setattr(models.shipped, "manifest", lambda: pinned)
+    with pytest.raises(ModelLoadError, match="manifest.json has no entry for it"):
+        models.shipped.shipped(PROFILES["tiny"][0], load_corpus())
+
+
+def test_a_local_build_that_is_not_trained_is_refused_with_its_plan(tmp_path, monkeypatch):
+    """--zoo-build local with nothing built used to train for about 20 minutes inside pytest with no plan line."""
+    from dataclasses import replace
+
+    import models.__main__ as prepare
+    from fixtures.collector import local_builds_missing
+    from tests.test_reports import settings_for
+
+    monkeypatch.setattr(prepare, "checkpoint_dir", lambda recipe, corpus: tmp_path / "never-trained" / recipe.name)
+    settings = replace(settings_for(tmp_path), models=("tiny-w96", "tiny-w96:untrained"), zoo_build="local")
+    said = local_builds_missing(settings)
+    assert said.startswith("--zoo-build local: this machine has no build of tiny-w96 (1 of the run's 1 trained")
+    assert "`python -m models prepare --retrain tiny-w96`" in said
+    assert local_builds_missing(replace(settings, zoo_build="shipped")) is None
