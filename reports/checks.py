@@ -36,6 +36,8 @@ class Check:
             where not given.
         confidence: the interval's level (0.95; 1 − 0.05/K at each look of a sequential test with K looks; 1.0
             for an exact statistic); None where not given.
+        interval: how the interval was made (``Estimate.method``: "BCa bootstrap, 1000 resamples", "exact binomial
+            (Clopper–Pearson)", "deterministic"); None in records made before it was recorded.
         guards_pass: for a control, whether it guards only against a vacuous *pass*: the claim's statistic
             against a null through the same estimator (e.g. position-shuffled states), which fails whenever the
             claim check does. It decides the outcome only where every claim check passed; elsewhere it is
@@ -54,6 +56,7 @@ class Check:
     n: int | None = None
     confidence: float | None = None
     guards_pass: bool = False
+    interval: str | None = None
 
     @property
     def margin(self) -> float:
@@ -115,7 +118,7 @@ class Check:
         if guards_pass and role != "control":
             raise ValueError("guards_pass is for a control")
         return cls(name, estimate.value, estimate.low, estimate.high, unit, comparison, threshold, derivation, role,
-                   estimate.n, estimate.confidence, guards_pass)
+                   estimate.n, estimate.confidence, guards_pass, estimate.method)
 
 
 @dataclass

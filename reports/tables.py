@@ -214,11 +214,13 @@ def subject_rows(records: list[dict]) -> tuple[list[str], list[list[str]]]:
 
 
 def _level(check: dict | None) -> str:
-    """" (98.3 %, n = 128)": an interval's level and sample, where the record has them (schema 5)."""
+    """" (98.3 %, n = 128, BCa bootstrap, 1000 resamples)": an interval's level, sample and how it was made, where
+    the record has them (schema 5; ``interval`` later)."""
     if not check or check.get("confidence") is None:
         return ""
     n = f", n = {check['n']}" if check.get("n") else ""
-    return f" ({check['confidence']:.1%}{n})"
+    how = f", {check['interval']}" if check.get("interval") else ""
+    return f" ({check['confidence']:.1%}{n}{how})"
 
 
 def thresholds(records: list[dict]) -> list[tuple[str, str, str]]:

@@ -29,3 +29,34 @@ def test_rows_stay_paired():
 def test_too_few_units():
     with pytest.raises(ValueError, match="at least 2"):
         bootstrap(np.array([1.0]), lambda u: float(u.mean()), seed=0)
+
+
+def test_a_proportion_gets_the_exact_interval_its_sample_can_give():
+    """Issue 43's numbers: 4 of 4 at 98.3 % is [0.30, 1], 84 of 84 at 95 % has its low end at 0.957, 0 of 8 is [0, 0.45]
+    at 98.3 %; the bootstrap of the same 0/1 units gives a point."""
+    from latent_instruments.stats import bootstrap, proportion
+
+    four = proportion(np.ones(4), confidence=1 - 0.05 / 3)
+    assert four.value == 1.0 and round(four.low, 2) == 0.30 and four.high == 1.0 and four.n == 4
+    assert four.method == "exact binomial (Clopper–Pearson)"
+    assert round(proportion(np.ones(84)).low, 3) == 0.957
+    none = proportion(np.zeros(8, dtype=bool), confidence=1 - 0.05 / 3)
+    assert none.low == 0.0 and round(none.high, 2) == 0.45
+    point = bootstrap(np.ones(4), lambda u: float(u.mean()), seed=0)
+    assert point.low == point.high == 1.0 and point.method.startswith("percentile bootstrap")
+    with pytest.raises(ValueError, match="0/1"):
+        proportion(np.array([0.5, 1.0]))
+
+
+@pytest.mark.parametrize("n", [4, 8])
+def test_an_all_equal_sample_says_its_interval_is_a_point_of_the_bootstrap(n):
+    """The record names how each interval was made, so a zero-width bootstrap from n > 1 units is visible as one."""
+    from latent_instruments.stats import bootstrap
+    from reports.checks import Check
+
+    check = Check.of("fraction", bootstrap(np.full(n, 0.7), lambda u: float(u.mean()), seed=0), "", ">", 0.5, "d")
+    assert check.ci_low == check.ci_high == 0.7 and check.n == n
+    assert "do not vary" in check.interval
+    from dataclasses import asdict
+
+    assert asdict(check)["interval"] == check.interval  # results.json's check carries it
