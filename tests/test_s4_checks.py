@@ -315,3 +315,17 @@ def test_s4_8s_control_fails_a_gain_that_another_prompts_approximation_shows_as_
 
     assert statuses(0.5, 0.3, 0.7, 0.3) == ("passed", "failed")  # all blocks: the common tokens, for every prompt
     assert statuses(0.5, 0.2, 0.7, 0.6) == ("passed", "passed")
+
+
+def test_s4_8_a_genuine_failure_reads_as_a_finding_not_a_failed_control():
+    """All blocks worse than the first (H rises), on the prompt's own approximations as on another's: the gain
+    fails and so does the control, which guards the pass only; the record fails on its claim check (a finding)."""
+    from claims.s4_ffn.test_similar_strings import _difference, gain_checks, gain_over_shuffled
+    from reports.checks import ClaimRecord
+
+    rng = np.random.default_rng(0)
+    u = np.column_stack([m + rng.normal(0, 0.05, 200) for m in (0.3, 0.5, 0.3, 0.4)])
+    checks = gain_checks(bootstrap(u[:, :2], _difference, seed=0), bootstrap(u, gain_over_shuffled, seed=0))
+    rec = ClaimRecord("S4.8", 4, "m", "t", {}, checks)
+    assert [c.status for c in rec.checks] == ["failed", "failed"]
+    assert rec.failed("control") == [] and len(rec.failed("claim")) == 1

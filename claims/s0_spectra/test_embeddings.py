@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from claims.s0_spectra.conftest import SPECTRA_NEEDS, estimate, mean_fit
+from latent_instruments.stats import Estimate
 from reports.checks import Check
 
 
@@ -61,7 +62,30 @@ def _tilt(bins, pos: np.ndarray, tok: np.ndarray) -> float:
     return float(np.log10(p[bins.low].mean() / t[bins.low].mean()) - np.log10(p[bins.high].mean() / t[bins.high].mean()))
 
 
-@pytest.mark.claim("S0.2", version=3, sample="prompts")  # 3: control, the Hann-windowed tilt (2: more prompts)
+def tilt_checks(trained: Estimate, learned: Estimate, hann: Estimate) -> list[Check]:
+    """S0.2's claim checks (the tilt, and the trained model's over its twin's) and its Hann-window control.
+
+    The control guards the pass (``guards_pass``): it is the claim's own tilt through another window, so where the
+    tilt genuinely fails it fails too, and the record must read as the claim failing (a finding), not as a failed
+    control.
+    """
+    return [
+        Check.of("low-frequency tilt added by the position embeddings", trained, "decades", ">", 0.0,
+                 "S0 Fig 2: 'an increase in low frequencies after the position embeddings get added'; no number "
+                 "is given, so the threshold is the claim's sign, cleared by the low end of the interval"),
+        Check.of("tilt of the trained model minus its untrained twin's", learned, "decades", ">", 0.0,
+                 "S0 Fig 3: 'at initialization the position embeddings are flat'; the rise must be learned, so "
+                 "the trained tilt must exceed the twin's on the same token ids (paired bootstrap)"),
+        Check.of("the same tilt, Hann-windowed with each sequence's mean removed", hann, "decades", ">", 0.0,
+                 "control: S0's unwindowed periodogram leaks power from the sequence's ends and slow drifts into "
+                 "the low band (as S0.3's and S0.10's controls); position embeddings that differ at the first "
+                 "few positions, or drift, would tilt it with no low-frequency structure along the sequence. "
+                 "The tilt must survive a Hann window (which tapers the ends), by the interval's low end",
+                 role="control", guards_pass=True),
+    ]
+
+
+@pytest.mark.claim("S0.2", version=4, sample="prompts")  # 4: the Hann control guards the pass (3: it, 2: more prompts)
 @pytest.mark.models("trained", "hf", twin=True)
 @pytest.mark.needs(*SPECTRA_NEEDS)
 def test_learned_positions_raise_low_frequencies(model_name, spectra, twin_spectra, claim, settings):
@@ -82,20 +106,7 @@ def test_learned_positions_raise_low_frequencies(model_name, spectra, twin_spect
     twin = _tilt(bins, paired[:, 1, 1], paired[:, 1, 0])
     hann = claim.bootstrap(spectra.hidden_hann[:, [i_tok, i_pos]], lambda u: _tilt(bins, u[:, 1], u[:, 0]))
     claim.record(
-        [
-            Check.of("low-frequency tilt added by the position embeddings", trained, "decades", ">", 0.0,
-                     "S0 Fig 2: 'an increase in low frequencies after the position embeddings get added'; no number "
-                     "is given, so the threshold is the claim's sign, cleared by the low end of the interval"),
-            Check.of("tilt of the trained model minus its untrained twin's", learned, "decades", ">", 0.0,
-                     "S0 Fig 3: 'at initialization the position embeddings are flat'; the rise must be learned, so "
-                     "the trained tilt must exceed the twin's on the same token ids (paired bootstrap)"),
-            Check.of("the same tilt, Hann-windowed with each sequence's mean removed", hann, "decades", ">", 0.0,
-                     "control: S0's unwindowed periodogram leaks power from the sequence's ends and slow drifts into "
-                     "the low band (as S0.3's and S0.10's controls); position embeddings that differ at the first "
-                     "few positions, or drift, would tilt it with no low-frequency structure along the sequence. "
-                     "The tilt must survive a Hann window (which tapers the ends), by the interval's low end",
-                     role="control"),
-        ],
+        tilt_checks(trained, learned, hann),
         procedure=(f"{spectra.hidden.shape[0]} held-out sequences of {spectra.positions} tokens; mean power over the "
                    "lowest and the top third of the non-zero band in log frequency, of the token embeddings and of "
                    "token + position embeddings (the first block's input)."),
