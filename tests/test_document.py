@@ -80,7 +80,9 @@ def test_every_kind_of_results_json_is_a_baseline(tmp_path, kind):
         path = _older(run, int(kind.split()[1]))
     else:
         path = run
-    assert check_baseline(str(path)) == path  # the startup check reads the facts too
+    startup_facts = {"seed": 0, "prompts": [32, 128], "max_prompts": 128, "zoo": "tiny", "corpus": {},
+                     "source_scale": None, "device": {"dtype": "float32"}, "records": []}
+    assert check_baseline(str(path), startup_facts) == path  # compared with this run's facts at startup
     now = json.loads(run.read_text())
     out = baseline.compare(path, now["records"], now["models"], now)
     assert out["verdict_changes"] == [] and out["moved"] == []
@@ -168,3 +170,21 @@ def test_a_cell_shows_the_check_that_decided_and_a_folder_by_its_name():
     undecided = _s08("inconclusive", (0.05, 0.01, 0.09))
     assert cell(undecided).startswith("inconclusive -0.0392 [-0.0947, 0.0137]")
     assert label(failed) == "my-checkpoint"
+
+
+@pytest.mark.subprocess
+def test_a_run_under_xdist_is_a_baseline(tmp_path):
+    """-n 2: the controller writes the document from its workers' records; it serves as --baseline like any run."""
+    root = Path(__file__).resolve().parent.parent
+
+    def run(*extra):
+        return subprocess.run([sys.executable, "-m", "pytest", "claims", "-m", "gpu", "--claim", "S4.1", "--model",
+                               "tiny-w96", "--model", "tiny-w128", "-p", "no:cacheprovider", "-q", *extra], cwd=root,
+                              capture_output=True, text=True, timeout=600)
+
+    first = run("-n", "2", "--report-dir", str(tmp_path / "xdist"))
+    assert first.returncode == 0, (first.stdout + first.stderr)[-2000:]
+    second = run("--baseline", str(tmp_path / "xdist" / "latest" / "results.json"), "--report-dir", str(tmp_path / "c"))
+    assert second.returncode == 0, (second.stdout + second.stderr)[-2000:]
+    compared = json.loads((tmp_path / "c" / "latest" / "results.json").read_text())["baseline"]
+    assert compared["verdict_changes"] == [] and compared["new"] == [] and compared["missing"] == []
