@@ -96,8 +96,10 @@ def keep_shipped_verdicts(run: str, write: bool, merge: bool = False) -> int:
     print(f"{len(kept['records'])} records of run {kept['run_id']} (git {kept['git']}, {', '.join(kept['machines'])})")
     before = load() or {"records": {}}
     lacking = sorted(before["records"].keys() - kept["records"].keys())
-    if lacking and merge:
-        kept["records"] = {**before["records"], **kept["records"]}
+    if lacking and merge:  # the whole run's header stays; the partial run is named under "updated_by"
+        update = {"run_id": kept["run_id"], "git": kept["git"], "records": sorted(kept["records"])}
+        kept = {**before, "records": {**before["records"], **kept["records"]},
+                "updated_by": [*before.get("updated_by", []), update]}
     elif lacking and write:
         print(f"error: run {kept['run_id']} lacks {len(lacking)} of the {len(before['records'])} records of "
               f"{VERDICTS} (e.g. {', '.join(lacking[:3])}): write it from a whole `make claims` run, or pass "

@@ -55,8 +55,11 @@ def test_a_partial_run_does_not_replace_the_shipped_verdicts(tmp_path, monkeypat
     assert "lacks 1 of the 2 records" in capsys.readouterr().err
     assert json.loads(verdicts.read_text()) == old
     assert reports_cli.main(["shipped", str(run), "--write", "--merge"]) == 0
-    kept = json.loads(verdicts.read_text())["records"]
+    merged = json.loads(verdicts.read_text())
+    kept = merged["records"]
     assert kept["S4.1|t[tiny-w96]"]["value"] == 0.7 and kept["S4.2|t[tiny-w96]"] == old["records"]["S4.2|t[tiny-w96]"]
+    assert merged["run_id"] == "old" and merged["updated_by"] == [{"run_id": "new", "git": "b",
+                                                                   "records": ["S4.1|t[tiny-w96]"]}]
 
 
 @pytest.mark.subprocess
