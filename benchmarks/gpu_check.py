@@ -224,11 +224,14 @@ def inversion_speed(path: Path) -> dict:
     return speed
 
 
-def merge(out: Path, deadline: float) -> tuple[Step, Path | None]:
-    """Merge the lanes' newest runs into ``out/run``; (the step, the merged results.json or None)."""
-    runs = [d / "latest" for d in sorted(out.glob("runs-*")) if (d / "latest" / "results.json").exists()]
+def merge(out: Path, lanes: list[str]) -> tuple[Step, Path | None]:
+    """Merge the newest runs of this call's ``lanes`` into ``out/run``, within ``MERGE_RESERVE`` seconds from now
+    (a lane stopped at the deadline may have used its SIGTERM grace); (the step, the merged results.json or None).
+    Run folders an earlier call left in ``out`` are not merged."""
+    runs = [out / f"runs-{lane}" / "latest" for lane in lanes
+            if (out / f"runs-{lane}" / "latest" / "results.json").exists()]
     step = Step("merge", [sys.executable, "-m", "reports", "merge", *map(str, runs), "--report-dir", str(out / "run")])
-    if not runs or not step.run(out, deadline + MERGE_RESERVE):
+    if not runs or not step.run(out, time.monotonic() + MERGE_RESERVE):
         return step, None
     return step, out / "run" / "latest" / "results.json"
 
@@ -266,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         t.start()
     for t in threads:
         t.join()
-    merged, results = merge(out, deadline)
+    merged, results = merge(out, list(lanes))
     done.append(merged)
 
     timings = {"size": args.size, "part": args.part, "budget_seconds": args.budget, "wall_seconds": time.monotonic() - started,

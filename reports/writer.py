@@ -234,7 +234,7 @@ def write_doc(doc: dict, base: Path, compare=None) -> Path:
         previous = history.previous_run(earlier, doc.get("replay"))
         doc["changes_since_last_run"] = ({"run_id": previous.get("run_id"), "changes": history.changes(previous, doc)}
                                          if previous else None)
-    stage("changes since the last run", since_last_run)
+    read_history = stage("changes since the last run", since_last_run)
     doc.update(_finite(doc))
     stage("results.json", lambda: atomic_write_text(results_file, json.dumps(doc, indent=1, default=float,
                                                                              allow_nan=False)))
@@ -247,7 +247,8 @@ def write_doc(doc: dict, base: Path, compare=None) -> Path:
     stage("report.md", lambda: rendered.update(md=render.markdown(doc)))
     stage("report.html", lambda: rendered.update(html=render.to_html(doc, drawn)))
     stage("latest link", lambda: _point_latest(base, folder))
-    stage("index", lambda: history.write_index(base, [*earlier, doc]))
+    if read_history:  # an index of this run alone would drop the earlier runs from it
+        stage("index", lambda: history.write_index(base, [*earlier, doc]))
     if failures:  # written last, so that the note names every stage that failed
         note = _incomplete_note(failures)
         rendered["md"] = f"# latent-claims report\n\n**{note}**\n\n" + rendered.get("md", "")

@@ -139,7 +139,9 @@ def test_a_local_build_that_is_not_trained_is_refused_with_its_plan(tmp_path, mo
 
     monkeypatch.setattr(prepare, "checkpoint_dir", lambda recipe, corpus: tmp_path / "never-trained" / recipe.name)
     settings = replace(settings_for(tmp_path), models=("tiny-w96", "tiny-w96:untrained"), zoo_build="local")
-    said = local_builds_missing(settings)
+    used = {"tiny-w96", "tiny-w96:untrained"}  # the pool names of the selected tests
+    said = local_builds_missing(settings, used)
     assert said.startswith("--zoo-build local: this machine has no build of tiny-w96 (1 of the run's 1 trained")
     assert "`python -m models prepare --retrain tiny-w96`" in said
-    assert local_builds_missing(replace(settings, zoo_build="shipped")) is None
+    assert local_builds_missing(replace(settings, zoo_build="shipped"), used) is None
+    assert local_builds_missing(settings, {"ref-gpt2-small"}) is None  # the selected tests use no trained model
