@@ -158,8 +158,7 @@ def steps_of(plan: Plan, out: Path) -> dict[str, list[Step]]:
 def _train(step: Step, plan: Plan, out: Path, deadline: float) -> list[Step]:
     """The 'train' step as one process per model, side by side (a small model leaves most of a GPU idle)."""
     each = [Step(f"train-{name}", [*step.argv, name]) for name in plan.train]
-    results: dict[str, bool] = {}
-    threads = [threading.Thread(target=lambda s=s: results.__setitem__(s.name, s.run(out, deadline))) for s in each]
+    threads = [threading.Thread(target=s.run, args=(out, deadline)) for s in each]
     for t in threads:
         t.start()
     for t in threads:
@@ -181,7 +180,7 @@ def run_lane(lane: list[Step], plan: Plan, out: Path, deadline: float, done: lis
             return
 
 
-def device_facts(device: str) -> dict:
+def machine_facts(device: str) -> dict:
     """The machine the check ran on: torch, CUDA, the GPU's name (``device`` cuda), python."""
     facts = {"device": device, "torch": torch.__version__, "python": sys.version.split()[0],
              "cuda": torch.version.cuda, "gpu": None}
@@ -273,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     done.append(merged)
 
     timings = {"size": args.size, "part": args.part, "budget_seconds": args.budget, "wall_seconds": time.monotonic() - started,
-               "machine": device_facts(plan.device),
+               "machine": machine_facts(plan.device),
                "steps": [{k: v for k, v in asdict(s).items() if k != "env"} for s in done],
                "inversion_speed": inversion_speed(out / "inversion-speed.json"),
                "run": summarise(results) if results else None}
