@@ -182,6 +182,34 @@ def fit_power_law(bins: LogBins, psd) -> PowerLawFit:
                        np.abs(slope) * bins.band_decades)
 
 
+def power_law_bend(bins: LogBins, psd) -> np.ndarray:
+    """The bend of a log-binned spectrum: the curvature c of y = a + b·x + c·(x − x̄)² fitted in log10-log10.
+
+    S0.6's "nearly straight": an exact power law has c = 0 at any length. Unlike the scatter about the line
+    (``PowerLawFit.deviation``), which an estimator's noise inflates and which shrinks as more sequences are
+    averaged, the fitted curvature has no such floor: noise widens its interval but does not move it, so a bend
+    of fixed size reads the same at 8 × 128 and at 8 × 2048. Each log-spaced bin weighs the same, as in
+    :func:`fit_power_law`.
+
+    Args:
+        bins: the spectrum's :class:`LogBins`.
+        psd: (..., n_freq) positive power, numpy or torch.
+    Returns:
+        (...) c, decades of log10 power per decade² of frequency (positive: the spectrum bends up at both ends
+        of the band, like a valley; negative: like a hill). Over a band of D decades the parabola departs from
+        its chord by |c|·D²/4 at the middle.
+    Raises:
+        ValueError: if a binned power is not positive, or there are fewer than 4 bins (a parabola needs 3 and a
+            residual).
+    """
+    if bins.centers.size < 4:
+        raise ValueError(f"a bend needs at least 4 log-spaced bins, got {bins.centers.size}")
+    x, y = np.log10(bins.centers), bins.log_power(_numpy(psd))
+    dx = x - x.mean()
+    square = dx ** 2 - (dx ** 2).mean() - ((dx ** 2) @ dx / (dx @ dx)) * dx  # x̄-centred square, orthogonal to 1, x
+    return (y - y.mean(axis=-1, keepdims=True)) @ square / (square @ square)
+
+
 def largest_excess(bins: LogBins, psd, fit: PowerLawFit, band: np.ndarray | None = None
                    ) -> tuple[np.ndarray, np.ndarray]:
     """The largest rise of the full-resolution spectrum above its fitted law: a spike (S0.8, S0.9).

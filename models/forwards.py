@@ -6,6 +6,9 @@
 - :func:`ablated_logits`: the logits with one block's attention or FFN output removed (S4.2).
 """
 
+import threading
+from collections.abc import Callable
+
 import torch
 from torch import nn
 
@@ -18,6 +21,23 @@ from models.capture import block_input, output_tensor
 class _Stop(Exception):
     def __init__(self, output: torch.Tensor):
         self.output = output
+
+
+def stop(_module, _args, out):
+    """A forward hook that ends the forward pass at its module, carrying the module's output."""
+    raise _Stop(output_tensor(out))
+
+
+def in_this_thread(hook: Callable) -> Callable:
+    """``hook``, acting only in forward passes of the thread that made it (None, no change, in others): S3's
+    descents run side by side on one model (``claims.s3_inversion.inversions.Inversions.runs_of``), each placing
+    its own hooks, and one descent's hook must not stop or read another's forward pass."""
+    owner = threading.get_ident()
+
+    def hook_here(module, args, out):
+        return hook(module, args, out) if threading.get_ident() == owner else None
+
+    return hook_here
 
 
 def block_output_fn(model: nn.Module, adapter: Adapter, block: int, seq_len: int):
@@ -36,13 +56,10 @@ def block_output_fn(model: nn.Module, adapter: Adapter, block: int, seq_len: int
     """
     target = adapter.block_list(model)[block]
 
-    def stop(_m, _a, out):
-        raise _Stop(output_tensor(out))
-
     def forward(embeddings: torch.Tensor) -> torch.Tensor:
         if embeddings.shape[1] != seq_len:
             raise ValueError(f"expected {seq_len} positions, got {embeddings.shape[1]}")
-        handle = target.register_forward_hook(stop)
+        handle = target.register_forward_hook(in_this_thread(stop))
         try:
             model(inputs_embeds=embeddings, use_cache=False)
         except _Stop as done:
@@ -76,7 +93,8 @@ def blocks_output_fn(model: nn.Module, adapter: Adapter, blocks: list[int], seq_
 
     def forward(embeddings: torch.Tensor) -> torch.Tensor:
         seen: list[torch.Tensor] = []
-        handles = [m.register_forward_hook(lambda _m, _a, out: seen.append(output_tensor(out))) for m in modules[:-1]]
+        handles = [m.register_forward_hook(in_this_thread(lambda _m, _a, out: seen.append(output_tensor(out))))
+                   for m in modules[:-1]]
         try:
             final = last(embeddings)
         finally:

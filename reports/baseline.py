@@ -47,12 +47,14 @@ def parse_map(pairs: list[str]) -> dict[str, str]:
 
 
 def _status(check: dict) -> str:
-    """A check's status as this version decides it, from its interval and threshold: before schema 6 a control
-    whose interval straddled its threshold was stored as "failed", now "inconclusive", and a baseline must not call
-    that a change of measurement."""
+    """A check's status as this version decides it, from its interval, threshold, n and interval method: before
+    schema 6 a control whose interval straddled its threshold was stored as "failed", now "inconclusive"; before
+    schema 8 a bootstrap from fewer than 16 units or of zero width decided, now it does not; a baseline must not
+    call either a change of measurement."""
     try:
         return Check(check["name"], check["value"], check["ci_low"], check["ci_high"], check["unit"],
-                     check["comparison"], check["threshold"], "", check["role"]).status
+                     check["comparison"], check["threshold"], "", check["role"], n=check.get("n"),
+                     interval=check.get("interval")).status
     except (KeyError, TypeError):  # a check without its interval or threshold (a NaN stored as null): as stored
         return check["status"]
 

@@ -8,7 +8,7 @@ that fail the run. Report-side analysis of records is in ``reports.records``.
 import math
 from dataclasses import asdict, dataclass, field
 
-from latent_instruments.stats import Estimate
+from latent_instruments.stats import MIN_BOOTSTRAP_UNITS, Estimate, undecidable
 
 HOLDS, FAILS, FAILS_AS_EXPECTED = "holds", "fails", "fails as expected"
 HOLDS_UNEXPECTEDLY, CONTROL_FAILED, NOT_INFORMATIVE, ERROR = (
@@ -64,18 +64,27 @@ class Check:
         return self.ci_low - self.threshold if self.comparison == ">" else self.threshold - self.ci_high
 
     @property
+    def undecidable(self) -> str:
+        """Why this check's interval cannot decide it whatever its margin, or "": a bootstrap from fewer than
+        ``MIN_BOOTSTRAP_UNITS`` units, or a zero-width bootstrap interval from n > 1 units
+        (``latent_instruments.stats.undecidable``)."""
+        return undecidable(self.interval, self.n, self.ci_low, self.ci_high)
+
+    @property
     def passed(self) -> bool:
-        """Whether the interval clears the threshold (margin > 0)."""
-        return self.margin > 0
+        """Whether the interval clears the threshold (margin > 0) and is one that can decide."""
+        return self.margin > 0 and not self.undecidable
 
     @property
     def status(self) -> str:
         """"passed" (the whole interval on the passing side), "failed" (the whole interval on the failing side) or
-        "inconclusive" (the interval contains the threshold: the sample cannot tell). The same three values for a
-        control: one whose interval straddles its threshold leaves the measurement undecided (the record is
+        "inconclusive" (the interval contains the threshold, or is one the sample cannot give: ``undecidable``).
+        The same three values for a control: one left undecided leaves the measurement undecided (the record is
         inconclusive, "control undecided"), and only one whose whole interval lies on the failing side fails it.
-        An exact statistic (a point interval) is never inconclusive.
+        An exact, deterministic or per-unit statistic (a point interval) is never inconclusive.
         """
+        if self.undecidable:
+            return INCONCLUSIVE
         if self.passed:
             return PASSED
         return FAILED if self._beyond else INCONCLUSIVE
@@ -89,13 +98,17 @@ class Check:
     def sample_factor(self) -> float | None:
         """For an inconclusive check, about how many times its sample would decide it: (h / d)², with d the
         distance of the statistic from the threshold and h the interval's half-width on the threshold's side,
-        which shrinks as 1/√n. None for a decided check; inf where the statistic sits on the threshold.
+        which shrinks as 1/√n; for a bootstrap from too few units at least 16 / n. None for a decided check; inf
+        where the statistic sits on the threshold or the interval has zero width (the sample shows no spread).
         """
         if self.status != INCONCLUSIVE:
             return None
         distance = abs(self.value - self.threshold)
         half = self.value - self.ci_low if self.value > self.threshold else self.ci_high - self.value
-        return math.inf if distance == 0 else (half / distance) ** 2
+        factor = math.inf if distance == 0 else (half / distance) ** 2
+        if self.undecidable and self.n:  # at least the units a bootstrap decides from; a zero width tells nothing
+            factor = max(factor, MIN_BOOTSTRAP_UNITS / self.n) if self.n < MIN_BOOTSTRAP_UNITS else math.inf
+        return factor
 
     @property
     def finite(self) -> bool:
@@ -206,6 +219,7 @@ class ClaimRecord:
             raw["passed"] = check.passed
             raw["status"] = check.status
             raw["sample_factor"] = check.sample_factor
+            raw["undecidable"] = check.undecidable
         head = self.headline
         out["headline"] = None if head is None else {"name": head.name, "value": head.value, "ci_low": head.ci_low,
                                                      "ci_high": head.ci_high, "unit": head.unit, "margin": head.margin}

@@ -16,7 +16,7 @@ from claims.s3_inversion.test_cosine import MINIMISED, RECOVERS, _ratio
 from claims.s3_inversion.test_vocabulary import _difference
 from latent_instruments.inversion import DIRECT_TARGET, InversionConfig, invert
 from latent_instruments.decoding import decode_top_k, direct_fit_decode, pseudo_inverse, zero_masked_decode
-from latent_instruments.stats import bootstrap
+from latent_instruments.stats import MIN_BOOTSTRAP_UNITS, bootstrap, proportion
 from reports.checks import Check
 
 
@@ -99,15 +99,16 @@ def test_a_masked_zero_wins_where_every_allowed_score_is_negative():
 def test_the_restriction_gain_fails_where_answers_score_below_zero():
     """Every answer is the whole vocabulary's argmax but scores below 0: under S3's mask the restriction loses them."""
     vocab, seq = 6, 4
-    ids = torch.arange(seq).unsqueeze(0).repeat(8, 1)  # (8 prompts, 4 positions)
-    scores = torch.full((8, seq, vocab), -1.0)
+    ids = torch.arange(seq).unsqueeze(0).repeat(16, 1)  # (16 prompts, 4 positions): a bootstrap decides from 16
+    scores = torch.full((16, seq, vocab), -1.0)
     scores.scatter_(2, ids.unsqueeze(-1), -0.1)  # the answer is best, yet negative
-    allowed = torch.zeros(8, vocab, dtype=torch.bool).scatter_(1, ids, True)
+    scores[::2, 0, 0] = 0.5  # every other prompt keeps its first answer above 0: the units vary
+    allowed = torch.zeros(16, vocab, dtype=torch.bool).scatter_(1, ids, True)
     whole = (scores.argmax(-1) == ids).double().mean(1)
     zero = (zero_masked_decode(scores, allowed) == ids).double().mean(1)
     counts = np.rint(torch.stack([whole, zero], 1).numpy() * seq).astype(np.int64)
     gain = Check.of("gain", bootstrap(counts, _difference(1, 0, seq), seed=0), "fraction of tokens", ">", 0.0, "S3.6")
-    assert (gain.value, gain.status) == (-1.0, "failed")
+    assert (gain.value, gain.status) == (-0.875, "failed")
 
 
 # --- S3.9: rarer than S3's rarest untrained rate -----------------------------------------------------------
@@ -115,30 +116,37 @@ def test_the_restriction_gain_fails_where_answers_score_below_zero():
 
 def test_a_model_finding_the_masked_token_in_two_of_five_prompts_fails():
     found = np.array([1.0, 1.0, 0.0, 0.0, 0.0] * 40)  # 200 prompts; version 2's one half let this pass
-    check = Check.of("masked token found", bootstrap(found, _mean, seed=0), "fraction of prompts", "<", RAREST, "S3.9")
+    check = Check.of("masked token found", proportion(found), "fraction of prompts", "<", RAREST, "S3.9")
     assert check.status == "failed"
-    assert Check.of("v2", bootstrap(found, _mean, seed=0), "fraction of prompts", "<", 0.5, "S3.9").status == "passed"
+    assert Check.of("v2", proportion(found), "fraction of prompts", "<", 0.5, "S3.9").status == "passed"
 
 
-def test_a_model_that_never_finds_the_masked_token_passes():
-    check = Check.of("masked token found", bootstrap(np.zeros(32), _mean, seed=0), "fraction of prompts", "<",
-                     RAREST, "S3.9")
-    assert check.status == "passed"
+def test_a_model_that_never_finds_the_masked_token_passes_from_16_prompts_and_not_from_8():
+    """0 of 32 at 98.3 % ([0, 0.14]) clears RAREST; 0 of 8 ([0, 0.45]) decides nothing."""
+    def status(n: int) -> str:
+        return Check.of("masked token found", proportion(np.zeros(n), confidence=1 - 0.05 / 3), "fraction of prompts",
+                        "<", RAREST, "S3.9").status
+
+    assert status(32) == "passed" and status(8) == "inconclusive"
 
 
 # --- S3.10: the crossing well below the width ---------------------------------------------------------------
 
 
 def _curve(crossing: int, ks: list[int], prompts: int = 16) -> np.ndarray:
-    """Per-prompt accuracy at each k: none below ``crossing``, every token from it on."""
-    return np.tile([1.0 if k >= crossing else 0.0 for k in ks], (prompts, 1))
+    """Per-prompt accuracy at each k: every token from ``crossing`` on, none below the k before it, and at that k
+    half the prompts all their tokens: the crossing of a resample falls on either k (a bootstrap of one value for
+    every resample would be a zero-width interval, which decides nothing)."""
+    before = max(k for k in ks if k < crossing)
+    rows = [[1.0 if k >= crossing or (k == before and p % 2) else 0.0 for k in ks] for p in range(prompts)]
+    return np.array(rows)
 
 
 def test_a_crossing_at_the_width_is_dimension_counting_and_fails_the_bound():
     ks = [24, 48, 72, 84, 90, 93, 95, 96]
     units = _curve(96, ks)
     fraction = bootstrap(units, lambda u: crossing_fraction(u, ks, 96), seed=0)
-    assert fraction.value == 1.0
+    assert fraction.value in (95 / 96, 1.0) and fraction.low < fraction.high
     check = Check.of("k*/d_model", fraction, "fraction of d_model", "<", BELOW_WIDTH, "S3.10")
     assert check.status == "failed"
 
@@ -146,7 +154,7 @@ def test_a_crossing_at_the_width_is_dimension_counting_and_fails_the_bound():
 def test_a_crossing_at_half_the_width_passes_the_bound():
     ks = [24, 36, 42, 45, 47, 48, 72, 96]
     fraction = bootstrap(_curve(48, ks), lambda u: crossing_fraction(u, ks, 96), seed=0)
-    assert fraction.value == 0.5
+    assert fraction.value in (47 / 96, 0.5) and fraction.low < fraction.high
     assert Check.of("k*/d_model", fraction, "fraction of d_model", "<", BELOW_WIDTH, "S3.10").status == "passed"
 
 
@@ -189,7 +197,7 @@ def test_a_descent_that_does_not_reach_the_output_fails_the_success_control():
     ids = torch.randint(0, 20, (12, 5), generator=torch.Generator().manual_seed(1))
     found = invert(torch.tanh, ids, weight, torch.Generator().manual_seed(2), InversionConfig(steps=0), k=1)
     success = np.column_stack([found.success.double().numpy()] * 2)  # (prompts, settings)
-    control = Check.of("success", bootstrap(success, lambda u: float(u.mean(0).max()), seed=0), "fraction of prompts",
+    control = Check.of("success", proportion(success[:, int(success.mean(0).argmax())]), "fraction of prompts",
                        ">", MATCHED, "S3.11's control", role="control")
     assert control.status == "failed"
 
@@ -256,29 +264,30 @@ def test_at_source_scale_the_headline_is_s3s_setting_even_where_the_adapted_one_
     assert gpu.headline(exact, gpu.chosen(exact)) == 0.0 and int(gpu.chosen(exact)) == 0
     assert cpu.headline(exact, cpu.chosen(exact)) == 1.0 and int(cpu.chosen(exact)) == 1
     assert gpu.headline_label == "S3's setting" and cpu.headline_label == "better setting"
-    check = Check.of("exact", bootstrap(gpu.reported(exact), lambda u: float(gpu.headline(u, 0)), seed=0),
-                     "fraction", ">", 0.5, "S3.2")
+    check = Check.of("exact", gpu.reported_fraction(exact, gpu.chosen(exact)), "fraction", ">", 0.5, "S3.2")
     assert check.status == "failed"
 
 
-def test_on_a_cpu_the_setting_is_chosen_on_half_the_prompts_and_measured_on_the_other_half():
+def test_on_a_cpu_the_setting_is_chosen_on_a_third_of_the_prompts_and_measured_on_the_rest():
     """Item 7 of issue 34: two settings equal in truth; a choice made inside every resample, on the prompts it is
-    reported on, takes the luckier and biases the interval upward; chosen once on the first half, the second half's
-    estimate of the chosen setting is unbiased."""
+    reported on, takes the luckier and biases the interval upward; chosen once on the first third, the other two
+    thirds' estimate of the chosen setting is unbiased. The CPU's 24 prompts report 16, the fewest a bootstrap
+    decides from (issue 43)."""
     from claims.s3_inversion.inversions import Scale
     cpu = Scale.of(False)
     rng = np.random.default_rng(0)
-    units = rng.binomial(1, 0.5, (64, 2)).astype(float)  # (prompts, settings), both recover half the tokens
-    assert cpu.choosing(units).shape[0] == 32 and cpu.reported(units).shape[0] == 32
-    assert np.array_equal(cpu.reported(units), units[32:]) and Scale.of(True).choosing(units).shape[0] == 0
+    units = rng.binomial(1, 0.5, (66, 2)).astype(float)  # (prompts, settings), both recover half the tokens
+    assert cpu.choosing(units).shape[0] == 22 and cpu.reported(units).shape[0] == 44
+    assert np.array_equal(cpu.reported(units), units[22:]) and Scale.of(True).choosing(units).shape[0] == 0
+    assert cpu.prompts_for(96) == 24 and cpu.reported(np.zeros(cpu.prompts_for(96))).shape[0] == MIN_BOOTSTRAP_UNITS
     chosen = cpu.chosen(units)
-    assert int(chosen) == int(units[:32].mean(0).argmax())  # decided by the first half alone
+    assert int(chosen) == int(units[:22].mean(0).argmax())  # decided by the first third alone
     once = bootstrap(cpu.reported(units), lambda u: float(cpu.headline(u, chosen)), seed=0)
     inside = bootstrap(units, lambda u: float(u.mean(0).max()), seed=0)  # version 3: the max in every resample
     assert once.low < 0.5 < once.high and inside.value > 0.5
     assert Scale.of(True).reported(units) is units  # at source scale nothing is chosen, every prompt reported
-    with pytest.raises(ValueError, match="at least 2"):
-        cpu.chosen(units[:1])
+    with pytest.raises(ValueError, match="at least 3"):
+        cpu.chosen(units[:2])
 
 
 def test_the_headline_is_chosen_per_column():
@@ -338,14 +347,15 @@ def test_a_narrowest_rung_that_rarely_passes_the_success_test_fails_the_control(
     from claims.s3_inversion.test_width import SUCCESS_MAJORITY
     def status(passing: tuple[int, int]) -> str:
         success = np.column_stack([np.r_[np.ones(k), np.zeros(16 - k)] for k in passing])  # (prompts, settings)
-        success = np.concatenate([success, success])  # the same counts in the choosing and the reported half
+        success = np.concatenate([success[:8], success])  # 8 choosing prompts, then the 16 reported
         cpu = Scale.of(False)
-        est = bootstrap(cpu.reported(success), lambda u: float(cpu.headline(u, cpu.chosen(success))), seed=0)
+        est = cpu.reported_fraction(success, cpu.chosen(success))
+        assert est.method.startswith("exact binomial") and est.n == 16
         return Check.of("success", est, "fraction", ">", SUCCESS_MAJORITY, "control", role="control").status
 
     assert status((1, 2)) == "failed"  # 2 of 16 at best: decisively not a majority
-    assert status((4, 6)) == "inconclusive"  # issue 20's 4 of 16: the interval reaches a majority, so undecided
-    assert status((14, 15)) == "passed"
+    assert status((6, 8)) == "inconclusive"  # 8 of 16: the exact interval reaches a majority, so undecided
+    assert status((15, 16)) == "passed"
 
 
 def test_s3_14s_gap_control_is_undecided_where_the_gap_may_be_nothing():

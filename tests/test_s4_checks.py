@@ -33,7 +33,7 @@ def test_the_placebo_fails_where_ffn_outputs_are_another_prompts():
     """FFN outputs swapped between prompts: each prompt's FFN output is the attention output of the prompt two
     before it, so the placebo pairing (two prompts on) is aligned by construction and must fail."""
     g = torch.Generator().manual_seed(0)
-    attn = [torch.randn(12, 9, 32, generator=g) for _ in range(2)]
+    attn = [torch.randn(16, 9, 32, generator=g) for _ in range(2)]  # 16 prompts: the fewest a bootstrap decides from
     mlp = [a.roll(2, dims=0) * 3 for a in attn]  # mlp[b] = 3 · attn[b − 2]
     assert _placebo_check(_capture(attn, mlp)).status == "failed"
 
@@ -115,13 +115,13 @@ def test_a_model_with_silent_ffns_fails_the_ffn_dominance():
     torch.manual_seed(0)
     model = GPT2LMHeadModel(GPT2Config(vocab_size=40, n_positions=16, n_embd=32, n_layer=2, n_head=2)).eval()
     with torch.no_grad():
-        for block in model.transformer.h:  # every FFN's output is 0: dropping it changes nothing
-            block.mlp.c_proj.weight.zero_()
-            block.mlp.c_proj.bias.zero_()
+        for block in model.transformer.h:  # every FFN's output is near 0: dropping it changes almost nothing
+            block.mlp.c_proj.weight.mul_(1e-4)  # (exactly 0 would give every prompt the same 0: a zero-width
+            block.mlp.c_proj.bias.zero_()  # interval, which decides nothing)
     subject = SimpleNamespace(model=model, adapter=adapter_for(model))
     ids = torch.randint(0, 40, (64, 10), generator=torch.Generator().manual_seed(1))
     h = last_position_distances(subject, ids)
-    assert h[:, :, 1].max() < 1e-6 < h[:, :, 0].mean()
+    assert h[:, :, 1].max() < 1e-3 < h[:, :, 0].mean()
     ratios = [c for c in s4_2_checks(h, seed=0) if "ratio" in c.unit]
     assert len(ratios) == 2 and all(c.status == "failed" for c in ratios)
 
@@ -163,10 +163,10 @@ def test_a_ranking_biased_towards_frequent_tokens_passes_the_old_chance_and_fail
     from claims.s4_ffn.test_token_subspaces import FAR_ABOVE_NULL, excess_over_null, prompt_shuffled
     from latent_instruments.token_subspaces import chance_in_top_half, in_top_half
 
-    vocab, prompts = 20, 64
+    vocab, prompts = 20, 256  # 256: the null's spread is wide, a tenth of the prompts would not exclude 0.40
     scores = torch.linspace(1, 0, vocab).repeat(prompts, 1)  # token 0 best, token 19 worst, for every prompt
     g = torch.Generator().manual_seed(0)
-    tokens = [torch.randint(0, 6, (2,), generator=g) for _ in range(prompts)]  # predicted: always frequent tokens
+    tokens = [torch.randint(0, 11, (2,), generator=g) for _ in range(prompts)]  # predicted: mostly frequent tokens
     hit, null = in_top_half(scores, tokens), in_top_half(scores, prompt_shuffled(tokens))
     chance = chance_in_top_half(vocab, np.array([len(t) for t in tokens]))
     assert hit.mean() / chance.mean() > 3.05  # version 1's ratio to chance passes
@@ -183,7 +183,7 @@ def test_ffn_outputs_that_track_their_own_tokens_pass_the_null():
     tokens = [torch.randperm(vocab, generator=g)[:2] for _ in range(prompts)]
     scores = torch.rand(prompts, vocab, generator=g)
     for i, t in enumerate(tokens):
-        scores[i, t] += 2  # each prompt's own tokens on top
+        scores[i, t] += 2 if i % 8 else 0  # each prompt's own tokens on top, but one prompt in 8 (the units vary)
     hit, null = in_top_half(scores, tokens), in_top_half(scores, prompt_shuffled(tokens))
     excess = bootstrap(np.stack([hit, null], 1).astype(np.float64), excess_over_null, seed=0)
     assert Check.of("excess", excess, "fraction", ">", FAR_ABOVE_NULL, "S4.10").status == "passed"
@@ -267,7 +267,8 @@ def test_an_approximation_no_better_than_the_n_gram_fails():
 
 def test_vectors_sharing_a_mean_fail_the_twin_guard_and_isotropic_ones_pass():
     """S4.9's twin control: an uncentred SVD gives vectors that share a mean a large σ1 whatever trained them."""
-    from claims.s4_ffn.test_token_subspaces import ONE_DIRECTION, _min
+    from claims.s4_ffn.test_token_subspaces import ONE_DIRECTION
+    from latent_instruments.stats import per_unit
     from latent_instruments.token_subspaces import singular_values
 
     g = torch.Generator().manual_seed(0)
@@ -275,7 +276,7 @@ def test_vectors_sharing_a_mean_fail_the_twin_guard_and_isotropic_ones_pass():
     shared = noise + 5 * torch.randn(12, 1, 32, generator=g)  # every token's vectors around one common direction
     for vectors, status in ((shared, "failed"), (noise, "passed")):
         s = singular_values(vectors)
-        ratio = bootstrap((s[:, 0] / s[:, 1]).numpy(), _min, seed=0)
+        ratio = per_unit((s[:, 0] / s[:, 1]).numpy(), "min")  # decided token by token, as the claim
         guard = Check.of("twin σ1/σ2", ratio, "ratio", "<", ONE_DIRECTION, "S4.9", role="control", guards_pass=True)
         assert guard.status == status
 
@@ -286,7 +287,7 @@ def test_s4_2s_control_fails_an_attention_ablation_that_changed_nothing():
     def control(dead_block: int | None) -> str:
         h = _distances([0.10, 0.05, 0.08], [0.5, 0.5, 0.5])
         if dead_block is not None:
-            h[:, dead_block, 0] = 1e-7  # the hook did nothing: float rounding
+            h[:, dead_block, 0] = 1e-7 * np.linspace(1, 2, len(h))  # the hook did nothing: float rounding
         return Check.of("floor", bootstrap(h, weakest_attention_ablation, seed=0), "Hellinger", ">", DEAD_ABLATION,
                         "S4.2", role="control").status
 
@@ -329,3 +330,17 @@ def test_s4_8_a_genuine_failure_reads_as_a_finding_not_a_failed_control():
     rec = ClaimRecord("S4.8", 4, "m", "t", {}, checks)
     assert [c.status for c in rec.checks] == ["failed", "failed"]
     assert rec.failed("control") == [] and len(rec.failed("claim")) == 1
+
+
+def test_s4_4s_readout_control_fails_a_readout_that_misses_a_step_on_one_prompt():
+    """The readout control is asserted of every prompt (``per_unit``): one prompt whose recomputed readout is off by
+    more than the tolerance fails it; a readout that matches everywhere (H = 0 on every prompt) passes."""
+    from claims.s4_ffn.test_ffn_path import READOUT_TOLERANCE
+    from latent_instruments.stats import per_unit
+
+    def control(h):
+        return Check.of("readout", per_unit(np.asarray(h), "max"), "Hellinger", "<", READOUT_TOLERANCE, "S4.4",
+                        role="control").status
+
+    assert control(np.zeros(32)) == "passed"
+    assert control(np.r_[np.zeros(31), 10 * READOUT_TOLERANCE]) == "failed"

@@ -60,3 +60,87 @@ def test_an_all_equal_sample_says_its_interval_is_a_point_of_the_bootstrap(n):
     from dataclasses import asdict
 
     assert asdict(check)["interval"] == check.interval  # results.json's check carries it
+
+
+@pytest.mark.parametrize("n", [4, 8])
+def test_an_all_equal_sample_of_few_units_does_not_decide(n):
+    """Issue 43: all-equal samples of 4 and 8 units must not decide, on either side of the threshold; the check says
+    why, and a sequential test's looks then go on (the record is inconclusive)."""
+    from reports.checks import INCONCLUSIVE, Check
+
+    for threshold, comparison in ((0.5, ">"), (0.9, ">"), (0.5, "<")):
+        check = Check.of("f", bootstrap(np.full(n, 0.7), lambda u: float(u.mean()), seed=0), "", comparison, threshold,
+                         "d")
+        assert check.status == INCONCLUSIVE and not check.passed
+        assert f"from {n} units" in check.undecidable
+        assert check.sample_factor >= 16 / n
+
+
+def test_a_bootstrap_decides_from_16_units_and_not_from_15():
+    from reports.checks import FAILED, INCONCLUSIVE, PASSED, Check
+
+    rng = np.random.default_rng(0)
+    for n, status in ((15, INCONCLUSIVE), (16, PASSED)):
+        check = Check.of("mean", bootstrap(rng.normal(5.0, 1.0, n), lambda u: float(u.mean()), seed=0), "", ">", 0.0, "d")
+        assert check.status == status, n
+    low = Check.of("mean", bootstrap(rng.normal(-5.0, 1.0, 16), lambda u: float(u.mean()), seed=0), "", ">", 0.0, "d")
+    assert low.status == FAILED
+
+
+def test_a_zero_width_bootstrap_from_many_units_does_not_decide_even_on_its_threshold():
+    """Issue 43: S0.3's ρ = 0 [0, 0] against < 0 and S3.6's 0 [0, 0] against > 0 were decided 'failed'."""
+    from reports.checks import INCONCLUSIVE, Check
+
+    point = bootstrap(np.zeros(64), lambda u: float(u.mean()), seed=0)
+    for comparison in ("<", ">"):
+        check = Check.of("rho", point, "", comparison, 0.0, "d")
+        assert check.status == INCONCLUSIVE and "zero-width" in check.undecidable
+        assert check.sample_factor == float("inf")
+
+
+def test_exact_deterministic_and_per_unit_intervals_decide_at_any_n():
+    from latent_instruments.stats import Estimate, per_unit, proportion
+    from reports.checks import FAILED, PASSED, Check
+
+    assert Check.of("p", proportion(np.ones(8), confidence=1 - 0.05 / 3), "", ">", 0.5, "d").status == PASSED
+    assert Check.of("count", Estimate(3.0, 3.0, 3.0, 1.0, 4), "", ">", 2.0, "d").status == PASSED
+    worst = per_unit(np.array([[0.1, 0.2], [0.3, 0.05]]), "max")
+    assert (worst.value, worst.low, worst.high, worst.n) == (0.3, 0.3, 0.3, 2)
+    assert "largest of 4 values over 2 units" in worst.method
+    assert Check.of("worst", worst, "", "<", 1.0, "d").status == PASSED
+    assert Check.of("worst", worst, "", "<", 0.25, "d").status == FAILED  # one unit over the bound fails it
+    assert Check.of("least", per_unit(np.array([2.0, 0.9, 3.0]), "min"), "", ">", 1.0, "d").status == FAILED
+    with pytest.raises(ValueError, match="max"):
+        per_unit(np.ones(3), "mean")
+    with pytest.raises(ValueError, match="not finite"):
+        per_unit(np.array([1.0, np.nan]), "max")
+
+
+def test_a_record_from_before_the_interval_method_is_read_as_then():
+    """A check without ``interval`` (results.json before schema 7) is decided as it was: a baseline is not rewritten."""
+    from reports.checks import PASSED, Check
+
+    assert Check("f", 0.7, 0.7, 0.7, "", ">", 0.5, "d", n=4).status == PASSED
+
+
+def test_a_difference_of_proportions_gets_newcombes_score_interval():
+    """Newcombe (1998a)'s worked example, 56/70 − 48/80: method 10 gives [0.0524, 0.3339]; paired, 16 pairs all (1, 0)
+    at 98.3 % give [0.63, 1] where the bootstrap gives [1, 1]; no difference on 16 equal pairs does not decide > 0."""
+    from latent_instruments.stats import proportion, proportion_difference
+    from reports.checks import INCONCLUSIVE, PASSED, Check
+
+    independent = proportion_difference(np.r_[np.ones(56), np.zeros(14)], np.r_[np.ones(48), np.zeros(32)],
+                                        paired=False, confidence=0.95)
+    assert independent.value == pytest.approx(0.2)
+    assert (round(independent.low, 4), round(independent.high, 4)) == (0.0524, 0.3339)
+    paired = proportion_difference(np.ones(16), np.zeros(16), paired=True, confidence=1 - 0.05 / 3)
+    assert round(paired.low, 2) == 0.63 and paired.high == 1.0 and "paired" in paired.method
+    assert Check.of("gap", paired, "", ">", 0.0, "d").status == PASSED
+    same = proportion_difference(np.ones(16), np.ones(16), paired=True)
+    assert same.low < 0 < same.high
+    assert Check.of("gap", same, "", ">", 0.0, "d").status == INCONCLUSIVE
+    with pytest.raises(ValueError, match="equal"):
+        proportion_difference(np.ones(3), np.ones(4), paired=True)
+    with pytest.raises(ValueError, match="0/1"):
+        proportion_difference(np.full(3, 0.5), np.ones(3), paired=False)
+    assert proportion(np.ones(16), confidence=1 - 0.05 / 3).low > 0.5  # 16 reported prompts decide S3's majorities

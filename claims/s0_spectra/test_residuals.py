@@ -22,9 +22,16 @@ their positions shuffled within each sequence (white by construction, every
 token's state kept): a spike, a law or a difference that the shuffled states
 show as well comes from the estimator's noise or from single tokens, not from
 structure along the sequence. S0.10's control is the Hann-windowed update
-(leakage). S0.6 and S0.7's tolerance is the scatter of a clean power law at
-the measurement's length and averaging (``clean_law_tolerance``): it needs no
-trained model, so S0's own subject, a random-init OPT-125m, is decided.
+(leakage).
+
+S0.6 and S0.7 are approximate claims ("pretty close"), decided as equivalence
+against a margin that does not shrink as the sample grows, taken from S0's own
+contrast (issue 43): S0.6's later blocks must bend less than half as much as
+S0's block 1 does on S0's subject, S0.7's MLP residuals must differ from the
+hidden states by less than half what the attention residuals do. The scatter of
+a clean power law at the measurement's length (``clean_law_tolerance``), the
+version-4 tolerance, which falls as the sample grows, is kept beside the verdict
+as a reading.
 """
 
 
@@ -35,19 +42,29 @@ from claims.s0_spectra.conftest import (
     SPECTRA_NEEDS, beyond_null, early_blocks, estimate, loglog_panels, mean_fit,
 )
 from latent_instruments.spectra import (
-    CLEAN_LAW_QUANTILE, clean_law_scatter, largest_excess, low_band_share, periodograms_averaged,
+    CLEAN_LAW_QUANTILE, clean_law_scatter, largest_excess, low_band_share, periodograms_averaged, power_law_bend,
 )
 from reports.plots import series
 from reports.checks import Check
 
 
-# "Nearly straight" (S0 Fig 4) and "pretty close" (Fig 5) have no number. A spectrum estimated from finitely many
-# sequences scatters about its line even where the law is exactly straight, so "nearly straight" is read as "no more
-# than an exactly straight law scatters at this length": Gaussian sequences with the spectrum's own fitted power
-# law, through the same rfft, bins and fit, as many independent periodograms averaged as the measured mean is worth
-# (latent_instruments.spectra.clean_law_scatter), at its 95th percentile; margin 0 ("nearly" gives no figure).
-# Version 3 took the trained counterpart's final hidden state as the clean law, which S0's own subject (a
-# random-init OPT-125m with no trained counterpart here) does not have: S0.6/S0.7 were not informative on it.
+# "Nearly straight" (S0 Fig 4) and "pretty close" (Fig 5) have no number; S0's own contrast gives the scale.
+# S0.6: "this isn't a completely straight line, but it's pretty close (layer 1 is our outlier friend)": block 1 is
+# the bent one. Its bend (latent_instruments.spectra.power_law_bend, the fitted curvature in log-log, which an
+# estimator's noise does not inflate) on S0's subject at S0's scale, a random-init OPT-125m (ref-opt-125m) at 8 ×
+# 2048, is S0_BLOCK1_BEND; a later block is "pretty close" to straight when it bends less than half as much.
+# The margin is fixed: version 4 took an exactly straight law's scatter at the measurement's length, which falls
+# as the sample grows (0.031 decades at 100 averaged periodograms, 0.003 at 10,000), so more data could only fail
+# S0.6; S0.7 held on ref-opt-125m at 32 × 128 and failed at S0's 8 × 2048.
+S0_BLOCK1_BEND = 0.12  # decades per decade²: block 1 of ref-opt-125m at --prompts 8x2048 (its looks: 16 × 2048), 0.1195
+BEND_MARGIN = S0_BLOCK1_BEND / 2  # S0.6: blocks 2..L bend less than half as much as S0's outlier (a reading)
+# S0.7: "the initial MLP residuals are pretty close to the initial hidden states", after Fig 4 shows the attention
+# residuals as a law of their own. The contrast sets the scale: the MLP residuals' shape distance to the hidden
+# states must be less than half the attention residuals' (a reading: "pretty close" is more than "closer").
+CLOSER = 0.5
+# Version 4's tolerance, kept as a reading beside S0.6/S0.7's verdicts: an exactly straight law's scatter at this
+# length, Gaussian sequences with the spectrum's own fitted law through the same rfft, bins and fit, as many
+# independent periodograms averaged as the measured mean is worth (latent_instruments.spectra.clean_law_scatter).
 CLEAN_LAW = (f"A clean law at this length: the {CLEAN_LAW_QUANTILE:.0%} point of the scatter about its line of Gaussian "
              "sequences whose power is exactly the spectrum's fitted power law, through the same rfft, bins and fit, "
              "averaged over as many independent periodograms as the measured mean is worth (read off the same states "
@@ -120,13 +137,15 @@ def _procedure(spectra, what: str) -> str:
             f"of {spectra.n_blocks} blocks stand for S0's first three of 12.")
 
 
-def scatter_over_clean_law(bins, units: np.ndarray, tolerance: np.ndarray) -> float:
-    """Largest excess of blocks 2..L's scatter about their power laws over a clean law's, decades.
+def bends(bins, units: np.ndarray) -> np.ndarray:
+    """Each block's bend (:func:`~latent_instruments.spectra.power_law_bend`) of the mean spectrum over sequences;
+    units (batch, n_blocks, n_freq) → (n_blocks,), decades per decade²."""
+    return power_law_bend(bins, units.mean(axis=0))
 
-    units: (batch, n_blocks, n_freq), the untrained attention residuals of blocks 1..L; tolerance: (n_blocks,)
-    :func:`clean_law_tolerance` of the same spectra.
-    """
-    return float((mean_fit(bins, units).deviation - tolerance)[1:].max())
+
+def largest_later_bend(bins, units: np.ndarray) -> float:
+    """The largest |bend| of blocks 2..L; units (batch, n_blocks, n_freq), the attention residuals of blocks 1..L."""
+    return float(np.abs(bends(bins, units)[1:]).max())
 
 
 def flattest_law(bins, units: np.ndarray) -> float:
@@ -134,31 +153,36 @@ def flattest_law(bins, units: np.ndarray) -> float:
     return float(mean_fit(bins, units[:, 1:]).slope.max())
 
 
-@pytest.mark.claim("S0.6", version=4, sample="prompts")  # 4: the tolerance is a clean law's (3: a trained model's)
+@pytest.mark.claim("S0.6", version=5, sample="prompts")  # 5: bend within half S0's block 1's (4: a clean law's scatter)
 @pytest.mark.models("untrained", "reference")
 @pytest.mark.needs(*SPECTRA_NEEDS)
 def test_untrained_attention_residuals_are_nearly_straight(model_name, spectra, claim, settings):
-    """S0.6: blocks 2..L's attention residuals scatter about a power law no more than a clean law does; block 1 most.
+    """S0.6: blocks 2..L's attention residuals bend less than half as much as S0's block 1; block 1 bends most.
 
-    The clean law is an exactly straight one seen through the same estimator (:func:`clean_law_tolerance`).
+    Equivalence at a fixed margin (``BEND_MARGIN``): the whole interval of the largest later bend below it.
     """
     if spectra.n_blocks < 2:
         claim.not_informative("one block: there is no 'layer 1 excepted' to compare with")
     bins, attn = spectra.bins, spectra.attn
-    tolerance = clean_law_tolerance(bins, attn, spectra.shuffled.attn, settings.seed)
-    rest = claim.bootstrap(attn, lambda u: scatter_over_clean_law(bins, u, tolerance))
-    outlier = claim.bootstrap(attn, lambda u: _outlier(mean_fit(bins, u).deviation))
+    if bins.centers.size < 4:
+        claim.not_informative(f"{spectra.positions} positions give {bins.centers.size} log-spaced bins: too few to "
+                              "fit a bend")
+    later = claim.bootstrap(attn, lambda u: largest_later_bend(bins, u))
+    outlier = claim.bootstrap(attn, lambda u: _outlier(np.abs(bends(bins, u))))
     not_white = beyond_null(attn, spectra.shuffled.attn, lambda u: flattest_law(bins, u), settings.seed)
+    tolerance = clean_law_tolerance(bins, attn, spectra.shuffled.attn, settings.seed)
     deviation = mean_fit(bins, attn).deviation
     claim.record(
         [
-            Check.of("largest excess of blocks 2..L's scatter about a power law over a clean law's", rest,
-                     "decades", "<", 0.0,
-                     "S0 Fig 4: 'not a completely straight line, but it's pretty close'. "
-                     f"{CLEAN_LAW}. Blocks 2..L must each scatter no more than their clean law (paired bootstrap "
-                     "over sequences)"),
-            Check.of("block 1's scatter minus the largest of blocks 2..L", outlier, "decades", ">", 0.0,
-                     "S0 Fig 4: 'layer 1 is our outlier friend': block 1 scatters more than any later block"),
+            Check.of("largest |bend| of blocks 2..L (curvature in log-log)", later,
+                     "decades per decade²", "<", BEND_MARGIN,
+                     "S0 Fig 4: 'not a completely straight line, but it's pretty close (layer 1 is our outlier "
+                     f"friend)'. S0's own contrast sets the margin: its block 1, on S0's subject at S0's scale "
+                     f"(ref-opt-125m, 8 × 2048), bends by {S0_BLOCK1_BEND:.3f}; 'pretty close' is read as bending less "
+                     f"than half that ({BEND_MARGIN:.3f}), a reading, fixed whatever the sample. Equivalence: the "
+                     "high end of the interval (paired bootstrap over sequences) below it"),
+            Check.of("block 1's |bend| minus the largest of blocks 2..L", outlier, "decades per decade²", ">", 0.0,
+                     "S0 Fig 4: 'layer 1 is our outlier friend': block 1 bends more than any later block"),
             Check.of("flattest exponent of blocks 2..L minus that of their position-shuffled states", not_white,
                      "log-log slope", "<", 0.0,
                      "control: a white spectrum is straight too, so white residuals would pass vacuously; S0's are a "
@@ -167,34 +191,48 @@ def test_untrained_attention_residuals_are_nearly_straight(model_name, spectra, 
                      role="control", guards_pass=True),
         ],
         procedure=_procedure(spectra, "each block's attention residual (attn_out)")
-        + f" Tolerance per block: a clean law's scatter ({CLEAN_LAW_QUANTILE:.0%} point), "
-        f"{', '.join(f'{t:.4f}' for t in tolerance)} decades.",
-        details={"scatter by block (decades)": dict(zip(_blocks(spectra.n_blocks), map(float, deviation))),
-                 "clean law's scatter by block (decades)": dict(zip(_blocks(spectra.n_blocks), map(float, tolerance)))},
+        + " Bend: the curvature c of a parabola fitted to each block's log-binned mean spectrum in log10-log10 (0 "
+        "for an exact power law at any length). Reading beside it (version 4's tolerance): a clean law's scatter "
+        f"({CLEAN_LAW_QUANTILE:.0%} point) per block, {', '.join(f'{t:.4f}' for t in tolerance)} decades.",
+        details={"bend by block (decades per decade²)": dict(zip(_blocks(spectra.n_blocks), map(float, bends(bins, attn)))),
+                 "scatter about the power law by block (decades)": dict(zip(_blocks(spectra.n_blocks), map(float, deviation))),
+                 "reading: a clean law's scatter by block (decades; version 4's tolerance, which shrinks as the "
+                 "sample grows)": dict(zip(_blocks(spectra.n_blocks), map(float, tolerance)))},
         plot=_figure(model_name, "attention residuals (S0 Fig 4)", bins, attn),
     )
 
 
-def closeness_over_clean_law(bins, units: np.ndarray, n: int, tolerance: float) -> float:
-    """Mean shape distance, residual to hidden state over blocks, minus a clean law's scatter, decades.
+def closeness_ratio(bins, units: np.ndarray, n: int) -> float:
+    """Mean shape distance over blocks of the MLP residual to the hidden state, as a fraction of the attention
+    residual's.
 
-    units: (batch, 2 n, n_freq): a residual of blocks 1..n (MLP for the claim, attention for its control), then the
-    hidden states at their outputs; tolerance: the mean over blocks of the hidden states' clean-law scatter.
+    units: (batch, 3 n, n_freq): the MLP residuals of blocks 1..n, their attention residuals, then the hidden states
+    at their outputs.
+    """
+    mlp, attn, hidden = units[:, :n], units[:, n:2 * n], units[:, 2 * n:]
+    return float(_shape_distance(bins, mlp, hidden).mean() / _shape_distance(bins, attn, hidden).mean())
+
+
+def apart_over_clean_law(bins, units: np.ndarray, n: int, tolerance: float) -> float:
+    """Mean shape distance, attention residual to hidden state over blocks, minus a clean law's scatter, decades.
+
+    units: (batch, 2 n, n_freq): the attention residuals of blocks 1..n, then the hidden states at their outputs.
     """
     return float(_shape_distance(bins, units[:, :n], units[:, n:]).mean() - tolerance)
 
 
-@pytest.mark.claim("S0.7", version=4, sample="prompts")  # 4: the tolerance is a clean law's (3: a trained model's)
+@pytest.mark.claim("S0.7", version=5, sample="prompts")  # 5: within half the attention residuals' distance (4: clean law)
 @pytest.mark.models("untrained", "reference")
 @pytest.mark.needs(*SPECTRA_NEEDS)
 def test_untrained_mlp_residuals_match_hidden_states(model_name, spectra, claim, settings):
-    """S0.7: each block's MLP residual has the spectral shape of the block's output hidden state.
+    """S0.7: the MLP residuals' spectral shape is close to the hidden states', by S0's contrast with the attention
+    residuals: their shape distance is less than half the attention residuals'.
 
     Shape distance: RMS difference of the log-binned spectra after removing each
-    one's mean level (MLP residuals are smaller; S0 compares the curves' shapes),
-    against the tolerance of S0.6. Where the hidden states themselves are within
-    it of their position-shuffled (white) spectra, any two such spectra are
-    "close": the claim is then not informative.
+    one's mean level (MLP residuals are smaller; S0 compares the curves' shapes).
+    Where the hidden states themselves are within a clean law's scatter of their
+    position-shuffled (white) spectra, any two such spectra are "close": the claim
+    is then not informative.
     """
     bins, mlp, n = spectra.bins, spectra.mlp, spectra.n_blocks
     hidden = spectra.hidden[:, -n:]  # each block's output
@@ -207,33 +245,38 @@ def test_untrained_mlp_residuals_match_hidden_states(model_name, spectra, claim,
             f"{white.mean():.3f} decades RMS (mean over blocks), under the {clean:.3f}-decade tolerance (a clean "
             "law's scatter at this length), so any two such spectra are close",
             details={"hidden-state shape distance from shuffled, by block (decades)": dict(zip(_blocks(n), map(float, white)))})
-    close = claim.bootstrap(np.concatenate([mlp, hidden], axis=1),
-                     lambda u: closeness_over_clean_law(bins, u, n, clean))
+    close = claim.bootstrap(np.concatenate([mlp, spectra.attn, hidden], axis=1),
+                            lambda u: closeness_ratio(bins, u, n))
     apart = claim.bootstrap(np.concatenate([spectra.attn, hidden], axis=1),
-                     lambda u: closeness_over_clean_law(bins, u, n, clean))
+                            lambda u: apart_over_clean_law(bins, u, n, clean))
     claim.record(
         [
-            Check.of("shape distance, MLP residual to hidden state (mean over blocks), minus a clean law's scatter",
-                     close, "decades", "<", 0.0,
-                     "S0 Fig 5: 'the initial MLP residuals are pretty close to the initial hidden states'; close = "
-                     "differing in shape by no more than an exactly straight law at this length scatters about its "
-                     f"line. {CLEAN_LAW}; the hidden states' laws, mean over blocks. Paired bootstrap over sequences"),
-            Check.of("shape distance, attention residual to hidden state (mean over blocks), minus the same scatter",
-                     apart, "decades", ">", 0.0,
-                     "control: the distance must tell spectra apart, or every residual would be 'close'. S0 shows the "
-                     "untrained attention residuals (Fig 4) as a law of their own, unlike the hidden states (Fig 3): "
-                     "on the same tolerance they must not count as close", role="control"),
+            Check.of("shape distance, MLP residual to hidden state, as a fraction of the attention residual's (means "
+                     "over blocks)", close, "ratio", "<", CLOSER,
+                     "S0 Fig 5: 'the initial MLP residuals are pretty close to the initial hidden states', after Fig 4 "
+                     "shows the untrained attention residuals as a law of their own. S0's contrast sets the scale: "
+                     f"'pretty close' is read as less than {CLOSER:g} of the attention residuals' distance from the "
+                     "same hidden states (a reading; S0 gives no number), a margin that does not shrink as the sample "
+                     "grows. Equivalence: the high end of the interval (paired bootstrap over sequences) below it"),
+            Check.of("shape distance, attention residual to hidden state (mean over blocks), minus a clean law's "
+                     "scatter", apart, "decades", ">", 0.0,
+                     "control: the distance must tell spectra apart, or the ratio would compare two noise floors; "
+                     f"the attention residuals, S0's contrast, must differ from the hidden states by more than an "
+                     f"exactly straight law scatters at this length. {CLEAN_LAW}; the hidden states' laws, mean over "
+                     "blocks", role="control"),
         ],
         procedure=_procedure(spectra, "each block's MLP and attention residuals and output (resid_post)")
-        + f" Tolerance: a clean law's scatter ({CLEAN_LAW_QUANTILE:.0%} point) with each block output's fitted "
-        f"exponent, mean over blocks, {clean:.4f} decades. "
+        + f" Reading beside the verdict (version 4's tolerance): a clean law's scatter ({CLEAN_LAW_QUANTILE:.0%} "
+        f"point) with each block output's fitted exponent, mean over blocks, {clean:.4f} decades; the MLP residuals' "
+        f"mean shape distance {float(_shape_distance(bins, mlp, hidden).mean()):.4f} decades. "
         f"Hidden states' shape distance from their shuffled spectra: {white.mean():.3f} decades (must exceed it).",
         details={"shape distance by block (decades)": {
             b: {"MLP residual to hidden state": float(d), "attention residual to hidden state": float(a),
                 "hidden state to its shuffled spectrum": float(w)}
             for b, d, a, w in zip(_blocks(n), _shape_distance(bins, mlp, hidden),
                                   _shape_distance(bins, spectra.attn, hidden), white)},
-            "clean law's scatter by block (decades)": dict(zip(_blocks(n), map(float, by_block)))},
+            "reading: a clean law's scatter by block (decades; version 4's tolerance, which shrinks as the sample "
+            "grows)": dict(zip(_blocks(n), map(float, by_block)))},
 
         plot={**_figure(model_name, "MLP residuals (S0 Fig 5)", bins, mlp),
               "panels": {  # beside the hidden states they are compared with

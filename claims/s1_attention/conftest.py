@@ -34,7 +34,3 @@ def per_layer(units: np.ndarray, statistic, seed: int) -> list[Estimate]:
     """
     return [bootstrap(units[:, layer], statistic, seed=seed) for layer in range(units.shape[1])]
 
-
-def worst(units: np.ndarray) -> float:
-    """The largest value over every axis: the worst prompt, layer, head, position."""
-    return float(np.max(units))

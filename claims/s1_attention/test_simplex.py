@@ -16,13 +16,12 @@ import numpy as np
 import pytest
 import torch
 
-from claims.s1_attention.conftest import ALL_ROLES, attention_modules, per_layer, worst
+from claims.s1_attention.conftest import ALL_ROLES, attention_modules
 from latent_instruments.attention import NotAnOddsRatio, ScoreForm, causal_mean, convex_combination, output_error_bound, probability_rounding, simplex_deviation
 from latent_instruments.attention_fit import pattern_fit
-from latent_instruments.stats import bootstrap
+from latent_instruments.stats import per_unit
 from models.attention_forms import module_inputs, output_projection, score_form
 from models.capture import run_with_cache
-from reports.plots import series
 from reports.checks import Check
 
 
@@ -38,7 +37,7 @@ def _patterns(activations) -> list[torch.Tensor]:
     return [activations.cache[f"blocks.{i}.attn.hook_pattern"] for i in range(activations.cache.n_blocks)]
 
 
-@pytest.mark.claim("S1.1", version=1)
+@pytest.mark.claim("S1.1", version=2)  # 2: decided entry by entry (per_unit), not by a bootstrap of a maximum
 @pytest.mark.models(*ALL_ROLES)
 @pytest.mark.needs(PATTERNS)
 def test_attention_rows_lie_on_the_simplex(model_name, activations, claim, settings):
@@ -52,26 +51,25 @@ def test_attention_rows_lie_on_the_simplex(model_name, activations, claim, setti
     dtype = settings.dtype
     sum_tolerance = probability_rounding(dtype, n_keys)
     zero = torch.finfo(dtype).smallest_normal
-    by_layer = per_layer(row_sum, worst, settings.seed)
     blocks = list(range(1, len(patterns) + 1))
     claim.record(
         [
-            Check.of("worst |Σ_j p_ij − 1| over prompts, blocks, heads, rows", claim.bootstrap(row_sum, worst),
+            Check.of("worst |Σ_j p_ij − 1| over prompts, blocks, heads, rows", per_unit(row_sum, "max"),
                      "probability", "<", sum_tolerance,
                      "S1: 'all of the rows of S are vectors lying in the (T−1)-simplex', exact in real arithmetic; "
                      f"the bound is the rounding of a {settings.dtype_name} softmax over {n_keys} keys: ε/2 of the dtype "
                      f"for the output plus (n + 2)·ε of its accumulation type for exp, the row sum (Higham's γ_n) and "
                      f"the division, = {sum_tolerance:.3g} (ε is twice the unit roundoff: a factor 2 to spare)"),
-            Check.of("worst probability on a future key (j > i)", claim.bootstrap(future, worst),
+            Check.of("worst probability on a future key (j > i)", per_unit(future, "max"),
                      "probability", "<", zero,
                      "S1: 'only really looking at causally appropriate indices' — the causal mask M adds the dtype's "
                      "most negative number (or −inf) before the softmax, so exp underflows to exactly 0; the threshold "
                      f"is the dtype's smallest normal number ({zero:.3g}): anything larger is a mask that leaked"),
-            Check.of("worst negative entry, max(−p_ij)", claim.bootstrap(negative, worst),
+            Check.of("worst negative entry, max(−p_ij)", per_unit(negative, "max"),
                      "probability", "<", zero,
                      "a softmax is a ratio of exponentials, ≥ 0 in any rounding; the same smallest-normal threshold"),
             Check.of("largest probability the future check finds in the transposed pattern",
-                     claim.bootstrap(leak, worst), "probability", ">", zero,
+                     per_unit(leak, "max"), "probability", ">", zero,
                      "control: the transpose moves each row's past weights onto future keys, a leak the future check "
                      "must see; it fails if the check reads the wrong triangle, or if every head attends only to its "
                      "own position (the zero-future check would then test nothing)", role="control"),
@@ -89,7 +87,7 @@ def test_attention_rows_lie_on_the_simplex(model_name, activations, claim, setti
         plot={
             "kind": "lines", "title": f"S1.1 on {model_name}: worst row-sum deviation per block",
             "x": blocks, "xlabel": "block", "ylabel": "max |Σ_j p_ij − 1|",
-            "series": {"worst over prompts (95 % interval)": series(by_layer),
+            "series": {"worst over prompts": {"value": row_sum.max(axis=0).tolist()},
                        f"{settings.dtype_name} rounding bound": {"value": [sum_tolerance] * len(blocks)}},
         },
     )
@@ -113,7 +111,7 @@ def _forms_table(forms: list[ScoreForm]) -> dict[str, str]:
     return rows
 
 
-@pytest.mark.claim("S1.2", version=1)
+@pytest.mark.claim("S1.2", version=2)  # 2: decided entry by entry (per_unit), not by a bootstrap of a maximum
 @pytest.mark.models(*ALL_ROLES)
 @pytest.mark.needs(PATTERNS, "blocks.*.attn.hook_q", "blocks.*.attn.hook_k")
 def test_attention_is_a_gaussian_odds_ratio(model_name, subject, activations, claim, settings):
@@ -145,15 +143,15 @@ def test_attention_is_a_gaussian_odds_ratio(model_name, subject, activations, cl
     blocks = list(range(1, len(forms) + 1))
     checks = [
         Check.of("worst |p − p̂| / rounding bound over prompts, blocks, heads, rows, keys",
-                 claim.bootstrap(ratio, worst), "ratio", "<", 1.0,
+                 per_unit(ratio, "max"), "ratio", "<", 1.0,
                  "S1's S_ij ∝ N(q_i|k_j) / (N(q_i|0) N(k_j|0)) is an identity, exact in real arithmetic, so the "
                  "threshold is the rounding of the model's own computation: each score is off by at most "
                  "Δ = s·max‖q_i‖‖k_j‖·[(d + 2)·ε_acc + 6·ε] (γ_d of the dot product and the max subtraction in the "
                  f"accumulation type, six roundings to {settings.dtype_name}: rotary, score, scaling), which moves p "
                  "by a factor within e^{±2Δ}, plus the softmax's own rounding; the ratio to that bound must stay below 1 "
-                 "(the worst case, upper end of its interval)"),
+                 "(the worst case: the claim is an identity, asserted of every entry and decided on each)"),
         Check.of("smallest ratio with σ² = 2/s (Gaussians twice as wide) over prompts and blocks",
-                 claim.bootstrap(control, lambda u: float(u.min())), "ratio", ">", 1.0,
+                 per_unit(control, "min"), "ratio", ">", 1.0,
                  "control: a scaling off by a factor 2 must be detected in every block of every prompt, or the check "
                  "could pass because the patterns are too flat to tell one scale from another (the near-uniform "
                  "attention of a random init); the same bound, now to be exceeded by the lower interval end",
@@ -163,7 +161,7 @@ def test_attention_is_a_gaussian_odds_ratio(model_name, subject, activations, cl
         unrotated_units = np.stack([u.numpy() for u in unrotated], axis=1)
         checks.append(Check.of(
             "smallest ratio without the rotary embedding over prompts and blocks",
-            claim.bootstrap(unrotated_units, lambda u: float(u.min())), "ratio", ">", 1.0,
+            per_unit(unrotated_units, "min"), "ratio", ">", 1.0,
             "control (rotary models): the same form on the unrotated q and k must miss the pattern in every block of "
             "every prompt, or the rotary handling would be untested: a pass that did not need it", role="control"))
     details = {
@@ -189,7 +187,7 @@ def test_attention_is_a_gaussian_odds_ratio(model_name, subject, activations, cl
         plot={
             "kind": "lines", "title": f"S1.2 on {model_name}: worst |p − p̂| relative to the rounding bound",
             "x": blocks, "xlabel": "block", "ylabel": "ratio to bound (log)", "logy": True,
-            "series": {"odds ratio, σ² = 1/s (claim)": series(per_layer(ratio, worst, settings.seed)),
+            "series": {"odds ratio, σ² = 1/s (claim)": {"value": ratio.max(axis=0).tolist()},
                        "σ² = 2/s (control, must exceed 1)": {"value": control.min(axis=0).tolist()},
                        **({"unrotated q, k (control, must exceed 1)": {"value": unrotated_units.min(axis=0).tolist()}}
                           if unrotated else {}),
@@ -198,7 +196,7 @@ def test_attention_is_a_gaussian_odds_ratio(model_name, subject, activations, cl
     )
 
 
-@pytest.mark.claim("S1.3", version=1)
+@pytest.mark.claim("S1.3", version=2)  # 2: decided entry by entry (per_unit), not by a bootstrap of a maximum
 @pytest.mark.models(*ALL_ROLES)
 def test_head_outputs_are_convex_combinations_of_values(model_name, subject, prompts, claim, settings):
     """S1.3: each head's output, the input of the attention's output projection, is Σ_j p_ij v_j.
@@ -224,13 +222,13 @@ def test_head_outputs_are_convex_combinations_of_values(model_name, subject, pro
     claim.record(
         [
             Check.of("worst |y − Σ_j p_ij v_j| / rounding bound over prompts, blocks, heads, positions, dims",
-                     claim.bootstrap(ratio, worst), "ratio", "<", 1.0,
+                     per_unit(ratio, "max"), "ratio", "<", 1.0,
                      "S1: 'Y = SV ... Y_t = Vᵀ S_t', exact in real arithmetic (the rows S_t are barycentric "
                      "coordinates by S1.1), so the threshold is the rounding of the model's matmul: Higham's "
                      f"|fl(Σ p v) − Σ p v| ≤ γ_n Σ_j p_ij|v_j| with n = {n_keys} keys in the accumulation type, plus "
                      f"half an ulp of {settings.dtype_name} for the result; the worst ratio to it must stay below 1"),
             Check.of("smallest worst ratio over prompts and blocks with uniform causal weights 1/(i+1)",
-                     claim.bootstrap(uniform, lambda u: float(u.min())), "ratio", ">", 1.0,
+                     per_unit(uniform, "min"), "ratio", ">", 1.0,
                      "control: the outputs must depend on the pattern's own weights, not merely on the values being "
                      "alike (an untrained head's near-uniform attention, or values constant over positions, would "
                      "make any weights fit); averaging the values uniformly must leave a deviation beyond the "
@@ -248,7 +246,7 @@ def test_head_outputs_are_convex_combinations_of_values(model_name, subject, pro
         plot={
             "kind": "lines", "title": f"S1.3 on {model_name}: worst |y − Vᵀ S_t| relative to the rounding bound",
             "x": blocks, "xlabel": "block", "ylabel": "ratio to bound (log)", "logy": True,
-            "series": {"pattern's weights (claim)": series(per_layer(ratio, worst, settings.seed)),
+            "series": {"pattern's weights (claim)": {"value": ratio.max(axis=0).tolist()},
                        "uniform weights (control, must exceed 1)": {"value": uniform.min(axis=0).tolist()},
                        "bound": {"value": [1.0] * len(blocks)}},
         },

@@ -20,8 +20,8 @@ the trained model and its twin, S3.4 every depth. Two settings:
   GPT-2; on our trained models (and on three of the four random-init references) the source's step
   recovers few tokens where this one recovers most at the CPU's N. The headline (:meth:`Scale.headline`) is
   S3's own setting at source scale (a GPU: N = 2000 for trained blocks, as S3), and on a CPU, as a stated
-  scaled form, the better of the two per model and block, chosen once on the first half of the prompts and
-  measured on the other half (choosing inside every resample, version 3, biased the interval upward); the
+  scaled form, the better of the two per model and block, chosen once on the first third of the prompts and
+  measured on the other two thirds (choosing inside every resample, version 3, biased the interval upward); the
   procedure names the setting, and most records give both settings' numbers in their details. (S3.9's wide
   untrained single layers keep the better of the two at source scale too: their ledger entry was measured so
   on an H100, and moving them needs that GPU run again.)
@@ -32,12 +32,18 @@ it holds would live apart.
 
 Sizes (:class:`Scale`): at source scale (``--source-scale on``, the default with CUDA) 64 prompts,
 N = 200 steps for untrained models (S3.2's figure) and 2000 for trained ones (S3's N for a trained GPT-2
-block); on a CPU by default 16 prompts (8 for models 512 or more wide) and N = 200 for every model, and
-each record says so (``scaled``).
+block); on a CPU by default 24 prompts, of which 8 choose the setting and 16 are reported (the fewest a bootstrap
+decides from, ``latent_instruments.stats.MIN_BOOTSTRAP_UNITS``), and N = 200 for every model, and each record
+says so (``scaled``).
+
+On a CPU a test's descents run side by side, one per CPU thread (:meth:`Inversions.runs`): each descent is on one
+thread whatever the count (``latent_instruments.inversion.DESCENT_THREADS``), so the numbers are the same as one by
+one, under pytest-xdist too.
 """
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 
@@ -46,7 +52,8 @@ import torch
 
 from fixtures.pool import ModelPool
 from latent_instruments.ablation import attention_residual_removed
-from latent_instruments.inversion import InversionConfig, invert
+from latent_instruments.inversion import DESCENT_THREADS, InversionConfig, fixed_cpu_threads, invert
+from latent_instruments.stats import Estimate, proportion
 from latent_instruments.decoding import PseudoInverse, decode_top_k, pseudo_inverse, zero_masked_decode
 from models.forwards import block_output_fn, blocks_output_fn
 from models.loading import LoadedModel
@@ -59,6 +66,7 @@ TOP_K = 5  # S3 shows the top-5 decodings
 WIDE = 512  # d_model from which a model counts as wide for the CPU sizes (references, hf models)
 EXAMPLES = 2  # prompts shown as decoded text per run
 KEPT_PROBLEMS = 4  # problems kept: a model and its untrained twin, each at two looks' prompt counts
+SIDE_BY_SIDE = 2  # descents run at once on a CPU (the machine's 2 cores), each on DESCENT_THREADS thread
 
 
 @dataclass(frozen=True)
@@ -67,7 +75,8 @@ class Scale:
 
     Attributes:
         source: whether these are the source-scale sizes.
-        prompts: number of prompts inverted together (bootstrap units).
+        prompts: number of prompts inverted together (bootstrap units); on a CPU the first third choose the
+            setting and the other two thirds are reported (:meth:`chosen`, :meth:`reported`).
         wide_prompts: the same for models 512 or more wide (the references, hf models), whose blocks cost
             about 30x a tiny model's per step on a CPU.
         untrained_steps: N for untrained and random-init models (S3.2: "the same model before training ... N=200").
@@ -87,7 +96,7 @@ class Scale:
         """The source's sizes with ``--source-scale on`` (the default with CUDA), else the CPU sizes."""
         if source_scale:
             return cls(True, 64, 64, 200, 2000)
-        return cls(False, 16, 8, 200, 200)
+        return cls(False, 24, 24, 200, 200)
 
     def prompts_for(self, d_model: int) -> int:
         """Prompts for a model of this width (times the look's scale)."""
@@ -98,14 +107,29 @@ class Scale:
         return self.trained_steps if resolve(name).role in ("trained", "hf") else self.untrained_steps
 
     def choosing(self, units: np.ndarray) -> np.ndarray:
-        """The prompts that choose the headline setting: on a CPU the first half of ``units`` (prompts, ...), at
+        """The prompts that choose the headline setting: on a CPU the first third of ``units`` (prompts, ...), at
         source scale none (S3's setting is fixed)."""
-        return units[:0] if self.source else units[:units.shape[0] // 2]
+        return units[:0] if self.source else units[:units.shape[0] // 3]
 
     def reported(self, units: np.ndarray) -> np.ndarray:
-        """The prompts a headline statistic is measured on: on a CPU the second half of ``units`` (prompts, ...),
-        those that did not choose the setting; at source scale all of them."""
-        return units if self.source else units[units.shape[0] // 2:]
+        """The prompts a headline statistic is measured on: on a CPU the last two thirds of ``units`` (prompts,
+        ...), those that did not choose the setting (16 of the CPU's 24); at source scale all of them."""
+        return units if self.source else units[units.shape[0] // 3:]
+
+    def reported_fraction(self, units: np.ndarray, chosen: np.ndarray | int | None = None) -> Estimate:
+        """The fraction of the reported prompts that succeed, with its exact binomial interval.
+
+        Args:
+            units: (prompts,) 0/1, or (prompts, settings) 0/1 with ``chosen`` the column (:meth:`chosen`).
+        Returns:
+            ``latent_instruments.stats.proportion`` of the reported prompts (Clopper–Pearson at the look's level).
+        Raises:
+            ValueError: as ``proportion`` (no prompts, units that are not 0/1).
+        """
+        units = np.asarray(units)
+        if chosen is not None:
+            units = units[:, int(chosen)]
+        return proportion(self.reported(units))
 
     def chosen(self, units: np.ndarray) -> np.ndarray:
         """The headline setting per column, as an index into ``DESCENT_SETTINGS``: units (prompts, ..., settings) ->
@@ -115,16 +139,16 @@ class Scale:
         two by the mean over the choosing half of the prompts (S3's "some learning rate tuning"): at the CPU's
         N = 200, S3's setting passes S3's own success test on few of a trained model's prompts (0-56 % on the
         tiny zoo, where S3 gives a trained block N = 2000), so a verdict on it would measure the budget, not the
-        model. The claim is then measured on the other half (:meth:`reported`): a maximum over two estimates,
-        taken on the prompts it is reported on (version 3, inside every resample), is biased upward.
+        model. The claim is then measured on the other two thirds (:meth:`reported`): a maximum over two
+        estimates, taken on the prompts it is reported on (version 3, inside every resample), is biased upward.
 
         Raises:
-            ValueError: on a CPU, for fewer than 2 prompts (one to choose, one to report).
+            ValueError: on a CPU, for fewer than 3 prompts (one to choose, two to report).
         """
         if self.source:
             return np.zeros(units.shape[1:-1], dtype=int)
-        if units.shape[0] < 2:
-            raise ValueError(f"choosing a setting on half of the prompts needs at least 2, got {units.shape[0]}")
+        if units.shape[0] < 3:
+            raise ValueError(f"choosing a setting on a third of the prompts needs at least 3, got {units.shape[0]}")
         return self.choosing(units).mean(axis=0).argmax(axis=-1)
 
     def headline(self, units: np.ndarray, chosen: np.ndarray) -> np.ndarray:
@@ -144,7 +168,7 @@ class Scale:
             return ("The statistic is S3's own setting's, as S3's text gives it: start N(½, 1/20²), shift "
                     "σ = 1/20, η 1 → 1/100 (S3's published code starts lower; S3.7 reports both rates)")
         return ("The statistic is the better of S3's own setting and the adapted one, chosen once on the first "
-                "half of the prompts and measured on the other half: on a CPU, N = 200 leaves S3's setting short of "
+                "third of the prompts and measured on the other two thirds: on a CPU, N = 200 leaves S3's setting short of "
                 "S3's success test on most of a trained model's prompts (S3 gives a trained block N = 2000); at "
                 "source scale (a GPU) it is S3's setting alone, on every prompt")
 
@@ -152,8 +176,8 @@ class Scale:
         """What differs from the source's sizes, for ``claim.record(scaled=...)``; "" at source scale."""
         if self.source:
             return ""
-        return (f"CPU sizes: {self.prompts} prompts ({self.wide_prompts} for models {WIDE} or more wide) and "
-                f"N = {self.untrained_steps} steps for every model; at source "
+        return (f"CPU sizes: {self.prompts} prompts ({self.prompts // 3} choose the setting, the others are reported) "
+                f"and N = {self.untrained_steps} steps for every model; at source "
                 f"scale (--source-scale on, the default with CUDA) 64 prompts and N = 2000 for trained models, as S3's "
                 "trained GPT-2 block (fewer steps can only leave a trained model less well inverted)")
 
@@ -358,25 +382,46 @@ class Inversions:
         """Invert every prompt from block ``block``'s output (0-based; a tuple: those blocks' outputs together)
         under setting ``how``, with the model changed by ``ablation`` (one of ``ABLATIONS``; "" for none) and the
         outputs of the first ``masked`` positions left out of the target (S3.9's [:, masked:, :]); cached."""
-        key = (name, self.scale.prompts_for(subject.d_model), block, how, ablation, masked)
-        if key not in self.runs:
-            self.runs[key] = self._invert(name, subject, block, how, ablation, masked)
-        return self.runs[key]
+        return self.runs_of(name, subject, [(block, how)], ablation, masked)[0]
 
-    def _invert(self, name: str, subject: LoadedModel, block, how: str, ablation: str, masked: int) -> Run:
+    def runs_of(self, name: str, subject: LoadedModel, targets: Sequence[tuple[int | tuple[int, ...], str]],
+                ablation: str = "", masked: int = 0) -> list[Run]:
+        """:meth:`run` for each (block, setting) of ``targets``, the missing ones side by side on a CPU.
+
+        On a CPU up to ``SIDE_BY_SIDE`` descents run at once, in threads, each on ``DESCENT_THREADS`` thread: a
+        descent's numbers do not depend on what runs beside it (its own generator, its own forward hooks, which
+        act only in the thread that placed them: ``models.forwards``), so they equal a one-by-one run's. On a
+        GPU they run one by one.
+
+        Returns:
+            the runs, in ``targets``' order.
+        """
         problem = self.problem(name, subject)
+        keys = [(name, self.scale.prompts_for(subject.d_model), block, how, ablation, masked) for block, how in targets]
+        missing = list(dict.fromkeys(k for k in keys if k not in self.runs))
+        side_by_side = SIDE_BY_SIDE if problem.ids.device.type == "cpu" else 1
+        # an ablation changes one block's module: the runs that share its block run together
+        for block in dict.fromkeys(k[2] for k in missing) if ablation else [None] * bool(missing):
+            batch = [k for k in missing if block is None or k[2] == block]
+            with frozen(subject.model), fixed_cpu_threads(DESCENT_THREADS), ABLATIONS[ablation](subject, block), \
+                    ThreadPoolExecutor(max_workers=side_by_side, thread_name_prefix="descent") as pool:
+                self.runs.update(zip(batch, pool.map(lambda k: self._invert(name, subject, problem, k[2], k[3], masked),
+                                                     batch)))
+        return [self.runs[k] for k in keys]
+
+    def _invert(self, name: str, subject: LoadedModel, problem: Problem, block, how: str, masked: int) -> Run:
+        """One descent (and its start) on ``problem``; the caller holds the model frozen and ablated."""
         steps = self.scale.steps(name)
         config = setting(how, steps, problem.weight)
         k = min(TOP_K, int(problem.allowed.sum(1).min()))
         layer = layer_output(subject, block, problem.tokens)
         started = time.perf_counter()
-        with frozen(subject.model), ABLATIONS[ablation](subject, block):
-            positions = slice(masked, None) if masked else None
-            found = invert(layer, problem.ids, problem.weight, torch.Generator().manual_seed(self.seed), config,
-                           allowed=problem.allowed, k=k, pinv=problem.pinv, positions=positions)
-            start = invert(layer, problem.ids, problem.weight, torch.Generator().manual_seed(self.seed),
-                           replace(config, steps=0), allowed=problem.allowed, k=1,
-                           pinv=problem.pinv, positions=positions)
+        positions = slice(masked, None) if masked else None
+        found = invert(layer, problem.ids, problem.weight, torch.Generator().manual_seed(self.seed), config,
+                       allowed=problem.allowed, k=k, pinv=problem.pinv, positions=positions)
+        start = invert(layer, problem.ids, problem.weight, torch.Generator().manual_seed(self.seed),
+                       replace(config, steps=0), allowed=problem.allowed, k=1,
+                       pinv=problem.pinv, positions=positions)
         seconds = time.perf_counter() - started
         full = decode_top_k(found.inputs, TOP_K, pinv=problem.pinv)  # the same a_g over the whole vocabulary
         own = [decode_top_k(x, 1, problem.prompt_allowed, pinv=problem.pinv)[..., 0] for x in (found.inputs, start.inputs)]

@@ -135,7 +135,7 @@ def agreement_checks(rho: np.ndarray, twin_rho: np.ndarray, seed: int) -> list[C
     ]
 
 
-@pytest.mark.claim("S3.8", version=2)  # 2: agreement ρ > ½ decides; the untrained twin's gradients as the control
+@pytest.mark.claim("S3.8", version=3)  # 3: 24 CPU prompts; 2: agreement ρ > ½ decides; the twin's gradients as control
 @pytest.mark.models("trained", "hf", twin=True)
 def test_gradient_times_input_agrees_with_occlusion(model_name, subject, pool, inversions, claim, settings):
     """S3.8: per prompt, gradient×input ranks the tokens as occlusion does; the untrained twin's gradients do not."""

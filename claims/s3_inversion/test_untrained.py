@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from claims.s3_inversion.inversions import ADAPTED_DESCRIPTION, DESCENT_SETTINGS, SOURCE_DESCRIPTION, SOURCE_PROMPT
-from latent_instruments.stats import bootstrap
+from latent_instruments.stats import proportion_difference
 from reports.checks import Check
 
 
@@ -36,23 +36,19 @@ SUCCESS_DERIVATION = (
     f"model's. Floor {SUCCESS_MAJORITY}: most prompts, by the interval's low end")
 
 
-def _mean(u: np.ndarray) -> float:
-    return float(u.mean())
-
-
-@pytest.mark.claim("S3.2", version=4, sample="prompts")  # 4: on a CPU the setting is chosen once, on half the prompts
+@pytest.mark.claim("S3.2", version=5, sample="prompts")  # 5: exact binomial intervals; 24 CPU prompts, a third choose
 @pytest.mark.models("untrained", "reference")
 def test_an_untrained_block_recovers_its_input(model_name, subject, inversions, claim, settings):
     """S3.2: exact recovery of the prompt from block 1's output of a random-init model (the headline setting)."""
     problem, scale = inversions.problem(model_name, subject), inversions.scale
-    runs = {s: inversions.run(model_name, subject, 0, s) for s in DESCENT_SETTINGS}
+    runs = dict(zip(DESCENT_SETTINGS, inversions.runs_of(model_name, subject, [(0, s) for s in DESCENT_SETTINGS])))
     exact_units = np.stack([runs[s].exact for s in DESCENT_SETTINGS], -1)  # (prompts, settings)
     chosen = scale.chosen(exact_units)
     best = DESCENT_SETTINGS[int(chosen)]
 
-    exact = claim.bootstrap(scale.reported(exact_units), lambda u: float(scale.headline(u, chosen)))
+    exact = scale.reported_fraction(exact_units, chosen)  # exact binomial: 0/1 per prompt
     start = claim.bootstrap(np.stack([runs[s].start_accuracy for s in DESCENT_SETTINGS], -1), lambda u: float(u.mean(0).max()))
-    success = claim.bootstrap(scale.reported(runs[best].success), _mean)  # the prompts that did not choose it
+    success = scale.reported_fraction(runs[best].success)  # the prompts that did not choose it
     claim.record(
         [
             Check.of(f"fraction of prompts recovered exactly (restricted vocabulary, {scale.headline_label})", exact,
@@ -100,13 +96,14 @@ def _summary(run) -> dict:
             "steps": run.steps, "seconds": round(run.seconds, 2), "deviations from S3": run.deviations or "none"}
 
 
-@pytest.mark.claim("S3.3", version=4, sample="prompts")  # 4: on a CPU the setting is chosen once, on half the prompts
+@pytest.mark.claim("S3.3", version=5, sample="prompts")  # 5: paired score and exact intervals; 24 CPU prompts
 @pytest.mark.models("trained", "hf", twin=True)
 def test_training_makes_inversion_worse(model_name, subject, group_twins, inversions, claim, settings):
     """S3.3: the untrained twin recovers more prompts exactly, and more tokens, than the trained model (block 1)."""
     twin, scale = group_twins[0], inversions.scale
     names = [model_name, twin.name]
-    runs = {(n, s): inversions.run(n, m, 0, s) for n, m in zip(names, (subject, twin)) for s in DESCENT_SETTINGS}
+    runs = {(n, s): run for n, m in zip(names, (subject, twin))
+            for s, run in zip(DESCENT_SETTINGS, inversions.runs_of(n, m, [(0, s) for s in DESCENT_SETTINGS]))}
     exact = np.stack([np.stack([runs[n, s].exact for s in DESCENT_SETTINGS], -1) for n in names], 1)  # (prompts, 2, 2)
     accuracy = np.stack([np.stack([runs[n, s].accuracy for s in DESCENT_SETTINGS], -1) for n in names], 1)
     chosen = scale.chosen(accuracy)  # each model's headline setting, by token accuracy, for both statistics
@@ -116,9 +113,10 @@ def test_training_makes_inversion_worse(model_name, subject, group_twins, invers
         twin_minus_trained = scale.headline(u, chosen)
         return float(twin_minus_trained[1] - twin_minus_trained[0])
 
-    exact_gap = claim.bootstrap(scale.reported(exact), gap)
+    trained_exact, twin_exact = (scale.reported(exact[:, i, c]) for i, c in enumerate(chosen))  # (reported,) 0/1
+    exact_gap = proportion_difference(twin_exact, trained_exact, paired=True)  # the same prompts
     token_gap = claim.bootstrap(scale.reported(accuracy), gap)
-    success = claim.bootstrap(scale.reported(runs[model_name, best[0]].success), _mean)
+    success = scale.reported_fraction(runs[model_name, best[0]].success)
     problem = inversions.problem(model_name, subject)
     claim.record(
         [
@@ -128,7 +126,8 @@ def test_training_makes_inversion_worse(model_name, subject, group_twins, invers
                      "trained one gives 'day or day blue or' at N = 20000 (same allowed vocabulary): the trained "
                      "model fails where the twin succeeds. S3 gives one prompt each, no rate, so the threshold "
                      "is the ordering itself: the paired difference of exact-recovery rates above 0 by the low "
-                     f"end of its interval. {scale.headline_reading}"),
+                     "end of its interval (Newcombe's score interval for paired proportions: the same prompts "
+                     f"invert in both models). {scale.headline_reading}"),
             Check.of(f"token accuracy, untrained twin minus trained (each its {scale.headline_label})", token_gap,
                      "fraction of tokens", ">", 0.0,
                      "S3's trained block recovers 1 of 5 tokens ('blue'), the untrained 5 of 5: the trained model "

@@ -55,7 +55,7 @@ DERIVATION = (
 
 def _accuracy(inversions, rung, block: int, vocabulary: str) -> np.ndarray:
     """(prompts, settings) token accuracy of one rung at one block (1-based), in the chosen decoding."""
-    runs = [inversions.run(rung.name, rung, block - 1, s) for s in DESCENT_SETTINGS]
+    runs = inversions.runs_of(rung.name, rung, [(block - 1, s) for s in DESCENT_SETTINGS])
     return np.stack([r.full_accuracy if vocabulary == "full-vocabulary" else r.accuracy for r in runs], -1)
 
 
@@ -112,7 +112,7 @@ def ladder_gate(widths: dict[str, int], rungs_by_seed: dict[int, list[str]], los
     return None
 
 
-@pytest.mark.claim("S3.5", version=5)  # 5: the setting chosen once on half the prompts; the gate's loss measured here
+@pytest.mark.claim("S3.5", version=6)  # 6: exact binomial success; 24 CPU prompts, a third choose
 @pytest.mark.models("ladder")
 @pytest.mark.parametrize("variant", ["full-vocabulary", "restricted"])
 def test_wider_models_invert_better(model_name, variant, group, inversions, claim, settings, corpus):
@@ -136,9 +136,9 @@ def test_wider_models_invert_better(model_name, variant, group, inversions, clai
     gains = {key: claim.bootstrap(scale.reported(u), lambda v, c=chosen[key]: width_gain(v, scale, c))
              for key, u in units.items()}
     narrowest = {seed: rungs[0] for seed, rungs in seeds.items()}
-    success_units = {seed: np.stack([inversions.run(m.name, m, 0, s).success for s in DESCENT_SETTINGS], -1)
+    success_units = {seed: np.stack([r.success for r in inversions.runs_of(m.name, m, [(0, s) for s in DESCENT_SETTINGS])], -1)
                      for seed, m in narrowest.items()}
-    success = {seed: claim.bootstrap(scale.reported(u), lambda v, c=scale.chosen(u): float(scale.headline(v, c))) for seed, u in success_units.items()}
+    success = {seed: scale.reported_fraction(u, scale.chosen(u)) for seed, u in success_units.items()}
     per_rung = {key: [claim.bootstrap(scale.reported(u[:, i]), lambda v, c=chosen[key][i]: float(scale.headline(v, c))) for i in range(u.shape[1])]
                 for key, u in units.items()}
 
