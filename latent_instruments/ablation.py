@@ -7,7 +7,6 @@ the parent's output", which this module does with two forward hooks, for any
 torch module tree.
 """
 
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -107,18 +106,12 @@ def attention_residual_removed(block: nn.Module, attention: nn.Module) -> Iterat
     Raises:
         RuntimeError: at the attention's call if the block did not run first (the wrong modules were named).
     """
-    local = threading.local()  # each thread's stack of block inputs: descents may run side by side (S3)
-
-    def stack() -> list[torch.Tensor]:
-        if not hasattr(local, "entering"):
-            local.entering = []
-        return local.entering
+    entering: list[torch.Tensor] = []
 
     def keep(_module, args, kwargs):
-        stack().append(args[0] if args else kwargs["hidden_states"])
+        entering.append(args[0] if args else kwargs["hidden_states"])
 
     def subtract(_module, _inputs, output):
-        entering = stack()
         if not entering:
             raise RuntimeError(f"{type(attention).__name__} ran outside {type(block).__name__}; cannot remove the "
                                "residual across it")

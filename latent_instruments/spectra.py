@@ -290,6 +290,22 @@ def expected_periodogram(slope: float, length: int) -> np.ndarray:
     return np.cos(2 * np.pi * np.outer(freqs, lags)) @ weights
 
 
+def straight_law_bend(bins: LogBins, slope: float) -> float:
+    """The bend (:func:`power_law_bend`) an exactly straight law f^slope shows through a finite cut: the leakage of
+    ``expected_periodogram`` bends it at the low end of the band, more at 128 positions than at 2048 (a law of slope
+    −1.77: 0.057 at 127, 0.017 at 2047). S0.6 subtracts it, so that a straight law reads 0 at any length.
+
+    Args:
+        bins: the measured spectrum's :class:`LogBins`; the length is read from its frequency grid.
+        slope: the law's exponent (the measured spectrum's fitted slope).
+    Returns:
+        c, decades per decade².
+    """
+    n_freq = bins.freqs.size
+    length = 2 * (n_freq - 1) + (0 if np.isclose(bins.freqs[-1], 0.5) else 1)
+    return float(power_law_bend(bins, expected_periodogram(slope, length)))
+
+
 def clean_law_scatter(bins: LogBins, slope: float, averaged: float, seed: int,
                       draws: int = CLEAN_LAW_DRAWS) -> np.ndarray:
     """How far a law known to be straight scatters about its line at this length: S0.6/S0.7's tolerance.

@@ -136,6 +136,9 @@ def per_unit(units: np.ndarray, worst: str) -> Estimate:
     Args:
         units: (n_units, ...) values; every entry is one comparison.
         worst: "max" (the check needs the largest below its threshold) or "min" (the smallest above it).
+    The same extreme decides an existence check too (S1.1's control: the largest leaked probability must exceed
+    its bound somewhere), again a statement about the measured units.
+
     Returns:
         Estimate with value = low = high = the extreme, confidence 1.0, n = units.shape[0], and a method that
         states the multiplicity ("per-unit decision: the largest of 1,024 values over 8 units").
@@ -152,8 +155,8 @@ def per_unit(units: np.ndarray, worst: str) -> Estimate:
         raise ValueError(f"the {worst} of the units is not finite ({value})")
     word = "largest" if worst == "max" else "smallest"
     return Estimate(value=value, low=value, high=value, confidence=1.0, n=units.shape[0],
-                    method=f"per-unit decision: the {word} of {units.size:,} values over {units.shape[0]} units, "
-                           "each compared with the threshold")
+                    method=f"per-unit decision: the {word} of {units.size:,} values over {units.shape[0]} units "
+                           "(a statement about the measured units, no interval)")
 
 
 def undecidable(method: str | None, n: int | None, low: float, high: float) -> str:
@@ -236,10 +239,12 @@ def proportion_difference(first: np.ndarray, second: np.ndarray, paired: bool,
     p1, p2 = x.mean(), y.mean()
     (l1, u1), (l2, u2) = _wilson(int(x.sum()), x.size, confidence), _wilson(int(y.sum()), y.size, confidence)
     phi = 0.0
-    if paired:
+    if paired:  # the pairs' correlation, continuity-corrected as in Newcombe's method 10
         a, b, c, d = (int(v) for v in ((x & y).sum(), (x & ~y).sum(), (~x & y).sum(), (~x & ~y).sum()))
         denominator = (a + b) * (c + d) * (a + c) * (b + d)
-        phi = (a * d - b * c) / np.sqrt(denominator) if denominator else 0.0
+        cross = a * d - b * c
+        corrected = cross - x.size / 2 if cross > x.size / 2 else min(cross, 0)
+        phi = corrected / np.sqrt(denominator) if denominator else 0.0
     low = p1 - p2 - np.sqrt(max((p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2, 0.0))
     high = p1 - p2 + np.sqrt(max((u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2, 0.0))
     method = ("Newcombe score interval for paired proportions (method 10)" if paired

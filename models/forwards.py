@@ -7,8 +7,6 @@
 """
 
 import threading
-from collections.abc import Callable
-
 import torch
 from torch import nn
 
@@ -23,21 +21,16 @@ class _Stop(Exception):
         self.output = output
 
 
-def stop(_module, _args, out):
+def _stop(_module, _args, out):
     """A forward hook that ends the forward pass at its module, carrying the module's output."""
     raise _Stop(output_tensor(out))
 
 
-def in_this_thread(hook: Callable) -> Callable:
-    """``hook``, acting only in forward passes of the thread that made it (None, no change, in others): S3's
-    descents run side by side on one model (``claims.s3_inversion.inversions.Inversions.runs_of``), each placing
-    its own hooks, and one descent's hook must not stop or read another's forward pass."""
-    owner = threading.get_ident()
-
-    def hook_here(module, args, out):
-        return hook(module, args, out) if threading.get_ident() == owner else None
-
-    return hook_here
+# S3's descents run side by side on one model (``claims.s3_inversion.inversions.Inversions.runs_of``): each forward
+# pass below places hooks, runs and removes them, and torch iterates a module's hook dictionary while it runs, so two
+# threads must not be inside these forward passes at once (a registration would change the dictionary mid-loop).
+# The backward passes, most of a descent's work, run side by side.
+FORWARD_LOCK = threading.RLock()
 
 
 def block_output_fn(model: nn.Module, adapter: Adapter, block: int, seq_len: int):
@@ -59,13 +52,14 @@ def block_output_fn(model: nn.Module, adapter: Adapter, block: int, seq_len: int
     def forward(embeddings: torch.Tensor) -> torch.Tensor:
         if embeddings.shape[1] != seq_len:
             raise ValueError(f"expected {seq_len} positions, got {embeddings.shape[1]}")
-        handle = target.register_forward_hook(in_this_thread(stop))
-        try:
-            model(inputs_embeds=embeddings, use_cache=False)
-        except _Stop as done:
-            return done.output
-        finally:
-            handle.remove()
+        with FORWARD_LOCK:
+            handle = target.register_forward_hook(_stop)
+            try:
+                model(inputs_embeds=embeddings, use_cache=False)
+            except _Stop as done:
+                return done.output
+            finally:
+                handle.remove()
         raise RuntimeError(f"block {block} did not run")
 
     return forward
@@ -93,13 +87,14 @@ def blocks_output_fn(model: nn.Module, adapter: Adapter, blocks: list[int], seq_
 
     def forward(embeddings: torch.Tensor) -> torch.Tensor:
         seen: list[torch.Tensor] = []
-        handles = [m.register_forward_hook(in_this_thread(lambda _m, _a, out: seen.append(output_tensor(out))))
-                   for m in modules[:-1]]
-        try:
-            final = last(embeddings)
-        finally:
-            for handle in handles:
-                handle.remove()
+        with FORWARD_LOCK:
+            handles = [m.register_forward_hook(lambda _m, _a, out: seen.append(output_tensor(out)))
+                       for m in modules[:-1]]
+            try:
+                final = last(embeddings)
+            finally:
+                for handle in handles:
+                    handle.remove()
         return torch.cat([*seen, final], dim=-1)
 
     return forward

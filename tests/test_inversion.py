@@ -215,3 +215,35 @@ def test_a_seeded_generator_gives_the_same_inversion():
     a, b = (invert(invertible_layer(16), ids, weight, torch.Generator().manual_seed(7), InversionConfig(steps=20))
             for _ in range(2))
     assert torch.equal(a.inputs, b.inputs) and torch.equal(a.shifted_distance, b.shifted_distance)
+
+
+def test_descents_side_by_side_in_threads_give_the_numbers_of_one_by_one():
+    """S3's descents run two at a time (``Inversions.runs_of``): the same model, two blocks and two settings, in
+    threads, give exactly what one-by-one runs give (forward passes one at a time under ``FORWARD_LOCK``)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from latent_instruments.inversion import DESCENT_THREADS, fixed_cpu_threads
+    from models.adapters import adapter_for
+    from models.forwards import block_output_fn
+
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=30, n_positions=8, n_embd=16, n_layer=2, n_head=2)).eval()
+    model.requires_grad_(False)
+    weight = model.get_input_embeddings().weight.detach()
+    ids = torch.randint(0, 30, (4, 6), generator=torch.Generator().manual_seed(1))
+    jobs = [(block, lr) for block in (0, 1) for lr in (1.0, 0.5)]
+
+    def descend(job):
+        block, lr = job
+        layer = block_output_fn(model, adapter_for(model), block, ids.shape[1])
+        found = invert(layer, ids, weight, torch.Generator().manual_seed(2), InversionConfig(steps=30, lr=lr), k=1)
+        return found.inputs
+
+    one_by_one = [descend(job) for job in jobs]
+    with fixed_cpu_threads(DESCENT_THREADS), ThreadPoolExecutor(max_workers=2) as pool:
+        side_by_side = list(pool.map(descend, jobs))
+    for a, b in zip(one_by_one, side_by_side):
+        assert torch.equal(a, b)
+    assert all(not m._forward_hooks for m in model.modules())  # every hook placed was removed

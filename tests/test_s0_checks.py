@@ -312,3 +312,15 @@ def test_s0_2_a_genuine_failure_reads_as_a_finding_not_a_failed_control():
     rec = ClaimRecord("S0.2", 4, "m", "t", {}, tilt_checks(tilt[None], tilt[None], tilt["hann"]))
     assert [c.status for c in rec.checks] == ["failed", "failed", "failed"]
     assert rec.failed("control") == [] and len(rec.failed("claim")) == 2
+
+
+def test_a_straight_law_seen_through_a_cut_is_bent_by_leakage_which_s0_6_subtracts():
+    """A finite window leaks power into the low end of the band, which bends a straight steep law: more at 127
+    positions than at 2047. S0.6 measures each block's bend net of that, so an exact law reads 0 at either length."""
+    from latent_instruments.spectra import expected_periodogram, power_law_bend, straight_law_bend
+
+    for length, leak in ((127, 0.057), (2047, 0.017)):
+        bins = LogBins.of(np.fft.rfftfreq(length))
+        assert straight_law_bend(bins, -1.77) == pytest.approx(leak, abs=0.003)
+        law = expected_periodogram(-1.77, length)
+        assert power_law_bend(bins, law) - straight_law_bend(bins, -1.77) == pytest.approx(0.0, abs=1e-9)

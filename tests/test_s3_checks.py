@@ -389,3 +389,45 @@ def test_s3_14s_share_fails_where_the_layers_together_close_the_gap_and_its_floo
     assert share(0.8, 0.4, 0.42) == ("passed", "passed")  # together no better than block 3: S3's finding
     assert share(0.8, 0.4, 0.78)[0] == "failed"  # the extra layers recover nearly all of block 1's advantage
     assert share(0.8, 0.4, 0.05)[1] == "failed"  # far below block 3 alone: the descent broke on the long target
+
+
+# --- issue 43: the checks decided prompt by prompt, or by exact intervals ------------------------------------------
+
+
+def test_s3_1_round_trip_fails_on_one_wrong_token_in_any_prompt_and_the_shuffle_control_on_one_recovered_prompt():
+    """S3.1 (version 3) is asserted of every prompt: one wrong token in one of 24 prompts fails it; the control
+    fails where one prompt's shuffled decode recovers most of its tokens."""
+    from claims.s3_inversion.test_round_trip import EXACT, PERMUTED_CEILING
+    from latent_instruments.stats import per_unit
+
+    every = np.ones(24)
+    assert Check.of("round trip", per_unit(every, "min"), "", ">", EXACT, "S3.1").status == "passed"
+    one_wrong = np.r_[np.ones(23), 4 / 5]
+    assert Check.of("round trip", per_unit(one_wrong, "min"), "", ">", EXACT, "S3.1").status == "failed"
+    shuffled = np.r_[np.zeros(23), 0.6]
+    assert Check.of("shuffled", per_unit(shuffled, "max"), "", "<", PERMUTED_CEILING, "S3.1",
+                    role="control").status == "failed"
+
+
+def test_s3_3s_paired_gap_fails_where_the_trained_model_recovers_more_prompts_than_its_twin():
+    """S3.3's exact-recovery gap (version 5) is Newcombe's paired interval: a twin that recovers fewer of the same 16
+    prompts fails it; one that recovers every prompt the trained model misses passes."""
+    from latent_instruments.stats import proportion_difference
+
+    trained = np.r_[np.ones(12), np.zeros(4)]
+    worse_twin = np.r_[np.zeros(12), np.ones(4)]
+    assert Check.of("gap", proportion_difference(worse_twin, trained, paired=True), "", ">", 0.0, "S3.3").status == "failed"
+    better_twin = np.ones(16)
+    assert Check.of("gap", proportion_difference(better_twin, np.zeros(16), paired=True), "", ">", 0.0,
+                    "S3.3").status == "passed"
+
+
+def test_s3_7s_controls_fail_a_descent_that_misses_one_input_and_a_one_token_inversion_that_recovers_few():
+    from claims.s3_inversion.test_cosine import RECOVERS
+    from latent_instruments.stats import per_unit
+
+    l2 = np.r_[np.ones(23), 0.4]  # the L2 descent leaves one of 24 inputs mostly unrecovered
+    assert Check.of("l2", per_unit(l2, "min"), "", ">", RECOVERS, "S3.7", role="control").status == "failed"
+    one_token = np.r_[np.ones(10), np.zeros(33)]  # 10 of 43 reported one-token inputs
+    assert Check.of("one token", proportion(one_token), "", ">", RECOVERS, "S3.7", role="control").status == "failed"
+    assert Check.of("one token", proportion(np.ones(43)), "", ">", RECOVERS, "S3.7", role="control").status == "passed"

@@ -344,3 +344,19 @@ def test_s4_4s_readout_control_fails_a_readout_that_misses_a_step_on_one_prompt(
 
     assert control(np.zeros(32)) == "passed"
     assert control(np.r_[np.zeros(31), 10 * READOUT_TOLERANCE]) == "failed"
+
+
+def test_s4_9s_fraction_is_a_census_of_a_whole_vocabulary_and_exact_over_drawn_tokens():
+    """S4.9's "the first direction predicts" (version 4): over every token of the vocabulary the fraction is a
+    census (deterministic); over 32 drawn tokens its exact interval cannot clear 0.99 (32 of 32: [0.89, 1]), and one
+    token in 84 that is not predicted fails the census."""
+    from claims.s4_ffn.test_token_subspaces import EVERY_TOKEN, _fraction_of_tokens
+
+    def status(predicts, vocab):
+        return Check.of("predicts", _fraction_of_tokens(np.asarray(predicts), vocab), "", ">", EVERY_TOKEN,
+                        "S4.9").status
+
+    assert status(np.ones(84), 84) == "passed"
+    assert status(np.r_[np.ones(83), 0], 84) == "failed"
+    assert status(np.ones(32), 4000) == "inconclusive"
+    assert _fraction_of_tokens(np.ones(84), 84).method.startswith("deterministic: a census")

@@ -136,6 +136,10 @@ def test_a_difference_of_proportions_gets_newcombes_score_interval():
     paired = proportion_difference(np.ones(16), np.zeros(16), paired=True, confidence=1 - 0.05 / 3)
     assert round(paired.low, 2) == 0.63 and paired.high == 1.0 and "paired" in paired.method
     assert Check.of("gap", paired, "", ">", 0.0, "d").status == PASSED
+    # positively correlated pairs: method 10's continuity-corrected φ (the uncorrected one gave [0.031, 0.460])
+    correlated = proportion_difference(np.r_[np.ones(14), np.zeros(2)], np.r_[np.ones(10), np.zeros(6)], paired=True,
+                                       confidence=0.95)
+    assert (round(correlated.low, 3), round(correlated.high, 3)) == (-0.006, 0.479)
     same = proportion_difference(np.ones(16), np.ones(16), paired=True)
     assert same.low < 0 < same.high
     assert Check.of("gap", same, "", ">", 0.0, "d").status == INCONCLUSIVE

@@ -36,7 +36,7 @@ block); on a CPU by default 24 prompts, of which 8 choose the setting and 16 are
 decides from, ``latent_instruments.stats.MIN_BOOTSTRAP_UNITS``), and N = 200 for every model, and each record
 says so (``scaled``).
 
-On a CPU a test's descents run side by side, one per CPU thread (:meth:`Inversions.runs`): each descent is on one
+On a CPU a test's descents run side by side, one per CPU thread (:meth:`Inversions.runs_of`): each descent is on one
 thread whatever the count (``latent_instruments.inversion.DESCENT_THREADS``), so the numbers are the same as one by
 one, under pytest-xdist too.
 """
@@ -78,7 +78,8 @@ class Scale:
         prompts: number of prompts inverted together (bootstrap units); on a CPU the first third choose the
             setting and the other two thirds are reported (:meth:`chosen`, :meth:`reported`).
         wide_prompts: the same for models 512 or more wide (the references, hf models), whose blocks cost
-            about 30x a tiny model's per step on a CPU.
+            about 30x a tiny model's per step on a CPU; since issue 43 the CPU's are 24 too (16 reported prompts
+            are the fewest a bootstrap decides from), which costs the references 3x their earlier 8.
         untrained_steps: N for untrained and random-init models (S3.2: "the same model before training ... N=200").
         trained_steps: N for trained models (S3: N = 2000 for a trained GPT-2 block; 20000 for its failure).
         look: a sequential test's later look takes this many times the prompts (``fixtures.rounds``).
@@ -136,7 +137,7 @@ class Scale:
         (...,) ints, chosen once.
 
         At source scale it is S3's own setting (index 0), as S3's code runs it. On a CPU it is the better of the
-        two by the mean over the choosing half of the prompts (S3's "some learning rate tuning"): at the CPU's
+        two by the mean over the choosing third of the prompts (S3's "some learning rate tuning"): at the CPU's
         N = 200, S3's setting passes S3's own success test on few of a trained model's prompts (0-56 % on the
         tiny zoo, where S3 gives a trained block N = 2000), so a verdict on it would measure the budget, not the
         model. The claim is then measured on the other two thirds (:meth:`reported`): a maximum over two
@@ -389,9 +390,9 @@ class Inversions:
         """:meth:`run` for each (block, setting) of ``targets``, the missing ones side by side on a CPU.
 
         On a CPU up to ``SIDE_BY_SIDE`` descents run at once, in threads, each on ``DESCENT_THREADS`` thread: a
-        descent's numbers do not depend on what runs beside it (its own generator, its own forward hooks, which
-        act only in the thread that placed them: ``models.forwards``), so they equal a one-by-one run's. On a
-        GPU they run one by one.
+        descent's numbers do not depend on what runs beside it (its own generator; its forward passes, which place
+        and remove hooks, one thread at a time under ``models.forwards.FORWARD_LOCK``; the backward passes side by
+        side), so they equal a one-by-one run's. On a GPU they run one by one.
 
         Returns:
             the runs, in ``targets``' order.

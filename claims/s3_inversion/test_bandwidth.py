@@ -189,7 +189,7 @@ def test_recovery_falls_sharply_with_output_features(model_name, subject, invers
             f"{n} held-out prompts of {tokens} tokens (S3's {SOURCE_PROMPT!r} in this tokenizer), inverted from "
             f"the first k features of block 1's output ([:, :, :k], S3's slicing) in embedding space, L1 loss, "
             f"N = {steps} steps, {how} setting ({inversions.scale.headline_label}, judged on the full output; on a "
-            f"CPU chosen on the first half of the prompts, and the curve, its crossing and every check read the other "
+            f"CPU chosen on the first third of the prompts, and the curve, its crossing and every check read the other "
             f"{len(curve(d))}); "
             "decoded by argmax of a_g·W_E⁺ over the whole vocabulary. k on a grid of quarters of d_model, then by "
             f"bisection to the crossing; {len(ks)} values of k evaluated."

@@ -175,8 +175,8 @@ def test_cosine_direct_inversion_fails_on_one_token(model_name, subject, inversi
             f"direct-inversion code (η {CODE_RATE[0]} → {CODE_RATE[1]}) is in the details: the verdict should not "
             "depend on which of the two S3 used. The control inverts the one-token inputs in embedding "
             f"space under the same loss, {CONTROL_INPUTS} single tokens from random places of the held-out text, decoded by a_g·W_E⁺, "
-            f"with S3's setting and {ADAPTED_DESCRIPTION}, the better chosen on half of them and reported on the other "
-            "half. The descent control repeats the long inversion under the L2 "
+            f"with S3's setting and {ADAPTED_DESCRIPTION}, the better chosen on a third of them and reported on the other "
+            "two thirds. The descent control repeats the long inversion under the L2 "
             "loss; the gate decodes the exact fit a₀ + (t − a₀)·W_E W_E⁺ from the same start, t the target vector."
         ),
         scaled=" ".join(filter(None, [f"S3: trained Llama-7B (4096 wide, vocabulary 32000), one prompt each; here "
