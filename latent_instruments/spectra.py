@@ -115,6 +115,11 @@ class LogBins:
         return cls(freqs, weights, centers, low, high)
 
     @property
+    def length(self) -> int:
+        """Samples in the sequence whose rfft the frequencies are (an even length ends at the Nyquist frequency)."""
+        return 2 * (self.freqs.size - 1) + (0 if np.isclose(self.freqs[-1], 0.5) else 1)
+
+    @property
     def band_decades(self) -> float:
         """Decades of frequency the non-zero bins cover, log10(f_max / f_min) (S0 at 2047 positions: 3.0)."""
         nonzero = self.freqs[self.freqs > 0]
@@ -301,9 +306,7 @@ def straight_law_bend(bins: LogBins, slope: float) -> float:
     Returns:
         c, decades per decade².
     """
-    n_freq = bins.freqs.size
-    length = 2 * (n_freq - 1) + (0 if np.isclose(bins.freqs[-1], 0.5) else 1)
-    return float(power_law_bend(bins, expected_periodogram(slope, length)))
+    return float(power_law_bend(bins, expected_periodogram(slope, bins.length)))
 
 
 def clean_law_scatter(bins: LogBins, slope: float, averaged: float, seed: int,
@@ -331,8 +334,7 @@ def clean_law_scatter(bins: LogBins, slope: float, averaged: float, seed: int,
     """
     if averaged < 1:
         raise ValueError(f"averaged must be at least 1 periodogram, got {averaged}")
-    n_freq = bins.freqs.size
-    length = 2 * (n_freq - 1) + (0 if np.isclose(bins.freqs[-1], 0.5) else 1)
+    n_freq, length = bins.freqs.size, bins.length
     mean = expected_periodogram(slope, length)
     shape = np.full(n_freq, float(averaged))  # Gamma shape per ordinate
     if length % 2 == 0:
