@@ -550,3 +550,35 @@ def test_s3_8_on_a_llama_folder_whose_word_boundary_token_fills_runs_of_spaces(t
     [record] = [r for r in results["records"] if r["claim"] == "S3.8"]
     assert record["outcome"] != "error", record.get("message", "") + done.stdout[-2000:]
     assert results["models"][str(folder)]["prompt_windows_redrawn"], results["models"][str(folder)]
+
+
+CONTROL_ONLY = textwrap.dedent('''
+    import pytest
+    from latent_instruments.stats import Estimate
+    from reports.checks import Check
+
+    @pytest.mark.claim("S4.1", version=1)
+    @pytest.mark.models("reference")
+    @pytest.mark.parametrize("case", ["control-fails", "control-passes"])
+    def test_control_only(model_name, case, claim):
+        value = -1.0 if case == "control-fails" else 1.0
+        claim.record([Check.of("descent works", Estimate(value, value - 0.1, value + 0.1, 1.0, 16, "exact binomial"),
+                               "fraction", ">", 0.0, "derivation", role="control")])
+''')
+
+
+@pytest.mark.subprocess
+def test_a_record_of_a_control_alone_is_red_where_it_failed_and_an_error_where_it_passed(tmp_path):
+    """S3's gates (issue 43, item 4): a descent that fails where S3 says it works ends the test before the claim is
+    measured, so its record holds the control alone: "control failed", never "not informative". A record of a
+    passing control alone is a bug in the test (an error naming it)."""
+    (tmp_path / "test_control_only.py").write_text(CONTROL_ONLY)
+    done = pytest_run("test_control_only.py", "--model", "ref-gpt2-small", "--report-dir", "reports",
+                      "-p", "no:cacheprovider", "-q", cwd=tmp_path)
+    records = {r["params"]["case"]: r
+               for r in json.loads((tmp_path / "reports" / "latest" / "results.json").read_text())["records"]}
+    assert records["control-fails"]["outcome"] == "control failed", done.stdout[-3000:]
+    assert records["control-fails"]["headline"] is None
+    assert records["control-passes"]["outcome"] == "error"
+    assert "only a record whose control did not pass" in records["control-passes"]["message"]
+    assert "control failed" in (tmp_path / "reports" / "latest" / "report.md").read_text()

@@ -431,3 +431,30 @@ def test_s3_7s_controls_fail_a_descent_that_misses_one_input_and_a_one_token_inv
     one_token = np.r_[np.ones(10), np.zeros(33)]  # 10 of 43 reported one-token inputs
     assert Check.of("one token", proportion(one_token), "", ">", RECOVERS, "S3.7", role="control").status == "failed"
     assert Check.of("one token", proportion(np.ones(43)), "", ">", RECOVERS, "S3.7", role="control").status == "passed"
+
+
+def test_s3s_works_control_fails_a_descent_that_misses_an_untrained_blocks_input_and_16_of_16_pass():
+    """Issue 43, item 4: where S3 says the inversion works (an untrained block), its failure is a control decided by
+    an exact interval: red where it fails on most prompts, undecided on about half, passed on 16 of 16 (a bootstrap
+    of 16 equal accuracies would be a zero-width interval, which decides nothing)."""
+    from claims.s3_inversion.scope import MOST, UNTRAINED_INVERTS, works_control
+
+    def status(k: int, n: int = 16) -> str:
+        return works_control(np.arange(n) < k, "prompts", UNTRAINED_INVERTS).status
+
+    assert status(16) == "passed" and status(13) == "passed"
+    assert status(8) == "inconclusive" and status(12) == "inconclusive"  # 12/16: the exact low end 0.48 ≤ ½
+    assert status(2) == "failed" and status(0) == "failed"
+    check = works_control(np.ones(4, bool), "prompts", UNTRAINED_INVERTS)
+    assert check.role == "control" and check.threshold == MOST and check.interval.startswith("exact binomial")
+    assert check.status == "inconclusive"  # 4 of 4: [0.40, 1] at 95 % cannot decide
+
+
+def test_s3_14s_gap_of_zero_on_every_prompt_is_undecided_not_a_gate():
+    """Block 1 and block 3 equal on all 16 prompts give a zero-width bootstrap gap: it decides nothing, so the record
+    is inconclusive (control undecided), not "not informative" (version 7)."""
+    from claims.s3_inversion.test_layers import gap_check
+
+    gap = bootstrap(np.zeros(16), lambda u: float(u.mean()), seed=0)
+    assert (gap.low, gap.high) == (0.0, 0.0)
+    assert gap_check(gap).status == "inconclusive" and gap_check(gap).undecidable

@@ -19,12 +19,18 @@ Control (version 3): the removal could also "destroy" recovery by breaking the d
 information: an ablated block may be harder to optimise. So without the residual the trained model's found
 input must still pass S3's success test, ‖O(a_g) − O(a)‖₁ < ‖O(a′) − O(a)‖₁, on most prompts: the output is
 then matched and the tokens are lost for want of information, not of optimisation.
+
+Gate and control (version 7): block 1 must invert above chance intact. On the trained model, where it does not,
+the claim is not informative and the record quotes S3's sentences on small trained blocks
+(``scope.SMALL_TRAINED``); on the untrained twin it is a control (most prompts above the random start's accuracy,
+exact interval), since S3 says an untrained block inverts: a failed descent there is red.
 """
 
 import numpy as np
 import pytest
 
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, Scale, first_prompt
+from claims.s3_inversion.scope import SMALL_TRAINED, UNTRAINED_INVERTS, works_control
 from latent_instruments.stats import bootstrap
 from reports.plots import series
 from reports.checks import Check
@@ -46,7 +52,7 @@ def _kept(u: np.ndarray, scale: Scale, chosen: np.ndarray) -> float:
     return float((removed - chance) / gain) if gain > 0 else 0.0
 
 
-@pytest.mark.claim("S3.11", version=6, sample="prompts")  # 6: exact binomial success; 24 CPU prompts, a third choose
+@pytest.mark.claim("S3.11", version=7, sample="prompts")  # 7: twin above chance a control; 6: exact success
 @pytest.mark.models("trained", "hf", twin=True)
 def test_attention_residual_carries_self_token_identity(model_name, subject, group_twins, inversions, claim,
                                                         settings):
@@ -71,11 +77,18 @@ def test_attention_residual_carries_self_token_identity(model_name, subject, gro
             for name, u in units.items()}
     accuracy = {name: [claim.bootstrap(scale.reported(u[:, i, :-1]), lambda v, c=chosen[name][i]: float(scale.headline(v, c))) for i in range(2)]
                 for name, u in units.items()}
-    for name, u in units.items():
-        if accuracy[name][0].low <= u[:, 0, -1].mean():
-            claim.not_informative(f"{name} recovers no more than chance from block 1 even intact "
-                                  f"({accuracy[name][0].value:.3f}); there is nothing for the removal to destroy",
-                                  details={"token accuracy, intact": {n: a[0].value for n, a in accuracy.items()}})
+    intact = {"token accuracy, intact": {n: a[0].value for n, a in accuracy.items()}}
+    twin_works = works_control(scale.reported(units[twin.name][:, 0, chosen[twin.name][0]] > units[twin.name][:, 0, -1]),
+                               f"prompts on which {twin.name}'s intact block 1 recovers more tokens than the random "
+                               "start (chance)", UNTRAINED_INVERTS)
+    if not twin_works.passed:  # S3 says an untrained block 1 inverts: the descent failed, which must show
+        claim.record([twin_works], procedure=f"{units[twin.name].shape[0]} held-out prompts inverted from the intact "
+                     "block 1 of the untrained twin; the descent must beat chance there before a removal can be "
+                     "read", details=intact)
+    if accuracy[model_name][0].low <= units[model_name][:, 0, -1].mean():
+        claim.not_informative(f"{model_name} recovers no more than chance from block 1 even intact "
+                              f"({accuracy[model_name][0].value:.3f}); there is nothing for the removal to destroy. "
+                              f"{SMALL_TRAINED}", details=intact)
     claim.record(
         [
             Check.of(f"share of {model_name}'s recovery above chance kept without the attention residual",
@@ -99,6 +112,7 @@ def test_attention_residual_carries_self_token_identity(model_name, subject, gro
                      "the residual. S3's success test ‖O(a_g) − O(a)‖₁ < ‖O(a′) − O(a)‖₁ (a′ = a + N(0, 1/20²) per "
                      f"element) on most prompts ({MATCHED}), by the interval's low end: the output is matched, so the "
                      "tokens it does not identify are missing from it", role="control"),
+            twin_works,
         ],
         procedure=(
             f"{units[model_name].shape[0]} held-out prompts (S3.2's problem: S3's prompt length, the restricted "

@@ -1,10 +1,15 @@
 """S4.5: the final LayerNorm removes the scale of the last block's output.
 
 Appendix III: scaling final-block outputs by 10 (22.89 -> 228.9) leaves the
-LayerNorm output norm at 23.1262 vs 23.1263; even a direction change to
-cosine 0.52 moves it by under 1 % (23.1496 vs 23.0546). That second figure is
-one vector and one noise draw (0.41 %), so beside the mean over vectors the
-median and the fraction of vectors under 1 % are reported. The output norm of
+LayerNorm output norm at 23.1262 vs 23.1263; a direction change to cosine 0.52
+moves it a little (23.1496 vs 23.0546, 0.41 %): "The LayerNorm will remove
+substantial differences in input norms. Norms of the outputs from the LayerNorm
+will vary a little depending on how closely aligned the input vectors were."
+Since version 6 "a little" is an equivalence bound read from S4's contrast with
+"substantial" (the ×10 input): at most a hundredth of the input norm's change,
+0.09 (``A_LITTLE``). Version 5's "under 1 %" was the catalogue's paraphrase of
+S4's one vector and one noise draw; it is a reading beside the verdict, with
+the median and the fraction of vectors under 1 %. The output norm of
 g ⊙ z + b (z the standardised input) depends on direction only through an
 uneven gain g or the bias b: both are measured, and the change is measured
 again with the gain evened out and with the bias removed, to say which causes
@@ -36,7 +41,13 @@ from reports.checks import Check
 N_VECTORS = 256  # S4 uses 1000 prompts' last positions; we sample positions of the held-out batch, evenly per prompt
 SCALE, COSINE = 10.0, 0.52  # S4 Appendix III
 SOURCE_TURNED_CHANGE = abs(23.0546 - 23.1496) / 23.1496  # 0.41 %, S4's one vector at cosine 0.5178
-UNDER = 0.01  # the claim's "under 1 %"
+UNDER = 0.01  # a reading beside the verdict: "under 1 %" is the catalogue's paraphrase of S4's one vector, not S4's words
+INPUT_CHANGE = SCALE - 1  # the input norm's relative change under S4's ×10: 9 (900 %), what S4 calls "substantial"
+# S4: "The LayerNorm will remove substantial differences in input norms. Norms of the outputs from the LayerNorm will
+# vary a little depending on how closely aligned the input vectors were." A reading, named as one: "a little" against
+# "substantial" is two orders of magnitude, so the output norm may move by at most a hundredth of the input norm's
+# ×10 (9 %). S4's own vector moved 0.41 %, 1/2200 of its input's change; the margin is fixed, whatever the sample.
+A_LITTLE = INPUT_CHANGE / 100  # 0.09
 
 
 def _final_norm(subject) -> torch.nn.Module:
@@ -103,7 +114,7 @@ def worst_scale_change(norm: torch.nn.Module, x: torch.Tensor) -> tuple[float, i
     return max(seen), len(seen)
 
 
-@pytest.mark.claim("S4.5", version=5, sample="prompts")  # 5: ×10 as an implementation control; concentrated-gain control
+@pytest.mark.claim("S4.5", version=6, sample="prompts")  # 6: "a little" in S4's words, 1 % a reading; 5: ×10 a control
 @pytest.mark.models("trained", "hf", "reference")
 @pytest.mark.needs("ln_final.hook_in")
 def test_final_norm_removes_scale(model_name, subject, activations, claim, settings):
@@ -135,11 +146,14 @@ def test_final_norm_removes_scale(model_name, subject, activations, claim, setti
     claim.record(
         [
             Check.of("relative output-norm change, turned to cosine 0.52 and × 10", est(rotated), "fraction", "<",
-                     UNDER,
-                     "S4 Appendix III: cosine 0.5178 moved 23.1496 to 23.0546 (0.41 %); the claim's bound is 'under "
-                     "1 %', taken as is, for the mean over vectors (upper end of a bootstrap interval over prompts). "
-                     "S4's figure is one vector and one noise draw: the median and the fraction of vectors under 1 % "
-                     "are reported beside it"),
+                     A_LITTLE,
+                     "S4 Appendix III: 'The LayerNorm will remove substantial differences in input norms. Norms of the "
+                     "outputs from the LayerNorm will vary a little depending on how closely aligned the input vectors "
+                     "were' (its one vector at cosine 0.5178: 23.1496 to 23.0546, 0.41 %). A reading, named as one: "
+                     "'a little' against the 'substantial' ×10 of the input (a change of 9) is two orders of magnitude "
+                     f"below it, {A_LITTLE:.2f}, for the mean over vectors (an equivalence bound that does not shrink "
+                     "with the sample; upper end of a bootstrap interval over prompts). 'Under 1 %' (the catalogue's "
+                     "paraphrase of S4's one vector, version 5's bound) is a reading beside it"),
             Check.of("implementation check: largest relative output-norm change over scales 0.5-1000 (hypothesis, "
                      f"{examples} examples)", Estimate(worst, worst, worst, 1.0, examples), "fraction", "<", 1e-3,
                      "control: S4's ×10 (23.1262 vs 23.1263, a change of 4e-6) is an identity of any affine "
@@ -152,11 +166,11 @@ def test_final_norm_removes_scale(model_name, subject, activations, claim, setti
                      "control: without normalisation the output norm grows ×10 (change 9); the measurement must see "
                      "that, or the implementation check could pass because nothing was measured", role="control"),
             Check.of("relative output-norm change under the same turns, gain concentrated on 1/16 of the coordinates",
-                     est(concentrated), "fraction", ">", UNDER,
+                     est(concentrated), "fraction", ">", A_LITTLE,
                      "control: a norm whose gain sits on a sixteenth of the coordinates (same RMS, bias kept) has an "
                      "output norm that follows the input's direction; the same turns must move it by more than the "
-                     "claim's 1 %, by the interval's low end, or the measurement cannot see a direction dependence "
-                     "and a pass would be vacuous", role="control"),
+                     f"claim's bound ({A_LITTLE:.2f}), by the interval's low end, or the measurement cannot see a "
+                     "direction dependence and a pass would be vacuous", role="control"),
         ],
         procedure=(
             f"{x.shape[0] * x.shape[1]} final-norm inputs, {x.shape[1]} at random positions of each of {x.shape[0]} "
@@ -169,7 +183,7 @@ def test_final_norm_removes_scale(model_name, subject, activations, claim, setti
         details={
             "turned to cosine 0.52 and × 10: relative output-norm change over vectors": {
                 "mean": _row(est(rotated)), "median": _row(est(rotated, _median)),
-                "fraction of vectors under 1 %": _row(est(rotated, _under)),
+                "fraction of vectors under 1 % (a reading: the catalogue's 'under 1 %')": _row(est(rotated, _under)),
                 "largest": {"value": float(rotated.max())}, "S4 (one vector)": {"value": SOURCE_TURNED_CHANGE},
             },
             "what makes the output norm depend on direction": {

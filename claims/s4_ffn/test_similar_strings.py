@@ -73,11 +73,11 @@ def _procedure(a: Approximation) -> str:
     )
 
 
-@pytest.mark.claim("S4.6", version=2)  # 2: held-out prompts; an interpolated back-off n-gram over 1..10 as baseline
+@pytest.mark.claim("S4.6", version=3)  # 3: the n-gram baseline a reading (S4 claims none); 2: held-out prompts
 @pytest.mark.models("siblings")
 def test_similar_strings_approximate_the_prediction(model_name, approximation, claim, settings):
-    """S4.6: on held-out prompts, H(approximation, model) within one per-prompt SD of the sibling floor, and below
-    the back-off n-gram's."""
+    """S4.6: on held-out prompts, H(approximation, model) within one per-prompt SD of the sibling floor; the back-off
+    n-gram's distance is a reading beside it (S4 makes no claim against string statistics)."""
     a, seed = approximation, settings.seed
     half = a.eval_half
     held = a.variants["held-out"]
@@ -97,12 +97,6 @@ def test_similar_strings_approximate_the_prediction(model_name, approximation, c
                  f"{floor_sd:.4f} measured on the same prompts; the interval's high end must clear it. Decided on "
                  "held-out prompts (validation text), whose continuations are not in the strings the approximation "
                  "looks up; S4's own, in-sample, variant (prompts drawn from the strings) is reported beside"),
-        Check.of(f"mean H(approximation) − mean H(interpolated back-off n-gram, 1..{a.backoff_order} tokens), held-out "
-                 "prompts", over_ngram, "Hellinger", "<", 0.0,
-                 "the approximation must beat what string statistics alone give for the FFN similarity to add "
-                 "anything: an n-gram model over the same text that interpolates every suffix length from 1 to its "
-                 "order (Witten-Bell back-off), the order (1..10) fitted on the same half as the approximation's "
-                 "values, not one context length (version 1's longest match, beside)"),
         Check.of("mean H(another prompt's approximation, model) − floor", shuffled_over_floor, "Hellinger", ">",
                  floor_sd,
                  "control: the first check must fail for an approximation unrelated to the prompt (each prompt given "
@@ -131,9 +125,17 @@ def test_similar_strings_approximate_the_prediction(model_name, approximation, c
                                              "top-1 agreement": SOURCE_TOP1}
     hist = {name: np.histogram(d, HISTOGRAM_BINS)[0].tolist() for name, d in
             (("approximation", h), ("seed siblings", floor), ("back-off n-gram", ngram))}
+    ngram_reading = {
+        f"mean H(approximation) − mean H(interpolated back-off n-gram, 1..{a.backoff_order} tokens), held-out prompts":
+            {"value": over_ngram.value, "low": over_ngram.low, "high": over_ngram.high},
+        "why a reading": "S4 makes no claim against string statistics: whether the FFN similarity adds anything over "
+                         "an n-gram model of the same text (Witten-Bell back-off interpolating every suffix length "
+                         "from 1 to its order, the order fitted on the same half as the approximation's values) is "
+                         "our question, shown beside the verdict and deciding nothing (a claim check until version 2)"}
     claim.record(
         checks, procedure=_procedure(a),
-        details={"approximation against the model": rows, "S4's worked prompts": _examples(a)},
+        details={"approximation against the model": rows, "reading: the approximation against a back-off n-gram":
+                 ngram_reading, "S4's worked prompts": _examples(a)},
         plot={"kind": "bars", "title": f"S4.6 on {a.model}: Hellinger distance to the model, held-out prompts",
               "categories": [f"{lo:.1f}–{hi:.1f}" for lo, hi in zip(HISTOGRAM_BINS[:-1], HISTOGRAM_BINS[1:])],
               "xlabel": "H", "ylabel": "prompts", "series": {k: {"value": v} for k, v in hist.items()}},

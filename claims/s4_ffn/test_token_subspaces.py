@@ -134,10 +134,11 @@ def continued(learned, readout, device, seed: int) -> dict[str, np.ndarray]:
             "argmax": (top == learned.tokens[worst][:, None]).double().mean(dim=1).numpy()}
 
 
-@pytest.mark.claim("S4.9", version=4)  # 4: extremes decided token by token, fractions exact; 3: shuffled null
+@pytest.mark.claim("S4.9", version=5)  # 5: σ1/σ2 > 6 a reading (S4 shows it for 'a'); 4: extremes token by token
 @pytest.mark.models("trained", "hf", twin=True)
 def test_token_embeddings_lie_along_one_direction(model_name, subject, pool, claim, settings):
-    """S4.9: learned vectors give p ≈ 1 for every token, σ1 > 6 σ2 (uncentred), and the first direction predicts."""
+    """S4.9: learned vectors give p ≈ 1 for every token, and each token's first singular direction alone predicts it;
+    σ1/σ2 (S4: over 6× for the token 'a') is a reading beside the verdict."""
     seed = settings.seed
     learned, readout = token_embeddings(subject, seed)
     f = _subspace_facts(learned, readout, subject.input_device)
@@ -155,11 +156,6 @@ def test_token_embeddings_lie_along_one_direction(model_name, subject, pool, cla
                  "S4: the learned embeddings give the token probability ≈ 1; S4 stops at mean NLL 1e-4 (p ≳ 0.9999) and "
                  "its two worst tokens end at 0.9995; '≈ 1' is taken as above 0.99 for every token (the minimum over "
                  "tokens, decided token by token)"),
-        Check.of("least σ1/σ2 of a token's learned vectors (uncentred SVD, as S4)", est["ratio"], "ratio", ">",
-                 ONE_DIRECTION,
-                 "S4 Appendix V: 'over 6x' for token 'a', and a 1-D subspace 'quite well' for all tokens: every token's "
-                 "ratio above 6. S4's SVD is uncentred: the common mean inflates σ1 (the centred ratios and the untrained "
-                 "twin's, beside, show how much)"),
         Check.of("fraction of tokens whose first singular direction alone predicts them (argmax)", est["predicts"],
                  "fraction", ">", EVERY_TOKEN,
                  "S4: 'that direction alone predicts the token', shown for 'a'; for every token, up to one in a hundred"),
@@ -170,15 +166,17 @@ def test_token_embeddings_lie_along_one_direction(model_name, subject, pool, cla
                  "can be capped); if more steps from where it ended still raise its mean p by 0.01 or more, the "
                  "optimiser stopped early and the p check says nothing. Decided token by token: the largest gain",
                  role="control"),
-        Check.of("least σ1/σ2 of the learned vectors with their tokens shuffled (groups of 100 from all tokens)",
-                 shuffled, "ratio", "<", ONE_DIRECTION,
-                 "control: the same statistic on vectors that were optimised, but not for one token. S4's claim is "
-                 "that each token's vectors lie along that token's direction; if the learned vectors of all tokens "
-                 "share one direction (the final norm's bias, a common offset), any group of them clears 6 and the "
-                 "σ1/σ2 check passes with no token in it. Version 2 took the untrained twin's vectors as this null, "
-                 "but S4's claim holds of any model's vectors (the twin's ratio is beside, a reading)",
-                 role="control", guards_pass=True),
     ]
+    one_direction = {  # S4 gives 6× for one token; required of every token it would be a claim S4 does not make
+        "why a reading": "S4 Appendix V: 'the first singular value is much larger (over 6x) than the next' for the "
+                         "token 'a' only; of the other tokens it says 'the first right singular vector forms a good "
+                         "linear approximation of the token subspace', which the 'predicts' check decides. Until "
+                         "version 4 every token's σ1/σ2 had to clear 6 (a claim check) beside a shuffled-token null",
+        "least σ1/σ2 over tokens (uncentred SVD, as S4)": est["ratio"].value,
+        f"fraction of tokens with σ1/σ2 > {ONE_DIRECTION:g}": float((f["ratio"] > ONE_DIRECTION).mean()),
+        "median σ1/σ2": float(np.median(f["ratio"])),
+        "least σ1/σ2 of learned vectors with their tokens shuffled (the null: vectors sharing one offset)":
+            shuffled.value}
     summary = {}
     for name, facts in (("trained", f), ("untrained twin", t)):
         summary[name] = {"tokens": len(facts["p"]), "min mean p": float(facts["p"].min()),
@@ -205,7 +203,7 @@ def test_token_embeddings_lie_along_one_direction(model_name, subject, pool, cla
                    "more steps from where they ended. Null of σ1/σ2: the same SVD of groups of learned vectors drawn "
                    "across tokens (the tokens shuffled). "
                    "The untrained twin learns its vectors the same way (a reading, beside)."),
-        details={"token subspaces": summary,
+        details={"token subspaces": summary, f"reading: σ1/σ2 > {ONE_DIRECTION:g} (S4: the token 'a')": one_direction,
                  "tokens least predicted by their learned vectors": {
                      repr(decode([int(learned.tokens[i])])): {"mean p": float(f["p"][i]), "σ1/σ2": float(f["ratio"][i]),
                                                               "p(token | v1)": float(f["p_v1"][i])} for i in worst},
