@@ -324,3 +324,26 @@ def test_a_straight_law_seen_through_a_cut_is_bent_by_leakage_which_s0_6_subtrac
         assert straight_law_bend(bins, -1.77) == pytest.approx(leak, abs=0.003)
         law = expected_periodogram(-1.77, length)
         assert power_law_bend(bins, law) - straight_law_bend(bins, -1.77) == pytest.approx(0.0, abs=1e-9)
+
+
+def test_a_later_looks_streamed_spectra_are_the_whole_batchs_sequence_by_sequence():
+    """S0's later looks are streamed in chunks (``ModelPool.stream``, ``StreamedSpectra``) to hold a quarter of the
+    activations: every array, position shuffles included, must equal the one-batch ModelSpectra row by row."""
+    from claims.s0_spectra.conftest import SHUFFLED_ARRAYS, SPECTRA_ARRAYS, SPECTRA_NEEDS, ModelSpectra
+    from models.adapters import adapter_for
+    from models.capture import run_with_cache
+    from tests.conftest import tiny_model
+
+    model = tiny_model("gpt2")
+    ids = torch.randint(0, 50, (8, 12), generator=torch.Generator().manual_seed(0))
+    whole = ModelSpectra(run_with_cache(model, adapter_for(model), ids, names=SPECTRA_NEEDS), seed=3)
+    chunks = [ModelSpectra(run_with_cache(model, adapter_for(model), ids[rows], names=SPECTRA_NEEDS), 3, rows, 8)
+              for rows in (slice(0, 4), slice(4, 8))]
+    for array in SPECTRA_ARRAYS:
+        np.testing.assert_allclose(np.concatenate([getattr(c, array) for c in chunks]), getattr(whole, array),
+                                   rtol=1e-5, err_msg=array)
+    for array in SHUFFLED_ARRAYS:
+        np.testing.assert_allclose(np.concatenate([getattr(c.shuffled, array) for c in chunks]),
+                                   getattr(whole.shuffled, array), rtol=1e-5, err_msg=f"shuffled {array}")
+    wrong = ModelSpectra(run_with_cache(model, adapter_for(model), ids[4:], names=SPECTRA_NEEDS), 3)  # own draws
+    assert not np.allclose(wrong.shuffled.hidden, whole.shuffled.hidden[4:])

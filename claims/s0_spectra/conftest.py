@@ -88,19 +88,22 @@ class ModelSpectra:
             (:class:`Shuffled`), the controls' null.
     """
 
-    def __init__(self, captured, seed: int):
-        """Args: captured: the pool's capture of one model (``Captured``, with ``SPECTRA_NEEDS``); seed: seeds the
-        position shuffles."""
-        self._cache = captured.cache
+    def __init__(self, cache, seed: int, rows: slice | None = None, batch: int | None = None):
+        """Args: cache: one model's activations (``ActivationCache`` with ``SPECTRA_NEEDS``) of a batch of sequences,
+        or of ``rows`` of a larger batch of ``batch`` sequences (:class:`StreamedSpectra`); seed: seeds the position
+        shuffles, drawn for the whole batch so that a sequence is shuffled alike whether its chunk or the whole batch
+        was captured at once."""
+        self._cache = cache
         layers = self._cache.hidden_states()
         self.labels = [label for label, _ in layers]
         self.hidden_states = [h for _, h in layers]
-        self._embed = self._cache["hook_embed"].float().cpu()  # (batch, seq, d_model)
-        batch, seq = self._embed.shape[:2]
+        self._embed = self._cache["hook_embed"].float().cpu()  # (chunk, seq, d_model)
+        chunk, seq = self._embed.shape[:2]
+        batch, rows = batch or chunk, rows or slice(0, chunk)
         generator = torch.Generator().manual_seed(seed)
-        self._order = torch.stack([torch.randperm(seq, generator=generator) for _ in range(batch)])
-        rest = torch.stack([1 + torch.randperm(seq - 1, generator=generator) for _ in range(batch)])
-        self.keep_first = torch.cat([torch.zeros(batch, 1, dtype=torch.long), rest], dim=1)  # position 0 stays
+        self._order = torch.stack([torch.randperm(seq, generator=generator) for _ in range(batch)])[rows]
+        rest = torch.stack([1 + torch.randperm(seq - 1, generator=generator) for _ in range(batch)])[rows]
+        self.keep_first = torch.cat([torch.zeros(chunk, 1, dtype=torch.long), rest], dim=1)  # position 0 stays
         self.bins = LogBins.of(power_spectral_density(self._embed[:1])[0])
         self.positions = seq
         self.learned_positions = "embed+pos" in self.labels
@@ -162,6 +165,57 @@ class ModelSpectra:
         return _psd(torch.take_along_dim(self._embed, self._order[:, :, None], dim=1)).numpy()
 
 
+SPECTRA_ARRAYS = ("hidden", "hidden_hann", "hidden_nopos", "attn", "mlp", "update", "update_hann", "shuffled_embed")
+SHUFFLED_ARRAYS = ("hidden", "hidden_nopos", "attn", "mlp")
+BATCH_FACTS = ("bins", "labels", "positions", "learned_positions", "n_blocks", "start")
+
+
+class StreamedSpectra:
+    """A later look's :class:`ModelSpectra` (the batch ``scale`` times the first, ``fixtures.rounds``), streamed: each
+    array, on first use, is computed chunk by chunk (``ModelPool.stream``: one chunk's activations held at a time) and
+    concatenated along sequences; the batch-wide facts (bins, labels, ...) are the first look's. Each sequence's
+    spectrum is the one the whole batch would give (the position shuffles are drawn for the whole batch; measured
+    equal to the last digit on ref-opt-125m's S0.6 at 128 × 128), and a 768-wide model's later looks hold a quarter
+    of the activations (S0.6 alone on ref-opt-125m: 4.8 GB peak against 6.2 GB).
+    """
+
+    def __init__(self, pool, name: str, scale: int, seed: int, first: ModelSpectra):
+        """Args: pool: the session's ``ModelPool``; name: the model; scale: the look's; seed: the run's; first: the
+        first look's spectra (its batch-wide facts are this look's)."""
+        batch = pool.prompts(name, scale).shape[0]
+        for fact in BATCH_FACTS:
+            setattr(self, fact, getattr(first, fact))
+
+        def streamed(pick, key: str) -> np.ndarray:
+            parts = pool.stream(name, scale, f"spectra: {key}", SPECTRA_NEEDS,
+                                lambda cache, rows: pick(ModelSpectra(cache, seed, rows, batch)))
+            return np.concatenate(parts)
+
+        self._streamed = streamed
+        self.shuffled = _StreamedShuffled(self)
+
+    def __getattr__(self, array: str) -> np.ndarray:
+        if array not in SPECTRA_ARRAYS:
+            raise AttributeError(array)
+        value = self._streamed(lambda spectra: getattr(spectra, array), array)
+        setattr(self, array, value)
+        return value
+
+
+class _StreamedShuffled:
+    """:class:`Shuffled`'s arrays of a :class:`StreamedSpectra`, each streamed on first use."""
+
+    def __init__(self, of: StreamedSpectra):
+        self._of = of
+
+    def __getattr__(self, array: str) -> np.ndarray:
+        if array not in SHUFFLED_ARRAYS:
+            raise AttributeError(array)
+        value = self._of._streamed(lambda spectra: getattr(spectra.shuffled, array), f"shuffled {array}")
+        setattr(self, array, value)
+        return value
+
+
 def early_blocks(n_blocks: int) -> int:
     """How many of an L-block model's first blocks stand for S0's "first three layers" of OPT-125m's 12.
 
@@ -202,9 +256,11 @@ def loglog_panels(title: str, labels: list[str], psd: np.ndarray) -> dict[str, l
     return {title: {label: mean[i].tolist() for i, label in enumerate(labels)}}
 
 
-def _spectra_of(pool, name: str, scale: int, seed: int) -> ModelSpectra:
-    captured = pool.capture(name, scale)
-    return captured.memo("spectra", lambda: ModelSpectra(captured, seed))
+def _spectra_of(pool, name: str, scale: int, seed: int) -> ModelSpectra | StreamedSpectra:
+    """The first look's spectra from the model's shared capture; a later look's streamed (:class:`StreamedSpectra`)."""
+    captured = pool.capture(name)
+    first = captured.memo("spectra", lambda: ModelSpectra(captured.cache, seed))
+    return first if scale == 1 else StreamedSpectra(pool, name, scale, seed, first)
 
 
 @pytest.fixture
