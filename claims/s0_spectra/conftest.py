@@ -12,6 +12,7 @@ and destroys only the order along the sequence).
 """
 
 import functools
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -171,12 +172,13 @@ BATCH_FACTS = ("bins", "labels", "positions", "learned_positions", "n_blocks", "
 
 
 class StreamedSpectra:
-    """A later look's :class:`ModelSpectra` (the batch ``scale`` times the first, ``fixtures.rounds``), streamed: each
-    array, on first use, is computed chunk by chunk (``ModelPool.stream``: one chunk's activations held at a time) and
-    concatenated along sequences; the batch-wide facts (bins, labels, ...) are the first look's. Each sequence's
-    spectrum is the one the whole batch would give (the position shuffles are drawn for the whole batch; measured
-    equal to the last digit on ref-opt-125m's S0.6 at 128 × 128), and a 768-wide model's later looks hold a quarter
-    of the activations (S0.6 alone on ref-opt-125m: 4.8 GB peak against 6.2 GB).
+    """A later look's :class:`ModelSpectra` (the batch ``scale`` times the first, ``fixtures.rounds``), streamed: one
+    chunked pass (``ModelPool.stream``: chunks of the first batch's size, one chunk's activations held at a time)
+    computes every array of each chunk, and the arrays are concatenated along sequences; the batch-wide facts (bins,
+    labels, ...) are the first look's. Each sequence's spectrum is the one the whole batch would give (the position
+    shuffles are drawn for the whole batch; equal to the last digit on ref-opt-125m's S0.6 at 128 × 128, and row by
+    row in ``tests/test_s0_checks.py``). S0.6 alone on ref-opt-125m peaked at 6.2 GB captured at once, 2.7 GB
+    streamed.
     """
 
     def __init__(self, pool, name: str, scale: int, seed: int, first: ModelSpectra):
@@ -185,35 +187,18 @@ class StreamedSpectra:
         batch = pool.prompts(name, scale).shape[0]
         for fact in BATCH_FACTS:
             setattr(self, fact, getattr(first, fact))
-
-        def streamed(pick, key: str) -> np.ndarray:
-            parts = pool.stream(name, scale, f"spectra: {key}", SPECTRA_NEEDS,
-                                lambda cache, rows: pick(ModelSpectra(cache, seed, rows, batch)))
-            return np.concatenate(parts)
-
-        self._streamed = streamed
-        self.shuffled = _StreamedShuffled(self)
-
-    def __getattr__(self, array: str) -> np.ndarray:
-        if array not in SPECTRA_ARRAYS:
-            raise AttributeError(array)
-        value = self._streamed(lambda spectra: getattr(spectra, array), array)
-        setattr(self, array, value)
-        return value
+        parts = pool.stream(name, scale, "spectra", SPECTRA_NEEDS,
+                            lambda cache, rows: _arrays(ModelSpectra(cache, seed, rows, batch)))
+        for array in SPECTRA_ARRAYS:
+            setattr(self, array, np.concatenate([part[array] for part in parts]))
+        self.shuffled = SimpleNamespace(**{array: np.concatenate([part[f"shuffled {array}"] for part in parts])
+                                           for array in SHUFFLED_ARRAYS})
 
 
-class _StreamedShuffled:
-    """:class:`Shuffled`'s arrays of a :class:`StreamedSpectra`, each streamed on first use."""
-
-    def __init__(self, of: StreamedSpectra):
-        self._of = of
-
-    def __getattr__(self, array: str) -> np.ndarray:
-        if array not in SHUFFLED_ARRAYS:
-            raise AttributeError(array)
-        value = self._of._streamed(lambda spectra: getattr(spectra.shuffled, array), f"shuffled {array}")
-        setattr(self, array, value)
-        return value
+def _arrays(spectra: ModelSpectra) -> dict[str, np.ndarray]:
+    """Every array of one chunk's spectra, computed now (the chunk's activations are let go after)."""
+    return ({array: getattr(spectra, array) for array in SPECTRA_ARRAYS}
+            | {f"shuffled {array}": getattr(spectra.shuffled, array) for array in SHUFFLED_ARRAYS})
 
 
 def early_blocks(n_blocks: int) -> int:

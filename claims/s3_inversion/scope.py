@@ -11,7 +11,8 @@ inverts above chance) can be left unmeasured for two different reasons, and the 
   a failed descent, which no verdict may hide: it is a control (:func:`works_control`), decided by its exact
   interval, red where it fails decisively and inconclusive where it straddles.
 
-Used by S3.4, S3.9, S3.10, S3.11, S3.12 and S3.14 (issue 43, item 4).
+Used by S3.4, S3.9, S3.10, S3.11 and S3.12 (issue 43, item 4); S3.13's premise and S3.14's gap are controls of their
+own, and S3.7's gate quotes S3 in its message.
 """
 
 import numpy as np

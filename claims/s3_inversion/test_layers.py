@@ -60,8 +60,10 @@ def recovered_share(units: np.ndarray, scale, chosen: np.ndarray) -> float:
 
 def gap_check(advantage: Estimate) -> Check:
     """The control that the share has a gap to be a fraction of: block 1's token accuracy minus block 3's, > 0 by
-    the interval's low end. An interval that contains 0 leaves the record inconclusive (control undecided); the test
-    calls the claim not informative before this check where the whole interval is at or below 0.
+    the interval's low end. An interval that contains 0, or has zero width (the same gap on every prompt: a
+    bootstrap that cannot show its spread, ``latent_instruments.stats.undecidable``), leaves the record inconclusive
+    (control undecided); the test calls the claim not informative before this check where the whole interval is at
+    or below 0.
 
     Args:
         advantage: bootstrap estimate of block 1's minus block 3's token accuracy (fraction of tokens).
