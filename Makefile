@@ -48,9 +48,13 @@ claims: setup
 	$(PY) -m models prepare --zoo $(ZOO)
 	$(PY) -m pytest claims -m gpu --zoo $(ZOO) $(PYTEST_ARGS)
 
+# Two phases: the self-tests and the benchmarks (once, as plain tests) on TEST_WORKERS pytest-xdist workers, then
+# the claims serially in a process of their own (their report, and the peak memory the README gives).
+TEST_WORKERS ?= 2
 test: setup
 	$(PY) -m models prepare --zoo tiny
-	$(PY) -m pytest tests claims benchmarks --benchmark-disable $(PYTEST_ARGS)
+	$(PY) -m pytest tests benchmarks --benchmark-disable -n $(TEST_WORKERS) $(PYTEST_ARGS)
+	$(PY) -m pytest claims $(PYTEST_ARGS)
 
 bench: setup
 	mkdir -p runs

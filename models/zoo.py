@@ -78,6 +78,12 @@ class ZooEntry:
         return self.name.removesuffix(TWIN_SUFFIX) if self.role == "untrained" else None
 
     @property
+    def random_init(self) -> bool:
+        """Whether this model's weights are a random initialisation: an untrained twin or a "reference" (S3's
+        premises about models "before training", S3.4, S3.10's controls and S3's descent steps)."""
+        return self.role in ("untrained", "reference")
+
+    @property
     def is_group(self) -> bool:
         """Whether this subject is a group of models (``GROUP_KINDS``)."""
         return self.role in GROUP_KINDS

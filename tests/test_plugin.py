@@ -564,14 +564,27 @@ CONTROL_ONLY = textwrap.dedent('''
         value = -1.0 if case == "control-fails" else 1.0
         claim.record([Check.of("descent works", Estimate(value, value - 0.1, value + 0.1, 1.0, 16, "exact binomial"),
                                "fraction", ">", 0.0, "derivation", role="control")])
+
+    @pytest.mark.claim("S4.1", version=1, sample="prompts")
+    @pytest.mark.models("reference")
+    @pytest.mark.parametrize("case", ["second-look"])
+    def test_control_only_at_a_later_look(model_name, case, claim, sample_scale):
+        n = 16 * sample_scale  # look 1 straddles its threshold; look 2's descent fails on twice the prompts
+        if sample_scale == 1:
+            claim.record([Check.of("effect", Estimate(0.0, -0.1, 0.1, 0.95, n, "exact binomial"), "fraction", ">",
+                                   0.0, "derivation")])
+        else:
+            claim.record([Check.of("descent works", Estimate(-1.0, -1.1, -0.9, 0.95, n, "exact binomial"),
+                                   "fraction", ">", 0.0, "derivation", role="control")])
 ''')
 
 
 @pytest.mark.subprocess
 def test_a_record_of_a_control_alone_is_red_where_it_failed_and_an_error_where_it_passed(tmp_path):
     """S3's gates (issue 43, item 4): a descent that fails where S3 says it works ends the test before the claim is
-    measured, so its record holds the control alone: "control failed", never "not informative". A record of a
-    passing control alone is a bug in the test (an error naming it)."""
+    measured, so its record holds the control alone: "control failed", never "not informative", also at a later
+    look (whose sample is then the control's). A record of a passing control alone is a bug in the test (an error
+    naming it)."""
     (tmp_path / "test_control_only.py").write_text(CONTROL_ONLY)
     done = pytest_run("test_control_only.py", "--model", "ref-gpt2-small", "--report-dir", "reports",
                       "-p", "no:cacheprovider", "-q", cwd=tmp_path)
@@ -581,4 +594,7 @@ def test_a_record_of_a_control_alone_is_red_where_it_failed_and_an_error_where_i
     assert records["control-fails"]["headline"] is None
     assert records["control-passes"]["outcome"] == "error"
     assert "only a record whose control did not pass" in records["control-passes"]["message"]
+    later = records["second-look"]  # a control alone at a later look: its prompts are the controls'
+    assert later["outcome"] == "control failed", later.get("message")
+    assert [look["prompts"] for look in later["looks"]] == [16, 32]
     assert "control failed" in (tmp_path / "reports" / "latest" / "report.md").read_text()

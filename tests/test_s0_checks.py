@@ -327,23 +327,53 @@ def test_a_straight_law_seen_through_a_cut_is_bent_by_leakage_which_s0_6_subtrac
 
 
 def test_a_later_looks_streamed_spectra_are_the_whole_batchs_sequence_by_sequence():
-    """S0's later looks are streamed in chunks (``ModelPool.stream``, ``StreamedSpectra``) to hold a quarter of the
+    """S0's later looks are streamed in chunks (``ModelPool.stream``, ``Spectra``) to hold a quarter of the
     activations: every array, position shuffles included, must equal the one-batch ModelSpectra row by row."""
-    from claims.s0_spectra.conftest import SHUFFLED_ARRAYS, SPECTRA_ARRAYS, SPECTRA_NEEDS, ModelSpectra
+    from claims.s0_spectra.conftest import SPECTRA_ARRAYS, SPECTRA_NEEDS, ModelSpectra, _arrays
     from models.adapters import adapter_for
     from models.capture import run_with_cache
     from tests.conftest import tiny_model
 
     model = tiny_model("gpt2")
     ids = torch.randint(0, 50, (8, 12), generator=torch.Generator().manual_seed(0))
-    whole = ModelSpectra(run_with_cache(model, adapter_for(model), ids, names=SPECTRA_NEEDS), seed=3)
-    chunks = [ModelSpectra(run_with_cache(model, adapter_for(model), ids[rows], names=SPECTRA_NEEDS), 3, rows, 8)
-              for rows in (slice(0, 4), slice(4, 8))]
+    whole = _arrays(ModelSpectra(run_with_cache(model, adapter_for(model), ids, names=SPECTRA_NEEDS), seed=3),
+                    SPECTRA_ARRAYS)
+    chunks = [_arrays(ModelSpectra(run_with_cache(model, adapter_for(model), ids[rows], names=SPECTRA_NEEDS), 3,
+                                   rows, 8), SPECTRA_ARRAYS) for rows in (slice(0, 4), slice(4, 8))]
     for array in SPECTRA_ARRAYS:
-        np.testing.assert_allclose(np.concatenate([getattr(c, array) for c in chunks]), getattr(whole, array),
-                                   rtol=1e-5, err_msg=array)
-    for array in SHUFFLED_ARRAYS:
-        np.testing.assert_allclose(np.concatenate([getattr(c.shuffled, array) for c in chunks]),
-                                   getattr(whole.shuffled, array), rtol=1e-5, err_msg=f"shuffled {array}")
+        np.testing.assert_allclose(np.concatenate([c[array] for c in chunks]), whole[array], rtol=1e-5,
+                                   err_msg=array)
     wrong = ModelSpectra(run_with_cache(model, adapter_for(model), ids[4:], names=SPECTRA_NEEDS), 3)  # own draws
-    assert not np.allclose(wrong.shuffled.hidden, whole.shuffled.hidden[4:])
+    assert not np.allclose(wrong.shuffled.hidden, whole["shuffled hidden"][4:])
+
+
+def test_an_s0_test_reads_only_the_spectra_it_declares():
+    """A later look computes only the declared arrays, so an undeclared read must fail at the first look too, naming
+    the marker to add; an unknown or missing declaration is a usage error."""
+    from types import SimpleNamespace
+
+    from claims.s0_spectra.conftest import ModelSpectra, Spectra, _arrays, declared_arrays, SPECTRA_NEEDS
+    from models.adapters import adapter_for
+    from models.capture import run_with_cache
+    from tests.conftest import tiny_model
+
+    model = tiny_model("gpt2")
+    ids = torch.randint(0, 50, (4, 12), generator=torch.Generator().manual_seed(0))
+    first = ModelSpectra(run_with_cache(model, adapter_for(model), ids, names=SPECTRA_NEEDS), seed=3)
+    seen = Spectra(first, _arrays(first, ("attn", "shuffled attn")))
+    assert seen.attn.shape[0] == seen.sequences == 4 and seen.shuffled.attn.shape == seen.attn.shape
+    assert seen.n_blocks == first.n_blocks and seen.bins is first.bins
+    with pytest.raises(AttributeError, match=r"spectra\.mlp .*add 'mlp' to its @pytest.mark.spectra"):
+        seen.mlp
+    with pytest.raises(AttributeError, match=r"spectra\.shuffled\.hidden .*add 'shuffled hidden'"):
+        seen.shuffled.hidden
+    with pytest.raises(AttributeError):
+        seen.no_such_thing
+
+    def item(*args):
+        marker = pytest.mark.spectra(*args).mark if args else None
+        return SimpleNamespace(nodeid="t", get_closest_marker=lambda name: marker)
+    assert declared_arrays(item("attn", "shuffled attn")) == ("attn", "shuffled attn")
+    for bad in ((), ("attn", "shuffled nonsense")):
+        with pytest.raises(pytest.UsageError, match="@pytest.mark.spectra"):
+            declared_arrays(item(*bad))

@@ -91,9 +91,9 @@ class ModelSpectra:
 
     def __init__(self, cache, seed: int, rows: slice | None = None, batch: int | None = None):
         """Args: cache: one model's activations (``ActivationCache`` with ``SPECTRA_NEEDS``) of a batch of sequences,
-        or of ``rows`` of a larger batch of ``batch`` sequences (:class:`StreamedSpectra`); seed: seeds the position
-        shuffles, drawn for the whole batch so that a sequence is shuffled alike whether its chunk or the whole batch
-        was captured at once."""
+        or of ``rows`` of a larger batch of ``batch`` sequences (a later look's :class:`Spectra`); seed: seeds the
+        position shuffles, drawn for the whole batch so that a sequence is shuffled alike whether its chunk or the
+        whole batch was captured at once."""
         self._cache = cache
         layers = self._cache.hidden_states()
         self.labels = [label for label, _ in layers]
@@ -166,39 +166,85 @@ class ModelSpectra:
         return _psd(torch.take_along_dim(self._embed, self._order[:, :, None], dim=1)).numpy()
 
 
-SPECTRA_ARRAYS = ("hidden", "hidden_hann", "hidden_nopos", "attn", "mlp", "update", "update_hann", "shuffled_embed")
-SHUFFLED_ARRAYS = ("hidden", "hidden_nopos", "attn", "mlp")
+SPECTRA_ARRAYS = ("hidden", "hidden_hann", "hidden_nopos", "attn", "mlp", "update", "update_hann", "shuffled_embed",
+                  "shuffled hidden", "shuffled hidden_nopos", "shuffled attn", "shuffled mlp")
 BATCH_FACTS = ("bins", "labels", "positions", "learned_positions", "n_blocks", "start")
 
 
-class StreamedSpectra:
-    """A later look's :class:`ModelSpectra` (the batch ``scale`` times the first, ``fixtures.rounds``), streamed: one
-    chunked pass (``ModelPool.stream``: chunks of the first batch's size, one chunk's activations held at a time)
-    computes every array of each chunk, and the arrays are concatenated along sequences; the batch-wide facts (bins,
-    labels, ...) are the first look's. Each sequence's spectrum is the one the whole batch would give (the position
-    shuffles are drawn for the whole batch; equal to the last digit on ref-opt-125m's S0.6 at 128 × 128, and row by
-    row in ``tests/test_s0_checks.py``). S0.6 alone on ref-opt-125m peaked at 6.2 GB captured at once, 2.7 GB
-    streamed.
+class Spectra:
+    """The spectra one S0 test reads at one look: the arrays its ``@pytest.mark.spectra(...)`` declares, over the
+    look's batch, and the batch-wide facts of :class:`ModelSpectra` (bins, labels, positions, learned_positions,
+    n_blocks, start), which are the first look's.
+
+    The first look's arrays come from the model's shared :class:`ModelSpectra` (each computed once, for every test
+    that reads it). A later look (the batch ``scale`` times the first, ``fixtures.rounds``) is streamed: one chunked
+    pass (``ModelPool.stream``: chunks of the first batch's size, one chunk's activations held at a time) computes
+    only the declared arrays of each chunk, concatenated along sequences; another test's later look that declares
+    other arrays streams its own pass. Each sequence's spectrum is the one the whole batch would give (the position shuffles are drawn for
+    the whole batch; equal row by row in ``tests/test_s0_checks.py``). S0.6 alone on ref-opt-125m peaked at 6.2 GB
+    captured at once, 2.7 GB streamed.
+
+    Attributes:
+        sequences: the look's batch, sequences.
+        <array>: (sequences, n_layers or n_blocks, n_freq) for each declared array of :class:`ModelSpectra`;
+        shuffled.<array>: the same for each declared "shuffled <array>" (:class:`Shuffled`).
+    Raises:
+        AttributeError: on reading an array the test did not declare, naming the marker to add.
     """
 
-    def __init__(self, pool, name: str, scale: int, seed: int, first: ModelSpectra):
-        """Args: pool: the session's ``ModelPool``; name: the model; scale: the look's; seed: the run's; first: the
-        first look's spectra (its batch-wide facts are this look's)."""
-        batch = pool.prompts(name, scale).shape[0]
+    def __init__(self, first: "ModelSpectra", arrays: dict[str, np.ndarray]):
         for fact in BATCH_FACTS:
             setattr(self, fact, getattr(first, fact))
-        parts = pool.stream(name, scale, "spectra", SPECTRA_NEEDS,
-                            lambda cache, rows: _arrays(ModelSpectra(cache, seed, rows, batch)))
-        for array in SPECTRA_ARRAYS:
-            setattr(self, array, np.concatenate([part[array] for part in parts]))
-        self.shuffled = SimpleNamespace(**{array: np.concatenate([part[f"shuffled {array}"] for part in parts])
-                                           for array in SHUFFLED_ARRAYS})
+        self._declared = sorted(arrays)
+        self.sequences = next(iter(arrays.values())).shape[0]
+        for array, values in arrays.items():
+            if not array.startswith("shuffled "):
+                setattr(self, array, values)
+        self.shuffled = _Declared({a.removeprefix("shuffled "): v for a, v in arrays.items()
+                                   if a.startswith("shuffled ")}, "shuffled ", self._declared)
+
+    def __getattr__(self, name: str):  # only for what __init__ did not set
+        return _undeclared(name, "", self._declared)
 
 
-def _arrays(spectra: ModelSpectra) -> dict[str, np.ndarray]:
-    """Every array of one chunk's spectra, computed now (the chunk's activations are let go after)."""
-    return ({array: getattr(spectra, array) for array in SPECTRA_ARRAYS}
-            | {f"shuffled {array}": getattr(spectra.shuffled, array) for array in SHUFFLED_ARRAYS})
+class _Declared(SimpleNamespace):
+    """The declared shuffled arrays; reading another raises :func:`_undeclared`'s error."""
+
+    def __init__(self, arrays: dict, prefix: str, declared: list[str]):
+        super().__init__(**arrays)
+        self._prefix, self._names = prefix, declared
+
+    def __getattr__(self, name: str):
+        return _undeclared(name, self._prefix, self._names)
+
+
+def _undeclared(name: str, prefix: str, declared: list[str]):
+    if name.startswith("_") or f"{prefix}{name}" not in SPECTRA_ARRAYS:
+        raise AttributeError(name)
+    raise AttributeError(f"this S0 test reads spectra.{prefix.replace(' ', '.')}{name} but does not declare it: add "
+                         f"{prefix + name!r} to its @pytest.mark.spectra(...) (declared: {', '.join(declared)})")
+
+
+def _arrays(spectra: ModelSpectra, arrays) -> dict[str, np.ndarray]:
+    """The named arrays of one batch's (or chunk's) spectra, computed now ("shuffled x" is ``spectra.shuffled.x``)."""
+    return {array: getattr(spectra.shuffled, array.removeprefix("shuffled ")) if array.startswith("shuffled ")
+            else getattr(spectra, array) for array in arrays}
+
+
+def declared_arrays(item: pytest.Item) -> tuple[str, ...]:
+    """The spectra an S0 test reads, from its ``@pytest.mark.spectra(*arrays)`` (names of ``SPECTRA_ARRAYS``).
+
+    Raises:
+        pytest.UsageError: if the marker is missing, empty, or names an array ModelSpectra does not have.
+    """
+    marker = item.get_closest_marker("spectra")
+    arrays = tuple(marker.args) if marker else ()
+    unknown = [a for a in arrays if a not in SPECTRA_ARRAYS]
+    if not arrays or unknown:
+        raise pytest.UsageError(f"{item.nodeid}: declare the spectra it reads with @pytest.mark.spectra(...), names "
+                                f"from {', '.join(SPECTRA_ARRAYS)}" + (f"; unknown: {', '.join(unknown)}" if unknown
+                                                                       else ""))
+    return arrays
 
 
 def early_blocks(n_blocks: int) -> int:
@@ -241,21 +287,25 @@ def loglog_panels(title: str, labels: list[str], psd: np.ndarray) -> dict[str, l
     return {title: {label: mean[i].tolist() for i, label in enumerate(labels)}}
 
 
-def _spectra_of(pool, name: str, scale: int, seed: int) -> ModelSpectra | StreamedSpectra:
-    """The first look's spectra from the model's shared capture; a later look's streamed (:class:`StreamedSpectra`)."""
+def _spectra_of(pool, name: str, scale: int, seed: int, arrays: tuple[str, ...]) -> Spectra:
+    """One test's declared arrays at one look: the first from the model's shared capture, a later one streamed."""
     captured = pool.capture(name)
     first = captured.memo("spectra", lambda: ModelSpectra(captured.cache, seed))
-    return first if scale == 1 else StreamedSpectra(pool, name, scale, seed, first)
+    if scale == 1:
+        return Spectra(first, _arrays(first, arrays))
+    batch = pool.prompts(name, scale).shape[0]
+    parts = pool.stream(name, scale, "spectra: " + ", ".join(sorted(arrays)), SPECTRA_NEEDS,
+                        lambda cache, rows: _arrays(ModelSpectra(cache, seed, rows, batch), arrays))
+    return Spectra(first, {array: np.concatenate([part[array] for part in parts]) for array in arrays})
 
 
 @pytest.fixture
-def spectra(pool, model_name, settings, sample_scale) -> ModelSpectra:
-    """The subject's :class:`ModelSpectra`, computed once per model (and per look's batch) for every S0 test."""
-    return _spectra_of(pool, model_name, sample_scale, settings.seed)
+def spectra(request, pool, model_name, settings, sample_scale) -> Spectra:
+    """The subject's declared :class:`Spectra` at this look (the model's spectra computed once per look's batch)."""
+    return _spectra_of(pool, model_name, sample_scale, settings.seed, declared_arrays(request.node))
 
 
 @pytest.fixture
-def twin_spectra(pool, model_name, settings, sample_scale) -> ModelSpectra:
+def twin_spectra(request, pool, model_name, settings, sample_scale) -> Spectra:
     """The same for the subject's untrained twin (the control of S0.2 and S0.5), on the same token ids."""
-    return _spectra_of(pool, resolve(model_name).twin, sample_scale, settings.seed)
-
+    return _spectra_of(pool, resolve(model_name).twin, sample_scale, settings.seed, declared_arrays(request.node))

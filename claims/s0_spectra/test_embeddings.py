@@ -20,6 +20,7 @@ FLAT_SLOPE = 0.1
 @pytest.mark.claim("S0.1", version=2, sample="prompts")  # 2: more prompts while inconclusive (fixtures.rounds)
 @pytest.mark.models("trained", "untrained", "reference", "hf")
 @pytest.mark.needs(*SPECTRA_NEEDS)
+@pytest.mark.spectra("hidden", "shuffled_embed")
 def test_token_embeddings_have_a_flat_spectrum(model_name, spectra, claim, settings):
     """S0.1: the fitted power-law exponent of the token-embedding states is within ±0.1 of zero.
 
@@ -88,6 +89,7 @@ def tilt_checks(trained: Estimate, learned: Estimate, hann: Estimate) -> list[Ch
 @pytest.mark.claim("S0.2", version=4, sample="prompts")  # 4: the Hann control guards the pass (3: it, 2: more prompts)
 @pytest.mark.models("trained", "hf", twin=True)
 @pytest.mark.needs(*SPECTRA_NEEDS)
+@pytest.mark.spectra("hidden", "hidden_hann")
 def test_learned_positions_raise_low_frequencies(model_name, spectra, twin_spectra, claim, settings):
     """S0.2: adding position embeddings tilts the spectrum toward low frequencies, in the trained model only.
 

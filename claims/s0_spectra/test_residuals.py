@@ -135,7 +135,7 @@ def _figure(model_name: str, title: str, bins, psd: np.ndarray) -> dict:
 
 
 def _procedure(spectra, what: str) -> str:
-    return (f"{spectra.attn.shape[0]} held-out sequences of {spectra.positions} tokens (S0: 8 × 2048), first token "
+    return (f"{spectra.sequences} held-out sequences of {spectra.positions} tokens (S0: 8 × 2048), first token "
             f"dropped, |rfft|² of {what} averaged over d_model then sequences; {spectra.bins.centers.size} log-spaced "
             f"bins over {spectra.bins.band_decades:.2f} decades. Depth mapping: first {early_blocks(spectra.n_blocks)} "
             f"of {spectra.n_blocks} blocks stand for S0's first three of 12.")
@@ -168,6 +168,7 @@ def flattest_law(bins, units: np.ndarray) -> float:
 @pytest.mark.claim("S0.6", version=5, sample="prompts")  # 5: bend under half S0's block 1's (4: a clean law's scatter)
 @pytest.mark.models("untrained", "reference")
 @pytest.mark.needs(*SPECTRA_NEEDS)
+@pytest.mark.spectra("attn", "shuffled attn")
 def test_untrained_attention_residuals_are_nearly_straight(model_name, spectra, claim, settings):
     """S0.6: blocks 2..L's attention residuals bend less than half as much as S0's block 1; block 1 bends most.
 
@@ -241,6 +242,7 @@ def apart_over_clean_law(bins, units: np.ndarray, n: int, tolerance: float) -> f
 @pytest.mark.claim("S0.7", version=5, sample="prompts")  # 5: within half the attention residuals' distance (4: clean law)
 @pytest.mark.models("untrained", "reference")
 @pytest.mark.needs(*SPECTRA_NEEDS)
+@pytest.mark.spectra("attn", "mlp", "hidden", "shuffled hidden")
 def test_untrained_mlp_residuals_match_hidden_states(model_name, spectra, claim, settings):
     """S0.7: the MLP residuals' spectral shape is close to the hidden states', by S0's contrast with the attention
     residuals: their shape distance is less than half the attention residuals'.
@@ -312,6 +314,7 @@ def spikes_over_null(bins, units: np.ndarray, blocks: list[slice]) -> float:
 @pytest.mark.claim("S0.8", version=3, sample="prompts")  # 3: control, spikes above the position-shuffled null
 @pytest.mark.models("trained", "hf")
 @pytest.mark.needs(*SPECTRA_NEEDS)
+@pytest.mark.spectra("attn", "shuffled attn")
 def test_trained_attention_residual_spikes(model_name, spectra, claim, settings):
     """S0.8: the early blocks' attention residuals spike more than the middle ones; the last spikes at low frequency."""
     n, e = spectra.n_blocks, early_blocks(spectra.n_blocks)
@@ -351,6 +354,7 @@ def test_trained_attention_residual_spikes(model_name, spectra, claim, settings)
 @pytest.mark.claim("S0.9", version=3, sample="prompts")  # 3: control, block 1's spike above the shuffled null
 @pytest.mark.models("trained", "hf")
 @pytest.mark.needs(*SPECTRA_NEEDS)
+@pytest.mark.spectra("mlp", "shuffled mlp")
 def test_trained_mlp_residual_spike_in_block_one(model_name, spectra, claim, settings):
     """S0.9: block 1's MLP residual spikes more than any later block's."""
     if spectra.n_blocks < 2:
@@ -386,6 +390,7 @@ def early_over_late(bins, units: np.ndarray, e: int) -> float:
 @pytest.mark.claim("S0.10", version=3, sample="prompts")  # 3: control, the Hann-windowed updates agree
 @pytest.mark.models("trained", "hf")
 @pytest.mark.needs(*SPECTRA_NEEDS)
+@pytest.mark.spectra("update", "update_hann")
 def test_early_blocks_add_low_frequencies(model_name, spectra, claim, settings):
     """S0.10: the early blocks' updates put a larger share of their power in the low band than later blocks'."""
     n, e = spectra.n_blocks, early_blocks(spectra.n_blocks)

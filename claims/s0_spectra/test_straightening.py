@@ -46,6 +46,7 @@ def _trend(bins, units: np.ndarray, start: int) -> float:
 @pytest.mark.claim("S0.3", version=5, sample="prompts")  # 5: control, straighter than the position-shuffled stream
 @pytest.mark.models("trained", "hf")
 @pytest.mark.needs(*SPECTRA_NEEDS)
+@pytest.mark.spectra("hidden", "hidden_hann", "shuffled hidden")
 def test_power_law_straightens_with_depth(model_name, spectra, claim, settings):
     """S0.3: the scatter about a power law falls with depth, layer by layer, and the last block's law is one.
 
@@ -109,6 +110,7 @@ def test_power_law_straightens_with_depth(model_name, spectra, claim, settings):
 @pytest.mark.claim("S0.4", version=3, sample="prompts")  # 3: control, the law survives a Hann window
 @pytest.mark.models("trained", "hf")
 @pytest.mark.needs(*SPECTRA_NEEDS)
+@pytest.mark.spectra("hidden", "hidden_hann")
 def test_final_power_law_spans_about_one_decade(model_name, spectra, claim, settings):
     """S0.4: the last block's power law falls by about one decade over S0's 3.0 decades of frequency.
 
@@ -160,6 +162,7 @@ def learned_straightening(bins, units: np.ndarray, start: int) -> float:
 @pytest.mark.claim("S0.5", version=3, sample="prompts")  # 3: without the position bump, from block 1; control
 @pytest.mark.models("trained", "hf", twin=True)
 @pytest.mark.needs(*SPECTRA_NEEDS)
+@pytest.mark.spectra("hidden", "hidden_nopos", "shuffled hidden_nopos")
 def test_straightening_is_learned(model_name, spectra, twin_spectra, claim, settings):
     """S0.5: the untrained twin straightens less than the trained model, on the same token ids.
 

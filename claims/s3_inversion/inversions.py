@@ -105,7 +105,7 @@ class Scale:
 
     def steps(self, name: str) -> int:
         """N for a model: trained (and hf) models get ``trained_steps``, untrained and reference ``untrained_steps``."""
-        return self.trained_steps if resolve(name).role in ("trained", "hf") else self.untrained_steps
+        return self.untrained_steps if resolve(name).random_init else self.trained_steps
 
     def choosing(self, units: np.ndarray) -> np.ndarray:
         """The prompts that choose the headline setting: on a CPU the first third of ``units`` (prompts, ...), at

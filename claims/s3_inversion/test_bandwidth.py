@@ -142,7 +142,7 @@ def test_recovery_falls_sharply_with_output_features(model_name, subject, invers
     curve.rows = inversions.scale.reported(np.arange(n))
     full = claim.bootstrap(curve(d), lambda u: float(u.mean()))
     by_setting = {"token accuracy, full output, by setting": {h: c.mean(d) for h, c in curves.items()}}
-    untrained = subject.entry.role not in ("trained", "hf")  # random init: an untrained twin or a reference
+    untrained = subject.entry.random_init
     full_works = works_control(curve(d) >= EVERY, f"prompts whose tokens the full output ({d} features) recovers "
                                f"(≥ {EVERY} of them)", UNTRAINED_INVERTS)
     if untrained and not full_works.passed:  # S3 says this block inverts: the descent failed, which must show

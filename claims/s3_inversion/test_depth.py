@@ -86,7 +86,7 @@ def check_depth(model_name, subject, inversions, claim, settings) -> None:
                                   lambda u: float(scale.headline(u[:, :-1], chosen[0]) - u[:, -1].mean()))
     per_depth = [claim.bootstrap(scale.reported(accuracy[:, i]), lambda u, c=c: float(scale.headline(u, c))) for i, c in enumerate(chosen)]
     by_block = {f"token accuracy by block ({scale.headline_label})": {f"block {b}": e.value for b, e in zip(blocks, per_depth)}}
-    untrained = subject.entry.role not in ("trained", "hf")  # random init: an untrained twin or a reference
+    untrained = subject.entry.random_init
     first_works = works_control(scale.reported(accuracy[:, 0, chosen[0]] > start),
                                 "prompts on which block 1 recovers more tokens than the random start (chance)",
                                 UNTRAINED_INVERTS)
