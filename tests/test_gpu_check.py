@@ -24,7 +24,7 @@ def test_the_rehearsal_writes_one_run_with_s3_s4_and_the_timings(tmp_path):
     timings = json.loads((out / "timings.json").read_text())
     assert timings["machine"]["device"] == "cpu" and timings["machine"]["torch"]
     steps = {s["name"]: s for s in timings["steps"]}
-    assert {"train-tiny-w96", "s4", "s3-ref-llama-small", "inversion-speed", "merge"} <= set(steps)
+    assert {"train-tiny-w96", "s4", "s3-ref-llama-small", "inversion-speed", "merge", "s0"} <= set(steps)
     assert all(s["returncode"] == 0 and not s["timed_out"] for s in steps.values()), steps
 
     results = json.loads((out / "run" / "latest" / "results.json").read_text())  # one run folder, merged
@@ -34,6 +34,9 @@ def test_the_rehearsal_writes_one_run_with_s3_s4_and_the_timings(tmp_path):
     assert all(r["outcome"] not in ("error", "control failed") for r in results["records"])
     assert set(timings["run"]["family_seconds"]) == {"S3", "S4"}
     assert timings["run"]["models"]["tiny-w96"]["weights_sha256"]
+    s0 = timings["s0_run"]  # S0's scale: a run of its own prompt batch, not merged
+    assert set(s0["family_seconds"]) == {"S0"} and "S0.6" in s0["outcomes"], s0
+    assert all(o not in ("error", "control failed") for o in s0["outcomes"]["S0.6"].values())
     with tarfile.open(out / "gpu-check.tar.gz") as tar:
         assert "timings.json" in tar.getnames() and "logs/s4.log" in tar.getnames()
 
@@ -61,3 +64,10 @@ def test_the_source_plan_is_s4s_recipe_and_s3s_scale():
     assert plan.train[0] == "s4-w384" and len(plan.train) == 4  # S4's recipe and its three seed siblings
     assert all(("--source-scale", "on") == words[1:3] for words in plan.s3)
     assert {words[-1] for words in plan.s3} == set(gpu_check.REFERENCES)
+
+
+def test_parts_are_kinds_of_lane_separated_by_commas():
+    assert gpu_check._parts("s4,s0") == ("s4", "s0") and gpu_check._parts("all") == ("all",)
+    for bad in ("s5", "", "all,s4"):
+        with pytest.raises(Exception, match="give all, or some of s4, s3, s0"):
+            gpu_check._parts(bad)

@@ -39,7 +39,7 @@ class Shuffled:
 
     def _stack(self, tensors) -> np.ndarray:
         order = self._of.keep_first[:, :, None]
-        return _stack([torch.take_along_dim(t.float().cpu(), order, dim=1) for t in tensors])
+        return _stack([torch.take_along_dim(t.float(), order.to(t.device), dim=1) for t in tensors])
 
     @functools.cached_property
     def hidden(self) -> np.ndarray:
@@ -59,7 +59,8 @@ class Shuffled:
 
 
 def _psd(x: torch.Tensor, window: str | None = None) -> torch.Tensor:
-    return power_spectral_density(x.float().cpu(), window=window)[1]
+    """(batch, n_freq) power of (batch, seq, d_model) states, computed where they are (a GPU's rfft), on the CPU."""
+    return power_spectral_density(x.float(), window=window)[1].cpu()
 
 
 def _stack(tensors, window: str | None = None) -> np.ndarray:
