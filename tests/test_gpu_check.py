@@ -52,6 +52,13 @@ def test_a_step_out_of_time_is_stopped_and_marked(tmp_path):
     assert (tmp_path / step.log).read_text().startswith(sys.executable)
 
 
+def test_a_part_with_no_lane_is_refused(monkeypatch, capsys, tmp_path):
+    """source-main has no S3 or S0 lane: asking for one is an error, not an empty "done"."""
+    monkeypatch.setattr(gpu_check.torch.cuda, "is_available", lambda: True)
+    assert gpu_check.main(["--size", "source-main", "--part", "s3", "--out", str(tmp_path)]) == 2
+    assert "has no lane of --part s3" in capsys.readouterr().err
+
+
 def test_source_size_refuses_a_machine_without_cuda(monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(gpu_check.torch.cuda, "is_available", lambda: False)
     assert gpu_check.main(["--size", "source", "--out", str(tmp_path)]) == 2

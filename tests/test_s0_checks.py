@@ -369,6 +369,8 @@ def test_an_s0_test_reads_only_the_spectra_it_declares():
         seen.shuffled.hidden
     with pytest.raises(AttributeError):
         seen.no_such_thing
+    import copy
+    assert copy.copy(seen).attn is seen.attn  # copying probes private names before __init__: no recursion
 
     def item(*args):
         marker = pytest.mark.spectra(*args).mark if args else None

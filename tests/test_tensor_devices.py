@@ -24,7 +24,8 @@ MODULE_INIT = "a parameter made in a module's __init__: the module moves as a wh
 
 ALLOWED = {
     ("claims/s0_spectra/conftest.py", "__init__"): "permutations of positions for the shuffled control, "
-                                                   "applied to the embeddings after .cpu()",
+                                                   "drawn on the CPU and moved .to() each state's device where "
+                                                   "applied (the embeddings' on the CPU)",
     ("claims/s1_attention/test_probe.py", "play_windows"): MOVED_LATER,
     ("claims/s2_residual/test_analogies.py", "_ranks"): "query ids; analogy_ranks moves them to the embedding's device",
     ("claims/s2_residual/test_residual_stream.py", "block_rate"): HOST,

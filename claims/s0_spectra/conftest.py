@@ -205,6 +205,8 @@ class Spectra:
                                    if a.startswith("shuffled ")}, "shuffled ", self._declared)
 
     def __getattr__(self, name: str):  # only for what __init__ did not set
+        if name.startswith("_"):  # not an array (copy and pickle probe these before __init__ has run)
+            raise AttributeError(name)
         return _undeclared(name, "", self._declared)
 
 
@@ -216,11 +218,13 @@ class _Declared(SimpleNamespace):
         self._prefix, self._names = prefix, declared
 
     def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
         return _undeclared(name, self._prefix, self._names)
 
 
 def _undeclared(name: str, prefix: str, declared: list[str]):
-    if name.startswith("_") or f"{prefix}{name}" not in SPECTRA_ARRAYS:
+    if f"{prefix}{name}" not in SPECTRA_ARRAYS:
         raise AttributeError(name)
     raise AttributeError(f"this S0 test reads spectra.{prefix.replace(' ', '.')}{name} but does not declare it: add "
                          f"{prefix + name!r} to its @pytest.mark.spectra(...) (declared: {', '.join(declared)})")
