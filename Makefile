@@ -48,16 +48,9 @@ claims: setup
 	$(PY) -m models prepare --zoo $(ZOO)
 	$(PY) -m pytest claims -m gpu --zoo $(ZOO) $(PYTEST_ARGS)
 
-# Two phases: the self-tests and the benchmarks (once, as plain tests) on TEST_WORKERS pytest-xdist workers, then
-# the claims serially in a process of their own (their report, and the peak memory the README gives). The claims
-# run whatever the first phase gave; make fails if either phase failed. A phase that PYTEST_ARGS leaves empty
-# (pytest's exit status 5, e.g. PYTEST_ARGS="--claim S0.6" in the first) is not a failure.
-TEST_WORKERS ?= 2
 test: setup
 	$(PY) -m models prepare --zoo tiny
-	$(PY) -m pytest tests benchmarks --benchmark-disable -n $(TEST_WORKERS) $(PYTEST_ARGS); self=$$?; \
-	$(PY) -m pytest claims $(PYTEST_ARGS); claims=$$?; \
-	for status in $$self $$claims; do [ $$status -eq 0 ] || [ $$status -eq 5 ] || exit $$status; done
+	$(PY) -m pytest tests claims benchmarks --benchmark-disable $(PYTEST_ARGS)
 
 bench: setup
 	mkdir -p runs
@@ -66,8 +59,8 @@ bench: setup
 # The GPU work in one call of at most 10 minutes (benchmarks/gpu_check.py): S4's recipe trained and its claims,
 # S3 at S3's scale on the references, one merged run folder and timings.json in GPU_CHECK_OUT; S0.6 and S0.7 at
 # S0's scale in a run of their own. GPU_CHECK_SIZE=tiny rehearses the same steps on the CPU; GPU_CHECK_PART=s4,s0
-# then GPU_CHECK_PART=s3 are the two halves of a 15-minute lease, as two calls. On a machine without network whose python3 has every package:
-# make gpu-check PY=python3 (a PY given on the command line skips the setup).
+# then GPU_CHECK_PART=s3 are the two halves of a 15-minute lease, as two calls. On a machine without network
+# whose python3 has every package: make gpu-check PY=python3 (a PY given on the command line skips the setup).
 GPU_CHECK_SIZE ?= source
 GPU_CHECK_PART ?= all
 GPU_CHECK_OUT ?= runs/gpu-check
