@@ -12,7 +12,6 @@ and destroys only the order along the sequence).
 """
 
 import functools
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -172,7 +171,21 @@ SPECTRA_ARRAYS = ("hidden", "hidden_hann", "hidden_nopos", "attn", "mlp", "updat
 BATCH_FACTS = ("bins", "labels", "positions", "learned_positions", "n_blocks", "start")
 
 
-class Spectra:
+class _Declared:
+    """Arrays an S0 test declared, by name; reading an undeclared array of ``SPECTRA_ARRAYS`` raises
+    :func:`_undeclared`'s error (``prefix``: "shuffled " for :class:`Spectra`'s ``shuffled``)."""
+
+    def __init__(self, arrays: dict, prefix: str, declared: list[str]):
+        self.__dict__.update(arrays)
+        self._prefix, self._names = prefix, declared
+
+    def __getattr__(self, name: str):  # only for what __init__ did not set
+        if name.startswith("_"):  # not an array (copy and pickle probe these before __init__ has run)
+            raise AttributeError(name)
+        return _undeclared(name, self._prefix, self._names)
+
+
+class Spectra(_Declared):
     """The spectra one S0 test reads at one look: the arrays its ``@pytest.mark.spectra(...)`` declares, over the
     look's batch, and the batch-wide facts of :class:`ModelSpectra` (bins, labels, positions, learned_positions,
     n_blocks, start), which are the first look's.
@@ -181,9 +194,9 @@ class Spectra:
     that reads it). A later look (the batch ``scale`` times the first, ``fixtures.rounds``) is streamed: one chunked
     pass (``ModelPool.stream``: chunks of the first batch's size, one chunk's activations held at a time) computes
     only the declared arrays of each chunk, concatenated along sequences; another test's later look that declares
-    other arrays streams its own pass. Each sequence's spectrum is the one the whole batch would give (the position shuffles are drawn for
-    the whole batch; equal row by row in ``tests/test_s0_checks.py``). S0.6 alone on ref-opt-125m peaked at 6.2 GB
-    captured at once, 2.7 GB streamed.
+    other arrays streams its own pass. Each sequence's spectrum is the one the whole batch would give (the position
+    shuffles are drawn for the whole batch; equal row by row in ``tests/test_s0_checks.py``). S0.6 alone on
+    ref-opt-125m peaked at 6.2 GB captured at once, 2.7 GB streamed.
 
     Attributes:
         sequences: the look's batch, sequences.
@@ -194,33 +207,13 @@ class Spectra:
     """
 
     def __init__(self, first: "ModelSpectra", arrays: dict[str, np.ndarray]):
+        declared = sorted(arrays)
+        super().__init__({a: v for a, v in arrays.items() if not a.startswith("shuffled ")}, "", declared)
         for fact in BATCH_FACTS:
             setattr(self, fact, getattr(first, fact))
-        self._declared = sorted(arrays)
         self.sequences = next(iter(arrays.values())).shape[0]
-        for array, values in arrays.items():
-            if not array.startswith("shuffled "):
-                setattr(self, array, values)
         self.shuffled = _Declared({a.removeprefix("shuffled "): v for a, v in arrays.items()
-                                   if a.startswith("shuffled ")}, "shuffled ", self._declared)
-
-    def __getattr__(self, name: str):  # only for what __init__ did not set
-        if name.startswith("_"):  # not an array (copy and pickle probe these before __init__ has run)
-            raise AttributeError(name)
-        return _undeclared(name, "", self._declared)
-
-
-class _Declared(SimpleNamespace):
-    """The declared shuffled arrays; reading another raises :func:`_undeclared`'s error."""
-
-    def __init__(self, arrays: dict, prefix: str, declared: list[str]):
-        super().__init__(**arrays)
-        self._prefix, self._names = prefix, declared
-
-    def __getattr__(self, name: str):
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return _undeclared(name, self._prefix, self._names)
+                                   if a.startswith("shuffled ")}, "shuffled ", declared)
 
 
 def _undeclared(name: str, prefix: str, declared: list[str]):
