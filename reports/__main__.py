@@ -62,12 +62,14 @@ def _from_a_run(commands, name: str, summary: str, description: str, writes: str
     return sub
 
 
-def _results_of(run: str) -> dict:
-    """The results document of RUN: a run folder holding results.json, or the file (``read_results``' errors)."""
+def _results_of(run: str):
+    """The results document (``RunDocument``) of RUN: a run folder holding results.json, or the file
+    (``read_results``' errors)."""
+    from reports.document import RunDocument
     from reports.results_file import read_results
 
     folder = Path(run)
-    return read_results(folder / "results.json" if folder.is_dir() else folder)
+    return RunDocument.from_json(read_results(folder / "results.json" if folder.is_dir() else folder))
 
 
 def keep_shipped_verdicts(run: str, write: bool, merge: bool = False) -> int:

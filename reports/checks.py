@@ -6,9 +6,10 @@ that fail the run. Report-side analysis of records is in ``reports.records``.
 """
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 from latent_instruments.stats import MIN_BOOTSTRAP_UNITS, Estimate, undecidable
+from reports.node_ids import function_of
 
 HOLDS, FAILS, FAILS_AS_EXPECTED = "holds", "fails", "fails as expected"
 HOLDS_UNEXPECTEDLY, CONTROL_FAILED, NOT_INFORMATIVE, ERROR = (
@@ -133,6 +134,26 @@ class Check:
         return cls(name, estimate.value, estimate.low, estimate.high, unit, comparison, threshold, derivation, role,
                    estimate.n, estimate.confidence, guards_pass, estimate.method)
 
+    @classmethod
+    def from_json(cls, raw: dict) -> "Check":
+        """A check as results.json stores it (``ClaimRecord.to_json``), of any schema this version reads (4 to 8).
+
+        The derived keys (``margin``, ``passed``, ``status``, ``sample_factor``, ``undecidable``) are recomputed,
+        not read; a null number (the writer stores NaN and inf as null) reads as NaN, which no check passes; keys a
+        hand-made or older check lacks take their defaults (unit and derivation "", comparison ">").
+
+        Raises:
+            KeyError: without ``name``.
+        """
+        def number(key):
+            value = raw.get(key)
+            return math.nan if value is None else float(value)
+
+        return cls(raw["name"], number("value"), number("ci_low"), number("ci_high"), raw.get("unit", ""),
+                   raw.get("comparison", ">"), number("threshold"), raw.get("derivation", ""),
+                   raw.get("role", "claim"), raw.get("n"), raw.get("confidence"), bool(raw.get("guards_pass", False)),
+                   raw.get("interval"))
+
 
 @dataclass
 class ClaimRecord:
@@ -166,6 +187,8 @@ class ClaimRecord:
             (a crashed worker).
         not_informative_checks: {check: why} for checks the claim has but this subject cannot inform (S4.4's
             seed-sibling floor on a model given no siblings); shown beside the verdict, never silent.
+        interrupted: a sequential test interrupted (Ctrl-C, SIGTERM) during a later look before it measured
+            anything: the record is the last finished look's (``fixtures.rounds``).
     """
 
     claim: str
@@ -187,6 +210,7 @@ class ClaimRecord:
     wall_seconds: float | None = None
     not_informative_checks: dict = field(default_factory=dict)
     function: str = ""
+    interrupted: bool = False
 
     def _with_status(self, role: str, status: str) -> list[Check]:
         """The checks of ``role`` with ``status``; a control that guards a pass (``Check.guards_pass``) counts
@@ -211,9 +235,30 @@ class ClaimRecord:
         claim_checks = [c for c in self.checks if c.role == "claim"]
         return min(claim_checks, key=lambda c: c.margin) if claim_checks else None
 
+    @classmethod
+    def from_json(cls, raw: dict) -> "ClaimRecord":
+        """A record as results.json stores it (:meth:`to_json`), of any schema this version reads (4 to 8).
+
+        The derived keys (``headline``, a check's ``status`` and the like) are recomputed; the keys the report adds
+        beside a record (``ledger_build``, ``ledger_quotes_disagree``: ``reports.document.RunDocument.to_json``)
+        and keys this version does not know are dropped; ``function`` is read from the node id where a record of
+        schema 6 or older lacks it.
+
+        Raises:
+            KeyError: without ``claim``, ``model`` or ``test``, or a check without ``name``.
+        """
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in raw.items() if k in known}
+        values["checks"] = [Check.from_json(c) for c in raw.get("checks") or []]
+        values["function"] = raw.get("function") or function_of(raw["test"])
+        values.setdefault("version", 0)
+        return cls(**values)
+
     def to_json(self) -> dict:
-        """The record as results.json stores it (see reports/SCHEMA.md)."""
+        """The record as results.json stores it (see reports/SCHEMA.md); ``interrupted`` only where true."""
         out = asdict(self)
+        if not self.interrupted:
+            del out["interrupted"]
         for check, raw in zip(self.checks, out["checks"]):
             raw["margin"] = check.margin
             raw["passed"] = check.passed

@@ -6,10 +6,16 @@ no defaults, so a key one builder forgets is a ``TypeError`` in the tests, not a
 on later (a merged nightly without ``source_scale`` once lost the run that took it as ``--baseline``).
 :meth:`RunDocument.from_json` reads the schemas this version reads (4 to 7) and fills the keys an older one lacks
 with what they meant before they existed; :meth:`RunDocument.to_json` gives the dict that is written.
+
+Records are :class:`reports.checks.ClaimRecord` objects from the test that made them until ``to_json``: the report
+reads their fields, never string keys, and derived values (a check's status, the headline) are computed by the
+one code that decides them, also for a document read from a file.
 """
 
 from dataclasses import dataclass, fields
 
+from reports.checks import ClaimRecord
+from reports.records import ledger_build, ledger_quotes_disagree
 from reports.results_file import SCHEMA
 
 # What a key an older schema lacks meant before it existed (a key absent from this table is in every readable schema).
@@ -28,7 +34,7 @@ FACTS = {"seed": "--seed", "prompts": "--prompts", "max_prompts": "--max-prompts
 
 @dataclass(kw_only=True)
 class RunDocument:
-    """One run's results.json (keys and meanings: reports/SCHEMA.md); records stay the dicts that are written."""
+    """One run's results.json (keys and meanings: reports/SCHEMA.md), its records as :class:`ClaimRecord` objects."""
 
     schema: str
     run_id: str | None
@@ -54,7 +60,7 @@ class RunDocument:
     models: dict
     catalogue: dict
     user_groups: dict
-    records: list
+    records: list[ClaimRecord]
     builds_agree: list
     builds_not_run: dict
     baseline: dict | None
@@ -65,23 +71,37 @@ class RunDocument:
     shards_missing: list
 
     def to_json(self) -> dict:
-        """The document as results.json holds it, keys in SCHEMA.md's order (a shallow dict: records are shared)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """The document as results.json holds it, keys in SCHEMA.md's order: each record as
+        :meth:`ClaimRecord.to_json` gives it, with the ledger's ``ledger_build`` and ``ledger_quotes_disagree``
+        (from the record and this run's ``models``); the other values shared, not copied; NaN left as NaN (the
+        writer stores it as null)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["records"] = [self.record_json(r) for r in self.records]
+        return out
+
+    def record_json(self, record: ClaimRecord) -> dict:
+        """One record as results.json holds it (see :meth:`to_json`)."""
+        build = ledger_build(record, self.models or {})
+        return {**record.to_json(), "ledger_build": build,
+                "ledger_quotes_disagree": ledger_quotes_disagree(record, build)}
 
     @classmethod
     def from_json(cls, doc: dict) -> "RunDocument":
         """A document read from results.json of any schema this version reads, upgraded to this one's fields.
 
         Keys an older schema lacks get ``UPGRADE_DEFAULTS``; keys this version does not know are dropped; the
-        schema becomes this version's.
+        schema becomes this version's; records become :class:`ClaimRecord` objects (``ClaimRecord.from_json``:
+        their derived values recomputed by this version's rules).
 
         Raises:
             ValueError: if ``doc`` is not a dict or has no list of records.
+            KeyError, TypeError: for a damaged record (``reports.results_file.read_results`` says which).
         """
         if not isinstance(doc, dict) or not isinstance(doc.get("records"), list):
             raise ValueError("not a results document: no list of 'records'")
         values = {f.name: doc.get(f.name, UPGRADE_DEFAULTS.get(f.name)) for f in fields(cls)}
-        return cls(**{**values, "schema": SCHEMA})
+        records = [ClaimRecord.from_json(r) for r in doc["records"]]
+        return cls(**{**values, "schema": SCHEMA, "records": records})
 
     def facts(self) -> dict:
         """What makes two runs comparable, by ``FACTS`` name; None where the document does not record it."""

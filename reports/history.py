@@ -9,32 +9,33 @@ import json
 from pathlib import Path
 
 from models.atomic_files import atomic_write_text
+from reports.document import RunDocument
 from reports.records import count_outcomes, record_key
 
 
-def runs(base: Path, exclude: str | None = None) -> list[dict]:
-    """The results documents of the run folders under ``base``, oldest first (unreadable ones left out, and the
-    folder named ``exclude``: the run being written)."""
+def runs(base: Path, exclude: str | None = None) -> list[RunDocument]:
+    """The results documents of the run folders under ``base``, oldest first (unreadable or damaged ones left out,
+    and the folder named ``exclude``: the run being written)."""
     docs = []
     for path in sorted(base.glob("*/results.json")):
         if path.parent.is_symlink() or path.parent.name == exclude:
             continue
         try:
-            docs.append(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError):
+            docs.append(RunDocument.from_json(json.loads(path.read_text(encoding="utf-8"))))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue
-    return sorted(docs, key=lambda d: (d.get("created_utc") or "", d.get("run_id") or ""))
+    return sorted(docs, key=lambda d: (d.created_utc or "", d.run_id or ""))
 
 
-def changes(previous: dict, doc: dict) -> list[dict]:
+def changes(previous: RunDocument, doc: RunDocument) -> list[dict]:
     """Outcome changes from ``previous`` to ``doc``: [{"claim", "model", "test", "was", "now"}] (the shape of the
     baseline's ``verdict_changes``)."""
-    old = {record_key(r): r.get("outcome") for r in previous.get("records", [])}
+    old = {record_key(r): r.outcome for r in previous.records}
     out = []
-    for r in doc.get("records", []):
+    for r in doc.records:
         was = old.get(record_key(r))
-        if was is not None and was != r.get("outcome"):
-            out.append({"claim": r["claim"], "model": r["model"], "test": r["test"], "was": was, "now": r.get("outcome")})
+        if was is not None and was != r.outcome:
+            out.append({"claim": r.claim, "model": r.model, "test": r.test, "was": was, "now": r.outcome})
     return out
 
 
@@ -43,26 +44,26 @@ def change_text(change: dict) -> str:
     return f"{change['claim']} on {change['model']}: {change['was']} → {change['now']}"
 
 
-def previous_run(earlier: list[dict], replay: str | None) -> dict | None:
+def previous_run(earlier: list[RunDocument], replay: str | None) -> RunDocument | None:
     """The newest of ``earlier`` (:func:`runs`) made by the same replay command (the previous night), or None."""
-    same = [d for d in earlier if d.get("replay") == replay]
+    same = [d for d in earlier if d.replay == replay]
     return same[-1] if same else None
 
 
-def write_index(base: Path, docs: list[dict] | None = None) -> None:
+def write_index(base: Path, docs: list[RunDocument] | None = None) -> None:
     """Rewrite ``base/index.html`` from the run folders under ``base``, or from ``docs`` (:func:`runs`' documents,
     oldest first) where the caller has them already."""
     rows, last_of = [], {}
     for doc in runs(base) if docs is None else docs:
-        previous = last_of.get(doc.get("replay"))
-        counts = count_outcomes(r.get("outcome", "?") for r in doc.get("records", []))
+        previous = last_of.get(doc.replay)
+        counts = count_outcomes(r.outcome or "?" for r in doc.records)
         moved = changes(previous, doc) if previous else []
         rows.append((doc, counts, moved, previous))
-        last_of[doc.get("replay")] = doc
+        last_of[doc.replay] = doc
     esc = html.escape
     body = "".join(
-        f"<tr><td><a href='{esc(d['run_id'])}/report.html'>{esc(d['run_id'])}</a></td><td>{esc(d.get('created_utc', ''))}</td>"
-        f"<td><code>{esc(d.get('replay', ''))}</code></td><td>{esc(', '.join(f'{n} {o}' for o, n in c.items()))}</td>"
+        f"<tr><td><a href='{esc(str(d.run_id))}/report.html'>{esc(str(d.run_id))}</a></td><td>{esc(d.created_utc or '')}</td>"
+        f"<td><code>{esc(d.replay or '')}</code></td><td>{esc(', '.join(f'{n} {o}' for o, n in c.items()))}</td>"
         f"<td>{'<br>'.join(esc(change_text(m)) for m in moved) or ('first run of this command' if p is None else 'no change')}</td></tr>"
         for d, c, moved, p in reversed(rows))
     atomic_write_text(base / "index.html",

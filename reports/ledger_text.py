@@ -12,9 +12,10 @@ import json
 import tomllib
 from dataclasses import dataclass
 
+from reports.checks import FAILS_AS_EXPECTED, ClaimRecord
+from reports.document import RunDocument
 from reports.ledger_keys import find
 from reports.records import test_name, variant
-from reports.checks import FAILS_AS_EXPECTED
 
 MEASURED = "Measured on weights "  # where the generated part of a why begins
 
@@ -28,23 +29,23 @@ class Refresh:
     note: str
 
 
-def measured_sentence(record: dict, model: dict, builds: str = "") -> str:
-    """The generated part of a why, from a results.json record and its model's facts.
+def measured_sentence(record: ClaimRecord, model: dict, builds: str = "") -> str:
+    """The generated part of a why, from a record and its model's facts.
 
     Args:
-        record: a record of outcome "fails as expected" (results.json form).
-        model: ``results.json["models"][record["model"]]``: ``weights_sha256`` and ``build``.
+        record: a record of outcome "fails as expected".
+        model: the run's ``models[record.model]``: ``weights_sha256`` and ``build``.
         builds: the builds-agree summary of the record's recipe (e.g. "fails on 2 of 2 builds"), or "".
     Raises:
         ValueError: if the record has no failed claim check.
     """
-    failed = [c for c in record["checks"] if c["role"] == "claim" and c.get("status") == "failed"]
+    failed = record.failed("claim")
     if not failed:
-        raise ValueError(f"{record['claim']} on {record['model']}: no failed claim check to quote")
+        raise ValueError(f"{record.claim} on {record.model}: no failed claim check to quote")
     build = model.get("build") or {}
-    prompts = f", {record['looks'][-1]['prompts']} prompts" if len(record.get("looks") or ()) > 1 else ""
-    checks = "; ".join(f"{c['name']} = {c['value']:.4g} [{c['ci_low']:.4g}, {c['ci_high']:.4g}] {c['unit']} "
-                       f"(needs {c['comparison']} {c['threshold']:.4g})" for c in failed)
+    prompts = f", {record.looks[-1]['prompts']} prompts" if len(record.looks) > 1 else ""
+    checks = "; ".join(f"{c.name} = {c.value:.4g} [{c.ci_low:.4g}, {c.ci_high:.4g}] {c.unit} "
+                       f"(needs {c.comparison} {c.threshold:.4g})" for c in failed)
     text = (f"{MEASURED}{model['weights_sha256'][:12]} ({build.get('cpu') or build.get('gpu') or build.get('device')}, "
             f"torch {build.get('torch')}){prompts}: {checks}.")
     if builds:
@@ -52,7 +53,7 @@ def measured_sentence(record: dict, model: dict, builds: str = "") -> str:
     return text
 
 
-def refresh(entries: list[dict], doc: dict) -> list[Refresh | None]:
+def refresh(entries: list[dict], doc: RunDocument) -> list[Refresh | None]:
     """The whys of ledger entries with their measured part written from a run.
 
     Args:
@@ -65,28 +66,28 @@ def refresh(entries: list[dict], doc: dict) -> list[Refresh | None]:
     return [_refresh(e, doc) for e in entries]
 
 
-def _refresh(e: dict, doc: dict) -> Refresh | None:
+def _refresh(e: dict, doc: RunDocument) -> Refresh | None:
     entry = {(e["claim"], e["model"], e.get("variant", ""), e.get("test", "")): e}  # matched as the plugin does
-    records = [r for r in doc["records"] if find(entry, r["claim"], r["model"], variant(r), test_name(r))]
+    records = [r for r in doc.records if find(entry, r.claim, r.model, variant(r), test_name(r))]
     if not records:
         return None
     r, name = records[0], f"{e['claim']} on {e['model']}" + (f" ({e['test']})" if e.get("test") else "")
-    model = doc["models"].get(r["model"], {})
-    if r["version"] != e["version"]:
-        return Refresh(name, "", f"measured with version {r['version']}, the entry is version {e['version']}: "
+    model = (doc.models or {}).get(r.model, {})
+    if r.version != e["version"]:
+        return Refresh(name, "", f"measured with version {r.version}, the entry is version {e['version']}: "
                                  "measure it again and set the version")
     if model.get("weights_sha256") != e.get("weights_sha256"):
         return Refresh(name, "", "the run measured other weights than the entry's: not rewritten")
-    if r["outcome"] != FAILS_AS_EXPECTED:
-        return Refresh(name, "", f"the run says {r['outcome']!r}, not 'fails as expected': measure again, or "
+    if r.outcome != FAILS_AS_EXPECTED:
+        return Refresh(name, "", f"the run says {r.outcome!r}, not 'fails as expected': measure again, or "
                                  "remove the entry")
-    builds = next((b["summary"] for b in doc.get("builds_agree") or ()
-                   if b["claim"] == r["claim"] and r["model"] in b["builds"] and b["test"] == test_name(r)), "")
+    builds = next((b["summary"] for b in doc.builds_agree or ()
+                   if b["claim"] == r.claim and r.model in b["builds"] and b["test"] == test_name(r)), "")
     why = f"{e['why'].split(MEASURED)[0].rstrip()} {measured_sentence(r, model, builds)}".strip()
     return Refresh(name, why if why != e["why"] else "", "rewritten" if why != e["why"] else "unchanged")
 
 
-def rewrite(text: str, doc: dict) -> tuple[str, list[Refresh]]:
+def rewrite(text: str, doc: RunDocument) -> tuple[str, list[Refresh]]:
     """A ledger file's text with the refreshed whys put in place, and the refreshes of the entries the run measured.
 
     Only the ``why = "..."`` line of a rewritten entry changes; comments and order stay.

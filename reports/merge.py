@@ -12,7 +12,8 @@ two inputs is refused) and sorted as :func:`reports.writer.sort_records` does,
 ``models`` united, ``peak_rss_mib`` and ``wall_seconds`` the largest,
 ``interrupted`` when any input was, ``exit_status`` the largest,
 ``merged_from`` the input run ids, ``created_utc`` now, ``command`` the merge's own,
-``versions_off_lock`` united; the rest (``schema``, ``seed``, ``zoo``, ``prompts``,
+``versions_off_lock`` united; ``schema`` this version's (the inputs share one, and their
+records are read and written by this version); the rest (``seed``, ``zoo``, ``prompts``,
 ``max_prompts``, ``source_scale``, ``corpus``, ``versions``, ``git``, ``catalogue``,
 ``device``, ``replay``) taken from the inputs, the first where they differ; the
 ``replay`` without a shard's ``--shard NAME``, since the shards together are a
@@ -22,15 +23,16 @@ expected shard that sent no run. It is written through
 """
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
 from models.recipes import PROFILES, seed_builds
 from reports import render, shipped_verdicts, writer
+from reports.checks import ClaimRecord
 from reports.records import add_model_facts, builds_agree, record_key, zoo_build_of
 from reports.document import RunDocument
-from reports.results_file import ResultsFileError, read_results
+from reports.results_file import SCHEMA, ResultsFileError, read_results
 
 DIRTY = "+dirty"
 
@@ -41,22 +43,24 @@ class MergeError(ValueError):
 
 @dataclass(frozen=True)
 class Run:
-    """One input: its results document and where it was read from."""
+    """One input: its results document (upgraded to this version's fields), the schema it was written with, and
+    where it was read from."""
 
     path: Path  # the results.json file
-    doc: dict
+    doc: RunDocument
+    schema: str  # as the file has it: the inputs of one merge must share it
 
     @property
     def name(self) -> str:
         """The run as messages name it: its run id and its results.json path."""
-        return f"run {self.doc.get('run_id') or '?'} ({self.path})"
+        return f"run {self.doc.run_id or '?'} ({self.path})"
 
 
 @dataclass
 class Merged:
     """What :func:`merge_runs` makes: the merged document and the warnings to show the user."""
 
-    doc: dict
+    doc: RunDocument
     warnings: list[str] = field(default_factory=list)
 
 
@@ -81,34 +85,27 @@ def load_run(path: str | Path) -> Run:
         raise MergeError(f"{path}: a folder without results.json; pass a run folder (e.g. runs/20261122T031500Z)")
     try:
         raw = read_results(file)
-        doc = {**RunDocument.from_json(raw).to_json(), "schema": raw["schema"]}  # an older schema's keys filled in
+        doc = RunDocument.from_json(raw)  # an older schema's keys filled in, its records read by this version
     except ResultsFileError as err:
         raise MergeError(f"{file}: {err}") from None
-    return Run(file, doc)
+    return Run(file, doc, raw["schema"])
 
 
-def _field(doc: dict, dotted: str):
-    value = doc
-    for part in dotted.split("."):
-        value = value.get(part) if isinstance(value, dict) else None
-    return value
-
-
-def _code_version(doc: dict) -> str:
-    return str(doc.get("git")).removesuffix(DIRTY)
+def _code_version(run: Run) -> str:
+    return str(run.doc.git).removesuffix(DIRTY)
 
 
 # (field as results.json names it, the option or meaning that sets it, how two values are compared)
 CHECKS = (
-    ("schema", "results format", lambda d: d.get("schema")),
-    ("seed", "--seed", lambda d: d.get("seed")),
+    ("schema", "results format", lambda r: r.schema),
+    ("seed", "--seed", lambda r: r.doc.seed),
     ("git", "code version: commit hash, '+dirty' ignored", _code_version),
-    ("corpus.sha256", "--corpus", lambda d: _field(d, "corpus.sha256")),
-    ("zoo", "--zoo", lambda d: d.get("zoo")),
-    ("prompt batch", "--prompts", lambda d: d.get("prompts")),
-    ("max_prompts", "--max-prompts", lambda d: d.get("max_prompts")),
-    ("device.dtype", "--dtype", lambda d: _field(d, "device.dtype")),
-    ("source_scale", "--source-scale", lambda d: d.get("source_scale")),
+    ("corpus.sha256", "--corpus", lambda r: (r.doc.corpus or {}).get("sha256")),
+    ("zoo", "--zoo", lambda r: r.doc.zoo),
+    ("prompt batch", "--prompts", lambda r: r.doc.prompts),
+    ("max_prompts", "--max-prompts", lambda r: r.doc.max_prompts),
+    ("device.dtype", "--dtype", lambda r: (r.doc.device or {}).get("dtype")),
+    ("source_scale", "--source-scale", lambda r: r.doc.source_scale),
 )
 
 
@@ -136,22 +133,22 @@ def check_comparable(runs: list[Run]) -> list[str]:
     first = runs[0]
     for run in runs[1:]:
         for name, meaning, value in CHECKS:
-            a, b = value(first.doc), value(run.doc)
+            a, b = value(first), value(run)
             if a != b and not (name == "source_scale" and None in (a, b)):  # None: a run before it was recorded
-                shown = (first.doc.get(name), run.doc.get(name)) if name == "git" else (a, b)
+                shown = (first.doc.git, run.doc.git) if name == "git" else (a, b)
                 raise MergeError(f"cannot merge: {name} ({meaning}) differs: {shown[0]!r} in {first.name}, "
                                  f"{shown[1]!r} in {run.name}; the runs of one report must share "
                                  "schema, --seed, code version, --corpus and --zoo")
-    return [f"warning: {run.name} was made from code with uncommitted changes (git {run.doc.get('git')}); "
+    return [f"warning: {run.name} was made from code with uncommitted changes (git {run.doc.git}); "
             "the merged report cannot be replayed from a commit"
-            for run in runs if str(run.doc.get("git", "")).endswith(DIRTY)]
+            for run in runs if str(run.doc.git or "").endswith(DIRTY)]
 
 
-def _merge_baselines(runs: list[Run], records: list[dict]) -> dict | None:
-    cmps = [r.doc["baseline"] for r in runs if r.doc.get("baseline")]
+def _merge_baselines(runs: list[Run], records: list[ClaimRecord]) -> dict | None:
+    cmps = [r.doc.baseline for r in runs if r.doc.baseline]
     if not cmps:
         return None
-    tests = {r["test"] for r in records}
+    tests = {r.test for r in records}
 
     def joined(key):
         return "; ".join(dict.fromkeys(str(c.get(key)) for c in cmps))
@@ -193,9 +190,9 @@ def merge_runs(runs: list[Run], shards: list[str] | None = None) -> Merged:
         raise MergeError("nothing to merge: pass at least one run folder")
     warnings = check_comparable(runs)
     owner: dict[tuple, Run] = {}
-    records: list[dict] = []
+    records: list[ClaimRecord] = []
     for run in runs:
-        for r in run.doc["records"]:
+        for r in run.doc.records:
             key = record_key(r)
             if key in owner:
                 raise MergeError(f"cannot merge: duplicate record (claim, model, function, params) = ({', '.join(key)}) in "
@@ -205,62 +202,60 @@ def merge_runs(runs: list[Run], shards: list[str] | None = None) -> Merged:
             records.append(r)
     first = runs[0].doc
     for run in runs[1:]:
-        if run.doc.get("versions") != first.get("versions"):
-            differ = sorted(k for k in {*first.get("versions", {}), *run.doc.get("versions", {})}
-                            if first.get("versions", {}).get(k) != run.doc.get("versions", {}).get(k))
+        if run.doc.versions != first.versions:
+            differ = sorted(k for k in {*(first.versions or {}), *(run.doc.versions or {})}
+                            if (first.versions or {}).get(k) != (run.doc.versions or {}).get(k))
             warnings.append(f"warning: package versions differ between {runs[0].name} and {run.name}: "
                             f"{', '.join(differ)}; the report shows the first's")
     models: dict = {}
     catalogue: dict = {}
     for run in runs:
-        add_model_facts(models, run.doc.get("models") or {})
-        for claim_id, entry in (run.doc.get("catalogue") or {}).items():
+        add_model_facts(models, run.doc.models or {})
+        for claim_id, entry in (run.doc.catalogue or {}).items():
             catalogue.setdefault(claim_id, entry)
-    git = first.get("git")
-    if any(str(r.doc.get("git", "")).endswith(DIRTY) for r in runs) and not str(git).endswith(DIRTY):
+    git = first.git
+    if any(str(r.doc.git or "").endswith(DIRTY) for r in runs) and not str(git).endswith(DIRTY):
         git = f"{git}{DIRTY}"
+    reported = {r.doc.shard for r in runs}
+    missing = [s for s in shards if s not in reported] if shards is not None else []
     doc = RunDocument(
-        schema=first["schema"],  # the inputs share it (check_comparable)
+        schema=SCHEMA,  # the inputs share theirs (check_comparable); their records are read and written by this version
         run_id=None,
         created_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         command=["python", "-m", "reports", "merge", *(str(r.path) for r in runs)],
-        replay=whole_run(first.get("replay")),
-        interrupted=any(bool(r.doc.get("interrupted")) for r in runs),
-        exit_status=max(int(r.doc.get("exit_status") or 0) for r in runs),
-        seed=first.get("seed"),
-        zoo=first.get("zoo"),
+        replay=whole_run(first.replay),
+        interrupted=any(bool(r.doc.interrupted) for r in runs),
+        # an incomplete merge must not pass for a complete one
+        exit_status=max([int(r.doc.exit_status or 0) for r in runs] + [1 if missing else 0]),
+        seed=first.seed,
+        zoo=first.zoo,
         zoo_build=zoo_build_of(models),
         against_shipped=(shipped_verdicts.against_shipped(records, shipped_verdicts.load())
-                         if zoo_build_of(models) in ("local", "mixed") and first.get("zoo") == "tiny" else None),
-        prompts=first.get("prompts"),
-        max_prompts=first.get("max_prompts"),
-        source_scale=first.get("source_scale"),
-        corpus=first.get("corpus"),
-        versions=first.get("versions"),
-        versions_off_lock=list(dict.fromkeys(v for r in runs for v in r.doc.get("versions_off_lock") or [])),
+                         if zoo_build_of(models) in ("local", "mixed") and first.zoo == "tiny" else None),
+        prompts=first.prompts,
+        max_prompts=first.max_prompts,
+        source_scale=first.source_scale,
+        corpus=first.corpus,
+        versions=first.versions,
+        versions_off_lock=list(dict.fromkeys(v for r in runs for v in r.doc.versions_off_lock or [])),
         git=git,
-        device=first.get("device"),
-        wall_seconds=max(float(r.doc.get("wall_seconds") or 0.0) for r in runs),
-        peak_rss_mib=max(float(r.doc.get("peak_rss_mib") or 0.0) for r in runs),
+        device=first.device,
+        wall_seconds=max(float(r.doc.wall_seconds or 0.0) for r in runs),
+        peak_rss_mib=max(float(r.doc.peak_rss_mib or 0.0) for r in runs),
         models=models,
         catalogue=catalogue,
-        user_groups={k: v for r in runs for k, v in (r.doc.get("user_groups") or {}).items()},
+        user_groups={k: v for r in runs for k, v in (r.doc.user_groups or {}).items()},
         records=writer.sort_records(records),
-        builds_agree=builds_agree(records, seed_builds(first["zoo"]) if first.get("zoo") in PROFILES else {}),
-        builds_not_run={k: v for r in runs for k, v in (r.doc.get("builds_not_run") or {}).items()},
+        builds_agree=builds_agree(records, seed_builds(first.zoo) if first.zoo in PROFILES else {}),
+        builds_not_run={k: v for r in runs for k, v in (r.doc.builds_not_run or {}).items()},
         baseline=_merge_baselines(runs, records),
-        benchmarks=next((r.doc["benchmarks"] for r in runs if r.doc.get("benchmarks")), None),
-        merged_from=[r.doc.get("run_id") for r in runs],
+        benchmarks=next((r.doc.benchmarks for r in runs if r.doc.benchmarks), None),
+        merged_from=[r.doc.run_id for r in runs],
         changes_since_last_run=None,
         shard=None,
-        shards_missing=[],
-    ).to_json()
-    if shards is not None:
-        reported = {r.doc.get("shard") for r in runs}
-        doc["shards_missing"] = [s for s in shards if s not in reported]
-        warnings += [f"warning: shard {s} did not report (no run folder with --shard {s})" for s in doc["shards_missing"]]
-        if doc["shards_missing"]:  # an incomplete merge must not pass for a complete one
-            doc["exit_status"] = max(doc["exit_status"], 1)
+        shards_missing=missing,
+    )
+    warnings += [f"warning: shard {s} did not report (no run folder with --shard {s})" for s in missing]
     return Merged(doc, warnings)
 
 
@@ -284,7 +279,7 @@ def merge(inputs: list[str | Path], report_dir: str | Path = "runs",
     """
     merged = merge_runs([load_run(p) for p in inputs], shards)
     try:  # render once before writing, so that a malformed input leaves no half-written folder
-        render.markdown({**merged.doc, "run_id": "check"})
+        render.markdown(replace(merged.doc, run_id="check"))
     except (KeyError, TypeError, ValueError, AttributeError) as err:
         raise MergeError(f"cannot merge: the inputs' records or facts cannot be rendered "
                          f"({type(err).__name__}: {err})") from None

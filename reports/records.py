@@ -1,31 +1,31 @@
-"""The report side of records (results.json dicts): their identity, model facts, outcome counts, the ledger's
-build and quotes, the agreement between builds. What a claim test records is in ``reports.checks``.
+"""The report side of records (:class:`reports.checks.ClaimRecord`): their identity, model facts, outcome counts,
+the ledger's build and quotes, the agreement between builds. What a claim test records is in ``reports.checks``.
 """
 
 import re
 from decimal import Decimal, InvalidOperation
 
-from reports.checks import FAILS, FAILS_AS_EXPECTED, HOLDS, HOLDS_UNEXPECTEDLY, OUTCOMES
+from reports.checks import FAILS, FAILS_AS_EXPECTED, HOLDS, HOLDS_UNEXPECTEDLY, OUTCOMES, ClaimRecord
 from reports.node_ids import function_of
 
 
-def record_key(record: dict) -> tuple[str, str, str, str]:
+def record_key(record: ClaimRecord, model: str | None = None) -> tuple[str, str, str, str]:
     """A record's identity: (claim id, model name, test function, other parameters), read from its fields; the
     node id is for display. One run never has two records with one key; the baseline, the history and the merge
-    pair records of two runs by it (a baseline's renamed model: replace its ``model`` and the key follows)."""
-    return record["claim"], record["model"], test_name(record), variant(record)
+    pair records of two runs by it (a baseline's renamed model: pass its new name as ``model``)."""
+    return record.claim, model or record.model, test_name(record), variant(record)
 
 
-def test_name(record: dict) -> str:
-    """The test function of a record, e.g. "test_final_norm_removes_scale" (read from the node id for a record of
-    schema 6 or older, which has no ``function``)."""
-    return record.get("function") or function_of(record["test"])
+def test_name(record: ClaimRecord) -> str:
+    """The test function of a record, e.g. "test_final_norm_removes_scale" (from the node id for a record made
+    without ``function``)."""
+    return record.function or function_of(record.test)
 
 
-def variant(record: dict) -> str:
+def variant(record: ClaimRecord) -> str:
     """The test's other parameters of a record, joined as in its test id and a ledger entry's ``variant``
     (e.g. "restricted"), or ""."""
-    return "-".join(record.get("params", {}).values())
+    return "-".join(record.params.values())
 
 
 def add_model_facts(models: dict[str, dict], more: dict[str, dict]) -> None:
@@ -68,19 +68,19 @@ def zoo_build_of(models: dict[str, dict]) -> str | None:
     return builds.pop() if len(builds) == 1 else ("mixed" if builds else None)
 
 
-def ledger_build(record: dict, models: dict) -> str | None:
+def ledger_build(record: ClaimRecord, models: dict) -> str | None:
     """For a record the ledger expects to fail: "same build" where the entry was measured on the weights this run
     tested, "another build" where on other weights of the same fingerprint (the entry still applies), "not
     recorded" where the entry names no weights; None for a record without a ledger entry.
 
     Args:
-        record: a record in results.json form.
+        record: a record.
         models: results.json's ``models`` (name -> facts with ``weights_sha256``).
     """
-    if record.get("expected") != "fails":
+    if record.expected != "fails":
         return None
-    measured = record.get("ledger_weights_sha256") or ""
-    tested = (models.get(record.get("model"), {}) or {}).get("weights_sha256") or ""
+    measured = record.ledger_weights_sha256 or ""
+    tested = (models.get(record.model, {}) or {}).get("weights_sha256") or ""
     if not measured or not tested:
         return "not recorded"
     return "same build" if measured == tested else "another build"
@@ -97,7 +97,7 @@ def _agrees(quoted: str, value: float) -> bool:
     return abs(float(printed) - value) <= max(half_digit, 0.01 * abs(float(printed)))
 
 
-def ledger_quotes_disagree(record: dict) -> list[str]:
+def ledger_quotes_disagree(record: ClaimRecord, build: str | None) -> list[str]:
     """Where an expected failure's why quotes a check of this record ("NAME = v [low, high]") with other numbers
     than the record's: the why was written for other weights, another model or another procedure.
 
@@ -105,30 +105,31 @@ def ledger_quotes_disagree(record: dict) -> list[str]:
     are compared; a quote of a check the record does not have is not a disagreement.
 
     Args:
-        record: a record in results.json form, with ``ledger_build`` set.
+        record: a record.
+        build: its :func:`ledger_build`.
     Returns:
         one line per disagreeing quote: 'NAME: the ledger quotes v [low, high], this run measured v' [low', high']'.
     """
-    if record.get("ledger_build") != "same build":
+    if build != "same build":
         return []
-    why = record.get("expected_reason") or ""
+    why = record.expected_reason or ""
     out = []
-    for check in record["checks"]:
-        match = re.search(re.escape(check["name"]) + r" = (\S+) \[(\S+), (\S+?)\]", why)
+    for check in record.checks:
+        match = re.search(re.escape(check.name) + r" = (\S+) \[(\S+), (\S+?)\]", why)
         if match is None:
             continue
-        measured = (check["value"], check["ci_low"], check["ci_high"])
+        measured = (check.value, check.ci_low, check.ci_high)
         if not all(_agrees(q, v) for q, v in zip(match.groups(), measured)):
-            out.append(f"{check['name']}: the ledger quotes {match.group(1)} [{match.group(2)}, {match.group(3)}], "
+            out.append(f"{check.name}: the ledger quotes {match.group(1)} [{match.group(2)}, {match.group(3)}], "
                        f"this run measured {measured[0]:.4g} [{measured[1]:.4g}, {measured[2]:.4g}]")
     return out
 
 
-def builds_agree(records: list[dict], siblings: dict[str, str]) -> list[dict]:
+def builds_agree(records: list[ClaimRecord], siblings: dict[str, str]) -> list[dict]:
     """Per claim test, the outcomes on every build of a recipe: the model and its seed siblings.
 
     Args:
-        records: the run's records (results.json form).
+        records: the run's records.
         siblings: {sibling name: model name} (``models.recipes.seed_builds``).
     Returns:
         one row per (claim, test function, other parameters, recipe) with at least two builds run:
@@ -138,13 +139,13 @@ def builds_agree(records: list[dict], siblings: dict[str, str]) -> list[dict]:
     """
     rows: dict[tuple, dict] = {}
     for r in records:
-        recipe = siblings.get(r["model"], r["model"])
+        recipe = siblings.get(r.model, r.model)
         if recipe not in siblings.values():
             continue
         test, params = test_name(r), variant(r)
-        row = rows.setdefault((r["claim"], test, params, recipe), {"claim": r["claim"], "test": test, "params": params,
-                                                                    "recipe": recipe, "builds": {}})
-        row["builds"][r["model"]] = r["outcome"]
+        row = rows.setdefault((r.claim, test, params, recipe), {"claim": r.claim, "test": test, "params": params,
+                                                                "recipe": recipe, "builds": {}})
+        row["builds"][r.model] = r.outcome
     out = []
     for row in rows.values():
         if len(row["builds"]) < 2:

@@ -1,4 +1,4 @@
-"""report.md and report.html from a results.json document (keys in reports/SCHEMA.md).
+"""report.md and report.html from a run's :class:`reports.document.RunDocument` (reports/SCHEMA.md).
 
 Layout, for 42 claims × 20 subjects, read in a minute: the header; what changed since the baseline; the
 summary, one line per claim (on how many subjects it holds, where it fails or is inconclusive, what changed
@@ -13,7 +13,9 @@ report (``figures/``, see :func:`figures`), loaded as the reader scrolls to them
 import html
 
 from reports import plots, shipped_verdicts
-from reports.records import count_outcomes
+from reports.checks import ClaimRecord
+from reports.document import RunDocument
+from reports.records import count_outcomes, ledger_build, ledger_quotes_disagree
 from reports.tables import (BUILDS_NOTE, IMPLEMENTATION_NOTE, builds_rows, claims_of, column_groups, coverage,
                             detail_tables, is_implementation, label, matrix, model_rows, num, subject_rows,
                             summary_rows, thresholds, time_rows)
@@ -32,35 +34,36 @@ def md_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(map(esc, row)) + " |" for row in rows])
 
 
-def header_lines(doc: dict) -> list[str]:
+def header_lines(doc: RunDocument) -> list[str]:
     """The run facts: what makes the run replayable, and how it ended."""
-    v, counts = doc["versions"], count_outcomes(r["outcome"] for r in doc["records"])
+    v, device, counts = doc.versions, doc.device, count_outcomes(r.outcome for r in doc.records)
     lines = [
-        f"run {doc['run_id']} · {doc['created_utc']} · git {doc['git']} · exit status {doc['exit_status']} · "
-        f"errors {counts.get('error', 0)}" + (" · INTERRUPTED" if doc["interrupted"] else ""),
+        f"run {doc.run_id} · {doc.created_utc} · git {doc.git} · exit status {doc.exit_status} · "
+        f"errors {counts.get('error', 0)}" + (" · INTERRUPTED" if doc.interrupted else ""),
         "outcomes: " + ", ".join(f"{n} {o}" for o, n in counts.items()),
-        f"zoo {doc['zoo']} ({ZOO_BUILDS.get(doc.get('zoo_build'), doc.get('zoo_build'))}) · device {doc['device']['device']} ({doc['device'].get('gpu', doc['device']['platform'])}) · "
-        f"dtype {doc['device']['dtype']} · seed {doc['seed']} · wall {doc['wall_seconds']} s · "
-        f"peak RSS {doc['peak_rss_mib']} MiB",
+        f"zoo {doc.zoo} ({ZOO_BUILDS.get(doc.zoo_build, doc.zoo_build)}) · device {device['device']} ({device.get('gpu', device['platform'])}) · "
+        f"dtype {device['dtype']} · seed {doc.seed} · wall {doc.wall_seconds} s · "
+        f"peak RSS {doc.peak_rss_mib} MiB",
         f"python {v['python']} · torch {v['torch']} · transformers {v['transformers']} · tokenizers {v['tokenizers']}"
-        + (" · NOT THE LOCK: " + "; ".join(doc["versions_off_lock"]) if doc.get("versions_off_lock") else ""),
-        "replay: " + doc["replay"],
+        + (" · NOT THE LOCK: " + "; ".join(doc.versions_off_lock) if doc.versions_off_lock else ""),
+        "replay: " + doc.replay,
     ]
-    stale = [f"{r['claim']} on {label(r)}" for r in doc["records"] if r.get("ledger_quotes_disagree")]
+    stale = [f"{r.claim} on {label(r)}" for r in doc.records
+             if ledger_quotes_disagree(r, ledger_build(r, doc.models or {}))]
     if stale:
         lines.append(f"LEDGER OUT OF DATE: the why of {len(stale)} ledger entries quotes numbers this run did not "
                      f"measure on the same weights ({', '.join(stale)}): measure them again and rewrite the why "
                      "(claims/expected_verdicts.toml)")
-    redrawn = {name: m["prompt_windows_redrawn"] for name, m in doc["models"].items()
+    redrawn = {name: m["prompt_windows_redrawn"] for name, m in (doc.models or {}).items()
                if m.get("prompt_windows_redrawn")}
     if redrawn:
         lines.append("prompt windows redrawn as not text (mostly whitespace, or one token repeated; batch n × length: "
                      "windows): " + "; ".join(f"{name} " + ", ".join(f"{k}: {v}" for k, v in shapes.items())
                                               for name, shapes in redrawn.items()))
-    if doc.get("merged_from"):
-        lines.append("merged from runs: " + ", ".join(doc["merged_from"]))
-    lines += [f"MISSING: shard {s} did not report; its claims are not in this report" for s in doc.get("shards_missing") or ()]
-    bench = doc.get("benchmarks")
+    if doc.merged_from:
+        lines.append("merged from runs: " + ", ".join(map(str, doc.merged_from)))
+    lines += [f"MISSING: shard {s} did not report; its claims are not in this report" for s in doc.shards_missing or ()]
+    bench = doc.benchmarks
     if bench:
         lines.append(f"benchmarks ({bench['file']}, {bench['created']}): " + "; ".join(bench["lines"]))
     return lines
@@ -74,10 +77,10 @@ def _statuses(statuses: dict) -> str:
     return ", ".join(f"{name}: {status}" for name, status in statuses.items()) or "no claim check"
 
 
-def baseline_lines(doc: dict) -> list[str]:
+def baseline_lines(doc: RunDocument) -> list[str]:
     """What changed since the baseline run, most important first: what makes the comparison unlike, which weights
     were compared, then measured changes apart from changes of the ledger or the procedure."""
-    cmp = doc["baseline"]
+    cmp = doc.baseline
     lines = [f"Compared with {cmp['baseline']} (run {cmp['baseline_run_id']}):"]
     lines += [f"- NOT LIKE FOR LIKE: {d}" for d in cmp.get("differences", [])]
     lines += [f"- RETRAINED IN PLACE: {m['new']} has the same name but other weights (sha256 "
@@ -102,21 +105,21 @@ def baseline_lines(doc: dict) -> list[str]:
     return lines
 
 
-def markdown(doc: dict) -> str:
+def markdown(doc: RunDocument) -> str:
     """report.md: the same sections as report.html, without figures."""
     out = ["# latent-claims report", "", *[f"{line}  " for line in header_lines(doc)], ""]
-    if doc.get("against_shipped"):
+    if doc.against_shipped:
         out += ["## This machine's builds against the shipped weights", "",
-                *[f"- {line}" for line in shipped_verdicts.lines(doc["against_shipped"])], ""]
-    if doc["baseline"]:
+                *[f"- {line}" for line in shipped_verdicts.lines(doc.against_shipped)], ""]
+    if doc.baseline:
         out += ["## Changes since the baseline", "", *baseline_lines(doc), ""]
     out += ["## Summary", "", md_table(*summary_rows(doc)), ""]
     out += [f"## Outcomes ({MATRIX_NOTE})", "", md_table(*matrix(doc)), ""]
     out += ["## Coverage of the catalogue", "", md_table(*coverage(doc)), ""]
-    if doc.get("builds_agree"):
+    if doc.builds_agree:
         out += ["## Agreement between builds", "", BUILDS_NOTE, "", md_table(*builds_rows(doc)), ""]
         out += [f"- not run on the seed siblings: {claim_id}: {why}" for claim_id, why in
-                (doc.get("builds_not_run") or {}).items()] + [""]
+                (doc.builds_not_run or {}).items()] + [""]
     out += ["## Models", "", md_table(*model_rows(doc)), ""]
     out += ["## Where the time goes", "", md_table(*time_rows(doc)), ""]
     for claim_id, entry, records in claims_of(doc):
@@ -124,19 +127,19 @@ def markdown(doc: dict) -> str:
         if is_implementation(doc, claim_id):
             out += [f"*{IMPLEMENTATION_NOTE}*", ""]
         out += [f"- {role} check *{name}*: {derivation}" for role, name, derivation in thresholds(records)] + [""]
-        out += [md_table(*subject_rows(records)), ""]
-        for procedure in dict.fromkeys(r["procedure"] for r in records if r["procedure"]):
+        out += [md_table(*subject_rows(records, doc.models or {})), ""]
+        for procedure in dict.fromkeys(r.procedure for r in records if r.procedure):
             out += [f"Procedure: {procedure}", ""]
         for r in records:
-            for title, header, rows in detail_tables(r["details"]):
+            for title, header, rows in detail_tables(r.details):
                 out += [f"**{label(r)} — {title}**", "", md_table(header, rows), ""]
     return "\n".join(out)
 
 
-def _source(entry: dict, records: list[dict]) -> str:
+def _source(entry: dict, records: list[ClaimRecord]) -> str:
     return (f"Source: {entry.get('source', '')}; {entry.get('section', '')}. "
             + (f"Source's figures: {entry['figures']}. " if entry.get("figures") else "")
-            + f"Procedure version {', '.join(sorted({str(r['version']) for r in records}))}.")
+            + f"Procedure version {', '.join(sorted({str(r.version) for r in records}))}.")
 
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}main{max-width:1300px}
@@ -186,42 +189,42 @@ def collapsed(title: str, inner: str, open_: bool = False) -> str:
     return f"<details{' open' if open_ else ''}><summary>{html.escape(title)}</summary>{inner}</details>"
 
 
-def figure_name(index: int, record: dict) -> str:
+def figure_name(index: int, record: ClaimRecord) -> str:
     """The file of a record's figure under ``figures/``: its place in the records and its claim, e.g. 012-S0.1.png."""
-    return f"{index:03d}-{record['claim']}.png"
+    return f"{index:03d}-{record.claim}.png"
 
 
-def figures(doc: dict) -> dict[str, bytes | str]:
-    """Every record's figure: {file name (:func:`figure_name`): PNG bytes, or why it could not be drawn (a NaN
-    stored as null, an unknown kind)}."""
+def figures(doc: RunDocument) -> dict[str, bytes | str]:
+    """Every record's figure: {file name (:func:`figure_name`): PNG bytes, or why it could not be drawn (a NaN,
+    an unknown kind)}."""
     out: dict[str, bytes | str] = {}
-    for i, r in enumerate(doc["records"]):
-        if r.get("plot"):
+    for i, r in enumerate(doc.records):
+        if r.plot:
             try:
-                out[figure_name(i, r)] = plots.render(r["plot"])
+                out[figure_name(i, r)] = plots.render(r.plot)
             except (TypeError, ValueError, KeyError) as err:
                 out[figure_name(i, r)] = str(err)
     return out
 
 
-def _figure(name: str, drawn: bytes | str | None, claim_id: str, record: dict) -> str:
+def _figure(name: str, drawn: bytes | str | None, claim_id: str, record: ClaimRecord) -> str:
     alt = html.escape(f"{claim_id} on {label(record)}")
     if isinstance(drawn, bytes):
         return f"<img alt='{alt}' loading='lazy' src='figures/{html.escape(name)}'>"
     return f"<p class='meta'>figure of {alt} could not be drawn: {html.escape(str(drawn))}</p>"
 
 
-def to_html(doc: dict, drawn: dict[str, bytes | str] | None = None) -> str:
+def to_html(doc: RunDocument, drawn: dict[str, bytes | str] | None = None) -> str:
     """report.html: the same content as report.md, with the figures of ``drawn`` (:func:`figures`; written beside
     it under ``figures/`` by ``reports.writer``); None draws no figures (a check that the document renders)."""
     esc, drawn = html.escape, drawn or {}
-    parts = [f"<!doctype html><meta charset='utf-8'><title>latent-claims {esc(str(doc['run_id']))}</title>"
+    parts = [f"<!doctype html><meta charset='utf-8'><title>latent-claims {esc(str(doc.run_id))}</title>"
              f"<style>{STYLE}</style><main>", "<h1>latent-claims report</h1>",
              *[f"<div class='meta'>{esc(line)}</div>" for line in header_lines(doc)]]
-    if doc.get("against_shipped"):
+    if doc.against_shipped:
         parts += ["<h2>This machine's builds against the shipped weights</h2><ul>",
-                  *[f"<li>{esc(line)}</li>" for line in shipped_verdicts.lines(doc["against_shipped"])], "</ul>"]
-    if doc["baseline"]:
+                  *[f"<li>{esc(line)}</li>" for line in shipped_verdicts.lines(doc.against_shipped)], "</ul>"]
+    if doc.baseline:
         parts += ["<h2>Changes since the baseline</h2><ul>",
                   *[f"<li>{esc(line.lstrip('- '))}</li>" for line in baseline_lines(doc)], "</ul>"]
     parts += ["<h2>Summary</h2>", html_table(*summary_rows(doc), links=True, colour=False)]
@@ -229,28 +232,28 @@ def to_html(doc: dict, drawn: dict[str, bytes | str] | None = None) -> str:
     parts += ["<h2>Outcomes</h2>", f"<p class='meta'>{esc(MATRIX_NOTE)}</p>",
               f"<div class='wide'>{html_table(*matrix(doc), groups=groups, links=True)}</div>"]
     parts.append(collapsed("Coverage of the catalogue", html_table(*coverage(doc))))
-    if doc.get("builds_agree"):
+    if doc.builds_agree:
         parts.append(collapsed("Agreement between builds", f"<p class='meta'>{esc(BUILDS_NOTE)}</p>"
                                + html_table(*builds_rows(doc)) + "".join(
                                    f"<p class='meta'>not run on the seed siblings: {esc(c)}: {esc(why)}</p>"
-                                   for c, why in (doc.get("builds_not_run") or {}).items())))
+                                   for c, why in (doc.builds_not_run or {}).items())))
     parts.append(collapsed("Models", html_table(*model_rows(doc))))
     parts.append(collapsed("Where the time goes", html_table(*time_rows(doc), colour=False)))
-    index = {id(r): i for i, r in enumerate(doc["records"])}
+    index = {id(r): i for i, r in enumerate(doc.records)}
     for claim_id, entry, records in claims_of(doc):
         parts += [f"<h2 id='{esc(claim_id)}'>{esc(claim_id)} — {esc(entry.get('statement', ''))}</h2>",
                   f"<div class='meta'>{esc(_source(entry, records))}</div>"
                   + (f"<p class='meta'><b>{esc(IMPLEMENTATION_NOTE)}</b></p>" if is_implementation(doc, claim_id) else ""),
                   "<ul>" + "".join(f"<li>{esc(role)} check <i>{esc(name)}</i>: {esc(d)}</li>"
                                    for role, name, d in thresholds(records)) + "</ul>",
-                  f"<div class='wide'>{html_table(*subject_rows(records))}</div>"]
-        parts += [f"<p>Procedure: {esc(p)}</p>" for p in dict.fromkeys(r["procedure"] for r in records if r["procedure"])]
+                  f"<div class='wide'>{html_table(*subject_rows(records, doc.models or {}))}</div>"]
+        parts += [f"<p>Procedure: {esc(p)}</p>" for p in dict.fromkeys(r.procedure for r in records if r.procedure)]
         shown = [_figure(figure_name(index[id(r)], r), drawn.get(figure_name(index[id(r)], r)), claim_id, r)
-                 for r in records if r.get("plot") and drawn]
+                 for r in records if r.plot and drawn]
         if shown:
             parts.append("<div class='figs'>" + "".join(shown) + "</div>")
         for r in records:
-            tables = detail_tables(r["details"])
+            tables = detail_tables(r.details)
             if tables:
                 parts.append(collapsed(f"{label(r)}: details",
                                        "".join(f"<b>{esc(t)}</b>" + html_table(h, rows) for t, h, rows in tables)))

@@ -12,15 +12,24 @@ measured.
 """
 
 import json
+import math
 from pathlib import Path
 
-from reports.checks import FAILS, FAILS_AS_EXPECTED, HOLDS, HOLDS_UNEXPECTEDLY
+from reports.checks import FAILS, FAILS_AS_EXPECTED, HOLDS, HOLDS_UNEXPECTEDLY, ClaimRecord
+from reports.document import RunDocument
 
 MEASURED = {FAILS_AS_EXPECTED: FAILS, HOLDS_UNEXPECTEDLY: HOLDS}  # an outcome without the ledger's expectation
 
 
-def _key(record: dict) -> str:
-    return f"{record['claim']}|{record['test']}"
+def _key(record: ClaimRecord) -> str:
+    return f"{record.claim}|{record.test}"
+
+
+def _headline(record: ClaimRecord) -> dict:
+    """The headline's value and interval as the file keeps them: null where there is none or it is not finite."""
+    head = record.headline
+    return {k: (v if head is not None and math.isfinite(v := getattr(head, k)) else None)
+            for k in ("value", "ci_low", "ci_high")}
 
 
 def measured(outcome: str) -> str:
@@ -29,7 +38,7 @@ def measured(outcome: str) -> str:
     return MEASURED.get(outcome, outcome)
 
 
-def snapshot(doc: dict) -> dict:
+def snapshot(doc: RunDocument) -> dict:
     """The verdicts file of a run on the shipped weights: its run id, commit and machine, and per record (keyed
     "CLAIM|TEST ID") the procedure version, measured outcome and claim-check statistic.
 
@@ -37,20 +46,16 @@ def snapshot(doc: dict) -> dict:
         ValueError: for a run that did not test the shipped weights (``zoo_build`` other than "shipped"), or an
             interrupted one.
     """
-    if doc.get("zoo_build") != "shipped":  # every trained zoo model of the run loaded from models/shipped/
-        raise ValueError(f"run {doc.get('run_id')} tested zoo build {doc.get('zoo_build')!r}, not the shipped weights "
+    if doc.zoo_build != "shipped":  # every trained zoo model of the run loaded from models/shipped/
+        raise ValueError(f"run {doc.run_id} tested zoo build {doc.zoo_build!r}, not the shipped weights "
                          "alone: write the verdicts file from a `make claims` run")
-    if doc.get("interrupted"):
-        raise ValueError(f"run {doc.get('run_id')} was interrupted: its verdicts are incomplete")
+    if doc.interrupted:
+        raise ValueError(f"run {doc.run_id} was interrupted: its verdicts are incomplete")
     machines = sorted({(m.get("build") or {}).get("cpu") or (m.get("build") or {}).get("gpu") or ""
-                       for m in doc["models"].values() if "error" not in m} - {""})
-    records = {}
-    for r in doc["records"]:
-        head = r.get("headline") or {}
-        records[_key(r)] = {"version": r["version"], "outcome": measured(r["outcome"]),
-                            **{k: head.get(k) for k in ("value", "ci_low", "ci_high")}}
-    return {"run_id": doc["run_id"], "git": doc["git"], "machines": machines,
-            "torch": doc["versions"].get("torch"), "records": records}
+                       for m in (doc.models or {}).values() if "error" not in m} - {""})
+    records = {_key(r): {"version": r.version, "outcome": measured(r.outcome), **_headline(r)} for r in doc.records}
+    return {"run_id": doc.run_id, "git": doc.git, "machines": machines,
+            "torch": (doc.versions or {}).get("torch"), "records": records}
 
 
 def load(path: Path | None = None) -> dict | None:
@@ -66,11 +71,11 @@ def load(path: Path | None = None) -> dict | None:
         return None
 
 
-def against_shipped(records: list[dict], shipped: dict | None) -> dict | None:
+def against_shipped(records: list[ClaimRecord], shipped: dict | None) -> dict | None:
     """A local-build run's records beside the shipped weights' verdicts.
 
     Args:
-        records: the run's records (results.json form).
+        records: the run's records.
         shipped: :func:`load`'s document, or None.
     Returns:
         {"shipped_run": run id, "shipped_git", "compared": n, "differ": [{claim, model, test, shipped, local,
@@ -82,14 +87,13 @@ def against_shipped(records: list[dict], shipped: dict | None) -> dict | None:
     differ, compared = [], 0
     for r in records:
         kept = shipped["records"].get(_key(r))
-        if kept is None or kept["version"] != r["version"]:
+        if kept is None or kept["version"] != r.version:
             continue
         compared += 1
-        if kept["outcome"] != measured(r["outcome"]):
-            head = r.get("headline") or {}
-            differ.append({"claim": r["claim"], "model": r["model"], "test": r["test"], "shipped": kept["outcome"],
-                           "local": measured(r["outcome"]), "shipped_value": kept.get("value"),
-                           "local_value": head.get("value")})
+        if kept["outcome"] != measured(r.outcome):
+            differ.append({"claim": r.claim, "model": r.model, "test": r.test, "shipped": kept["outcome"],
+                           "local": measured(r.outcome), "shipped_value": kept.get("value"),
+                           "local_value": _headline(r)["value"]})
     return {"shipped_run": shipped["run_id"], "shipped_git": shipped["git"], "compared": compared,
             "differ": differ, "not_compared": len(records) - compared}
 

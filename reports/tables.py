@@ -1,4 +1,4 @@
-"""The report's tables and lines, built from a results.json document (keys in reports/SCHEMA.md).
+"""The report's tables and lines, built from a run's :class:`reports.document.RunDocument` (reports/SCHEMA.md).
 
 Each function returns plain data, (header, rows) or lines, that ``reports.render`` writes as markdown and as
 HTML: the per-claim summary, the claims × subjects matrix grouped by kind of subject, the coverage of the
@@ -6,21 +6,27 @@ catalogue, each claim's subject table and details, the models and the builds. Th
 lines are ``reports.render``'s.
 """
 
+import math
 import re
 
-from reports.records import count_outcomes, test_name, variant
+from reports.checks import FAILS, FAILS_AS_EXPECTED, HOLDS, INCONCLUSIVE, RED, Check, ClaimRecord
+from reports.document import RunDocument
+from reports.records import count_outcomes, ledger_build, ledger_quotes_disagree, test_name, variant
 
-from reports.checks import FAILS, FAILS_AS_EXPECTED, HOLDS, INCONCLUSIVE, RED
+
+def _missing(x) -> bool:
+    """None, or a float that is not finite: a number the report cannot show (a NaN is an error, stored as null)."""
+    return x is None or (isinstance(x, float) and not math.isfinite(x))
 
 
 def fmt(x) -> str:
-    """A number as the report shows it: 4 significant digits, "—" for None."""
-    return "—" if x is None else f"{x:.4g}" if isinstance(x, float) else str(x)
+    """A number as the report shows it: 4 significant digits, "—" for None, NaN and inf."""
+    return "—" if _missing(x) else f"{x:.4g}" if isinstance(x, float) else str(x)
 
 
 def num(x, spec: str = ".3g") -> str:
-    """A number in a format spec, "—" where it is missing (NaN and inf are stored as null)."""
-    return "—" if x is None else format(x, spec)
+    """A number in a format spec, "—" where it is missing (None, NaN, inf)."""
+    return "—" if _missing(x) else format(x, spec)
 
 
 def natural(name: str) -> list:
@@ -43,44 +49,43 @@ def display_name(model: str) -> str:
     return name.removeprefix("hf:") + twin + suffix
 
 
-def label(record: dict) -> str:
+def label(record: ClaimRecord) -> str:
     """The subject of a record as the matrix names it: model (:func:`display_name`), plus the test's other
     parameters."""
     params = variant(record)
-    return display_name(record["model"]) + (f" [{params}]" if params else "")
+    return display_name(record.model) + (f" [{params}]" if params else "")
 
 
-def deciding_check(record: dict) -> dict | None:
+def deciding_check(record: ClaimRecord) -> Check | None:
     """The check a record's cell shows: for a claim that fails, the claim check that failed decisively; for an
     inconclusive one, the claim check whose interval holds its threshold; else the headline (the claim check of
     smallest margin). The headline alone could show a straddling check beside a decisive failure elsewhere."""
-    claims = [c for c in record.get("checks") or [] if c["role"] == "claim" and c.get("margin") is not None]
-    wanted = {FAILS: "failed", FAILS_AS_EXPECTED: "failed", INCONCLUSIVE: INCONCLUSIVE}.get(record["outcome"])
-    chosen = [c for c in claims if c.get("status") == wanted]
+    wanted = {FAILS: "claim failed", FAILS_AS_EXPECTED: "claim failed", INCONCLUSIVE: "inconclusive"}.get(record.outcome)
+    chosen = record.failed("claim") if wanted == "claim failed" else record.inconclusive("claim") if wanted else []
+    chosen = [c for c in chosen if not math.isnan(c.margin)]
     if not chosen:
-        return record.get("headline")
-    return min(chosen, key=lambda c: c["margin"])
+        return record.headline
+    return min(chosen, key=lambda c: c.margin)
 
 
-def cell(record: dict) -> str:
+def cell(record: ClaimRecord) -> str:
     """The matrix cell: the outcome with the deciding check's statistic (:func:`deciding_check`), or what went
     wrong."""
     head = deciding_check(record)
-    value = f" {num(head['value'])} [{num(head['ci_low'])}, {num(head['ci_high'])}]" if head else ""
+    value = f" {num(head.value)} [{num(head.ci_low)}, {num(head.ci_high)}]" if head else ""
     params = variant(record)
     suffix = f" ({params})" if params else ""
-    claim_passed = all(c["passed"] for c in record["checks"] if c["role"] == "claim")
-    controls = {status: [c["name"] for c in record["checks"] if c["role"] == "control" and c.get("status") == status
-                         and (claim_passed or not c.get("guards_pass"))] for status in ("failed", "inconclusive")}
-    if record["outcome"] == "control failed":
+    controls = {"failed": [c.name for c in record.failed("control")],
+                "inconclusive": [c.name for c in record.inconclusive("control")]}
+    if record.outcome == "control failed":
         return f"CONTROL FAILED: {'; '.join(controls['failed'])}{suffix}"
-    if record["outcome"] == INCONCLUSIVE and controls["inconclusive"]:
+    if record.outcome == INCONCLUSIVE and controls["inconclusive"]:
         return f"inconclusive (control undecided: {'; '.join(controls['inconclusive'])}){value}{suffix}"
-    if record["outcome"] == "error":
-        first = record["message"].strip().splitlines()[0] if record["message"].strip() else ""
+    if record.outcome == "error":
+        first = record.message.strip().splitlines()[0] if record.message.strip() else ""
         return f"ERROR{': ' + first[:120] if first else ''}{'…' if len(first) > 120 else ''}{suffix}"
-    word = record["outcome"].upper() if record["outcome"] in RED else record["outcome"]
-    missing = record.get("not_informative_checks") or {}
+    word = record.outcome.upper() if record.outcome in RED else record.outcome
+    missing = record.not_informative_checks or {}
     unmeasured = f" (not informative: {'; '.join(missing)})" if missing else ""
     return f"{word}{value}{unmeasured}{suffix}"
 
@@ -90,11 +95,11 @@ SUBJECT_GROUPS = (("trained zoo", ("trained",)), ("untrained twins", ("untrained
 OTHER_GROUP = "groups of models"  # the ladder, the seed siblings, the mixer pair: subjects with no facts of their own
 
 
-def column_groups(doc: dict) -> list[tuple[str, list[str]]]:
+def column_groups(doc: RunDocument) -> list[tuple[str, list[str]]]:
     """The matrix's subjects grouped by kind, trained zoo first: [(group name, [model names])], empty groups left
     out; a user's group (``user_groups``) goes with "your models", the zoo's groups to ``OTHER_GROUP``."""
-    models = sorted(dict.fromkeys(r["model"] for r in doc["records"]), key=natural)
-    role = {m: "user group" if m in (doc.get("user_groups") or {}) else (doc.get("models") or {}).get(m, {}).get("role")
+    models = sorted(dict.fromkeys(r.model for r in doc.records), key=natural)
+    role = {m: "user group" if m in (doc.user_groups or {}) else (doc.models or {}).get(m, {}).get("role")
             for m in models}
     groups = [(name, [m for m in models if role[m] in roles]) for name, roles in SUBJECT_GROUPS]
     known = {r for _, roles in SUBJECT_GROUPS for r in roles}
@@ -102,16 +107,16 @@ def column_groups(doc: dict) -> list[tuple[str, list[str]]]:
     return [(name, members) for name, members in groups if members]
 
 
-def matrix(doc: dict) -> tuple[list[str], list[list[str]]]:
+def matrix(doc: RunDocument) -> tuple[list[str], list[list[str]]]:
     """Claims × subjects: one cell per (claim, subject), several tests joined by line breaks; the subjects in the
     order of :func:`column_groups`."""
-    claims = sorted({r["claim"] for r in doc["records"]}, key=claim_order)
+    claims = sorted({r.claim for r in doc.records}, key=claim_order)
     models = [m for _, members in column_groups(doc) for m in members]
     cells: dict[tuple[str, str], list[str]] = {}
-    several = {c for c in claims if len({test_name(r) for r in doc["records"] if r["claim"] == c}) > 1}
-    for r in doc["records"]:
-        suffix = f" — {test_name(r)}" if r["claim"] in several else ""
-        cells.setdefault((r["claim"], r["model"]), []).append(cell(r) + suffix)
+    several = {c for c in claims if len({test_name(r) for r in doc.records if r.claim == c}) > 1}
+    for r in doc.records:
+        suffix = f" — {test_name(r)}" if r.claim in several else ""
+        cells.setdefault((r.claim, r.model), []).append(cell(r) + suffix)
     names = {c: c + (" (implementation check)" if is_implementation(doc, c) else "") for c in claims}
     return ["claim"] + models, [[names[c]] + ["<br>".join(cells.get((c, m), ["·"])) for m in models] for c in claims]
 
@@ -119,25 +124,25 @@ def matrix(doc: dict) -> tuple[list[str], list[list[str]]]:
 NAMED = (FAILS, FAILS_AS_EXPECTED, INCONCLUSIVE)  # outcomes the summary names the subjects of (red ones too)
 
 
-def summary_rows(doc: dict) -> tuple[list[str], list[list[str]]]:
+def summary_rows(doc: RunDocument) -> tuple[list[str], list[list[str]]]:
     """One line per claim that ran, for the top of the report: on how many subjects it holds, where it fails
     (as the ledger expects, or not), is inconclusive, not informative or red, and which verdicts changed since the
     last run of the same command (``changes_since_last_run``) or since the baseline."""
-    since = doc.get("changes_since_last_run") or {}
-    changed = (doc.get("baseline") or {}).get("verdict_changes") or since.get("changes") or []
+    since = doc.changes_since_last_run or {}
+    changed = (doc.baseline or {}).get("verdict_changes") or since.get("changes") or []
     rows = []
     for claim_id, entry, records in claims_of(doc):
-        counts = count_outcomes(r["outcome"] for r in records)
+        counts = count_outcomes(r.outcome for r in records)
         parts = [f"holds on {counts.get(HOLDS, 0)} of {len(records)}"]
         for outcome, n in counts.items():
             if outcome == HOLDS:
                 continue
-            names = f": {', '.join(label(r) for r in records if r['outcome'] == outcome)}" \
+            names = f": {', '.join(label(r) for r in records if r.outcome == outcome)}" \
                 if outcome in NAMED or outcome in RED else ""
             parts.append(f"{outcome.upper() if outcome in RED else outcome} on {n}{names}")
         moved = [f"{label_of(c)}: {c['was']} → {c['now']}" for c in changed if c["claim"] == claim_id]
         rows.append([claim_id, short(entry.get("statement", "")), "; ".join(parts), "; ".join(moved) or "—"])
-    return ["claim", "statement", "verdicts", "changed since " + ("the baseline" if doc.get("baseline") else
+    return ["claim", "statement", "verdicts", "changed since " + ("the baseline" if doc.baseline else
                                                                  f"run {since['run_id']}" if since.get("run_id")
                                                                  else "the last run")], rows
 
@@ -153,10 +158,10 @@ def short(text: str, length: int = 90) -> str:
     return text[:length] + ("…" if len(text) > length else "")
 
 
-def claims_of(doc: dict):
+def claims_of(doc: RunDocument):
     """(claim id, catalogue entry, its records) for every claim that ran, in claim order."""
-    for claim_id in sorted({r["claim"] for r in doc["records"]}, key=claim_order):
-        yield claim_id, (doc.get("catalogue") or {}).get(claim_id, {}), [r for r in doc["records"] if r["claim"] == claim_id]
+    for claim_id in sorted({r.claim for r in doc.records}, key=claim_order):
+        yield claim_id, (doc.catalogue or {}).get(claim_id, {}), [r for r in doc.records if r.claim == claim_id]
 
 
 IMPLEMENTATION_NOTE = ("Implementation check: the claim is an identity of the mechanism, true for any weights, trained "
@@ -165,71 +170,76 @@ IMPLEMENTATION_NOTE = ("Implementation check: the claim is an identity of the me
                        "that the model learned anything.")
 
 
-def is_implementation(doc: dict, claim_id: str) -> bool:
+def is_implementation(doc: RunDocument, claim_id: str) -> bool:
     """Whether the catalogue marks a claim as an implementation check (an identity, S1.1-S1.3)."""
-    return (doc.get("catalogue") or {}).get(claim_id, {}).get("kind") == "implementation"
+    return (doc.catalogue or {}).get(claim_id, {}).get("kind") == "implementation"
 
 
-def coverage(doc: dict) -> tuple[list[str], list[list[str]]]:
+def coverage(doc: RunDocument) -> tuple[list[str], list[list[str]]]:
     """Every catalogued claim: its tests, the models they ran on, and the outcomes."""
     rows = []
-    for claim_id, entry in sorted(doc["catalogue"].items(), key=lambda kv: claim_order(kv[0])):
-        records = [r for r in doc["records"] if r["claim"] == claim_id]
-        tests = sorted({r["test"].split("[")[0].split("::")[-1] for r in records})
-        counts = count_outcomes(r["outcome"] for r in records)
+    for claim_id, entry in sorted((doc.catalogue or {}).items(), key=lambda kv: claim_order(kv[0])):
+        records = [r for r in doc.records if r.claim == claim_id]
+        tests = sorted({test_name(r) for r in records})
+        counts = count_outcomes(r.outcome for r in records)
         kind = "[implementation check] " if entry.get("kind") == "implementation" else ""
         rows.append([claim_id, kind + short(entry["statement"]),
                      ", ".join(tests) or "not run (not selected in this run)",
-                     ", ".join(dict.fromkeys(r["model"] for r in records)) or "—",
+                     ", ".join(dict.fromkeys(r.model for r in records)) or "—",
                      ", ".join(f"{n} {o}" for o, n in counts.items()) or "—"])
     return ["claim", "statement", "tests", "models run", "outcomes"], rows
 
 
-def subject_rows(records: list[dict]) -> tuple[list[str], list[list[str]]]:
-    """One claim's table: per subject the claim check's statistic, interval, threshold, margin, outcome, why."""
+def subject_rows(records: list[ClaimRecord], models: dict) -> tuple[list[str], list[list[str]]]:
+    """One claim's table: per subject the claim check's statistic, interval, threshold, margin, outcome, why.
+
+    Args:
+        records: the claim's records.
+        models: the run's ``models`` (for the ledger's build: ``reports.records.ledger_build``).
+    """
     header = ["subject", "test", "outcome", "claim check", "value", "interval (level, n)", "threshold", "margin",
               "note"]
     rows = []
     for r in records:
-        head = r.get("headline") or {}
-        check = next((c for c in r["checks"] if c["name"] == head.get("name")), None)
-        note = r["message"] if r["outcome"] != HOLDS else ""
-        for name, why in (r.get("not_informative_checks") or {}).items():
+        head = r.headline
+        note = r.message if r.outcome != HOLDS else ""
+        for name, why in r.not_informative_checks.items():
             note = f"(not informative here: {name}: {why}) {note}".strip()
-        if r.get("scaled"):
-            note = f"scaled form: {r['scaled']} {note}".strip()
-        if r["expected"] != "holds" and r["outcome"] != "fails as expected":
-            note = f"{note} (ledger: {r['expected_reason']})".strip()
-        if r.get("ledger_build") == "another build":
+        if r.scaled:
+            note = f"scaled form: {r.scaled} {note}".strip()
+        if r.expected != "holds" and r.outcome != "fails as expected":
+            note = f"{note} (ledger: {r.expected_reason})".strip()
+        build = ledger_build(r, models)
+        if build == "another build":
             note = f"{note} (ledger measured on another build)".strip()
-        if r.get("ledger_quotes_disagree"):
-            note = f"{note} (the ledger's why does not match this run: {'; '.join(r['ledger_quotes_disagree'])})".strip()
-        if len(r.get("looks") or ()) > 1:
-            note = f"looked at {' → '.join(str(look['prompts']) for look in r['looks'])} prompts. {note}".strip()
-        rows.append([label(r), test_name(r), r["outcome"], head.get("name", "—"), fmt(head.get("value")),
-                     f"[{fmt(head.get('ci_low'))}, {fmt(head.get('ci_high'))}]{_level(check)}" if head else "—",
-                     f"{check['comparison']} {fmt(check['threshold'])}" if check else "—",
-                     num(head["margin"], "+.4g") if head else "—", note[:400]])
+        stale = ledger_quotes_disagree(r, build)
+        if stale:
+            note = f"{note} (the ledger's why does not match this run: {'; '.join(stale)})".strip()
+        if len(r.looks) > 1:
+            note = f"looked at {' → '.join(str(look['prompts']) for look in r.looks)} prompts. {note}".strip()
+        rows.append([label(r), test_name(r), r.outcome, head.name if head else "—", fmt(head and head.value),
+                     f"[{fmt(head.ci_low)}, {fmt(head.ci_high)}]{_level(head)}" if head else "—",
+                     f"{head.comparison} {fmt(head.threshold)}" if head else "—",
+                     num(head.margin, "+.4g") if head else "—", note[:400]])
     return header, rows
 
 
-def _level(check: dict | None) -> str:
+def _level(check: Check) -> str:
     """" (98.3 %, n = 128, BCa bootstrap, 1000 resamples)": an interval's level, sample and how it was made, where
     the record has them (schema 5; ``interval`` later)."""
-    if not check or check.get("confidence") is None:
+    if check.confidence is None:
         return ""
-    n = f", n = {check['n']}" if check.get("n") else ""
-    how = f", {check['interval']}" if check.get("interval") else ""
-    return f" ({check['confidence']:.1%}{n}{how})"
+    n = f", n = {check.n}" if check.n else ""
+    how = f", {check.interval}" if check.interval else ""
+    return f" ({check.confidence:.1%}{n}{how})"
 
 
-def thresholds(records: list[dict]) -> list[tuple[str, str, str]]:
+def thresholds(records: list[ClaimRecord]) -> list[tuple[str, str, str]]:
     """Each distinct check of a claim once: (role, "name comparison threshold", derivation)."""
     seen: dict[str, tuple[str, str, str]] = {}
     for r in records:
-        for c in r["checks"]:
-            seen.setdefault(c["name"], (c["role"], f"{c['name']} {c['comparison']} {fmt(c['threshold'])} {c['unit']}",
-                                        c["derivation"]))
+        for c in r.checks:
+            seen.setdefault(c.name, (c.role, f"{c.name} {c.comparison} {fmt(c.threshold)} {c.unit}", c.derivation))
     return list(seen.values())
 
 
@@ -256,13 +266,13 @@ def detail_tables(details: dict) -> list[tuple[str, list[str], list[list[str]]]]
     return ([("details", ["", "value"], scalars)] if scalars else []) + tables
 
 
-def builds_rows(doc: dict) -> tuple[list[str], list[list[str]]]:
+def builds_rows(doc: RunDocument) -> tuple[list[str], list[list[str]]]:
     """The builds-agree table: per claim test, how many trainings of one recipe (the model and its seed
     siblings) give each outcome."""
     header = ["claim", "test", "recipe", "builds agree", "outcome per build"]
     rows = [[b["claim"], b["test"] + (f" [{b['params']}]" if b["params"] else ""), b["recipe"], b["summary"],
              "; ".join(f"{name}: {outcome}" for name, outcome in b["builds"].items())]
-            for b in sorted(doc.get("builds_agree") or [], key=lambda b: (claim_order(b["claim"]), b["test"]))]
+            for b in sorted(doc.builds_agree or [], key=lambda b: (claim_order(b["claim"]), b["test"]))]
     return header, rows
 
 
@@ -271,12 +281,12 @@ BUILDS_NOTE = ("The same recipe trained at S4's other seeds (the seed siblings) 
                "its own verdict in the matrix.")
 
 
-def model_rows(doc: dict) -> tuple[list[str], list[list[str]]]:
+def model_rows(doc: RunDocument) -> tuple[list[str], list[list[str]]]:
     """The models table: size, training, the residual-identity check, timings, or the load error."""
     header = ["model", "role", "arch", "params", "d_model", "blocks", "train s", "val loss", "identity error",
               "forward s", "capture s", "captured"]
     rows = []
-    for name, m in doc["models"].items():
+    for name, m in (doc.models or {}).items():
         if "error" in m:
             rows.append([name, m["role"], "ERROR: " + m["error"][:300]] + [""] * 9)
             continue
@@ -295,22 +305,22 @@ def family(claim_id: str) -> str:
     return claim_id.split(".")[0]
 
 
-def time_rows(doc: dict) -> tuple[list[str], list[list[str]]]:
+def time_rows(doc: RunDocument) -> tuple[list[str], list[list[str]]]:
     """Where the run's time went: per claim, then per family (S0 ... S4), the wall seconds of its tests (each
     record's ``wall_seconds``; the first test of a model also loads, checks and captures it), its slowest test and
     its share of the total."""
-    timed = [r for r in doc["records"] if r.get("wall_seconds") is not None]
-    total = sum(r["wall_seconds"] for r in timed) or 1.0
+    timed = [r for r in doc.records if r.wall_seconds is not None]
+    total = sum(r.wall_seconds for r in timed) or 1.0
     header = ["claim or family", "tests", "wall s", "share", "slowest test (s)"]
 
-    def row(name: str, records: list[dict]) -> list[str]:
-        seconds = sum(r["wall_seconds"] for r in records)
-        slowest = max(records, key=lambda r: r["wall_seconds"])
+    def row(name: str, records: list[ClaimRecord]) -> list[str]:
+        seconds = sum(r.wall_seconds for r in records)
+        slowest = max(records, key=lambda r: r.wall_seconds)
         return [name, str(len(records)), f"{seconds:.1f}", f"{seconds / total:.1%}",
-                f"{label(slowest)} {test_name(slowest)} ({slowest['wall_seconds']:.1f})"]
+                f"{label(slowest)} {test_name(slowest)} ({slowest.wall_seconds:.1f})"]
 
-    claims = sorted({r["claim"] for r in timed}, key=claim_order)
-    rows = [row(c, [r for r in timed if r["claim"] == c]) for c in claims]
-    rows += [row(f"{f} (family)", [r for r in timed if family(r["claim"]) == f])
+    claims = sorted({r.claim for r in timed}, key=claim_order)
+    rows = [row(c, [r for r in timed if r.claim == c]) for c in claims]
+    rows += [row(f"{f} (family)", [r for r in timed if family(r.claim) == f])
              for f in dict.fromkeys(family(c) for c in claims)]
     return header, rows

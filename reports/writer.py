@@ -25,8 +25,8 @@ from reports import baseline, benchmarks, history, render, shipped_verdicts, tab
 from models.recipes import seed_builds
 from reports.document import RunDocument
 from reports.run_facts import device_facts, git_revision, lock_differences, versions
-from reports.records import builds_agree, ledger_build, ledger_quotes_disagree, zoo_build_of
-from reports.checks import RED
+from reports.records import builds_agree, test_name, zoo_build_of
+from reports.checks import RED, ClaimRecord
 from reports.results_file import SCHEMA
 
 STARTED = time.perf_counter()
@@ -66,20 +66,17 @@ def _corpus(settings) -> dict:
     return {"name": corpus.name, "sha256": corpus.sha256, "characters": len(corpus.text)}
 
 
-def sort_records(records: list[dict]) -> list[dict]:
+def sort_records(records: list[ClaimRecord]) -> list[ClaimRecord]:
     """Records in a fixed order (claim, model, test; numbers in names by value), whatever order processes sent them in."""
-    return sorted(records, key=lambda r: (tables.claim_order(r["claim"]), tables.natural(r["model"]), r["test"]))
+    return sorted(records, key=lambda r: (tables.claim_order(r.claim), tables.natural(r.model), r.test))
 
 
-def results(settings, records: list[dict], models: dict, exitstatus: int, peak_rss: float, catalogue: dict,
-            gpu_peak: float = 0.0) -> dict:
-    """The results.json document (reports/SCHEMA.md, built as a :class:`reports.document.RunDocument`), without its
-    run id, the baseline comparison and the changes since the last run (:func:`write_doc` adds them)."""
+def results(settings, records: list[ClaimRecord], models: dict, exitstatus: int, peak_rss: float, catalogue: dict,
+            gpu_peak: float = 0.0) -> RunDocument:
+    """The run's results document (reports/SCHEMA.md), without its run id, the baseline comparison and the changes
+    since the last run (:func:`write_doc` adds them)."""
     records = sort_records(records)
-    for r in records:
-        r["ledger_build"] = ledger_build(r, models)
-        r["ledger_quotes_disagree"] = ledger_quotes_disagree(r)
-    doc = RunDocument(
+    return RunDocument(
         schema=SCHEMA,
         run_id=None,
         created_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -110,7 +107,7 @@ def results(settings, records: list[dict], models: dict, exitstatus: int, peak_r
         builds_agree=builds_agree(records, seed_builds(settings.zoo)),
         builds_not_run={} if settings.models or settings.groups else {
             c: entry["not_on_siblings"] for c, entry in catalogue.items()
-            if entry.get("not_on_siblings") and any(r["claim"] == c for r in records)},
+            if entry.get("not_on_siblings") and any(r.claim == c for r in records)},
         baseline=None,
         benchmarks=benchmarks.summarize(settings.report_dir / benchmarks.FILE),
         merged_from=[],
@@ -118,7 +115,6 @@ def results(settings, records: list[dict], models: dict, exitstatus: int, peak_r
         shard=settings.shard,
         shards_missing=[],
     )
-    return doc.to_json()
 
 
 class ReportIncomplete(RuntimeError):
@@ -194,7 +190,12 @@ def _incomplete_note(failures: list[str]) -> str:
             + "; ".join(failures))
 
 
-def write_doc(doc: dict, base: Path, compare=None) -> Path:
+def _json(doc: RunDocument) -> str:
+    """results.json's text: NaN and inf as null, strict JSON."""
+    return json.dumps(_finite(doc.to_json()), indent=1, default=float, allow_nan=False)
+
+
+def write_doc(doc: RunDocument, base: Path, compare=None) -> Path:
     """Write a results document as a new run folder under ``base``, point ``latest`` at it, update the index
     (after :func:`adopt_old_runs`).
 
@@ -212,9 +213,9 @@ def write_doc(doc: dict, base: Path, compare=None) -> Path:
     """
     adopt_old_runs(base)
     run_id, folder = _run_folder(base)
-    doc["run_id"] = run_id
+    doc.run_id = run_id
     results_file = folder / "results.json"
-    atomic_write_text(results_file, json.dumps(_finite(doc), indent=1, default=float, allow_nan=False))
+    atomic_write_text(results_file, _json(doc))
     failures: list[str] = []
 
     def stage(name: str, work) -> bool:
@@ -225,19 +226,19 @@ def write_doc(doc: dict, base: Path, compare=None) -> Path:
             failures.append(f"{name}: {type(err).__name__}: {err}")
             return False
 
-    earlier: list[dict] = []
+    earlier: list[RunDocument] = []
     if compare is not None:
-        stage("baseline comparison", lambda: doc.update(baseline=compare(doc)))
+        def compared():
+            doc.baseline = compare(doc)
+        stage("baseline comparison", compared)
 
     def since_last_run():
         earlier[:] = history.runs(base, exclude=run_id)  # read once: the previous run and the index come from them
-        previous = history.previous_run(earlier, doc.get("replay"))
-        doc["changes_since_last_run"] = ({"run_id": previous.get("run_id"), "changes": history.changes(previous, doc)}
-                                         if previous else None)
+        previous = history.previous_run(earlier, doc.replay)
+        doc.changes_since_last_run = ({"run_id": previous.run_id, "changes": history.changes(previous, doc)}
+                                      if previous else None)
     read_history = stage("changes since the last run", since_last_run)
-    doc.update(_finite(doc))
-    stage("results.json", lambda: atomic_write_text(results_file, json.dumps(doc, indent=1, default=float,
-                                                                             allow_nan=False)))
+    stage("results.json", lambda: atomic_write_text(results_file, _json(doc)))
     drawn: dict = {}
     stage("figures", lambda: drawn.update(render.figures(doc)))
     for name, png in drawn.items():
@@ -261,7 +262,7 @@ def write_doc(doc: dict, base: Path, compare=None) -> Path:
     return folder
 
 
-def write_run(settings, records: list[dict], models: dict, exitstatus: int, peak_rss: float, catalogue: dict,
+def write_run(settings, records: list[ClaimRecord], models: dict, exitstatus: int, peak_rss: float, catalogue: dict,
               gpu_peak: float = 0.0) -> Path:
     """Write this run's report folder (see :func:`write_doc`), with the ``--baseline`` comparison; return the folder.
 
@@ -272,21 +273,21 @@ def write_run(settings, records: list[dict], models: dict, exitstatus: int, peak
     compare = None
     if settings.baseline:
         def compare(d):
-            return baseline.compare(settings.baseline, d["records"], d["models"], d, settings.baseline_map)
+            return baseline.compare(settings.baseline, d, settings.baseline_map)
     return write_doc(doc, settings.report_dir, compare)
 
 
-def summarize(terminal, records: list[dict], folder: Path | None) -> None:
+def summarize(terminal, records: list[ClaimRecord], folder: Path | None) -> None:
     """Print every claim test's outcome, red ones with their message, and where the report went."""
     if not records:
         return
     terminal.section("latent-claims outcomes")
     for r in sort_records(records):
-        head = r.get("headline")
-        stat = f"{head['value']:.4g} [{head['ci_low']:.4g}, {head['ci_high']:.4g}] ({head['name']})" if head else ""
-        line = f"{r['claim']:6} {tables.label(r):30} {r['outcome']:18} {stat} — {tables.test_name(r)}"
-        terminal.write_line(line, red=r["outcome"] in RED, bold=r["outcome"] in RED)
-        if r["outcome"] in RED or r["outcome"] in ("not informative", "inconclusive"):
-            terminal.write_line(f"       {r['message'][:300]}")
+        head = r.headline
+        stat = f"{head.value:.4g} [{head.ci_low:.4g}, {head.ci_high:.4g}] ({head.name})" if head else ""
+        line = f"{r.claim:6} {tables.label(r):30} {r.outcome:18} {stat} — {test_name(r)}"
+        terminal.write_line(line, red=r.outcome in RED, bold=r.outcome in RED)
+        if r.outcome in RED or r.outcome in ("not informative", "inconclusive"):
+            terminal.write_line(f"       {r.message[:300]}")
     if folder:
         terminal.write_line(f"report: {folder}/report.html (results.json, report.md beside it)")

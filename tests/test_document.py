@@ -16,7 +16,7 @@ from fixtures.option_checks import check_baseline
 from reports import baseline, history, render, writer
 from reports.document import RunDocument, field_names
 from reports.merge import load_run, merge_runs
-from tests.test_reports import record, settings_for
+from tests.test_reports import SPECTRA, record, settings_for
 
 SCHEMA_MD = Path(__file__).resolve().parent.parent / "reports" / "SCHEMA.md"
 
@@ -36,9 +36,10 @@ def _run(tmp_path: Path, name: str, model: str, **settings) -> Path:
     """A run folder's results.json with one S0.3 record on ``model``, as the plugin writes it."""
     s = replace(settings_for(tmp_path / name), **settings)
     doc = writer.results(s, [record(0.2, model)], {model: {"weights_sha256": "ab" * 32}}, 0, 100.0, catalogue_json())
+    doc.run_id = f"2026010{len(name)}T000000Z"
     path = tmp_path / name / "results.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({**doc, "run_id": f"2026010{len(name)}T000000Z"}))
+    path.write_text(json.dumps(doc.to_json()))
     return path
 
 
@@ -74,8 +75,9 @@ def test_every_kind_of_results_json_is_a_baseline(tmp_path, kind):
     elif kind == "merged":
         other = _run(tmp_path, "other", "tiny-w128")
         merged = merge_runs([load_run(run), load_run(other)]).doc
+        merged.run_id = "20260109T000000Z"
         path = tmp_path / "merged.json"
-        path.write_text(json.dumps({**merged, "run_id": "20260109T000000Z"}))
+        path.write_text(json.dumps(merged.to_json()))
     elif kind.startswith("schema"):
         path = _older(run, int(kind.split()[1]))
     else:
@@ -83,15 +85,14 @@ def test_every_kind_of_results_json_is_a_baseline(tmp_path, kind):
     startup_facts = {"seed": 0, "prompts": [32, 128], "max_prompts": 128, "zoo": "tiny", "corpus": {},
                      "source_scale": None, "device": {"dtype": "float32"}, "records": []}
     assert check_baseline(str(path), startup_facts) == path  # compared with this run's facts at startup
-    now = json.loads(run.read_text())
-    out = baseline.compare(path, now["records"], now["models"], now)
+    out = baseline.compare(path, RunDocument.from_json(json.loads(run.read_text())))
     assert out["verdict_changes"] == [] and out["moved"] == []
     assert out["differences"] == []  # an older schema's unrecorded facts are no difference
 
 
 def test_the_merged_document_carries_every_fact_of_its_runs(tmp_path):
     a, b = _run(tmp_path, "a", "tiny-w96"), _run(tmp_path, "b", "tiny-w128")
-    doc = merge_runs([load_run(a), load_run(b)]).doc
+    doc = merge_runs([load_run(a), load_run(b)]).doc.to_json()
     assert list(doc) == field_names()
     assert doc["source_scale"] is False and doc["max_prompts"] == json.loads(a.read_text())["max_prompts"]
     assert doc["command"][:4] == ["python", "-m", "reports", "merge"]  # its own, not the first input's
@@ -148,7 +149,7 @@ def run_with_broken_report(tmp_path):
     return done, (tmp_path / "runs" / "latest")
 
 
-def _s08(outcome: str, second: tuple[float, float, float]) -> dict:
+def _s08(outcome: str, second: tuple[float, float, float]):
     """A user model's S0.8 record: the headline (smallest margin) straddles 0, the other claim check is ``second``."""
     from reports.checks import Check, ClaimRecord
 
@@ -157,7 +158,7 @@ def _s08(outcome: str, second: tuple[float, float, float]) -> dict:
     rec = ClaimRecord("S0.8", 1, "/long/path/to/my-checkpoint", "claims/x.py::t[/long/path/to/my-checkpoint]", {},
                       checks, "p")
     rec.outcome = outcome
-    return rec.to_json()
+    return rec
 
 
 def test_a_cell_shows_the_check_that_decided_and_a_folder_by_its_name():
@@ -165,7 +166,7 @@ def test_a_cell_shows_the_check_that_decided_and_a_folder_by_its_name():
     from reports.tables import cell, label
 
     failed = _s08("fails", (-0.0442, -0.0912, -0.0123))
-    assert failed["headline"]["value"] == -0.0392  # the smallest margin straddles...
+    assert failed.headline.value == -0.0392  # the smallest margin straddles...
     assert cell(failed).startswith("FAILS -0.0442 [-0.0912, -0.0123]")  # ...the cell shows what decided
     undecided = _s08("inconclusive", (0.05, 0.01, 0.09))
     assert cell(undecided).startswith("inconclusive -0.0392 [-0.0947, 0.0137]")
@@ -188,3 +189,56 @@ def test_a_run_under_xdist_is_a_baseline(tmp_path):
     assert second.returncode == 0, (second.stdout + second.stderr)[-2000:]
     compared = json.loads((tmp_path / "c" / "latest" / "results.json").read_text())["baseline"]
     assert compared["verdict_changes"] == [] and compared["new"] == [] and compared["missing"] == []
+
+
+GPU_RUN = Path(__file__).resolve().parent.parent / "benchmarks" / "gpu" / "2026-11-26-h200" / "call1-source" / "results.json"
+
+
+def _written(records: list[dict]) -> list[dict]:
+    """Records as results.json holds them: through the writer's NaN-to-null and JSON, without the keys the
+    document adds beside each record (``ledger_build``, ``ledger_quotes_disagree``)."""
+    return [{k: v for k, v in r.items() if k not in ("ledger_build", "ledger_quotes_disagree")}
+            for r in json.loads(json.dumps(writer._finite(records)))]
+
+
+def test_a_record_read_back_is_the_record_written():
+    from reports.checks import Check, ClaimRecord
+
+    nan = ClaimRecord("S4.1", 2, "tiny-w96", "claims/s4_ffn/t.py::test_x[tiny-w96]", {"variant": "a"},
+                      [Check("ratio", float("nan"), float("nan"), float("inf"), "x", "<", 1.0, "d", n=8,
+                             confidence=0.95, interval="BCa bootstrap, 1000 resamples")],
+                      outcome="error", message="a NaN", looks=[{"scale": 1, "prompts": 8}], interrupted=True,
+                      not_informative_checks={"floor": "no siblings"}, wall_seconds=None, function="test_x")
+    written = _written([record(0.2).to_json(), record(-0.1, "tiny-w96", plot=SPECTRA).to_json(), nan.to_json()])
+    assert _written([ClaimRecord.from_json(r).to_json() for r in written]) == written
+    back = ClaimRecord.from_json(written[2])
+    assert back.interrupted and back.checks[0].status == "inconclusive" and not back.checks[0].passed  # null: NaN
+    assert "interrupted" not in written[0]  # present only where true, as schema 8 documents it
+
+
+def test_records_of_an_older_schema_read_with_their_function_from_the_node_id():
+    from reports.checks import ClaimRecord
+
+    doc = json.loads(GPU_RUN.read_text())
+    assert doc["schema"] == "latent-claims/results/7"
+    for raw in doc["records"]:
+        raw.pop("function", None)  # as schema 6 and older wrote them
+        rec = ClaimRecord.from_json(raw)
+        assert rec.function == raw["test"].split("::")[-1].split("[")[0]
+        assert [c.name for c in rec.checks] == [c["name"] for c in raw["checks"]]
+        assert [c.margin for c in rec.checks] == pytest.approx([c["margin"] for c in raw["checks"]], nan_ok=True)
+
+
+def test_a_record_on_a_test_report_comes_back_as_the_same_object():
+    """Between processes (xdist, JUnit XML) a record is JSON on the test report; the collector gets it back as a
+    ``ClaimRecord``, equal to the one the test made."""
+    from types import SimpleNamespace
+
+    from fixtures.recording import records_of
+    from fixtures.stash import RECORD_PROPERTY
+    from reports.checks import ClaimRecord
+
+    made = record(0.2, plot=SPECTRA)
+    report = SimpleNamespace(user_properties=[("other", "x"), (RECORD_PROPERTY, json.dumps(made.to_json()))])
+    [back] = records_of(report)
+    assert isinstance(back, ClaimRecord) and back == made

@@ -14,6 +14,7 @@ from reports import render, tables, writer
 from reports.merge import MergeError, merge
 from reports.records import add_model_facts
 from reports.checks import Check, ClaimRecord
+from reports.document import RunDocument
 from reports.results_file import SCHEMA
 
 REPO = Path(__file__).resolve().parent.parent
@@ -21,14 +22,14 @@ CLEAN = "0123456789abcdef0123456789abcdef01234567"
 OTHER = "fedcba9876543210fedcba9876543210fedcba98"
 
 
-def record(claim: str, model: str, value: float = 0.2) -> dict:
+def record(claim: str, model: str, value: float = 0.2) -> ClaimRecord:
     """A claim record like a claim test makes (see tests/test_reports.py)."""
     checks = [Check("straightening", value, value - 0.01, value + 0.01, "decades", ">", 0.0, "S0 Fig 2: positive drop"),
               Check("learned", 0.5, 0.49, 0.51, "decades", ">", 0.0, "S0.5 twin", role="control")]
     rec = ClaimRecord(claim, 1, model, f"claims/s0_spectra/test_spectra.py::t_{claim.replace('.', '_')}[{model}]", {},
                       checks, "procedure", {"slope_by_layer": {"embed": -0.1, "block 1": -1.2}}, None)
     rec.outcome = "holds" if value - 0.01 > 0 else "fails"
-    return rec.to_json()
+    return rec
 
 
 def facts(d_model: int) -> dict:
@@ -77,7 +78,8 @@ def two_machines(tmp_path) -> tuple[Path, Path]:
 
 def check_merged(folder: Path, a: Path, b: Path) -> None:
     doc, da, db = load(folder), load(a), load(b)
-    assert doc["records"] == writer.sort_records(da["records"] + db["records"])
+    assert RunDocument.from_json(doc).records == writer.sort_records(
+        RunDocument.from_json(da).records + RunDocument.from_json(db).records)
     assert [(r["claim"], r["model"]) for r in doc["records"]] == [
         ("S0.3", "tiny-w96"), ("S0.3", "tiny-w128"), ("S0.10", "tiny-w96"), ("S0.10", "tiny-w128")]
     assert doc["merged_from"] == [da["run_id"], db["run_id"]] and doc["run_id"] == folder.name
@@ -88,7 +90,7 @@ def check_merged(folder: Path, a: Path, b: Path) -> None:
     assert doc["corpus"] == da["corpus"] and doc["catalogue"] == da["catalogue"] and doc["device"] == da["device"]
     assert doc["replay"] == da["replay"] and doc["created_utc"] >= da["created_utc"]
     md = (folder / "report.md").read_text()
-    header = render.md_table(*tables.matrix(doc)).splitlines()[0]
+    header = render.md_table(*tables.matrix(RunDocument.from_json(doc))).splitlines()[0]
     assert header == "| claim | tiny-w96 | tiny-w128 |" and header in md
     assert "| S0.3 | holds 0.2 [0.19, 0.21] | holds 0.2 [0.19, 0.21] |" in md
     assert "merged from runs: " + ", ".join(doc["merged_from"]) in md

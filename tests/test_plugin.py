@@ -513,7 +513,8 @@ def test_a_baseline_map_that_would_pair_records_twice_or_with_nothing_is_refused
     from fixtures.option_checks import check_baseline_map
 
     baseline = tmp_path / "results.json"
-    baseline.write_text(json.dumps({"records": [{"model": "a"}, {"model": "b"}]}))
+    baseline.write_text(json.dumps({"records": [{"claim": "S0.1", "model": m, "test": f"t[{m}]", "outcome": "holds",
+                                                 "checks": []} for m in ("a", "b")]}))
     if not problem:
         assert check_baseline_map(pairs, baseline, run) == {"a": "c"}
         return

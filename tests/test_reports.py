@@ -4,6 +4,7 @@ import html
 import json
 import os
 import stat
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,11 +12,11 @@ import torch
 
 from fixtures.catalogue import catalogue_json
 from fixtures.settings import Settings
-from reports import render, tables, writer
-from reports.baseline import compare
+from reports import baseline, render, tables, writer
 from latent_instruments.stats import Estimate
 from reports.records import builds_agree
 from reports.checks import Check, ClaimRecord
+from reports.document import RunDocument
 from reports.results_file import SCHEMA
 
 
@@ -23,13 +24,26 @@ def settings_for(tmp_path: Path, baseline=None) -> Settings:
     return Settings("tiny", (), "cpu", torch.float32, 0, None, tmp_path / "reports", baseline)
 
 
-def record(value: float, model="tiny-w128", plot=None, outcome=None, version=1, control=0.5) -> dict:
+def record(value: float, model="tiny-w128", plot=None, outcome=None, version=1, control=0.5) -> ClaimRecord:
     checks = [Check("straightening", value, value - 0.01, value + 0.01, "decades", ">", 0.0, "S0 Fig 2: positive drop"),
               Check("learned", control, control - 0.01, control + 0.01, "decades", ">", 0.0, "S0.5 twin", role="control")]
     rec = ClaimRecord("S0.3", version, model, f"claims/s0_spectra/test_spectra.py::t[{model}]", {}, checks,
-                      "procedure", {"slope_by_layer": {"embed": -0.1, "block 1": -1.2}}, plot)
+                      "procedure", {"slope_by_layer": {"embed": -0.1, "block 1": -1.2}}, plot, function="t")
     rec.outcome = outcome or ("holds" if value - 0.01 > 0 else "fails")
-    return rec.to_json()
+    return rec
+
+
+def as_doc(doc: dict) -> RunDocument:
+    """A results document (a dict as results.json holds it, keys an older schema or a test leaves out filled in)."""
+    return RunDocument.from_json({"records": [], **doc})
+
+
+def compare(old: Path, records: list[ClaimRecord], models: dict | None = None, facts: dict | None = None,
+            mapping: dict | None = None) -> dict:
+    """``baseline.compare`` of ``records`` run with ``facts`` (default: the baseline's own, like for like)."""
+    doc = as_doc({**(facts if facts is not None else json.loads(old.read_text())), "models": models or {}})
+    doc.records = list(records)
+    return baseline.compare(old, doc, mapping)
 
 
 def write(s: Settings, records: list[dict], exitstatus: int = 0) -> Path:
@@ -76,28 +90,28 @@ def test_each_claim_has_one_section_with_its_statement_thresholds_and_a_table_of
 
 def test_coverage_lists_every_catalogued_claim(tmp_path):
     doc = json.loads((write(settings_for(tmp_path), [record(0.2)]) / "results.json").read_text())
-    header, rows = tables.coverage(doc)
+    header, rows = tables.coverage(as_doc(doc))
     assert len(rows) == 42
     assert rows[2][:3] == ["S0.3", rows[2][1], "t"] and rows[0][2] == "not run (not selected in this run)"
 
 
 def test_an_implementation_check_is_marked_as_one_in_the_matrix_coverage_and_its_section(tmp_path):
     """S1.1-S1.3 are identities of softmax attention: their 'holds' must not read as a finding about the model."""
-    simplex = {**record(0.2), "claim": "S1.1", "test": "claims/s1_attention/test_simplex.py::t[tiny-w128]"}
+    simplex = replace(record(0.2), claim="S1.1", test="claims/s1_attention/test_simplex.py::t[tiny-w128]")
     folder = write(settings_for(tmp_path), [record(0.2), simplex])
     doc = json.loads((folder / "results.json").read_text())
     assert doc["catalogue"]["S1.1"]["kind"] == "implementation" and doc["catalogue"]["S0.3"]["kind"] == "empirical"
     md = (folder / "report.md").read_text()
     assert "| S1.1 (implementation check) | holds" in md and "| S0.3 | holds" in md
     assert md.count(tables.IMPLEMENTATION_NOTE) == 1
-    rows = {row[0]: row[1] for row in tables.coverage(doc)[1]}
+    rows = {row[0]: row[1] for row in tables.coverage(as_doc(doc))[1]}
     assert rows["S1.3"].startswith("[implementation check] ") and not rows["S0.3"].startswith("[")
     assert html.escape(tables.IMPLEMENTATION_NOTE) in (folder / "report.html").read_text()
 
 
 def test_a_failed_control_and_an_error_are_named_in_the_matrix(tmp_path):
     records = [record(0.2, control=-1.0, outcome="control failed"), record(0.2, "tiny-w96", outcome="error")]
-    records[1]["message"] = "RuntimeError: Expected all tensors to be on the same device\nTraceback ..."
+    records[1].message = "RuntimeError: Expected all tensors to be on the same device\nTraceback ..."
     md = (write(settings_for(tmp_path), records) / "report.md").read_text()
     assert "CONTROL FAILED: learned" in md and "| ERROR: RuntimeError: Expected all tensors to be on the same device |" in md
     assert "exit status 0 · errors 1" in md
@@ -161,7 +175,7 @@ def test_the_zoo_build_of_a_run_comes_from_its_trained_models():
 def test_a_new_procedure_version_is_a_changed_method_not_moved_numbers(tmp_path):
     old = write(settings_for(tmp_path), [record(0.2)]) / "results.json"
     changes = compare(old, [record(0.9, version=2)])
-    assert changes["method_changed"] == [{"claim": "S0.3", "model": "tiny-w128", "test": record(0.2)["test"], "was": 1, "now": 2}]
+    assert changes["method_changed"] == [{"claim": "S0.3", "model": "tiny-w128", "test": record(0.2).test, "was": 1, "now": 2}]
     assert changes["moved"] == []
 
 
@@ -177,7 +191,7 @@ def _models(**digests) -> dict:
     return {name.replace("_", "-"): {"weights_sha256": digest * 64} for name, digest in digests.items()}
 
 
-def _baseline(tmp_path: Path, records: list[dict], models: dict) -> Path:
+def _baseline(tmp_path: Path, records: list[ClaimRecord], models: dict) -> Path:
     """A results.json whose models carry only their weight digests (all the comparison reads of them)."""
     path = write(settings_for(tmp_path), records) / "results.json"
     path.write_text(json.dumps({**json.loads(path.read_text()), "models": models}))
@@ -203,12 +217,12 @@ def test_the_same_name_on_other_weights_is_flagged_as_retrained_in_place(tmp_pat
     changes = compare(old, [record(0.2)], _models(tiny_w128="c"))
     assert [m["new"] for m in changes["retrained_in_place"]] == ["tiny-w128"]
     assert compare(old, [record(0.2)], _models(tiny_w128="a"))["retrained_in_place"] == []
-    assert "RETRAINED IN PLACE: tiny-w128" in "\n".join(render.baseline_lines({"baseline": changes}))
+    assert "RETRAINED IN PLACE: tiny-w128" in "\n".join(render.baseline_lines(as_doc({"baseline": changes})))
 
 
 def test_a_change_of_the_ledger_alone_is_not_a_measured_change(tmp_path):
     old = write(settings_for(tmp_path), [record(-0.2)]) / "results.json"
-    listed = {**record(-0.2, outcome="fails as expected"), "expected": "fails"}  # a ledger entry came
+    listed = replace(record(-0.2, outcome="fails as expected"), expected="fails")  # a ledger entry came
     changes = compare(old, [listed])
     assert changes["measured_changes"] == [] and changes["moved"] == []
     assert [(c["was"], c["now"]) for c in changes["ledger_changes"]] == [("fails", "fails as expected")]
@@ -220,7 +234,7 @@ def test_a_baseline_of_another_seed_or_prompt_batch_is_named_as_such_first(tmp_p
     changes = compare(old, [record(0.2)], {}, {**doc, "seed": 7, "prompts": [64, 128]})
     assert changes["differences"] == ["--seed: 0 in the baseline, 7 here", "--prompts: [32, 128] in the baseline, "
                                       "[64, 128] here"]
-    md = render.markdown({**doc, "baseline": changes})
+    md = render.markdown(as_doc({**doc, "baseline": changes}))
     assert md.index("NOT LIKE FOR LIKE: --seed") < md.index("## Outcomes")
 
 
@@ -228,7 +242,7 @@ def test_a_file_that_is_not_results_json_is_refused(tmp_path):
     path = tmp_path / "x.json"
     path.write_text("[]")
     with pytest.raises(ValueError, match="not a latent-claims results.json"):
-        compare(path, [])
+        baseline.compare(path, as_doc({}))
 
 
 @pytest.mark.parametrize("comparison, low, value, high, role, status", [
@@ -256,7 +270,7 @@ def test_the_builds_agree_table_counts_outcomes_over_a_recipes_seed_siblings(tmp
     siblings = {"tiny-w96-seed1442": "tiny-w96", "tiny-w96-seed88": "tiny-w96", "tiny-w96-seed99999": "tiny-w96"}
     records = [record(0.2, "tiny-w96"), record(0.2, "tiny-w96-seed1442"), record(-0.2, "tiny-w96-seed88"),
                record(0.005, "tiny-w96-seed99999", outcome="inconclusive"), record(0.2, "tiny-w128")]
-    records[2]["outcome"] = "fails as expected"
+    records[2].outcome = "fails as expected"
     [row] = builds_agree(records, siblings)
     assert row["recipe"] == "tiny-w96" and len(row["builds"]) == 4
     assert row["summary"] == "holds on 2 of 4 builds, fails on 1, inconclusive on 1"
@@ -285,20 +299,21 @@ def test_a_ledger_why_that_quotes_other_numbers_than_the_run_is_named_in_the_rep
     """A why copied from another model ('= 0.116 [-0.033, 0.198]') must not stand beside this run's numbers."""
     from reports.records import ledger_quotes_disagree
     rec = record(-0.2, outcome="fails as expected")  # straightening = -0.2 [-0.21, -0.19]
-    rec.update(expected="fails", ledger_weights_sha256="abc", ledger_build="same build",
-               expected_reason="measured: straightening = -0.2 [-0.21, -0.19] decades (needs > 0)")
-    assert ledger_quotes_disagree(rec) == []
-    rec["expected_reason"] = "measured: straightening = 0.116 [-0.033, 0.198] decades (needs > 0)"
-    assert ledger_quotes_disagree(rec) == [
+    rec = replace(rec, expected="fails", ledger_weights_sha256="abc",
+                  expected_reason="measured: straightening = -0.2 [-0.21, -0.19] decades (needs > 0)")
+    assert ledger_quotes_disagree(rec, "same build") == []
+    rec.expected_reason = "measured: straightening = 0.116 [-0.033, 0.198] decades (needs > 0)"
+    assert ledger_quotes_disagree(rec, "same build") == [
         "straightening: the ledger quotes 0.116 [-0.033, 0.198], this run measured -0.2 [-0.21, -0.19]"]
-    assert ledger_quotes_disagree({**rec, "ledger_build": "another build"}) == []  # other weights: other numbers
-    rec["model"] = "tiny-w96"
+    assert ledger_quotes_disagree(rec, "another build") == []  # other weights: other numbers
+    rec.model = "tiny-w96"
     doc = writer.results(settings_for(tmp_path), [rec], {"tiny-w96": {"weights_sha256": "abc"}}, 0, 1.0,
                          catalogue_json())
-    assert doc["records"][0]["ledger_quotes_disagree"]
+    assert doc.to_json()["records"][0]["ledger_quotes_disagree"]
+    doc.run_id = "x"
     assert "LEDGER OUT OF DATE: the why of 1 ledger entries quotes numbers this run did not measure on the same " \
-           "weights (S0.3 on tiny-w96)" in "\n".join(render.header_lines({**doc, "run_id": "x"}))
-    note = tables.subject_rows(doc["records"])[1][0][-1]
+           "weights (S0.3 on tiny-w96)" in "\n".join(render.header_lines(doc))
+    note = tables.subject_rows(doc.records, doc.models)[1][0][-1]
     assert "the ledger's why does not match this run: straightening: the ledger quotes 0.116" in note
 
 
@@ -335,7 +350,7 @@ def test_a_control_is_three_valued_and_only_a_decisive_failure_fails_it():
 def test_a_cell_names_an_undecided_control():
     rec = ClaimRecord("S0.3", 1, "m", "t", {}, [Check("claim", 1.0, 0.9, 1.1, "x", ">", 0.0, "d"),
                                                  Check("null", 0.05, -0.05, 0.15, "x", ">", 0.0, "d", role="control")],
-                      outcome="inconclusive").to_json()
+                      outcome="inconclusive")
     assert tables.cell(rec).startswith("inconclusive (control undecided: null)")
 
 
@@ -346,11 +361,11 @@ def test_outcomes_are_counted_in_one_order_and_records_keyed_one_way():
     counts = count_outcomes(["error", "holds", "weird", "fails", "holds"])
     assert counts == {"holds": 2, "fails": 1, "error": 1, "weird": 1} and list(counts)[:3] == ["holds", "fails", "error"]
     assert list(count_outcomes(reversed(OUTCOMES))) == list(OUTCOMES)
-    record = {"claim": "S4.2", "model": "m", "test": "claims/a.py::test_x[m-restricted]", "params": {"v": "restricted"},
-              "function": "test_x", "outcome": "holds"}
+    record = ClaimRecord("S4.2", 1, "m", "claims/a.py::test_x[m-restricted]", {"v": "restricted"}, function="test_x",
+                         outcome="holds")
     assert record_key(record) == ("S4.2", "m", "test_x", "restricted")  # fields, not the node id
-    assert record_key({**record, "model": "n"}) == ("S4.2", "n", "test_x", "restricted")  # a --baseline-map rename
-    assert record_key({k: v for k, v in record.items() if k != "function"}) == record_key(record)  # schema 6
+    assert record_key(record, "n") == ("S4.2", "n", "test_x", "restricted")  # a --baseline-map rename
+    assert record_key(replace(record, function="")) == record_key(record)  # schema 6: from the node id
 
 
 def test_prompt_windows_redrawn_as_not_text_are_named_in_the_header(tmp_path):
@@ -358,23 +373,22 @@ def test_prompt_windows_redrawn_as_not_text_are_named_in_the_header(tmp_path):
     models = {"tiny-w96": {"weights_sha256": "abc", "prompt_windows_redrawn": {}},
               "llama": {"weights_sha256": "def", "prompt_windows_redrawn": {"32 × 21": 3, "64 × 5": 1}}}
     doc = writer.results(settings_for(tmp_path), [record(0.5)], models, 0, 1.0, catalogue_json())
-    header = "\n".join(render.header_lines({**doc, "run_id": "x"}))
+    header = "\n".join(render.header_lines(doc))
     assert "prompt windows redrawn as not text" in header and "llama 32 × 21: 3, 64 × 5: 1" in header
     assert "tiny-w96" not in header.split("redrawn")[1]
     models["llama"]["prompt_windows_redrawn"] = {}
     doc = writer.results(settings_for(tmp_path), [record(0.5)], models, 0, 1.0, catalogue_json())
-    assert "redrawn" not in "\n".join(render.header_lines({**doc, "run_id": "x"}))
+    assert "redrawn" not in "\n".join(render.header_lines(doc))
 
 
-def _run_failing_as_expected(folder) -> tuple[str, dict]:
+def _run_failing_as_expected(folder) -> tuple[str, ClaimRecord]:
     """A run folder's results.json with one record failing as expected on tiny-w96 (straightening -0.2 [-0.21,
     -0.19]); returns the weights digest and the record."""
     sha = "ab" * 32
-    rec = record(-0.2, outcome="fails as expected")
-    rec.update(model="tiny-w96", expected="fails", version=1)
+    rec = replace(record(-0.2, outcome="fails as expected"), model="tiny-w96", expected="fails", version=1)
     doc = writer.results(settings_for(folder), [rec], {"tiny-w96": {
         "weights_sha256": sha, "build": {"cpu": "AMD EPYC (AVX2)", "torch": "2.13.0+cpu"}}}, 0, 1.0, catalogue_json())
-    (folder / "results.json").write_text(json.dumps(doc))
+    (folder / "results.json").write_text(json.dumps(doc.to_json()))
     return sha, rec
 
 
@@ -383,7 +397,7 @@ def test_the_measured_part_of_a_ledger_why_is_written_from_the_record(tmp_path):
     from reports.__main__ import main
     sha, rec = _run_failing_as_expected(tmp_path)  # straightening = -0.2 [-0.21, -0.19]
     ledger = tmp_path / "ledger.toml"
-    entry = (f'[[expected]]\nclaim = "{rec["claim"]}"\nversion = 1\nmodel = "tiny-w96"\nfingerprint = "f"\n'
+    entry = (f'[[expected]]\nclaim = "{rec.claim}"\nversion = 1\nmodel = "tiny-w96"\nfingerprint = "f"\n'
              f'weights_sha256 = "{sha}"\n'
              'why = "the extra layers help. Measured on weights 000000000000 (x, torch 1): straightening = 0.5 '
              '[0.4, 0.6] decades (needs > 0)."\nwould_change = "c"\n')
@@ -401,14 +415,14 @@ def test_the_measured_part_of_a_ledger_why_is_written_from_the_record(tmp_path):
 
 def test_a_ledger_entry_the_run_does_not_fail_is_listed_not_rewritten(tmp_path, capsys):
     from reports.ledger_text import rewrite
-    rec = record(0.5, outcome="holds")
-    rec.update(model="tiny-w96", version=1)
-    doc = {"records": [rec], "models": {"tiny-w96": {"weights_sha256": "ab" * 32, "build": {}}}}
-    text = (f'[[expected]]\nclaim = "{rec["claim"]}"\nversion = 1\nmodel = "tiny-w96"\nfingerprint = "f"\n'
+    rec = replace(record(0.5, outcome="holds"), model="tiny-w96", version=1)
+    doc = as_doc({"models": {"tiny-w96": {"weights_sha256": "ab" * 32, "build": {}}}})
+    doc.records = [rec]
+    text = (f'[[expected]]\nclaim = "{rec.claim}"\nversion = 1\nmodel = "tiny-w96"\nfingerprint = "f"\n'
             f'weights_sha256 = "{"ab" * 32}"\nwhy = "w. Measured on weights x"\nwould_change = "c"\n')
     new, [done] = rewrite(text, doc)
     assert new == text and not done.why and "'holds', not 'fails as expected'" in done.note
-    rec["version"] = 2
+    rec.version = 2
     assert "measure it again" in rewrite(text, doc)[1][0].note
 
 
@@ -417,7 +431,7 @@ def test_a_why_over_several_lines_is_refused_and_the_ledger_left_as_it_was(tmp_p
     from reports.__main__ import main
     sha, rec = _run_failing_as_expected(tmp_path)
     ledger = tmp_path / "ledger.toml"
-    text = (f'[[expected]]\nclaim = "{rec["claim"]}"\nversion = 1\nmodel = "tiny-w96"\nfingerprint = "f"\n'
+    text = (f'[[expected]]\nclaim = "{rec.claim}"\nversion = 1\nmodel = "tiny-w96"\nfingerprint = "f"\n'
             f'weights_sha256 = "{sha}"\nwhy = """the extra layers help.\nMeasured on weights 000000000000: old."""\n'
             'would_change = "c"\n')
     ledger.write_text(text)
@@ -433,7 +447,7 @@ def test_a_check_the_subject_cannot_inform_is_shown_beside_the_verdict():
 
     rec = ClaimRecord("S4.4", 4, "m", "t[m]", {}, [Check("ratio", 1.2, 1.1, 1.3, "ratio", "<", 1.0, "d")],
                       outcome="fails", message="S4.4 does not hold on m: " + "x" * 500,
-                      not_informative_checks={"the seed-sibling floor check": "no seed siblings given"}).to_json()
+                      not_informative_checks={"the seed-sibling floor check": "no seed siblings given"})
     assert "(not informative: the seed-sibling floor check)" in tables.cell(rec)
-    note = tables.subject_rows([rec])[1][0][-1]
+    note = tables.subject_rows([rec], {})[1][0][-1]
     assert note.startswith("(not informative here: the seed-sibling floor check: no seed siblings given)")

@@ -17,6 +17,7 @@ from models.recipes import PREPARED
 from models.shipped import ShippedModel, checkpoint, file_sha256, manifest, shipped, verify
 from models.trainer import checkpoint_dir
 from models.zoo import REFERENCES, resolve
+from reports.document import RunDocument
 from reports.shipped_verdicts import against_shipped, lines, snapshot
 
 CORPUS = load_corpus(None)
@@ -163,24 +164,31 @@ def test_every_zoo_ledger_entry_names_shipped_weights_or_a_seeded_digest():
 
 
 def _doc(outcome: str, zoo_build: str = "shipped", version: int = 1) -> dict:
+    """A run's results.json (as a dict) with one S4.1 record on tiny-w96, claim check 0.5 [0.4, 0.6]."""
     record = {"claim": "S4.1", "version": version, "model": "tiny-w96", "test": "claims/t.py::test_x[tiny-w96]",
-              "outcome": outcome, "headline": {"value": 0.5, "ci_low": 0.4, "ci_high": 0.6}}
+              "outcome": outcome, "checks": [{"name": "x", "value": 0.5, "ci_low": 0.4, "ci_high": 0.6,
+                                              "threshold": 0.0}]}
     return {"run_id": "r1", "git": "abc", "zoo_build": zoo_build, "interrupted": False, "versions": {"torch": "2"},
             "models": {"tiny-w96": {"build": {"cpu": "Intel (AVX512)"}}}, "records": [record]}
 
 
+def _run(outcome: str, zoo_build: str = "shipped", version: int = 1) -> RunDocument:
+    return RunDocument.from_json(_doc(outcome, zoo_build, version))
+
+
 def test_a_local_build_is_compared_with_the_shipped_verdicts():
-    kept = snapshot(_doc("fails as expected"))
-    assert kept["machines"] == ["Intel (AVX512)"] and list(kept["records"].values())[0]["outcome"] == "fails"
-    same = against_shipped(_doc("fails", "local")["records"], kept)
+    kept = snapshot(_run("fails as expected"))
+    assert kept["machines"] == ["Intel (AVX512)"] and list(kept["records"].values())[0] == {
+        "version": 1, "outcome": "fails", "value": 0.5, "ci_low": 0.4, "ci_high": 0.6}
+    same = against_shipped(_run("fails", "local").records, kept)
     assert same["compared"] == 1 and same["differ"] == []
-    differ = against_shipped(_doc("holds", "local")["records"], kept)
+    differ = against_shipped(_run("holds", "local").records, kept)
     assert [(d["shipped"], d["local"]) for d in differ["differ"]] == [("fails", "holds")]
-    other_version = against_shipped(_doc("holds", "local", version=2)["records"], kept)
+    other_version = against_shipped(_run("holds", "local", version=2).records, kept)
     assert other_version["compared"] == 0 and other_version["not_compared"] == 1
     with pytest.raises(ValueError, match="not the shipped weights"):
-        snapshot(_doc("holds", "local"))
-    missing = against_shipped(_doc("holds", "local")["records"], None)
+        snapshot(_run("holds", "local"))
+    missing = against_shipped(_run("holds", "local").records, None)
     assert missing["compared"] == 0 and "NOT COMPARED" in lines(missing)[0]
     assert "fails on the shipped weights, holds on this machine's build" in "\n".join(lines(differ))
 

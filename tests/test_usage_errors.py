@@ -47,8 +47,8 @@ def test_a_partial_run_does_not_replace_the_shipped_verdicts(tmp_path, monkeypat
     verdicts.write_text(json.dumps(old))
     monkeypatch.setattr(models.shipped, "VERDICTS", verdicts)
     run = tmp_path / "results.json"
-    record = {"claim": "S4.1", "model": "tiny-w96", "test": "t[tiny-w96]", "outcome": "holds", "checks": [],
-              "version": 1, "headline": {"value": 0.7, "ci_low": 0.7, "ci_high": 0.7}}
+    record = {"claim": "S4.1", "model": "tiny-w96", "test": "t[tiny-w96]", "outcome": "holds", "version": 1,
+              "checks": [{"name": "x", "value": 0.7, "ci_low": 0.7, "ci_high": 0.7, "threshold": 0.5}]}
     run.write_text(json.dumps({"schema": "latent-claims/results/7", "run_id": "new", "git": "b", "zoo_build": "shipped",
                                "interrupted": False, "models": {}, "versions": {"torch": "2"}, "records": [record]}))
     assert reports_cli.main(["shipped", str(run), "--write"]) == 2
