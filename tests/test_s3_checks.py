@@ -257,7 +257,8 @@ def test_the_occluding_token_never_equals_the_token_it_replaces():
 
 def test_at_source_scale_the_headline_is_s3s_setting_even_where_the_adapted_one_recovers_more():
     """A model that only the adapted step inverts fails S3.2 at source scale: S3's own setting decides there."""
-    from claims.s3_inversion.inversions import DESCENT_SETTINGS, Scale
+    from claims.s3_inversion.inversions import DESCENT_SETTINGS
+    from claims.s3_inversion.scale import Scale
     exact = np.column_stack([np.zeros(64), np.ones(64)])  # (prompts, settings): S3's recovers none, adapted all
     assert DESCENT_SETTINGS[0] == "source"
     gpu, cpu = Scale.of(True), Scale.of(False)
@@ -273,7 +274,7 @@ def test_on_a_cpu_the_setting_is_chosen_on_a_third_of_the_prompts_and_measured_o
     reported on, takes the luckier and biases the interval upward; chosen once on the first third, the other two
     thirds' estimate of the chosen setting is unbiased. The CPU's 24 prompts report 16, the fewest a bootstrap
     decides from (issue 43)."""
-    from claims.s3_inversion.inversions import Scale
+    from claims.s3_inversion.scale import Scale
     cpu = Scale.of(False)
     rng = np.random.default_rng(0)
     units = rng.binomial(1, 0.5, (66, 2)).astype(float)  # (prompts, settings), both recover half the tokens
@@ -292,7 +293,7 @@ def test_on_a_cpu_the_setting_is_chosen_on_a_third_of_the_prompts_and_measured_o
 
 def test_the_headline_is_chosen_per_column():
     """(prompts, depths, settings): each depth its own setting on a CPU, S3's at every depth at source scale."""
-    from claims.s3_inversion.inversions import Scale
+    from claims.s3_inversion.scale import Scale
     units = np.stack([np.column_stack([np.full(8, 0.9), np.full(8, 0.1)]),
                       np.column_stack([np.full(8, 0.2), np.full(8, 0.6)])], 1)
     assert Scale.of(False).chosen(units).tolist() == [0, 1]
@@ -305,7 +306,7 @@ def test_the_headline_is_chosen_per_column():
 
 def test_a_ladder_whose_narrowest_rung_recovers_more_fails_the_gain():
     """(prompts, rungs, settings): the narrow rung recovers 0.8 of the tokens, the wide one 0.4, in either setting."""
-    from claims.s3_inversion.inversions import Scale
+    from claims.s3_inversion.scale import Scale
     from claims.s3_inversion.test_width import width_gain
     rng = np.random.default_rng(0)
     units = np.stack([rng.binomial(10, 0.8, (32, 2)) / 10, rng.binomial(10, 0.4, (32, 2)) / 10], 1)
@@ -343,7 +344,7 @@ def test_a_users_ladder_reaching_4096_runs_s3_5s_checks_and_the_zoos_ladders_sto
 
 
 def test_a_narrowest_rung_that_rarely_passes_the_success_test_fails_the_control():
-    from claims.s3_inversion.inversions import Scale
+    from claims.s3_inversion.scale import Scale
     from claims.s3_inversion.test_width import SUCCESS_MAJORITY
     def status(passing: tuple[int, int]) -> str:
         success = np.column_stack([np.r_[np.ones(k), np.zeros(16 - k)] for k in passing])  # (prompts, settings)
@@ -372,7 +373,7 @@ def test_s3_14s_gap_control_is_undecided_where_the_gap_may_be_nothing():
 def test_s3_14s_share_fails_where_the_layers_together_close_the_gap_and_its_floor_fails_a_broken_descent():
     """The share of block 1's advantage recovered by blocks 1-3 together: near 1 fails the claim (< ½), far below 0
     (the concatenation far worse than block 3 alone) fails the floor control (> −½)."""
-    from claims.s3_inversion.inversions import Scale
+    from claims.s3_inversion.scale import Scale
     from claims.s3_inversion.test_layers import HALF, recovered_share
 
     rng = np.random.default_rng(0)

@@ -2,7 +2,8 @@
 
 import pytest
 
-from claims.s3_inversion.inversions import Inversions, Scale
+from claims.s3_inversion.inversions import Inversions
+from claims.s3_inversion.scale import Scale
 
 
 @pytest.fixture(scope="session")

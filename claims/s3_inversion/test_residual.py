@@ -29,7 +29,8 @@ exact interval), since S3 says an untrained block inverts: a failed descent ther
 import numpy as np
 import pytest
 
-from claims.s3_inversion.inversions import DESCENT_SETTINGS, Scale, first_prompt
+from claims.s3_inversion.inversions import DESCENT_SETTINGS, first_prompt
+from claims.s3_inversion.scale import Scale
 from claims.s3_inversion.scope import SMALL_TRAINED, UNTRAINED_INVERTS, works_control
 from latent_instruments.stats import bootstrap
 from reports.plots import series
