@@ -60,8 +60,12 @@ def deciding_check(record: ClaimRecord) -> Check | None:
     """The check a record's cell shows: for a claim that fails, the claim check that failed decisively; for an
     inconclusive one, the claim check whose interval holds its threshold; else the headline (the claim check of
     smallest margin). The headline alone could show a straddling check beside a decisive failure elsewhere."""
-    wanted = {FAILS: "claim failed", FAILS_AS_EXPECTED: "claim failed", INCONCLUSIVE: "inconclusive"}.get(record.outcome)
-    chosen = record.failed("claim") if wanted == "claim failed" else record.inconclusive("claim") if wanted else []
+    if record.outcome in (FAILS, FAILS_AS_EXPECTED):
+        chosen = record.failed("claim")
+    elif record.outcome == INCONCLUSIVE:
+        chosen = record.inconclusive("claim")
+    else:
+        chosen = []
     chosen = [c for c in chosen if not math.isnan(c.margin)]
     if not chosen:
         return record.headline
