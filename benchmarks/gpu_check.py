@@ -80,7 +80,7 @@ PLANS = {
         s3=tuple(("claims/s3_inversion", "--source-scale", "on", "--model", r) for r in REFERENCES),
         bench=("--benchmark-only",),
         s0=("claims/s0_spectra", "--claim", "S0.6", "--claim", "S0.7", "--model", "ref-opt-125m", "--prompts",
-            "8x2048", "--max-prompts", "64"),
+            "8x2048"),  # looks 8 → 16 → 32 → 64, the default cap (fixtures.option_checks.default_max_prompts)
     ),
     # S4's recipe alone, for a call of about four minutes: no siblings, so no S4.4 and S4.6-S4.8, S4.10 (their
     # floor is the siblings'), and no S3 lanes.

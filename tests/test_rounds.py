@@ -72,6 +72,17 @@ def run_cases(folder: Path, *extra: str) -> tuple[object, dict]:
     return done, {r["params"].get("case", "fixed"): r for r in results["records"]}
 
 
+def test_the_default_cap_gives_three_looks_a_bootstrap_can_decide_from():
+    """Below 16 prompts (``MIN_BOOTSTRAP_UNITS``) a bootstrap decides nothing, so the looks go on to the first size
+    of at least 16 and twice more: S0's 8 × 2048 looks up to 64 × 2048, where S0.6 on ref-opt-125m is decided."""
+    from fixtures.option_checks import check_max_prompts, default_max_prompts
+
+    assert {n: default_max_prompts(n) for n in (2, 8, 12, 16, 32, 64)} == {2: 64, 8: 64, 12: 96, 16: 64, 32: 128,
+                                                                          64: 256}
+    assert Rounds(8, check_max_prompts(None, 8)).scales == (1, 2, 4, 8)
+    assert check_max_prompts(None, 32) == 128 and check_max_prompts(32, 8) == 32  # the user's cap stays theirs
+
+
 def test_rounds_double_the_prompts_up_to_the_cap_and_split_alpha_over_the_looks():
     assert Rounds(32, 128).scales == (1, 2, 4) and Rounds(32, 128).confidence == pytest.approx(1 - 0.05 / 3)
     assert Rounds(32, 100).scales == (1, 2)  # 128 would pass the cap
@@ -173,6 +184,52 @@ def test_an_interrupt_during_a_later_look_keeps_the_last_finished_looks_record(t
     assert record["outcome"] == "inconclusive" and record["interrupted"] is True
     assert [look["scale"] for look in record["looks"]] == [1] and record["checks"][0]["n"] == 32
     assert "interrupted during look 2: this is look 1's record" in record["message"]
+
+
+SHORT_CORPUS = textwrap.dedent('''
+    import pytest
+    from fixtures.prompts import TooFewWindows
+    from latent_instruments.stats import Estimate
+    from reports.checks import Check
+
+    MESSAGE = "validation split has 42 windows of 4096 tokens that are text, need 128; use a corpus with more prose"
+
+    @pytest.fixture
+    def batch(sample_scale, request):
+        if request.node.callspec.params["where"] == "setup" and sample_scale == 4:
+            raise TooFewWindows(MESSAGE)
+        return 32 * sample_scale
+
+    @pytest.mark.claim("S4.1", version=1, sample="prompts")
+    @pytest.mark.models("reference")
+    @pytest.mark.parametrize("where", ["setup", "call", "first look"])
+    def test_short(model_name, where, batch, sample_scale, claim):
+        if (where == "call" and sample_scale == 4) or where == "first look":
+            raise TooFewWindows(MESSAGE)
+        claim.record([Check.of("statistic", Estimate(0.05, -0.05, 0.15, 0.99, batch), "unit", ">", 0.0, "d")])
+''')
+
+
+@pytest.mark.subprocess
+def test_a_look_the_corpus_cannot_give_ends_the_looks_at_the_look_before(tmp_path):
+    """S0 at 8 × 2048 may look up to 64 × 2048 (``default_max_prompts``), which a model's tokens may not fill: the
+    looks end at the last batch the corpus gives, inconclusive and saying why, not in an error; a first look
+    the corpus cannot give is an error."""
+    (tmp_path / "test_short.py").write_text(SHORT_CORPUS)
+    done = pytest_run("test_short.py", "--model", "ref-gpt2-small", "--report-dir", "reports", "-p",
+                      "no:cacheprovider", "-q", "-rA", cwd=tmp_path)
+    results = tmp_path / "reports" / "latest" / "results.json"
+    assert results.exists(), done.stdout[-2000:] + done.stderr[-2000:]
+    records = {r["params"]["where"]: r for r in json.loads(results.read_text())["records"]}
+    for where in ("setup", "call"):
+        record = records[where]
+        assert record["outcome"] == "inconclusive", (where, record["message"])
+        assert [(look["scale"], look["prompts"]) for look in record["looks"]] == [(1, 32), (2, 64)]
+        assert record["checks"][0]["n"] == 64 and not record.get("interrupted")
+        assert ("the looks ended at look 2: look 3's batch could not be drawn, validation split has 42 windows of "
+                "4096 tokens") in record["message"], record["message"]
+    assert records["first look"]["outcome"] == "error" and "42 windows" in records["first look"]["message"]
+    assert "1 error" in done.stdout or "1 failed" in done.stdout, done.stdout[-2000:]
 
 
 @pytest.mark.subprocess
