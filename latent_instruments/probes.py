@@ -10,6 +10,7 @@ about a tenth of the iterations here) on standardised pooled features, scored ou
 
 import numpy as np
 import torch
+from joblib import Parallel, delayed
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold, cross_val_predict
 from sklearn.pipeline import make_pipeline
@@ -64,8 +65,15 @@ def probe_correct(features: np.ndarray, labels: np.ndarray, seed: int, folds: in
     return predicted == labels
 
 
+def _side_by_side(jobs: list) -> list[np.ndarray]:
+    """joblib's delayed :func:`probe_correct` calls, in processes, one per CPU thread torch was given (1 under
+    pytest-xdist, whose workers the suite pins to one thread each); results in ``jobs``' order. Each fit is one
+    BLAS thread and deterministic, so the numbers are those of one process doing them one by one."""
+    return Parallel(n_jobs=min(len(jobs), torch.get_num_threads()))(jobs)
+
+
 def layer_probe(features: np.ndarray, labels: np.ndarray, seed: int, folds: int = FOLDS) -> np.ndarray:
-    """:func:`probe_correct` at every layer, with the same folds.
+    """:func:`probe_correct` at every layer, with the same folds (the layers side by side, in processes).
 
     Args:
         features: (n, n_layers, d) pooled features per window and layer.
@@ -74,8 +82,8 @@ def layer_probe(features: np.ndarray, labels: np.ndarray, seed: int, folds: int 
     Returns:
         (n, n_layers) bool out-of-fold correctness.
     """
-    return np.stack([probe_correct(features[:, layer], labels, seed, folds) for layer in range(features.shape[1])],
-                    axis=1)
+    return np.stack(_side_by_side([delayed(probe_correct)(features[:, layer], labels, seed, folds)
+                                   for layer in range(features.shape[1])]), axis=1)
 
 
 def shuffled(labels: np.ndarray, seed: int) -> np.ndarray:
@@ -100,5 +108,5 @@ def shuffled_null(features: np.ndarray, labels: np.ndarray, seed: int, shuffles:
     Raises:
         ValueError: as :func:`probe_correct`.
     """
-    return np.stack([probe_correct(features, shuffled(labels, seed + k), seed, folds) for k in range(shuffles)],
-                    axis=1)
+    return np.stack(_side_by_side([delayed(probe_correct)(features, shuffled(labels, seed + k), seed, folds)
+                                   for k in range(shuffles)]), axis=1)

@@ -1,4 +1,5 @@
-"""Forward passes that stop early, start late or leave a sublayer out, via adapters (S3, S4.2, S4.10).
+"""Forward passes that stop early, start late or leave a sublayer out, via adapters (S3, S4.2, S4.10), and the
+descents through them run side by side (:func:`side_by_side`).
 
 - :func:`block_output_fn`, :func:`blocks_output_fn`: differentiable maps from token embeddings to blocks' outputs,
   for the inversions of S3 (the model stops after the last block wanted);
@@ -7,11 +8,17 @@
 """
 
 import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import TypeVar
+
 import torch
 from torch import nn
 
 from latent_instruments.ablation import subtract_child_output
 from latent_instruments.errors import require_finite
+from latent_instruments.inversion import DESCENT_THREADS, fixed_cpu_threads
 from models.adapters import Adapter
 from models.capture import block_input, output_tensor
 
@@ -31,6 +38,48 @@ def _stop(_module, _args, out):
 # threads must not be inside these forward passes at once (a registration would change the dictionary mid-loop).
 # The backward passes, most of a descent's work, run side by side.
 FORWARD_LOCK = threading.RLock()
+SIDE_BY_SIDE = 2  # descents at once on a CPU (the machine's 2 cores), each on DESCENT_THREADS thread
+
+
+@contextmanager
+def frozen(model: torch.nn.Module):
+    """Parameters without gradients inside (only the input's gradient is taken), restored after."""
+    flags = [p.requires_grad for p in model.parameters()]
+    model.requires_grad_(False)
+    try:
+        yield model
+    finally:
+        for p, flag in zip(model.parameters(), flags):
+            p.requires_grad_(flag)
+
+
+
+T = TypeVar("T")
+
+
+def side_by_side(model: torch.nn.Module, jobs: Sequence[Callable[[], T]]) -> list[T]:
+    """Run independent descents through one model at once (S3's inversions, S4.10's learned token embeddings): up
+    to ``SIDE_BY_SIDE`` on a CPU, in threads, each on ``DESCENT_THREADS`` thread; one by one on a GPU.
+
+    A descent's numbers do not depend on what runs beside it: its own generator, one thread whatever runs beside it,
+    and its forward passes (the functions of this module, which place and remove hooks) one at a time under
+    ``FORWARD_LOCK``; the backward passes and the decoding run side by side. So the results equal a one-by-one run's.
+    The model is frozen for the whole batch (a job's own :func:`frozen` inside is then a no-op), since threads that
+    froze and restored it each on their own would leave it as the first of them found it.
+
+    Args:
+        model: the model every job descends through.
+        jobs: callables without arguments, each one descent (or several in a row) and its decoding.
+    Returns:
+        the jobs' results, in ``jobs``' order.
+    Raises:
+        whatever a job raises (the first in ``jobs``' order), once every job has ended.
+    """
+    workers = SIDE_BY_SIDE if next(model.parameters()).device.type == "cpu" else 1
+    with frozen(model), fixed_cpu_threads(DESCENT_THREADS), \
+            ThreadPoolExecutor(max_workers=workers, thread_name_prefix="descent") as pool:
+        futures = [pool.submit(job) for job in jobs]
+    return [f.result() for f in futures]
 
 
 def block_output_fn(model: nn.Module, adapter: Adapter, block: int, seq_len: int):
@@ -124,12 +173,13 @@ def logits_from_block_input_fn(model: nn.Module, adapter: Adapter, block: int):
             x = vectors[:, None, :].to(block_input(args, kwargs).dtype)
             return ((x, *args[1:]), kwargs) if args else (args, {**kwargs, "hidden_states": x})
 
-        handle = target.register_forward_pre_hook(replace, with_kwargs=True)
-        try:
-            placeholders = torch.zeros(vectors.shape[0], 1, dtype=torch.long, device=device)
-            return model(input_ids=placeholders, use_cache=False).logits[:, 0].float()
-        finally:
-            handle.remove()
+        with FORWARD_LOCK:  # its hook must not meet another thread's forward pass (side_by_side)
+            handle = target.register_forward_pre_hook(replace, with_kwargs=True)
+            try:
+                placeholders = torch.zeros(vectors.shape[0], 1, dtype=torch.long, device=device)
+                return model(input_ids=placeholders, use_cache=False).logits[:, 0].float()
+            finally:
+                handle.remove()
 
     return forward
 

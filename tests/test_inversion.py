@@ -217,33 +217,42 @@ def test_a_seeded_generator_gives_the_same_inversion():
     assert torch.equal(a.inputs, b.inputs) and torch.equal(a.shifted_distance, b.shifted_distance)
 
 
-def test_descents_side_by_side_in_threads_give_the_numbers_of_one_by_one():
-    """S3's descents run two at a time (``Inversions.runs_of``): the same model, two blocks and two settings, in
-    threads, give exactly what one-by-one runs give (forward passes one at a time under ``FORWARD_LOCK``)."""
-    from concurrent.futures import ThreadPoolExecutor
+def test_descents_side_by_side_give_the_numbers_of_one_by_one_in_order_and_leave_the_model_as_it_was():
+    """S3's descents run two at a time (``models.forwards.side_by_side``: ``Inversions.runs_of``, S3.7, S3.10, S3.13):
+    two blocks and two settings on one model give exactly what one-by-one runs give, in the jobs' order (forward passes
+    one at a time under ``FORWARD_LOCK``, every hook removed); the model's gradient flags come back as they were; a
+    job's error reaches the caller."""
+    from functools import partial
 
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from latent_instruments.inversion import DESCENT_THREADS, fixed_cpu_threads
     from models.adapters import adapter_for
-    from models.forwards import block_output_fn
+    from models.forwards import block_output_fn, frozen, side_by_side
 
     torch.manual_seed(0)
     model = GPT2LMHeadModel(GPT2Config(vocab_size=30, n_positions=8, n_embd=16, n_layer=2, n_head=2)).eval()
-    model.requires_grad_(False)
     weight = model.get_input_embeddings().weight.detach()
     ids = torch.randint(0, 30, (4, 6), generator=torch.Generator().manual_seed(1))
-    jobs = [(block, lr) for block in (0, 1) for lr in (1.0, 0.5)]
 
-    def descend(job):
-        block, lr = job
-        layer = block_output_fn(model, adapter_for(model), block, ids.shape[1])
-        found = invert(layer, ids, weight, torch.Generator().manual_seed(2), InversionConfig(steps=30, lr=lr), k=1)
-        return found.inputs
+    def descend(block: int, lr: float) -> torch.Tensor:
+        with frozen(model):  # as the claims' jobs do: a no-op inside side_by_side's own
+            layer = block_output_fn(model, adapter_for(model), block, ids.shape[1])
+            return invert(layer, ids, weight, torch.Generator().manual_seed(2), InversionConfig(steps=30, lr=lr),
+                          k=1).inputs
 
-    one_by_one = [descend(job) for job in jobs]
-    with fixed_cpu_threads(DESCENT_THREADS), ThreadPoolExecutor(max_workers=2) as pool:
-        side_by_side = list(pool.map(descend, jobs))
-    for a, b in zip(one_by_one, side_by_side):
-        assert torch.equal(a, b)
+    jobs = [partial(descend, block, lr) for block in (0, 1) for lr in (1.0, 0.5)]
+    with frozen(model):
+        one_by_one = [job() for job in jobs]
+    assert all(p.requires_grad for p in model.parameters())
+    together = side_by_side(model, jobs)
+    assert all(torch.equal(a, b) for a, b in zip(one_by_one, together, strict=True))
+    assert not torch.equal(together[0], together[1])  # the order is the jobs' (they differ)
+    assert all(p.requires_grad for p in model.parameters())
     assert all(not m._forward_hooks for m in model.modules())  # every hook placed was removed
+
+    def fails():
+        raise ValueError("a descent went wrong")
+
+    with pytest.raises(ValueError, match="a descent went wrong"):
+        side_by_side(model, [jobs[0], fails])
+    assert all(p.requires_grad for p in model.parameters())

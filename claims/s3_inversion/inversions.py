@@ -36,25 +36,25 @@ block); on a CPU by default 24 prompts, of which 8 choose the setting and 16 are
 decides from, ``latent_instruments.stats.MIN_BOOTSTRAP_UNITS``), and N = 200 for every model, and each record
 says so (``scaled``).
 
-On a CPU a test's descents run side by side, one per CPU thread (:meth:`Inversions.runs_of`): each descent is on one
-thread whatever the count (``latent_instruments.inversion.DESCENT_THREADS``), so the numbers are the same as one by
-one, under pytest-xdist too.
+On a CPU a test's independent descents run side by side, one per CPU thread (``models.forwards.side_by_side``, which
+:meth:`Inversions.runs_of` and S3.7, S3.10 and S3.13 use): each descent is on one thread whatever the count
+(``latent_instruments.inversion.DESCENT_THREADS``), so the numbers are the same as one by one, under pytest-xdist too.
 """
 
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 import numpy as np
 import torch
 
 from fixtures.pool import ModelPool
 from latent_instruments.ablation import attention_residual_removed
-from latent_instruments.inversion import DESCENT_THREADS, InversionConfig, fixed_cpu_threads, invert
+from latent_instruments.inversion import InversionConfig, invert
 from latent_instruments.decoding import PseudoInverse, decode_top_k, pseudo_inverse, zero_masked_decode
-from models.forwards import block_output_fn, blocks_output_fn
+from models.forwards import block_output_fn, blocks_output_fn, side_by_side
 from models.loading import LoadedModel
 from claims.s3_inversion.scale import Scale
 
@@ -64,7 +64,6 @@ DESCENT_SETTINGS = ("source", "adapted")  # the two inversion settings (S3's own
 TOP_K = 5  # S3 shows the top-5 decodings
 EXAMPLES = 2  # prompts shown as decoded text per run
 KEPT_PROBLEMS = 4  # problems kept: a model and its untrained twin, each at two looks' prompt counts
-SIDE_BY_SIDE = 2  # descents run at once on a CPU (the machine's 2 cores), each on DESCENT_THREADS thread
 
 
 @dataclass
@@ -192,18 +191,6 @@ def first_prompt(rows: dict) -> dict:
     return {k: v for k, v in rows.items() if k.startswith("prompt 1:")}
 
 
-@contextmanager
-def frozen(model: torch.nn.Module):
-    """Parameters without gradients inside (only the input's gradient is taken), restored after."""
-    flags = [p.requires_grad for p in model.parameters()]
-    model.requires_grad_(False)
-    try:
-        yield model
-    finally:
-        for p, flag in zip(model.parameters(), flags):
-            p.requires_grad_(flag)
-
-
 def layer_output(subject: LoadedModel, block: int | tuple[int, ...], tokens: int) -> Callable[[torch.Tensor], torch.Tensor]:
     """Embeddings (batch, T, d_model) -> block ``block``'s output (0-based), run in the model's dtype, float32;
     for a tuple of blocks, their outputs side by side, (batch, T, blocks × d_model) (S3.14)."""
@@ -271,12 +258,8 @@ class Inversions:
 
     def runs_of(self, name: str, subject: LoadedModel, targets: Sequence[tuple[int | tuple[int, ...], str]],
                 ablation: str = "", masked: int = 0) -> list[Run]:
-        """:meth:`run` for each (block, setting) of ``targets``, the missing ones side by side on a CPU.
-
-        On a CPU up to ``SIDE_BY_SIDE`` descents run at once, in threads, each on ``DESCENT_THREADS`` thread: a
-        descent's numbers do not depend on what runs beside it (its own generator; its forward passes, which place
-        and remove hooks, one thread at a time under ``models.forwards.FORWARD_LOCK``; the backward passes side by
-        side), so they equal a one-by-one run's. On a GPU they run one by one.
+        """:meth:`run` for each (block, setting) of ``targets``, the missing ones side by side
+        (``models.forwards.side_by_side``).
 
         Returns:
             the runs, in ``targets``' order.
@@ -284,14 +267,12 @@ class Inversions:
         problem = self.problem(name, subject)
         keys = [(name, self.scale.prompts_for(subject.d_model), block, how, ablation, masked) for block, how in targets]
         missing = list(dict.fromkeys(k for k in keys if k not in self.runs))
-        side_by_side = SIDE_BY_SIDE if problem.ids.device.type == "cpu" else 1
         # an ablation changes one block's module: the runs that share its block run together
         for block in dict.fromkeys(k[2] for k in missing) if ablation else [None] * bool(missing):
             batch = [k for k in missing if block is None or k[2] == block]
-            with frozen(subject.model), fixed_cpu_threads(DESCENT_THREADS), ABLATIONS[ablation](subject, block), \
-                    ThreadPoolExecutor(max_workers=side_by_side, thread_name_prefix="descent") as pool:
-                self.runs.update(zip(batch, pool.map(lambda k: self._invert(name, subject, problem, k[2], k[3], masked),
-                                                     batch)))
+            with ABLATIONS[ablation](subject, block):
+                self.runs.update(zip(batch, side_by_side(subject.model, [
+                    partial(self._invert, name, subject, problem, k[2], k[3], masked) for k in batch])))
         return [self.runs[k] for k in keys]
 
     def _invert(self, name: str, subject: LoadedModel, problem: Problem, block, how: str, masked: int) -> Run:

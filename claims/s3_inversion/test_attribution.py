@@ -30,7 +30,7 @@ import torch
 from captum.attr import FeatureAblation, InputXGradient
 from scipy.stats import spearmanr
 
-from claims.s3_inversion.inversions import frozen
+from models.forwards import frozen
 from latent_instruments.stats import bootstrap
 from reports.checks import Check
 

@@ -30,14 +30,17 @@ bandwidth. So at k* − 1 features the found input must match the features it wa
 lost for want of information, not of optimisation.
 """
 
+from functools import partial
+
 import numpy as np
 import pytest
 import torch
 
-from claims.s3_inversion.inversions import DESCENT_SETTINGS, TOP_K, examples, first_prompt, frozen, layer_output, setting
+from claims.s3_inversion.inversions import DESCENT_SETTINGS, TOP_K, examples, first_prompt, layer_output, setting
 from claims.s3_inversion.scope import SMALL_TRAINED, UNTRAINED_INVERTS, works_control
 from latent_instruments.inversion import invert
-from latent_instruments.stats import bootstrap, proportion
+from latent_instruments.stats import proportion
+from models.forwards import frozen, side_by_side
 from reports.plots import series
 from reports.checks import Check
 
@@ -135,6 +138,7 @@ def test_recovery_falls_sharply_with_output_features(model_name, subject, invers
     problem = inversions.problem(model_name, subject)
     steps = inversions.scale.steps(model_name)
     curves = {how: Curve(subject, ids, problem, setting(how, steps, problem.weight), settings.seed) for how in DESCENT_SETTINGS}
+    side_by_side(subject.model, [partial(curve, d) for curve in curves.values()])  # both full outputs at once
     # the headline setting: S3's at source scale, on a CPU the better on the full output, chosen once on the first
     # third of the prompts; everything after, the crossing's search included, reads the other two thirds
     how = DESCENT_SETTINGS[int(inversions.scale.chosen(np.stack([curves[h](d) for h in DESCENT_SETTINGS], -1)))]

@@ -38,12 +38,13 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from claims.s3_inversion.inversions import DESCENT_SETTINGS, first_prompt, frozen, layer_output, setting
+from claims.s3_inversion.inversions import DESCENT_SETTINGS, first_prompt, layer_output, setting
 from claims.s3_inversion.scope import SMALL_TRAINED, UNTRAINED_INVERTS, works_control
 from latent_instruments.inversion import invert
 from latent_instruments.decoding import pseudo_inverse
 from latent_instruments.stats import per_unit, proportion, proportion_difference
 from models.adapters import adapter_for
+from models.forwards import frozen
 from models.loading import LoadedModel
 from reports.plots import series
 from reports.checks import Check

@@ -35,18 +35,20 @@ S3 says the descent works there, so a descent that fails there is red.
 """
 
 from dataclasses import replace
+from functools import partial
 
 import numpy as np
 import pytest
 import torch
 
 from claims.s3_inversion.inversions import (
-    ADAPTED_DESCRIPTION, TOP_K, examples, first_prompt, frozen, layer_output, setting,
+    ADAPTED_DESCRIPTION, TOP_K, examples, first_prompt, layer_output, setting,
 )
 from latent_instruments.ablation import norms_removed
 from latent_instruments.inversion import invert
 from latent_instruments.decoding import direct_fit_decode, pseudo_inverse
 from latent_instruments.stats import bootstrap, per_unit
+from models.forwards import frozen, side_by_side
 from reports.plots import series
 from reports.checks import Check
 
@@ -124,15 +126,21 @@ def test_cosine_direct_inversion_fails_on_one_token(model_name, subject, inversi
             "so it hides no failed instrument",
             details={"token accuracy of an exact fit (direct, S3's start)": exact_fit.value,
                      "token accuracy reached, long input, cosine loss": float(long.token_accuracy.mean())})
-    one, _ = _cosine_inversion(subject, ids[:, :1], "direct", steps, settings.seed)
-    l2, _ = _cosine_inversion(subject, ids, "direct", steps, settings.seed, loss="l2")
-    # S3's text gives η 1 → 1/100 (used above); its published direct-inversion code starts 100 times lower
-    at_code_rate = [_cosine_inversion(subject, x, "direct", steps, settings.seed, rate=CODE_RATE)[0]
-                    for x in (ids, ids[:, :1])]
-    code_units = np.column_stack([_numpy(r.token_accuracy) for r in at_code_rate])
     singles = pool.text_windows(model_name, CONTROL_INPUTS, 1)
-    indirect = [_cosine_inversion(subject, singles, "indirect", steps, settings.seed, adapted)[0]
-                for adapted in (False, True)]  # S3's setting and the adapted one: the control takes the better
+    # the other descents, independent of one another, side by side (the numbers of one by one): one-token inputs; the
+    # long ones under the L2 loss; both at the rate of S3's published direct-inversion code, which starts 100 times
+    # lower than its text's η 1 → 1/100 (used above); the control's one-token inputs in embedding space, under S3's
+    # setting and the adapted one (the control takes the better)
+    jobs = {"one": (ids[:, :1], "direct", {}), "l2": (ids, "direct", {"loss": "l2"}),
+            "code, long": (ids, "direct", {"rate": CODE_RATE}), "code, one": (ids[:, :1], "direct", {"rate": CODE_RATE}),
+            "indirect": (singles, "indirect", {}), "indirect, adapted": (singles, "indirect", {"adapted": True})}
+    found = dict(zip(jobs, side_by_side(subject.model, [
+        partial(_cosine_inversion, subject, x, representation, steps, settings.seed, **options)
+        for x, representation, options in jobs.values()])))
+    one, l2 = found["one"][0], found["l2"][0]
+    at_code_rate = [found["code, long"][0], found["code, one"][0]]
+    code_units = np.column_stack([_numpy(r.token_accuracy) for r in at_code_rate])
+    indirect = [found["indirect"][0], found["indirect, adapted"][0]]
     units = np.column_stack([_numpy(long.token_accuracy), _numpy(one.token_accuracy)])
     control = np.column_stack([_numpy(i.token_accuracy) for i in indirect])  # (CONTROL_INPUTS, 2 settings)
     per = [claim.bootstrap(units[:, i], _mean) for i in range(2)]
@@ -249,8 +257,8 @@ def check_layer_norm(model_name, subject, inversions, pool, claim, settings) -> 
         tried[str(steps)] = round(minimised.value, 4)
         if minimised.high < MINIMISED:
             break
-    with_norm, start = _cosine_inversion(subject, ids, "direct", steps, settings.seed)
-    one_token, one_start = _cosine_inversion(subject, ids[:, :1], "direct", steps, settings.seed)
+    (with_norm, start), (one_token, one_start) = side_by_side(subject.model, [
+        partial(_cosine_inversion, subject, x, "direct", steps, settings.seed) for x in (ids, ids[:, :1])])
     units = np.column_stack([_numpy(with_norm.loss), without[:, 0], _numpy(start.loss), without[:, 1],
                              _numpy(one_token.loss), _numpy(one_start.loss)])
     details = {"cosine distance (mean)": {

@@ -35,7 +35,7 @@ import numpy as np
 import pytest
 
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, first_prompt
-from latent_instruments.stats import Estimate, bootstrap
+from latent_instruments.stats import Estimate
 from reports.plots import series
 from reports.checks import FAILED, Check
 
@@ -91,7 +91,7 @@ def test_several_layers_do_not_improve_inversion(model_name, subject, inversions
     keys = [(label, s) for label in targets for s in DESCENT_SETTINGS]
     runs = dict(zip(keys, inversions.runs_of(model_name, subject, [(targets[label], s) for label, s in keys])))
     units = np.stack([np.stack([runs[label, s].accuracy for s in DESCENT_SETTINGS], -1) for label in targets], 1)  # (p, 3, s)
-    first, last, together = 0, 1, 2
+    first, last = 0, 1  # columns of the targets: block 1, block 3 (and 2: blocks 1-3 together)
     chosen = scale.chosen(units)  # (3,): each target's headline setting, chosen once
     reported = scale.reported(units)
     per = [claim.bootstrap(reported[:, i], lambda u, c=chosen[i]: float(scale.headline(u, c)))

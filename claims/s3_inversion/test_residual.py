@@ -32,7 +32,6 @@ import pytest
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, first_prompt
 from claims.s3_inversion.scale import Scale
 from claims.s3_inversion.scope import SMALL_TRAINED, UNTRAINED_INVERTS, works_control
-from latent_instruments.stats import bootstrap
 from reports.plots import series
 from reports.checks import Check
 

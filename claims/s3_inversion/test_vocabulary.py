@@ -24,7 +24,6 @@ import numpy as np
 import pytest
 
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, SOURCE_PROMPT, first_prompt
-from latent_instruments.stats import bootstrap
 from reports.plots import series
 from reports.checks import Check
 

@@ -35,7 +35,6 @@ import pytest
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, SOURCE_PROMPT, first_prompt
 from claims.s3_inversion.scale import Scale
 from claims.s3_inversion.test_depth import depths
-from latent_instruments.stats import bootstrap
 from models.evaluation import held_out_bits_per_character
 from models.zoo import resolve
 from reports.plots import series
