@@ -33,10 +33,10 @@ def _stop(_module, _args, out):
     raise _Stop(output_tensor(out))
 
 
-# S3's descents run side by side on one model (``claims.s3_inversion.inversions.Inversions.runs_of``): each forward
-# pass below places hooks, runs and removes them, and torch iterates a module's hook dictionary while it runs, so two
-# threads must not be inside these forward passes at once (a registration would change the dictionary mid-loop).
-# The backward passes, most of a descent's work, run side by side.
+# Descents run side by side on one model (:func:`side_by_side`: S3's inversions, S4.10's learned embeddings): each
+# forward pass below places hooks, runs and removes them, and torch iterates a module's hook dictionary while it runs,
+# so two threads must not be inside these forward passes at once (a registration would change the dictionary
+# mid-loop). The backward passes run side by side.
 FORWARD_LOCK = threading.RLock()
 SIDE_BY_SIDE = 2  # descents at once on a CPU (the machine's 2 cores), each on DESCENT_THREADS thread
 
@@ -51,7 +51,6 @@ def frozen(model: torch.nn.Module):
     finally:
         for p, flag in zip(model.parameters(), flags):
             p.requires_grad_(flag)
-
 
 
 T = TypeVar("T")
