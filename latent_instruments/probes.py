@@ -20,6 +20,7 @@ from threadpoolctl import threadpool_limits
 from latent_instruments.errors import require_finite
 
 FOLDS = 5  # 5-fold cross-validation: each window is predicted by a probe trained on the other 80 %
+IDLE_SECONDS = 10  # the probes' worker processes end this long after their last job (joblib's default is 300)
 
 
 def time_pooled(hidden: torch.Tensor) -> torch.Tensor:
@@ -68,8 +69,9 @@ def probe_correct(features: np.ndarray, labels: np.ndarray, seed: int, folds: in
 def _side_by_side(jobs: list) -> list[np.ndarray]:
     """joblib's delayed :func:`probe_correct` calls, in processes, one per CPU thread torch was given (1 under
     pytest-xdist, whose workers the suite pins to one thread each); results in ``jobs``' order. Each fit is one
-    BLAS thread and deterministic, so the numbers are those of one process doing them one by one."""
-    return Parallel(n_jobs=min(len(jobs), torch.get_num_threads()))(jobs)
+    BLAS thread and deterministic, so the numbers are those of one process doing them one by one. The worker
+    processes end ``IDLE_SECONDS`` after their last job, not holding memory through the rest of a run."""
+    return Parallel(n_jobs=min(len(jobs), torch.get_num_threads()), idle_worker_timeout=IDLE_SECONDS)(jobs)
 
 
 def layer_probe(features: np.ndarray, labels: np.ndarray, seed: int, folds: int = FOLDS) -> np.ndarray:
