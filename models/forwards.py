@@ -33,10 +33,9 @@ def _stop(_module, _args, out):
     raise _Stop(output_tensor(out))
 
 
-# Descents run side by side on one model (:func:`side_by_side`: S3's inversions, S4.10's learned embeddings): each
-# forward pass below places hooks, runs and removes them, and torch iterates a module's hook dictionary while it runs,
-# so two threads must not be inside these forward passes at once (a registration would change the dictionary
-# mid-loop). The backward passes run side by side.
+# S3's descents run side by side on one model (:func:`side_by_side`): each forward pass below places hooks, runs and
+# removes them, and torch iterates a module's hook dictionary while it runs, so two threads must not be inside these
+# forward passes at once (a registration would change the dictionary mid-loop). The backward passes run side by side.
 FORWARD_LOCK = threading.RLock()
 SIDE_BY_SIDE = 2  # descents at once on a CPU (the machine's 2 cores), each on DESCENT_THREADS thread
 
@@ -57,7 +56,7 @@ T = TypeVar("T")
 
 
 def side_by_side(model: torch.nn.Module, jobs: Sequence[Callable[[], T]]) -> list[T]:
-    """Run independent descents through one model at once (S3's inversions, S4.10's learned token embeddings): up
+    """Run independent descents through one model at once (S3's inversions): up
     to ``SIDE_BY_SIDE`` on a CPU, in threads, each on ``DESCENT_THREADS`` thread; one by one on a GPU.
 
     A descent's numbers do not depend on what runs beside it: its own generator, one thread whatever runs beside it,
@@ -172,13 +171,12 @@ def logits_from_block_input_fn(model: nn.Module, adapter: Adapter, block: int):
             x = vectors[:, None, :].to(block_input(args, kwargs).dtype)
             return ((x, *args[1:]), kwargs) if args else (args, {**kwargs, "hidden_states": x})
 
-        with FORWARD_LOCK:  # its hook must not meet another thread's forward pass (side_by_side)
-            handle = target.register_forward_pre_hook(replace, with_kwargs=True)
-            try:
-                placeholders = torch.zeros(vectors.shape[0], 1, dtype=torch.long, device=device)
-                return model(input_ids=placeholders, use_cache=False).logits[:, 0].float()
-            finally:
-                handle.remove()
+        handle = target.register_forward_pre_hook(replace, with_kwargs=True)
+        try:
+            placeholders = torch.zeros(vectors.shape[0], 1, dtype=torch.long, device=device)
+            return model(input_ids=placeholders, use_cache=False).logits[:, 0].float()
+        finally:
+            handle.remove()
 
     return forward
 

@@ -6,14 +6,12 @@ block point towards the subspaces of the tokens that block's similar-strings app
 predicts, far above chance, even in early blocks (``latent_instruments.token_subspaces``).
 """
 
-from functools import partial
-
 import numpy as np
 import pytest
 import torch
 
 from latent_instruments.similar_strings import mass_tokens
-from models.forwards import logits_from_block_input_fn, side_by_side
+from models.forwards import logits_from_block_input_fn
 from latent_instruments.stats import Estimate, per_unit, proportion
 from latent_instruments.token_subspaces import (chance_in_top_half, first_directions, in_top_half,
                                                 learn_token_embeddings, singular_values, subspace_scores)
@@ -243,11 +241,7 @@ def test_ffn_outputs_point_to_predicted_tokens(model_name, approximation, pool, 
     over its chance, 0.40."""
     a, seed = approximation, settings.seed
     subject = pool.get(a.model)
-    # vectors learned at the final norm's input and at each later block's input (the block-specific subspaces),
-    # independent of one another: side by side, the numbers of one by one
-    (learned, _), *later = side_by_side(subject.model, [
-        partial(token_embeddings, subject, seed, every_token=True, block=b) for b in (None, *range(1, a.n_blocks))])
-    specific_directions = [first_directions(vectors.vectors) for vectors, _ in later]  # [b]: block b + 2's input
+    learned, readout = token_embeddings(subject, seed, every_token=True)
     directions = first_directions(learned.vectors)  # row t: token t
     vocab = directions.shape[0]
     v = a.variants["source"]
@@ -290,7 +284,8 @@ def test_ffn_outputs_point_to_predicted_tokens(model_name, approximation, pool, 
                "satisfied, model's own tokens (|cos|)": float(
                    in_top_half(subspace_scores(v.ffn[b][half], directions), model_tokens).mean())}
         if b < a.n_blocks - 1:  # the last block's own subspaces are the final-layer ones
-            specific_scores = subspace_scores(v.ffn[b][half], specific_directions[b])
+            specific = first_directions(token_embeddings(subject, seed, every_token=True, block=b + 1)[0].vectors)
+            specific_scores = subspace_scores(v.ffn[b][half], specific)
             hit = in_top_half(specific_scores, tokens)
             own = claim.bootstrap(np.stack([hit, in_top_half(specific_scores, shuffled)], axis=1).astype(np.float64),
                             excess_over_null)
