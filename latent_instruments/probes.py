@@ -66,7 +66,7 @@ def probe_correct(features: np.ndarray, labels: np.ndarray, seed: int, folds: in
     return predicted == labels
 
 
-def _side_by_side(jobs: list) -> list[np.ndarray]:
+def _in_processes(jobs: list) -> list[np.ndarray]:
     """joblib's delayed :func:`probe_correct` calls, in processes, one per CPU thread torch was given (1 under
     pytest-xdist, whose workers the suite pins to one thread each); results in ``jobs``' order. Each fit is one
     BLAS thread and deterministic, so the numbers are those of one process doing them one by one. The worker
@@ -84,7 +84,7 @@ def layer_probe(features: np.ndarray, labels: np.ndarray, seed: int, folds: int 
     Returns:
         (n, n_layers) bool out-of-fold correctness.
     """
-    return np.stack(_side_by_side([delayed(probe_correct)(features[:, layer], labels, seed, folds)
+    return np.stack(_in_processes([delayed(probe_correct)(features[:, layer], labels, seed, folds)
                                    for layer in range(features.shape[1])]), axis=1)
 
 
@@ -110,5 +110,5 @@ def shuffled_null(features: np.ndarray, labels: np.ndarray, seed: int, shuffles:
     Raises:
         ValueError: as :func:`probe_correct`.
     """
-    return np.stack(_side_by_side([delayed(probe_correct)(features, shuffled(labels, seed + k), seed, folds)
+    return np.stack(_in_processes([delayed(probe_correct)(features, shuffled(labels, seed + k), seed, folds)
                                    for k in range(shuffles)]), axis=1)
