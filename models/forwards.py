@@ -152,19 +152,22 @@ def logits_from_block_input_fn(model: nn.Module, adapter: Adapter, block: int):
 
     Each vector becomes a one-position sequence's residual stream entering ``block``: the model runs on
     placeholder tokens, a pre-hook replaces the block's input with the vectors, and the later blocks, the final
-    norm and the head give the logits (S4: ``output_head(blocks[k:](x))``). Blocks before ``block`` run on the
-    placeholders and are discarded.
+    norm and the head give the logits (S4: ``output_head(blocks[k:](x))``). Blocks before ``block`` see only the
+    placeholders, so their outputs are the same at every call with as many vectors: they run at the first such call
+    and are replayed after (:func:`_replayed`), which gives the same logits without their cost.
 
     Args:
-        model, adapter: as for ``models.capture.run_with_cache``.
+        model, adapter: as for ``models.capture.run_with_cache``; the model's weights must not change between calls.
         block: 0-based index of the block whose input the vectors are, < n_blocks.
     Returns:
         f: (N, d_model) vectors -> (N, vocab) float32 logits.
     Raises:
         IndexError: for a block the model does not have.
     """
-    target = adapter.block_list(model)[block]
+    blocks = adapter.block_list(model)
+    target, earlier = blocks[block], list(blocks)[:block]
     device = model.get_input_embeddings().weight.device
+    replays: dict[int, list] = {}  # N -> the earlier blocks' outputs on N placeholders
 
     def forward(vectors: torch.Tensor) -> torch.Tensor:
         def replace(_m, args, kwargs):
@@ -174,11 +177,42 @@ def logits_from_block_input_fn(model: nn.Module, adapter: Adapter, block: int):
         handle = target.register_forward_pre_hook(replace, with_kwargs=True)
         try:
             placeholders = torch.zeros(vectors.shape[0], 1, dtype=torch.long, device=device)
-            return model(input_ids=placeholders, use_cache=False).logits[:, 0].float()
+            with _replayed(earlier, replays.setdefault(vectors.shape[0], [])):
+                return model(input_ids=placeholders, use_cache=False).logits[:, 0].float()
         finally:
             handle.remove()
 
     return forward
+
+
+@contextmanager
+def _replayed(modules: list[nn.Module], outputs: list):
+    """Inside, each of ``modules`` returns its entry of ``outputs`` without running; where ``outputs`` is empty, the
+    modules run and what they return is recorded into it. For modules whose inputs are the same at every call (the
+    blocks before :func:`logits_from_block_input_fn`'s block, on its placeholders). A forward set on the instance (an
+    accelerate hook) is put back after."""
+    if not outputs:
+        handles = [m.register_forward_hook(lambda _m, _a, out: outputs.append(out)) for m in modules]
+        try:
+            yield
+        except BaseException:
+            outputs.clear()  # a pass that did not end records nothing
+            raise
+        finally:
+            for handle in handles:
+                handle.remove()
+        return
+    own = [m.__dict__.get("forward") for m in modules]
+    for m, out in zip(modules, outputs):
+        m.forward = lambda *_a, _out=out, **_k: _out
+    try:
+        yield
+    finally:
+        for m, forward in zip(modules, own):
+            if forward is None:
+                del m.forward
+            else:
+                m.forward = forward
 
 
 def ablated_logits(

@@ -8,7 +8,7 @@ from transformers.models.bloom.modeling_bloom import build_alibi_tensor
 
 from models.adapters import UnsupportedArchitectureError, adapter_for
 from models.capture import run_with_cache
-from models.forwards import ablated_logits, block_output_fn
+from models.forwards import ablated_logits, block_output_fn, logits_from_block_input_fn
 from tests.conftest import TINY_CONFIGS, tiny_model
 
 IDS = torch.randint(0, 50, (3, 12), generator=torch.Generator().manual_seed(0))
@@ -60,6 +60,32 @@ def test_block_output_fn_matches_the_captured_first_block(arch):
     embeddings = model.get_input_embeddings()(IDS)
     with torch.no_grad():
         torch.testing.assert_close(block_output_fn(model, adapter, 0, IDS.shape[1])(embeddings), cache["blocks.0.hook_resid_post"])
+
+
+def test_logits_from_a_block_input_replay_the_earlier_blocks_and_equal_a_whole_pass(arch):
+    """S4.10's readout: after the first call with N vectors, the blocks before run no more, and the logits and their
+    gradient equal those of a readout that ran every block (a new one); N vectors of another count run them again."""
+    model = tiny_model(arch).requires_grad_(False)
+    adapter = adapter_for(model)
+    first = adapter.block_list(model)[0]
+    ran = []
+    first.get_submodule(adapter.mlp).register_forward_hook(lambda *_: ran.append(1))
+    d_model = model.get_input_embeddings().weight.shape[1]
+    generator = torch.Generator().manual_seed(1)
+    readout, seen = logits_from_block_input_fn(model, adapter, 1), set()
+    for n in (5, 5, 3, 5):
+        vectors = torch.randn(n, d_model, generator=generator).requires_grad_(True)
+        before = len(ran)
+        logits = readout(vectors)
+        assert len(ran) - before == (n not in seen)  # the first block ran only at the first call with n vectors
+        seen.add(n)
+        (grad,) = torch.autograd.grad(logits.square().sum(), vectors)
+        fresh = vectors.detach().clone().requires_grad_(True)
+        expected = logits_from_block_input_fn(model, adapter, 1)(fresh)
+        (expected_grad,) = torch.autograd.grad(expected.square().sum(), fresh)
+        torch.testing.assert_close(logits, expected, atol=0, rtol=0)
+        torch.testing.assert_close(grad, expected_grad, atol=0, rtol=0)
+        assert "forward" not in first.__dict__  # the block's own forward is back
 
 
 def test_unknown_architecture_fails_loudly_with_its_name():
