@@ -32,6 +32,7 @@ Two tests:
 """
 
 from dataclasses import replace
+from functools import partial
 
 import numpy as np
 import pytest
@@ -44,7 +45,7 @@ from latent_instruments.inversion import invert
 from latent_instruments.decoding import pseudo_inverse
 from latent_instruments.stats import per_unit, proportion, proportion_difference
 from models.adapters import adapter_for
-from models.forwards import frozen
+from models.forwards import side_by_side
 from models.loading import LoadedModel
 from reports.plots import series
 from reports.checks import Check
@@ -134,15 +135,16 @@ def _single_layer(reference: LoadedModel, width: int, vocab: int, seed: int, dev
 
 def _found_masked(layer: LoadedModel, ids: torch.Tensor, steps: int, seed: int) -> tuple[bool, float, str]:
     """Invert ``ids`` (1, T) from the layer's output at [:, 1:, :] (L2, indirect) under both settings; the one
-    recovering more unmasked tokens decides. Returns (masked tokens found (``_found``), unmasked accuracy, setting)."""
+    recovering more unmasked tokens decides (the two descents side by side). Returns (masked tokens found (``_found``), unmasked accuracy, setting)."""
     weight = layer.model.get_input_embeddings().weight.detach()
     pinv = pseudo_inverse(weight)
+
+    def descent(how: str):
+        return invert(layer_output(layer, 0, ids.shape[1]), ids, weight, torch.Generator().manual_seed(seed),
+                      replace(setting(how, steps, weight), loss="l2"), positions=slice(MASKED, None), k=1, pinv=pinv)
+
     best = (False, -1.0, "")
-    for how in DESCENT_SETTINGS:
-        config = replace(setting(how, steps, weight), loss="l2")
-        with frozen(layer.model):
-            found = invert(layer_output(layer, 0, ids.shape[1]), ids, weight, torch.Generator().manual_seed(seed),
-                           config, positions=slice(MASKED, None), k=1, pinv=pinv)
+    for how, found in zip(DESCENT_SETTINGS, side_by_side(layer.model, [partial(descent, how) for how in DESCENT_SETTINGS])):
         decoded = found.decoded[0]
         unmasked = float((decoded[MASKED:] == ids[0, MASKED:]).double().mean())
         if unmasked > best[1]:
