@@ -100,11 +100,18 @@ def bootstrap(
     if not np.isfinite(value):
         raise ValueError(f"statistic is not finite ({value}) on the full sample")
 
+    def resampled(idx: np.ndarray, axis: int = -1) -> np.ndarray:
+        # scipy hands over every resample's (and jackknife sample's) unit indices at once, (..., k) along ``axis``;
+        # the statistic runs on each in turn, as ``vectorized=False`` would run it through numpy's apply_along_axis
+        idx = np.moveaxis(np.asarray(idx), axis, -1)
+        rows = idx.reshape(-1, idx.shape[-1]).astype(int)
+        return np.array([statistic(units[row]) for row in rows]).reshape(idx.shape[:-1])
+
     def interval(method: str):
         return stats.bootstrap(
             (np.arange(units.shape[0]),),
-            lambda idx: statistic(units[idx.astype(int)]),
-            vectorized=False,
+            resampled,
+            vectorized=True,
             n_resamples=n_resamples,
             confidence_level=confidence,
             method=method,

@@ -26,6 +26,25 @@ def test_rows_stay_paired():
     assert est.low == est.high == est.value == 1.0
 
 
+@pytest.mark.parametrize("spread", [1.0, 0.0])  # 0: every resample equal, BCa undefined, the percentile fallback
+def test_the_interval_is_scipys_with_the_statistic_run_resample_by_resample(spread):
+    """bootstrap hands scipy every resample at once and runs the statistic on each in turn: the interval is, to the
+    last bit, scipy's own with ``vectorized=False`` (a nonlinear statistic of paired 2-D units)."""
+    from scipy import stats as scipy_stats
+    units = np.stack([np.random.default_rng(1).gamma(2.0, size=40), np.linspace(1, 2, 40)], axis=1) * spread + 1
+
+    def ratio(u):
+        return float(u[:, 0].mean() / u[:, 1].mean())
+
+    est = bootstrap(units, ratio, seed=3)
+    method = "BCa" if spread else "percentile"
+    expected = scipy_stats.bootstrap((np.arange(40),), lambda idx: ratio(units[idx.astype(int)]), vectorized=False,
+                                     n_resamples=1000, confidence_level=0.95, method=method,
+                                     rng=np.random.default_rng(3)).confidence_interval
+    assert (est.low, est.high) == (expected.low, expected.high)
+    assert est.method.startswith(method)
+
+
 def test_too_few_units():
     with pytest.raises(ValueError, match="at least 2"):
         bootstrap(np.array([1.0]), lambda u: float(u.mean()), seed=0)
