@@ -71,6 +71,21 @@ def test_run_writes_three_files_an_index_and_points_latest(tmp_path):
     assert "| S0.3 | FAILS -0.1 [-0.11, -0.09] | holds 0.2 [0.19, 0.21] |" in md
 
 
+def test_a_whole_runs_figures_drawn_in_processes_are_the_bytes_drawn_one_by_one(monkeypatch):
+    """From FIGURES_IN_PROCESSES figures on (here 3), worker processes draw them: the same PNG bytes, in the records'
+    order, and a figure that cannot be drawn says why, as one by one."""
+    doc = as_doc({})
+    doc.records = [record(0.1 * i, plot={**SPECTRA, "panels": {"m": {"block 1": [4, 3, 2, 1 + i]}}}) for i in range(3)]
+    doc.records += [record(0.5, plot={"kind": "no such kind"}), record(0.6)]  # 4 figures, one bad; a record without
+    monkeypatch.setattr(render, "FIGURES_IN_PROCESSES", 3)
+    in_processes = render.figures(doc)
+    monkeypatch.setattr(render, "FIGURES_IN_PROCESSES", 5)
+    one_by_one = render.figures(doc)
+    assert list(in_processes) == list(one_by_one) and len(in_processes) == 4
+    assert in_processes == one_by_one
+    assert isinstance(in_processes[render.figure_name(3, doc.records[3])], str)
+
+
 def test_report_files_are_readable_by_others_under_the_usual_umask(tmp_path):
     old = os.umask(0o022)
     try:
