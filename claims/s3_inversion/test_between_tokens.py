@@ -134,8 +134,9 @@ def _single_layer(reference: LoadedModel, width: int, vocab: int, seed: int, dev
 
 
 def _found_masked(layer: LoadedModel, ids: torch.Tensor, steps: int, seed: int) -> tuple[bool, float, str]:
-    """Invert ``ids`` (1, T) from the layer's output at [:, 1:, :] (L2, indirect) under both settings; the one
-    recovering more unmasked tokens decides (the two descents side by side). Returns (masked tokens found (``_found``), unmasked accuracy, setting)."""
+    """Invert ``ids`` (1, T) from the layer's output at [:, 1:, :] (L2, indirect) under both settings, side by side;
+    the one recovering more unmasked tokens decides. Returns (masked tokens found (``_found``), unmasked accuracy,
+    setting)."""
     weight = layer.model.get_input_embeddings().weight.detach()
     pinv = pseudo_inverse(weight)
 
@@ -144,7 +145,8 @@ def _found_masked(layer: LoadedModel, ids: torch.Tensor, steps: int, seed: int) 
                       replace(setting(how, steps, weight), loss="l2"), positions=slice(MASKED, None), k=1, pinv=pinv)
 
     best = (False, -1.0, "")
-    for how, found in zip(DESCENT_SETTINGS, side_by_side(layer.model, [partial(descent, how) for how in DESCENT_SETTINGS])):
+    found_by = side_by_side(layer.model, [partial(descent, how) for how in DESCENT_SETTINGS])
+    for how, found in zip(DESCENT_SETTINGS, found_by):
         decoded = found.decoded[0]
         unmasked = float((decoded[MASKED:] == ids[0, MASKED:]).double().mean())
         if unmasked > best[1]:
