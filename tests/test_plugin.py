@@ -599,3 +599,11 @@ def test_a_record_of_a_control_alone_is_red_where_it_failed_and_an_error_where_i
     assert later["outcome"] == "control failed", later.get("message")
     assert [look["prompts"] for look in later["looks"]] == [16, 32]
     assert "control failed" in (tmp_path / "reports" / "latest" / "report.md").read_text()
+
+
+def test_the_objects_alive_before_the_first_test_are_frozen_out_of_the_garbage_collectors_scans():
+    """This session went through the plugin's ``pytest_runtestloop``: the imported libraries are frozen (``gc.freeze``),
+    so a full collection no longer walks them (without the freeze the count is 0)."""
+    import gc
+
+    assert gc.get_freeze_count() > 100_000, "the session's long-lived objects were not frozen before the first test"
