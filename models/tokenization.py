@@ -9,6 +9,7 @@ A checkpoint folder holds them as ``tokenizers`` files (:func:`save_hf_tokenizer
 the character tokenizer is a BPE vocabulary of single characters without merges, decoded by concatenation.
 """
 
+import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,12 @@ from models.corpus import Corpus
 BPE_VOCAB_SIZE = 4096  # "a few thousand tokens"
 
 
+@functools.lru_cache(maxsize=2)
+def _alphabet(text: str) -> str:
+    """The sorted characters of ``text`` (a few tenths of a second for the 5 MB corpus, asked at each model load)."""
+    return "".join(sorted(set(text)))
+
+
 @dataclass(frozen=True)
 class CharTokenizer:
     """One token per character of the corpus alphabet (S4: vocab 65 on TinyShakespeare).
@@ -35,8 +42,8 @@ class CharTokenizer:
 
     @classmethod
     def from_corpus(cls, corpus: Corpus) -> "CharTokenizer":
-        """The sorted set of characters in the whole corpus."""
-        return cls("".join(sorted(set(corpus.text))))
+        """The sorted set of characters in the whole corpus (found once per text: a zoo name's cache key asks for it)."""
+        return cls(_alphabet(corpus.text))
 
     @property
     def vocab_size(self) -> int:

@@ -8,7 +8,7 @@ import tarfile
 import pytest
 
 from models import corpus as corpus_module
-from models.corpus import CorpusError, load_text_file
+from models.corpus import Corpus, CorpusError, load_text_file
 from models.tokenization import CharTokenizer, train_bpe
 
 TEXT = "Now is the winter of our discontent\nMade glorious summer by this sun of York;\n" * 200
@@ -68,6 +68,13 @@ def test_char_tokenizer_round_trip_and_unknown_character(tmp_path):
     assert tok.decode(tok.encode("winter of York")) == "winter of York"
     with pytest.raises(ValueError, match="'Z' is not in"):
         tok.encode("Zounds")
+
+
+def test_each_texts_alphabet_is_its_own_when_found_again():
+    """``CharTokenizer.from_corpus`` keeps the alphabets it found (``_alphabet``): asked again, a text gets its own,
+    not the last one's, with both held."""
+    first, second = Corpus("a", "abc " * 3000, "0" * 64), Corpus("b", "xyz\n" * 3000, "0" * 64)
+    assert [CharTokenizer.from_corpus(c).alphabet for c in (first, second, first, second)] == [" abc", "\nxyz"] * 2
 
 
 def test_bpe_is_trained_once_and_cached(cache, tmp_path):

@@ -69,3 +69,29 @@ def test_a_corpus_of_only_whitespace_is_refused_with_the_reason():
     corpus = Corpus("blank", (" " * 50 + "\n") * 2000, "0" * 64)
     with pytest.raises(ValueError, match="0 windows of 21 tokens that are text.*mostly whitespace or one token"):
         prompt_batch(corpus, BoundaryTokens(), 8, 21, seed=0)
+
+
+class CountingTokenizer(ByteTokenizer):
+    """ByteTokenizer that counts the characters it was asked to encode."""
+
+    def __init__(self):
+        self.encoded = 0
+
+    def encode(self, text: str) -> list[int]:
+        self.encoded += len(text)
+        return super().encode(text)
+
+
+def test_a_tokenizer_encodes_a_validation_text_once_for_every_batch_drawn_from_it():
+    """The shared batch, a later look's and a claim's own all slice one encoding (``fixtures.prompts._ENCODED``); a
+    second tokenizer, or another text, is encoded anew, and every batch equals what a fresh encoding gives."""
+    corpus, spaced = load_corpus(None), _spaced_corpus()
+    once, fresh = CountingTokenizer(), CountingTokenizer()
+    batches = [prompt_batch(corpus, once, n, length, seed=0).ids for n, length in ((8, 64), (16, 64), (4, 32))]
+    assert once.encoded == len(corpus.validation)
+    assert all(torch.equal(b, prompt_batch(corpus, CountingTokenizer(), b.shape[0], b.shape[1], seed=0).ids)
+               for b in batches)
+    prompt_batch(spaced, once, 4, 32, seed=0)
+    assert once.encoded == len(corpus.validation) + len(spaced.validation[:400_000])
+    prompt_batch(corpus, fresh, 8, 64, seed=0)
+    assert fresh.encoded == len(corpus.validation)
