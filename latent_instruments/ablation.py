@@ -7,6 +7,7 @@ the parent's output", which this module does with two forward hooks, for any
 torch module tree.
 """
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -97,7 +98,8 @@ def attention_residual_removed(block: nn.Module, attention: nn.Module) -> Iterat
 
     A pre-norm block computes h = x + attn(norm(x)), then h + mlp(norm(h)). With the attention's output replaced
     by attn(norm(x)) − x, the block computes h = attn(norm(x)): the stream entering the block reaches the FFN
-    and the output only through attention. Shapes (batch, seq, d_model) throughout.
+    and the output only through attention. Shapes (batch, seq, d_model) throughout. Each thread's forward passes
+    use their own block input (``models.forwards.side_by_side`` runs descents through the ablated block in threads).
 
     Args:
         block: a sequential pre-norm transformer block (GPT-2, Llama, OPT, ...), whose first positional or
@@ -106,16 +108,17 @@ def attention_residual_removed(block: nn.Module, attention: nn.Module) -> Iterat
     Raises:
         RuntimeError: at the attention's call if the block did not run first (the wrong modules were named).
     """
-    entering: list[torch.Tensor] = []
+    entering = threading.local()  # .x: each thread's block input (S3's descents run side by side, in threads)
 
     def keep(_module, args, kwargs):
-        entering.append(args[0] if args else kwargs["hidden_states"])
+        entering.x = args[0] if args else kwargs["hidden_states"]
 
     def subtract(_module, _inputs, output):
-        if not entering:
+        x = getattr(entering, "x", None)
+        if x is None:
             raise RuntimeError(f"{type(attention).__name__} ran outside {type(block).__name__}; cannot remove the "
                                "residual across it")
-        x = entering.pop()
+        entering.x = None
         return _replace_first(output, _first(output) - x.reshape(_first(output).shape))
 
     handles = [block.register_forward_pre_hook(keep, with_kwargs=True), attention.register_forward_hook(subtract)]

@@ -28,16 +28,64 @@ class _Stop(Exception):
         self.output = output
 
 
-def _stop(_module, _args, out):
-    """A forward hook that ends the forward pass at its module, carrying the module's output."""
-    raise _Stop(output_tensor(out))
-
-
-# S3's descents run side by side on one model (:func:`side_by_side`): each forward pass below places hooks, runs and
-# removes them, and torch iterates a module's hook dictionary while it runs, so two threads must not be inside these
-# forward passes at once (a registration would change the dictionary mid-loop). The backward passes run side by side.
-FORWARD_LOCK = threading.RLock()
+# The forward passes of block_output_fn and blocks_output_fn stop after one module and record the outputs of others.
+# S3's descents run them side by side, in threads, through one model (:func:`side_by_side`), so the hooks that stop and
+# record act per thread: each module has at most one hook, ``_dispatch``, which reads what the calling thread wants
+# (``_WANTED``). Torch walks a module's hook dictionary, unguarded, while an exception (the stop) leaves the module, so
+# no hook may be placed or removed on a module while another thread's forward pass can stop there: a hook is placed
+# before its thread's pass and, while ``side_by_side`` runs, removed only when it ends (``_KEPT``).
+_WANTED = threading.local()  # this thread's forward pass: .stop, the module ending it; .record, {module: outputs}
+_PLACED: dict[nn.Module, object] = {}  # module -> handle of its ``_dispatch`` hook
+_PLACING = threading.Lock()  # guards _PLACED and _KEPT
+_KEPT = [0]  # side_by_side calls running: the hooks placed meanwhile stay until the last of them ends
 SIDE_BY_SIDE = 2  # descents at once on a CPU (the machine's 2 cores), each on DESCENT_THREADS thread
+
+
+def _dispatch(module, _args, out):
+    """The one forward hook of a module that a pass below stops at or records: for the thread whose pass it is, it
+    appends the module's output where that pass records it, and ends the pass where it stops; other threads pass."""
+    outputs = getattr(_WANTED, "record", {}).get(module)
+    if outputs is not None:
+        outputs.append(output_tensor(out))
+    if getattr(_WANTED, "stop", None) is module:
+        raise _Stop(output_tensor(out))
+
+
+@contextmanager
+def _wanted(stop: nn.Module, record: dict[nn.Module, list] | None = None):
+    """Inside, this thread's forward passes end after ``stop`` (raising ``_Stop`` with its output) and append the
+    outputs of ``record``'s modules to their lists; other threads' passes through the same modules are untouched."""
+    record = record or {}
+    with _PLACING:
+        placed = [m for m in dict.fromkeys([*record, stop]) if m not in _PLACED]
+        for m in placed:
+            _PLACED[m] = m.register_forward_hook(_dispatch)
+    _WANTED.stop, _WANTED.record = stop, record
+    try:
+        yield
+    finally:
+        _WANTED.stop, _WANTED.record = None, {}
+        with _PLACING:
+            if not _KEPT[0]:
+                for m in placed:
+                    _PLACED.pop(m).remove()
+
+
+@contextmanager
+def _hooks_kept():
+    """Inside (``side_by_side``), hooks placed by ``_wanted`` stay until the outermost such block ends, when all of
+    them are removed: no thread's forward pass is running then."""
+    with _PLACING:
+        _KEPT[0] += 1
+    try:
+        yield
+    finally:
+        with _PLACING:
+            _KEPT[0] -= 1
+            if not _KEPT[0]:
+                for handle in _PLACED.values():
+                    handle.remove()
+                _PLACED.clear()
 
 
 @contextmanager
@@ -60,8 +108,9 @@ def side_by_side(model: torch.nn.Module, jobs: Sequence[Callable[[], T]]) -> lis
     to ``SIDE_BY_SIDE`` on a CPU, in threads, each on ``DESCENT_THREADS`` thread; one by one on a GPU.
 
     A descent's numbers do not depend on what runs beside it: its own generator, one thread whatever runs beside it,
-    and its forward passes (the functions of this module, which place and remove hooks) one at a time under
-    ``FORWARD_LOCK``; the backward passes and the decoding run side by side. So the results equal a one-by-one run's.
+    and forward passes whose hooks act for their own thread only (``_dispatch``; placed once and removed when every
+    job has ended). Forward and backward passes and the decoding all run side by side. So the results equal a
+    one-by-one run's.
     The model is frozen for the whole batch (a job's own :func:`frozen` inside is then a no-op), since threads that
     froze and restored it each on their own would leave it as the first of them found it.
 
@@ -74,7 +123,7 @@ def side_by_side(model: torch.nn.Module, jobs: Sequence[Callable[[], T]]) -> lis
         whatever a job raises (the first in ``jobs``' order), once every job has ended.
     """
     workers = SIDE_BY_SIDE if next(model.parameters()).device.type == "cpu" else 1
-    with frozen(model), fixed_cpu_threads(DESCENT_THREADS), \
+    with frozen(model), fixed_cpu_threads(DESCENT_THREADS), _hooks_kept(), \
             ThreadPoolExecutor(max_workers=workers, thread_name_prefix="descent") as pool:
         futures = [pool.submit(job) for job in jobs]
     return [f.result() for f in futures]
@@ -99,14 +148,11 @@ def block_output_fn(model: nn.Module, adapter: Adapter, block: int, seq_len: int
     def forward(embeddings: torch.Tensor) -> torch.Tensor:
         if embeddings.shape[1] != seq_len:
             raise ValueError(f"expected {seq_len} positions, got {embeddings.shape[1]}")
-        with FORWARD_LOCK:
-            handle = target.register_forward_hook(_stop)
+        with _wanted(target):
             try:
                 model(inputs_embeds=embeddings, use_cache=False)
             except _Stop as done:
                 return done.output
-            finally:
-                handle.remove()
         raise RuntimeError(f"block {block} did not run")
 
     return forward
@@ -129,20 +175,18 @@ def blocks_output_fn(model: nn.Module, adapter: Adapter, blocks: list[int], seq_
     """
     if list(blocks) != sorted(set(blocks)):
         raise ValueError(f"blocks must be strictly increasing, got {blocks}")
-    modules = [adapter.block_list(model)[b] for b in blocks]
-    last = block_output_fn(model, adapter, blocks[-1], seq_len)
+    *earlier, last = [adapter.block_list(model)[b] for b in blocks]
 
     def forward(embeddings: torch.Tensor) -> torch.Tensor:
-        seen: list[torch.Tensor] = []
-        with FORWARD_LOCK:
-            handles = [m.register_forward_hook(lambda _m, _a, out: seen.append(output_tensor(out)))
-                       for m in modules[:-1]]
+        if embeddings.shape[1] != seq_len:
+            raise ValueError(f"expected {seq_len} positions, got {embeddings.shape[1]}")
+        seen = {m: [] for m in earlier}
+        with _wanted(last, seen):
             try:
-                final = last(embeddings)
-            finally:
-                for handle in handles:
-                    handle.remove()
-        return torch.cat([*seen, final], dim=-1)
+                model(inputs_embeds=embeddings, use_cache=False)
+            except _Stop as done:
+                return torch.cat([*(seen[m][0] for m in earlier), done.output], dim=-1)
+        raise RuntimeError(f"block {blocks[-1]} did not run")
 
     return forward
 

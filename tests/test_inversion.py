@@ -219,9 +219,9 @@ def test_a_seeded_generator_gives_the_same_inversion():
 
 def test_descents_side_by_side_give_the_numbers_of_one_by_one_in_order_and_leave_the_model_as_it_was():
     """S3's descents run two at a time (``models.forwards.side_by_side``: ``Inversions.runs_of``, S3.7, S3.10, S3.13):
-    two blocks and two settings on one model give exactly what one-by-one runs give, in the jobs' order (forward passes
-    one at a time under ``FORWARD_LOCK``, every hook removed); the model's gradient flags come back as they were; a
-    job's error reaches the caller."""
+    two blocks and two settings on one model give exactly what one-by-one runs give, in the jobs' order (each forward
+    pass's hooks act for its own thread, every hook removed after); the model's gradient flags come back as they were;
+    a job's error reaches the caller."""
     from functools import partial
 
     from transformers import GPT2Config, GPT2LMHeadModel
@@ -256,3 +256,26 @@ def test_descents_side_by_side_give_the_numbers_of_one_by_one_in_order_and_leave
     with pytest.raises(ValueError, match="a descent went wrong"):
         side_by_side(model, [jobs[0], fails])
     assert all(p.requires_grad for p in model.parameters())
+
+
+def test_forward_passes_through_one_model_in_two_threads_stop_and_record_each_for_its_own_thread():
+    """Side by side, with no lock: one thread's passes stop after block 1, the other's after block 2 recording block 1
+    on the way, hundreds of times each through the same modules; each gets exactly its one-thread outputs, a pass
+    through a module another thread stops at is not stopped there, and no hook is left after, or after a pass alone."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from models.adapters import adapter_for
+    from models.forwards import block_output_fn, blocks_output_fn, side_by_side
+
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=30, n_positions=8, n_embd=16, n_layer=3, n_head=2)).eval()
+    adapter, x = adapter_for(model), torch.randn(2, 6, 16)
+    first, both = block_output_fn(model, adapter, 0, 6), blocks_output_fn(model, adapter, [0, 1], 6)
+    with torch.no_grad():
+        alone = [first(x), both(x)]
+        assert not any(m._forward_hooks for m in model.modules())  # a pass outside side_by_side removes its hooks
+        assert torch.equal(both(x)[..., :16], alone[0]) and not torch.equal(both(x)[..., 16:], alone[0])
+        together = side_by_side(model, [lambda: [first(x) for _ in range(300)], lambda: [both(x) for _ in range(300)]])
+    assert all(torch.equal(out, alone[0]) for out in together[0])
+    assert all(torch.equal(out, alone[1]) for out in together[1])
+    assert not any(m._forward_hooks for m in model.modules())
