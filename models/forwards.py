@@ -122,11 +122,16 @@ def side_by_side(model: torch.nn.Module, jobs: Sequence[Callable[[], T]]) -> lis
     Raises:
         whatever a job raises (the first in ``jobs``' order), once every job has ended.
     """
-    workers = SIDE_BY_SIDE if next(model.parameters()).device.type == "cpu" else 1
+    workers = descents_at_once(model)
     with frozen(model), fixed_cpu_threads(DESCENT_THREADS), _hooks_kept(), \
             ThreadPoolExecutor(max_workers=workers, thread_name_prefix="descent") as pool:
         futures = [pool.submit(job) for job in jobs]
     return [f.result() for f in futures]
+
+
+def descents_at_once(model: torch.nn.Module) -> int:
+    """How many jobs :func:`side_by_side` runs at once through ``model``: ``SIDE_BY_SIDE`` on a CPU, 1 on a GPU."""
+    return SIDE_BY_SIDE if next(model.parameters()).device.type == "cpu" else 1
 
 
 def block_output_fn(model: nn.Module, adapter: Adapter, block: int, seq_len: int):

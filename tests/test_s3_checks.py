@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from claims.s3_inversion.test_bandwidth import BELOW_WIDTH, crossing_fraction
+from claims.s3_inversion.test_bandwidth import BELOW_WIDTH, crossing, crossing_fraction
 from claims.s3_inversion.test_between_tokens import RAREST
 from claims.s3_inversion.test_cosine import MINIMISED, RECOVERS, _ratio
 from claims.s3_inversion.test_vocabulary import _difference
@@ -140,6 +140,31 @@ def _curve(crossing: int, ks: list[int], prompts: int = 16) -> np.ndarray:
     before = max(k for k in ks if k < crossing)
     rows = [[1.0 if k >= crossing or (k == before and p % 2) else 0.0 for k in ks] for p in range(prompts)]
     return np.array(rows)
+
+
+class StepCurve:
+    """A curve with accuracy 1 from ``step`` features on and 0 below, which notes the k's asked for and run ahead."""
+
+    def __init__(self, step: int):
+        self.step, self.asked, self.run_ahead = step, [], []
+
+    def mean(self, k: int) -> float:
+        self.asked.append(k)
+        return float(k >= self.step)
+
+    def ahead(self, *ks: int) -> None:
+        self.run_ahead.append(ks)
+
+
+def test_the_crossing_search_asks_for_the_k_of_a_one_by_one_bisection_and_runs_the_next_one_ahead():
+    """Grid 24, 48 (reached), then bisection 36 (short), 42, 39, 37 (reached): the k's a one-by-one search evaluates,
+    in its order, whatever was run ahead; beside each, the k asked next should it fall short (grid) or reach (bisection)."""
+    curve = StepCurve(37)
+    assert crossing(curve, 96, 0.5) == 37
+    assert curve.asked == [24, 48, 36, 42, 39, 37]
+    assert curve.run_ahead == [(24, 48), (48, 72), (36, 30), (42, 39), (39, 37), (37, 36)]
+    with pytest.raises(ValueError, match="no k up to d_model = 96 reaches 2"):
+        crossing(StepCurve(37), 96, 2.0)
 
 
 def test_a_crossing_at_the_width_is_dimension_counting_and_fails_the_bound():

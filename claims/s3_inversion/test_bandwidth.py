@@ -40,7 +40,7 @@ from claims.s3_inversion.inversions import DESCENT_SETTINGS, TOP_K, examples, fi
 from claims.s3_inversion.scope import SMALL_TRAINED, UNTRAINED_INVERTS, works_control
 from latent_instruments.inversion import invert
 from latent_instruments.stats import proportion
-from models.forwards import frozen, side_by_side
+from models.forwards import descents_at_once, frozen, side_by_side
 from reports.plots import series
 from reports.checks import Check
 
@@ -72,19 +72,34 @@ class Curve:
         self.success: dict[int, np.ndarray] = {}
         self.top_k: dict[int, torch.Tensor] = {}
         self.rows: slice | np.ndarray = slice(None)
+        self._ahead: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # k -> a descent run ahead (:meth:`ahead`)
+
+    def _descent(self, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(prompts, T, TOP_K) decoded token ids over the whole vocabulary and (prompts,) S3's success test, from the
+        first k features (one descent, on one thread)."""
+        weight = self.subject.model.get_input_embeddings().weight.detach()
+        with frozen(self.subject.model):
+            found = invert(self.layer, self.ids, weight, torch.Generator().manual_seed(self.seed), self.config,
+                           features=slice(0, k), k=TOP_K, pinv=self.pinv)
+        return found.top_k, found.success
 
     def __call__(self, k: int) -> np.ndarray:
         """(reported prompts,) token accuracy from the first k features of block 1's output, whole-vocabulary
         decoding."""
         if k not in self.points:
-            weight = self.subject.model.get_input_embeddings().weight.detach()
-            with frozen(self.subject.model):
-                found = invert(self.layer, self.ids, weight, torch.Generator().manual_seed(self.seed), self.config,
-                               features=slice(0, k), k=TOP_K, pinv=self.pinv)  # decoded over the whole vocabulary
-            self.top_k[k] = found.top_k
+            self.top_k[k], success = self._ahead.pop(k) if k in self._ahead else self._descent(k)
             self.points[k] = (self.top_k[k][..., 0] == self.ids).double().mean(1).cpu().numpy()
-            self.success[k] = found.success.double().cpu().numpy()
+            self.success[k] = success.double().cpu().numpy()
         return self.points[k][self.rows]
+
+    def ahead(self, *ks: int) -> None:
+        """Run the descents of ``ks`` not yet run side by side (``models.forwards.side_by_side``; on a GPU, where they
+        would run one by one, nothing) and keep them aside: a k counts as evaluated (``points``, the record's k's) only
+        once it is asked for, so a search that runs its likely next k beside the current one records what the
+        one-by-one search does, in the time of one descent where the guess was right."""
+        missing = [k for k in dict.fromkeys(ks) if k not in self.points and k not in self._ahead]
+        if len(missing) > 1 and descents_at_once(self.subject.model) > 1:
+            self._ahead.update(zip(missing, side_by_side(self.subject.model, [partial(self._descent, k) for k in missing])))
 
     def mean(self, k: int) -> float:
         """Mean token accuracy from the first k features, over the reported prompts."""
@@ -97,12 +112,21 @@ class Curve:
 
 
 def crossing(curve: Curve, d_model: int, level: float) -> int:
-    """Fewest features k with mean accuracy ≥ level: a grid of ``GRID`` steps over d_model, then bisection."""
+    """Fewest features k with mean accuracy ≥ level: a grid of ``GRID`` steps over d_model, then bisection. Each k is
+    run beside the k the search asks for next should this one fall short of the level (grid) or reach it (bisection)
+    (:meth:`Curve.ahead`), which changes the time, not what is evaluated."""
     grid = sorted({max(1, round(d_model * i / GRID)) for i in range(1, GRID + 1)})
-    high = next(k for k in grid if curve.mean(k) >= level)
+    for i, k in enumerate(grid):
+        curve.ahead(k, *grid[i + 1 : i + 2])
+        if curve.mean(k) >= level:
+            high = k
+            break
+    else:
+        raise ValueError(f"no k up to d_model = {d_model} reaches {level}: the level must be at most the full output's")
     low = max([k for k in grid if k < high], default=0)
     while high - low > 1:
         middle = (low + high) // 2
+        curve.ahead(middle, (low + middle) // 2)
         if curve.mean(middle) >= level:
             high = middle
         else:
