@@ -22,7 +22,6 @@ import torch  # noqa: E402
 from fixtures import recording  # noqa: E402
 from fixtures.catalogue import ClaimMarker, load_catalogue  # noqa: E402
 from fixtures.collector import Collector, model_fingerprint  # noqa: E402
-from fixtures.memory import reuse_large_blocks  # noqa: E402
 from fixtures.ledger import applicable, claim_test_functions, load_ledger, unknown_entries  # noqa: E402
 from fixtures.rounds import rounds_of, sample_of  # noqa: E402
 from fixtures.scheduling import by_model_scheduler  # noqa: E402
@@ -75,7 +74,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[RECORDS_KEY] = []
     config.pluginmanager.register(Collector(config), "latent-claims-collector")
     pin_cpu_threads(int(getattr(config, "workerinput", {}).get("workercount", 1)))  # xdist: cores shared
-    reuse_large_blocks()  # the claims' repeated large tensors: heap blocks reused, not pages mapped anew
     controller = getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput")
     if settings.device.startswith("cuda") and not controller:  # the xdist controller runs no model: no CUDA context
         if torch.device(settings.device).index is not None:  # plain "cuda" is the current device already

@@ -610,28 +610,31 @@ def test_the_objects_alive_before_the_first_test_are_frozen_out_of_the_garbage_c
 
 
 @pytest.mark.subprocess
-def test_large_blocks_freed_and_allocated_again_reuse_their_pages_once_the_heap_serves_them():
+def test_large_blocks_freed_and_allocated_again_reuse_their_pages_inside_large_blocks_reused():
     """A 52 MB tensor (S4.9's logits on a 4,096-token vocabulary) made and freed 20 times, after 10 such: with glibc's
-    defaults each one maps and faults in fresh pages (over 200,000 page faults); after ``reuse_large_blocks`` (the
-    plugin calls it at configure) the heap's block is reused, with a tenth of the faults at most."""
+    defaults each one maps and faults in fresh pages (over 200,000 page faults); inside ``large_blocks_reused`` the
+    heap's block is reused, with a tenth of the faults at most; after it, the defaults' faults again."""
     script = textwrap.dedent('''
         import resource, sys, torch
-        from fixtures.memory import reuse_large_blocks
-        if sys.argv[1] == "reuse":
-            assert reuse_large_blocks()
-        for _ in range(10):  # glibc settles within a few
-            x = torch.ones(3200, 4096)
-            del x
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-        for _ in range(20):
-            x = torch.ones(3200, 4096)
-            del x
-        print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+        from fixtures.memory import large_blocks_reused
+
+        def faults():
+            for _ in range(10):  # glibc settles within a few
+                x = torch.ones(3200, 4096)
+                del x
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+            for _ in range(20):
+                x = torch.ones(3200, 4096)
+                del x
+            return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+        default = faults()
+        with large_blocks_reused() as took:
+            reused = faults()
+        print(took, default, reused, faults())
     ''')
-    faults = {}
-    for how in ("default", "reuse"):
-        done = subprocess.run([sys.executable, "-c", script, how], capture_output=True, text=True, timeout=120,
-                              cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
-        assert done.returncode == 0, done.stderr
-        faults[how] = int(done.stdout.split()[-1])
-    assert faults["default"] > 200_000 and faults["reuse"] < faults["default"] / 10, faults
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    took, default, reused, after = done.stdout.split()
+    assert took == "True" and int(default) > 200_000 and int(reused) < int(default) / 10 < int(after), done.stdout

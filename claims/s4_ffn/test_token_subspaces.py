@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from fixtures.memory import large_blocks_reused
 from latent_instruments.similar_strings import mass_tokens
 from models.forwards import logits_from_block_input_fn
 from latent_instruments.stats import Estimate, per_unit, proportion
@@ -66,7 +67,8 @@ def token_embeddings(subject, seed: int, every_token: bool = False, block: int |
     if block is not None:
         readout = logits_from_block_input_fn(model, subject.adapter, block)
 
-    return learn_token_embeddings(readout, tokens, d_model, RESTARTS, STEPS, LR, seed, head.weight.device), readout
+    with large_blocks_reused():  # the readout's logits and their gradient at every step: 52 MB on 4,096 tokens
+        return learn_token_embeddings(readout, tokens, d_model, RESTARTS, STEPS, LR, seed, head.weight.device), readout
 
 
 def _subspace_facts(learned, readout, device) -> dict[str, np.ndarray]:
@@ -125,8 +127,9 @@ def continued(learned, readout, device, seed: int) -> dict[str, np.ndarray]:
     more steps from where they ended. Returns per continued token (by rank): "token", mean p "before" and "after",
     and "argmax", the fraction of its vectors for which the readout's argmax is the token (after)."""
     worst = torch.as_tensor(np.argsort(learned.probability.mean(dim=1).numpy())[:CONTINUED_TOKENS])
-    more = learn_token_embeddings(readout, learned.tokens[worst], learned.vectors.shape[-1], RESTARTS, STEPS, LR, seed,
-                                  device, start=learned.vectors[worst])
+    with large_blocks_reused():
+        more = learn_token_embeddings(readout, learned.tokens[worst], learned.vectors.shape[-1], RESTARTS, STEPS, LR,
+                                      seed, device, start=learned.vectors[worst])
     with torch.no_grad():
         top = readout(more.vectors.flatten(0, 1).to(device)).argmax(-1).cpu().view(len(worst), RESTARTS)
     return {"token": learned.tokens[worst].numpy(), "before": learned.probability[worst].mean(dim=1).numpy(),
