@@ -27,10 +27,10 @@ def similar_string_counts(queries: torch.Tensor, keys: torch.Tensor, next_counts
                           thresholds: Sequence[float], chunk: int | None = None) -> torch.Tensor:
     """Counts of the tokens that follow the strings whose directions are cosine-similar to each query (one block).
 
-    Streams the strings in chunks: one matmul gives the chunk's cosines; per threshold, sign(cos − t) clamped at 0
-    is the 0/1 matrix of hits (S4's strict ``>``: a cosine equal to t gives 0), and the chunk's next-token counts,
-    sparse (a string is followed by one or two tokens), times it add to the counts. Only a chunk's cosines are
-    ever held.
+    Streams the strings in chunks: one matmul gives the chunk's cosines; per threshold, cos > t (both float32) is the
+    0/1 matrix of hits (S4's strict ``>``: a cosine equal to t gives 0), written into one buffer reused by every
+    threshold and chunk, and the chunk's next-token counts, sparse (a string is followed by one or two tokens), times
+    it add to the counts. Only a chunk's cosines and hits are ever held.
 
     Args:
         queries: (batch, d_model) the prompts' FFN outputs (any norm; normalised here), on the compute device.
@@ -57,15 +57,17 @@ def similar_string_counts(queries: torch.Tensor, keys: torch.Tensor, next_counts
     q = queries.float()
     q = (q / q.norm(dim=-1, keepdim=True).clamp_min(1e-12)).T.contiguous()  # (d_model, batch)
     counts = torch.zeros(len(thresholds), next_counts.shape[1], q.shape[1], dtype=torch.float32, device=device)
-    last = len(thresholds) - 1
+    cuts = [torch.tensor(t, dtype=torch.float32, device=device) for t in thresholds]  # compared in float32, as cos
+    buffer = torch.empty(min(chunk, keys.shape[0]), q.shape[1], dtype=torch.float32, device=device)
     for start in range(0, keys.shape[0], chunk):
         k = keys[start : start + chunk].to(device, torch.float32, non_blocking=True)
         with warnings.catch_warnings():  # "Sparse CSR tensor support is in beta state": CSR @ dense is all we use
             warnings.simplefilter("ignore", UserWarning)
             following = next_counts[start : start + chunk].to(device, torch.float32).T.contiguous().to_sparse_csr()
         sims = k @ q  # (chunk, batch): the stage's one dense matmul
-        for i, t in enumerate(thresholds):
-            hits = (sims.sub_(t) if i == last else sims - t).sign_().clamp_(min=0)  # 1 where cos > t, else 0
+        hits = buffer[: sims.shape[0]]
+        for i, cut in enumerate(cuts):
+            torch.gt(sims, cut, out=hits)  # 1.0 where cos > t, else 0.0: one pass, no new tensor
             counts[i] += following @ hits  # (vocab, batch); exact: counts are integers far below 2**24
     return counts.transpose(1, 2).double().cpu()
 

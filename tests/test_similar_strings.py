@@ -56,6 +56,18 @@ def test_similar_string_counts_equal_the_whole_similarity_matrix_thresholded():
         assert torch.equal(got[i], ((sims > t).double() @ counts.double()))
 
 
+def test_a_cosine_equal_to_the_threshold_in_float32_is_no_hit_and_one_just_above_is():
+    # cosines 0.85 and 0.5 exactly as float32, then the next float32 up: S4's strict ">" at the float32 threshold (a
+    # comparison in float64 would count float32(0.85) = 0.8500000238 as above 0.85)
+    at = torch.tensor([0.85, 0.5], dtype=torch.float32)
+    above = torch.nextafter(at, torch.ones(2))
+    keys = torch.stack([torch.cat([c, torch.zeros(1)]) for c in (*at[:, None], *above[:, None])])  # (4, 2)
+    following = torch.eye(4)  # string i is followed by token i
+    got = similar_string_counts(torch.tensor([[1.0, 0.0]]), keys, following, [0.85, 0.5])
+    assert got[0, 0].tolist() == [0, 0, 1, 0]  # above 0.85: only the string just above it
+    assert got[1, 0].tolist() == [1, 0, 1, 1]
+
+
 def test_similar_string_counts_name_bad_input():
     with pytest.raises(ValueError, match="share d"):
         similar_string_counts(torch.ones(2, 3), torch.ones(4, 2), torch.ones(4, 5), [0.5])
