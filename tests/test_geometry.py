@@ -13,7 +13,7 @@ from latent_instruments.analogies import analogy_ranks, crossed_analogies, word_
 from latent_instruments.stats import bootstrap
 from reports.checks import Check
 from claims.s2_residual.test_residual_stream import (
-    COSINE_FLOOR, RATE_HIGH, RATE_LOW, block_rate, median_token_growth, min_step_ratio, null_margin,
+    COSINE_FLOOR, RATE_HIGH, RATE_LOW, median_token_growth, min_step_ratio, null_margin,
 )
 from models.tokenization import CharTokenizer
 

@@ -7,7 +7,7 @@ S0.2 — in a trained model, adding learned position embeddings raises low-frequ
 import numpy as np
 import pytest
 
-from claims.s0_spectra.conftest import SPECTRA_NEEDS, estimate, mean_fit
+from claims.s0_spectra.conftest import SPECTRA_NEEDS, mean_fit
 from latent_instruments.stats import Estimate
 from reports.checks import Check
 
@@ -21,7 +21,7 @@ FLAT_SLOPE = 0.1
 @pytest.mark.models("trained", "untrained", "reference", "hf")
 @pytest.mark.needs(*SPECTRA_NEEDS)
 @pytest.mark.spectra("hidden", "shuffled_embed")
-def test_token_embeddings_have_a_flat_spectrum(model_name, spectra, claim, settings):
+def test_token_embeddings_have_a_flat_spectrum(model_name, spectra, claim):
     """S0.1: the fitted power-law exponent of the token-embedding states is within ±0.1 of zero.
 
     The control is the same embeddings with their positions shuffled within each
@@ -90,7 +90,7 @@ def tilt_checks(trained: Estimate, learned: Estimate, hann: Estimate) -> list[Ch
 @pytest.mark.models("trained", "hf", twin=True)
 @pytest.mark.needs(*SPECTRA_NEEDS)
 @pytest.mark.spectra("hidden", "hidden_hann")
-def test_learned_positions_raise_low_frequencies(model_name, spectra, twin_spectra, claim, settings):
+def test_learned_positions_raise_low_frequencies(model_name, spectra, twin_spectra, claim):
     """S0.2: adding position embeddings tilts the spectrum toward low frequencies, in the trained model only.
 
     The tilt is the gain in low-band power (lowest third of the band in log f)

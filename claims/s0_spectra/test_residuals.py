@@ -39,7 +39,7 @@ import numpy as np
 import pytest
 
 from claims.s0_spectra.conftest import (
-    SPECTRA_NEEDS, beyond_null, early_blocks, estimate, loglog_panels, mean_fit,
+    SPECTRA_NEEDS, beyond_null, early_blocks, loglog_panels, mean_fit,
 )
 from latent_instruments.spectra import (
     CLEAN_LAW_QUANTILE, clean_law_scatter, largest_excess, low_band_share, periodograms_averaged, power_law_bend,
@@ -315,7 +315,7 @@ def spikes_over_null(bins, units: np.ndarray, blocks: list[slice]) -> float:
 @pytest.mark.models("trained", "hf")
 @pytest.mark.needs(*SPECTRA_NEEDS)
 @pytest.mark.spectra("attn", "shuffled attn")
-def test_trained_attention_residual_spikes(model_name, spectra, claim, settings):
+def test_trained_attention_residual_spikes(model_name, spectra, claim):
     """S0.8: the early blocks' attention residuals spike more than the middle ones; the last spikes at low frequency."""
     n, e = spectra.n_blocks, early_blocks(spectra.n_blocks)
     if n - e < 2:
@@ -355,7 +355,7 @@ def test_trained_attention_residual_spikes(model_name, spectra, claim, settings)
 @pytest.mark.models("trained", "hf")
 @pytest.mark.needs(*SPECTRA_NEEDS)
 @pytest.mark.spectra("mlp", "shuffled mlp")
-def test_trained_mlp_residual_spike_in_block_one(model_name, spectra, claim, settings):
+def test_trained_mlp_residual_spike_in_block_one(model_name, spectra, claim):
     """S0.9: block 1's MLP residual spikes more than any later block's."""
     if spectra.n_blocks < 2:
         claim.not_informative("one block: no later block to compare with")
@@ -391,7 +391,7 @@ def early_over_late(bins, units: np.ndarray, e: int) -> float:
 @pytest.mark.models("trained", "hf")
 @pytest.mark.needs(*SPECTRA_NEEDS)
 @pytest.mark.spectra("update", "update_hann")
-def test_early_blocks_add_low_frequencies(model_name, spectra, claim, settings):
+def test_early_blocks_add_low_frequencies(model_name, spectra, claim):
     """S0.10: the early blocks' updates put a larger share of their power in the low band than later blocks'."""
     n, e = spectra.n_blocks, early_blocks(spectra.n_blocks)
     if n - e < 1:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from claims.s0_spectra.conftest import SPECTRA_NEEDS, beyond_null, estimate, loglog_panels, mean_fit
+from claims.s0_spectra.conftest import SPECTRA_NEEDS, beyond_null, loglog_panels, mean_fit
 from reports.plots import series
 from reports.checks import Check
 
@@ -111,7 +111,7 @@ def test_power_law_straightens_with_depth(model_name, spectra, claim, settings):
 @pytest.mark.models("trained", "hf")
 @pytest.mark.needs(*SPECTRA_NEEDS)
 @pytest.mark.spectra("hidden", "hidden_hann")
-def test_final_power_law_spans_about_one_decade(model_name, spectra, claim, settings):
+def test_final_power_law_spans_about_one_decade(model_name, spectra, claim):
     """S0.4: the last block's power law falls by about one decade over S0's 3.0 decades of frequency.
 
     The span scales with the band (a power law's span is |exponent| × decades), so

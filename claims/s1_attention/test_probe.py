@@ -18,7 +18,6 @@ import torch
 
 from claims.s1_attention.conftest import per_layer
 from latent_instruments.probes import layer_probe, majority_rate, shuffled_null, time_pooled
-from latent_instruments.stats import bootstrap
 from models.capture import run_with_cache
 from models.corpus import NoPlaysError, corpus_works
 from reports.plots import series

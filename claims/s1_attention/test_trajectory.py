@@ -26,7 +26,6 @@ import pytest
 import torch
 
 from claims.s1_attention.conftest import per_layer
-from latent_instruments.stats import bootstrap
 from reports.plots import series
 from reports.checks import Check
 

@@ -25,7 +25,6 @@ import torch
 from scipy import stats
 
 from latent_instruments.geometry import consecutive_cosines, cross_token_cosine, fit_log_growth, growth_per_layer, mean_norm_by_layer, mismatched_consecutive_cosines, token_norm_ratio
-from latent_instruments.stats import bootstrap
 from reports.plots import series
 from reports.checks import Check
 
@@ -93,7 +92,7 @@ def median_token_growth(ratios: np.ndarray) -> float:
 @pytest.mark.claim("S2.1", version=4, sample="prompts")
 @pytest.mark.models("trained", "hf", twin=True)
 @pytest.mark.needs(*RESIDUAL_NEEDS)
-def test_hidden_state_norm_grows_with_depth(model_name, activations, twin_activations, claim, settings):
+def test_hidden_state_norm_grows_with_depth(model_name, activations, twin_activations, claim):
     """S2.1: the mean hidden-state norm rises at every layer ("it keeps growing"); the rate per block is reported
     beside Mistral-7B's 90× over 32 layers.
 
@@ -104,7 +103,7 @@ def test_hidden_state_norm_grows_with_depth(model_name, activations, twin_activa
     """
     labels, layers = residual_stream(activations)
     _, twin_layers = residual_stream(twin_activations)
-    n_blocks, seed = len(layers) - 1, settings.seed
+    n_blocks = len(layers) - 1
     if n_blocks < 2:
         claim.not_informative("one block: no rate between block outputs to compare with Table 1's")
     norms = mean_norm_by_layer(layers).numpy()  # (batch, L + 1)
@@ -191,7 +190,7 @@ def null_margin(units: np.ndarray, n_blocks: int) -> np.ndarray:
 @pytest.mark.claim("S2.2", version=3, sample="prompts")  # 3: the control's null is the mismatched-token pairing
 @pytest.mark.models("trained", "hf", twin=True)
 @pytest.mark.needs(*RESIDUAL_NEEDS)
-def test_consecutive_layers_point_the_same_way(model_name, activations, twin_activations, claim, settings):
+def test_consecutive_layers_point_the_same_way(model_name, activations, twin_activations, claim):
     """S2.2: after the first block, the cosine between a token's states at consecutive layers stays above 0.88.
 
     The unit is the prompt: its mean over positions (first left out) of cos(h_l[t], h_{l+1}[t])
@@ -200,7 +199,7 @@ def test_consecutive_layers_point_the_same_way(model_name, activations, twin_act
     """
     labels, layers = residual_stream(activations)
     _, twin_layers = residual_stream(twin_activations)
-    n_blocks, seed = len(layers) - 1, settings.seed
+    n_blocks = len(layers) - 1
     if n_blocks < 2:
         claim.not_informative("one block: its only transition is embedding → block 1, which S2 lets stabilise")
     consecutive = consecutive_cosines(layers).numpy()  # (batch, L)

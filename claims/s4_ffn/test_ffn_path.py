@@ -25,7 +25,7 @@ from claims.s4_ffn.conftest import FIRST_POSITION, mean_cosine, mean_norm_ratio
 from latent_instruments.distances import hellinger_distance
 from latent_instruments.errors import require_finite
 from latent_instruments.geometry import excess_over_baseline
-from latent_instruments.stats import bootstrap, per_unit
+from latent_instruments.stats import per_unit
 from reports.plots import series
 from reports.checks import Check
 
@@ -160,10 +160,9 @@ def _excess(units: np.ndarray) -> float:
 @pytest.mark.models("trained", "hf", twin=True, siblings=True)
 @pytest.mark.needs(*NEEDS)
 def test_ffn_only_state_is_shorter_and_aligned(model_name, subject, pool, activations, twin_activations, siblings,
-                                               claim, settings):
+                                               claim):
     """S4.4: input + Σ FFN outputs against the final state: norm ratio < 1, cosine > 0.851, and the
     Hellinger distance of its prediction to the model's under its own seed-sibling floor (where it has siblings)."""
-    seed = settings.seed
     r = path_readings(subject, activations)
     t = path_readings(pool.get(subject.entry.twin), twin_activations, contrasts=False)
     last = r["cos"].shape[1] - 1

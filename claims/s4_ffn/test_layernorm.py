@@ -34,7 +34,7 @@ from hypothesis import given, settings as hypothesis_settings, strategies as st
 from latent_instruments.normalization import (
     gain_unevenness, relative_norm_change, rotate_to_cosine, with_concentrated_gain, with_even_gain, without_bias,
 )
-from latent_instruments.stats import Estimate, bootstrap
+from latent_instruments.stats import Estimate
 from reports.checks import Check
 
 

@@ -22,7 +22,6 @@ import torch
 from claims.s4_ffn.conftest import (
     FIRST_POSITION, SOURCE_ATTN_NORM, SOURCE_COSINE, SOURCE_FFN_NORM, mean_cosine, mean_norm,
 )
-from latent_instruments.stats import bootstrap
 from reports.plots import series
 from reports.checks import Check
 
@@ -77,10 +76,9 @@ def _placebo(units: np.ndarray) -> float:
 @pytest.mark.claim("S4.3", version=2, sample="prompts")  # 2: more prompts while inconclusive (fixtures.rounds)
 @pytest.mark.models("trained", "hf", twin=True)
 @pytest.mark.needs(*NEEDS)
-def test_ffn_outputs_longer_and_aligned_with_attention(model_name, activations, twin_activations, claim, settings):
+def test_ffn_outputs_longer_and_aligned_with_attention(model_name, activations, twin_activations, claim):
     """S4.3: per block, FFN output norm / attention output norm > 1, and cos(attn_out, mlp_out) above the
     cross-token baseline."""
-    seed = settings.seed
     units, twin = block_readings(activations), block_readings(twin_activations)
     n_blocks = units.shape[1]
     ratios = [claim.bootstrap(units, _norm_ratio(b)) for b in range(n_blocks)]

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from claims.s4_ffn.approximation import STRING_LENGTH, TEXT_CHARS, Approximation
-from latent_instruments.stats import Estimate, bootstrap
+from latent_instruments.stats import Estimate
 from reports.plots import series
 from reports.checks import Check
 
@@ -75,10 +75,10 @@ def _procedure(a: Approximation) -> str:
 
 @pytest.mark.claim("S4.6", version=3)  # 3: the n-gram baseline a reading (S4 claims none); 2: held-out prompts
 @pytest.mark.models("siblings")
-def test_similar_strings_approximate_the_prediction(model_name, approximation, claim, settings):
+def test_similar_strings_approximate_the_prediction(model_name, approximation, claim):
     """S4.6: on held-out prompts, H(approximation, model) within one per-prompt SD of the sibling floor; the back-off
     n-gram's distance is a reading beside it (S4 makes no claim against string statistics)."""
-    a, seed = approximation, settings.seed
+    a = approximation
     half = a.eval_half
     held = a.variants["held-out"]
     h = held.distance(a.probs("held-out"))[half]
@@ -145,9 +145,9 @@ def test_similar_strings_approximate_the_prediction(model_name, approximation, c
 
 @pytest.mark.claim("S4.7", version=1)
 @pytest.mark.models("siblings")
-def test_seed_siblings_differ_little(model_name, approximation, claim, settings):
+def test_seed_siblings_differ_little(model_name, approximation, claim):
     """S4.7: each seed sibling's mean H to the model is below S4's approximation distance, and above zero."""
-    a, seed = approximation, settings.seed
+    a = approximation
     v = a.variants["source"]
     checks, rows = [], {}
     for name, probs in zip(a.siblings, v.sibling_probs):
@@ -207,9 +207,9 @@ def gain_checks(gain: Estimate, own: Estimate) -> list[Check]:
 
 @pytest.mark.claim("S4.8", version=4)  # 4: the control guards the pass (3: it is the prompt's own gain; 2: held-out)
 @pytest.mark.models("siblings")
-def test_all_blocks_beat_the_first(model_name, approximation, claim, settings):
+def test_all_blocks_beat_the_first(model_name, approximation, claim):
     """S4.8: on held-out prompts, mean H of the first block's approximation minus the all-blocks one, > 0."""
-    a, seed = approximation, settings.seed
+    a = approximation
     v = a.variants["held-out"]
     half = a.eval_half
     every = v.distance(a.probs("held-out"))[half]

@@ -61,11 +61,10 @@ def token_embeddings(subject, seed: int, every_token: bool = False, block: int |
         tokens = torch.randperm(vocab, generator=torch.Generator().manual_seed(seed))[:DRAWN_TOKENS].sort().values
     model.requires_grad_(False)
 
-    def readout(x):
+    def final_readout(x):
         return head(norm(x.to(head.weight.dtype))).float()
 
-    if block is not None:
-        readout = logits_from_block_input_fn(model, subject.adapter, block)
+    readout = final_readout if block is None else logits_from_block_input_fn(model, subject.adapter, block)
 
     with large_blocks_reused():  # the readout's logits and their gradient at every step: 52 MB on 4,096 tokens
         return learn_token_embeddings(readout, tokens, d_model, RESTARTS, STEPS, LR, seed, head.weight.device), readout
