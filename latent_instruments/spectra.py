@@ -14,6 +14,7 @@ decades), kept apart from the line's slope and span: R² would mix them (a
 straight but shallow law has a low R²).
 """
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -71,6 +72,13 @@ def power_spectral_density(hidden: torch.Tensor, drop_first: int = 1, window: st
     return torch.fft.rfftfreq(x.shape[1], dtype=torch.float64, device=x.device), psd
 
 
+def _as_slice(mask: np.ndarray) -> slice | np.ndarray:
+    """A bool mask over the last axis as a slice where it selects the last entries (an rfft's non-zero
+    frequencies: indexing by it is a view, not a copy), else the mask itself."""
+    first = int(np.argmax(mask))
+    return slice(first, None) if mask[first:].all() and not mask[:first].any() else mask
+
+
 @dataclass(frozen=True)
 class LogBins:
     """Log-spaced frequency bins over the non-zero frequencies of an rfft.
@@ -119,11 +127,38 @@ class LogBins:
         """Samples in the sequence whose rfft the frequencies are (an even length ends at the Nyquist frequency)."""
         return 2 * (self.freqs.size - 1) + (0 if np.isclose(self.freqs[-1], 0.5) else 1)
 
-    @property
+    # What every fit on these bins reuses, computed on first use (a bootstrap fits about a thousand resamples).
+    @functools.cached_property
     def band_decades(self) -> float:
         """Decades of frequency the non-zero bins cover, log10(f_max / f_min) (S0 at 2047 positions: 3.0)."""
         nonzero = self.freqs[self.freqs > 0]
         return float(np.log10(nonzero.max() / nonzero.min()))
+
+    @functools.cached_property
+    def _used(self) -> slice | np.ndarray:
+        """The frequencies some bin averages (:func:`_as_slice`)."""
+        return _as_slice(self.weights.sum(axis=1) > 0)
+
+    @functools.cached_property
+    def nonzero(self) -> tuple[slice | np.ndarray, np.ndarray]:
+        """(index, log10 f) of the non-zero frequencies (index: :func:`_as_slice`)."""
+        index = _as_slice(self.freqs > 0)
+        return index, np.log10(self.freqs[index])
+
+    @functools.cached_property
+    def log_centers(self) -> tuple[np.ndarray, float, np.ndarray, float]:
+        """(x, x̄, x − x̄, Σ(x − x̄)²) of x = log10 of the bin centers: the abscissa of every power-law fit."""
+        x = np.log10(self.centers)
+        dx = x - x.mean()
+        return x, x.mean(), dx, dx @ dx
+
+    @functools.cached_property
+    def bend_basis(self) -> tuple[np.ndarray, float]:
+        """(s, Σs²): the x̄-centred square of x = log10 of the bin centers, orthogonal to 1 and x, that
+        :func:`power_law_bend` projects on."""
+        _, _, dx, dx_squared = self.log_centers
+        square = dx ** 2 - (dx ** 2).mean() - ((dx ** 2) @ dx / dx_squared) * dx
+        return square, square @ square
 
     def log_power(self, psd) -> np.ndarray:
         """Mean log10 power in each bin, (..., n_bins), of a positive psd (..., n_freq).
@@ -135,7 +170,7 @@ class LogBins:
             ValueError: if a power at a non-zero frequency is not positive.
         """
         psd = np.asarray(psd, dtype=np.float64)
-        used = self.weights.sum(axis=1) > 0
+        used = self._used
         if (psd[..., used] <= 0).any():
             raise ValueError("power spectral density must be positive to take its logarithm")
         logs = np.zeros_like(psd)
@@ -176,12 +211,11 @@ def fit_power_law(bins: LogBins, psd) -> PowerLawFit:
     psd = _numpy(psd)
     if not np.isfinite(psd).all():
         raise NonFiniteError(f"power spectral density holds {'NaN' if np.isnan(psd).any() else 'inf'}")
-    x, y = np.log10(bins.centers), bins.log_power(psd)
+    (x, x_mean, dx, dx_squared), y = bins.log_centers, bins.log_power(psd)
     # closed-form least squares: LAPACK's lstsq differs in the last bit from call to call on CPU, which
     # would make a serial and a pytest-xdist run disagree
-    dx = x - x.mean()
-    slope = (y - y.mean(axis=-1, keepdims=True)) @ dx / (dx @ dx)
-    intercept = y.mean(axis=-1) - slope * x.mean()
+    slope = (y - y.mean(axis=-1, keepdims=True)) @ dx / dx_squared
+    intercept = y.mean(axis=-1) - slope * x_mean
     residual = y - (slope[..., None] * x + intercept[..., None])
     return PowerLawFit(slope, intercept, np.sqrt(np.mean(residual ** 2, axis=-1)),
                        np.abs(slope) * bins.band_decades)
@@ -209,10 +243,9 @@ def power_law_bend(bins: LogBins, psd) -> np.ndarray:
     """
     if bins.centers.size < 4:
         raise ValueError(f"a bend needs at least 4 log-spaced bins, got {bins.centers.size}")
-    x, y = np.log10(bins.centers), bins.log_power(_numpy(psd))
-    dx = x - x.mean()
-    square = dx ** 2 - (dx ** 2).mean() - ((dx ** 2) @ dx / (dx @ dx)) * dx  # x̄-centred square, orthogonal to 1, x
-    return (y - y.mean(axis=-1, keepdims=True)) @ square / (square @ square)
+    square, square_squared = bins.bend_basis
+    y = bins.log_power(_numpy(psd))
+    return (y - y.mean(axis=-1, keepdims=True)) @ square / square_squared
 
 
 def largest_excess(bins: LogBins, psd, fit: PowerLawFit, band: np.ndarray | None = None
@@ -229,9 +262,13 @@ def largest_excess(bins: LogBins, psd, fit: PowerLawFit, band: np.ndarray | None
         frequency where it is, in cycles per token.
     """
     psd = _numpy(psd)
-    search = (bins.freqs > 0) & (True if band is None else np.asarray(band, bool))
+    if band is None:
+        search, log_f = bins.nonzero
+    else:
+        search = (bins.freqs > 0) & np.asarray(band, bool)
+        log_f = np.log10(bins.freqs[search])
     f = bins.freqs[search]
-    above = np.log10(psd[..., search]) - (fit.slope[..., None] * np.log10(f) + fit.intercept[..., None])
+    above = np.log10(psd[..., search]) - (fit.slope[..., None] * log_f + fit.intercept[..., None])
     return above.max(axis=-1), f[above.argmax(axis=-1)]
 
 

@@ -166,3 +166,36 @@ def test_a_clean_laws_scatter_falls_with_averaging_and_a_bent_law_exceeds_it():
     assert float(fit_power_law(bins, bent).deviation) > 5 * many  # its bend, not noise
     with pytest.raises(ValueError, match="at least 1 periodogram"):
         clean_law_scatter(bins, -0.5, 0.5, seed=0)
+
+
+def test_the_fits_cached_abscissa_gives_what_the_formulas_give_afresh():
+    """``LogBins`` keeps what every fit reuses (log10 of the centers, the bend's basis, the non-zero frequencies as a
+    slice): a fit, a bend and a spike must equal those computed from the bins' fields afresh, bit for bit, also where
+    the used frequencies are not the last ones (a mask, not a slice)."""
+    from latent_instruments.spectra import _as_slice, power_law_bend
+
+    assert _as_slice(np.array([False, True, True])) == slice(1, None)
+    gap = np.array([False, True, False, True])
+    assert _as_slice(gap) is gap
+    bins = LogBins.of(np.fft.rfftfreq(127))
+    psd = np.exp(np.random.default_rng(0).normal(size=(3, 5, bins.freqs.size)))
+    used = bins.weights.sum(axis=1) > 0
+    logs = np.zeros_like(psd)
+    logs[..., used] = np.log10(psd[..., used])
+    y, x = logs @ bins.weights, np.log10(bins.centers)
+    dx = x - x.mean()
+    slope = (y - y.mean(axis=-1, keepdims=True)) @ dx / (dx @ dx)
+    fit = fit_power_law(bins, psd)
+    assert np.array_equal(fit.slope, slope) and np.array_equal(fit.intercept, y.mean(axis=-1) - slope * x.mean())
+    square = dx ** 2 - (dx ** 2).mean() - ((dx ** 2) @ dx / (dx @ dx)) * dx
+    assert np.array_equal(power_law_bend(bins, psd), (y - y.mean(axis=-1, keepdims=True)) @ square / (square @ square))
+    f = bins.freqs[bins.freqs > 0]
+    above = np.log10(psd[..., bins.freqs > 0]) - (fit.slope[..., None] * np.log10(f) + fit.intercept[..., None])
+    assert np.array_equal(largest_excess(bins, psd, fit)[0], above.max(axis=-1))
+    masked = LogBins(bins.freqs, np.where(np.arange(bins.freqs.size)[:, None] == 2, 0.0, bins.weights), bins.centers,
+                     bins.low, bins.high)  # frequency 2 in no bin: the used ones are a mask
+    assert isinstance(masked._used, np.ndarray)
+    kept = masked.weights.sum(axis=1) > 0
+    logs = np.zeros_like(psd)
+    logs[..., kept] = np.log10(psd[..., kept])
+    assert np.array_equal(masked.log_power(psd), logs @ masked.weights)
