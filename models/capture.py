@@ -217,6 +217,17 @@ def _takes_logits_to_keep(model: nn.Module) -> bool:
     return "logits_to_keep" in inspect.signature(model.forward).parameters
 
 
+def forward_kwargs(model: nn.Module, wanted: set[str]) -> dict:
+    """The keyword arguments of a forward pass that captures ``wanted`` (concrete names, :func:`select`):
+    ``output_attentions`` where attention patterns are wanted, and ``logits_to_keep=1`` where the logits are not
+    (the head's matmul over the vocabulary, e.g. 32 × 128 × 50,257 logits for GPT-2, is then skipped). A bare
+    forward pass timed against the capture passes the same (``fixtures.pool.ModelPool.capture``)."""
+    kwargs = {"output_attentions": True} if any(n.endswith("attn.hook_pattern") for n in wanted) else {}
+    if LOGITS not in wanted and _takes_logits_to_keep(model):
+        kwargs["logits_to_keep"] = 1
+    return kwargs
+
+
 def _forward(model: nn.Module, adapter: Adapter, input_ids: torch.Tensor, wanted: set[str], offload: bool) -> dict:
     """One forward pass of one (micro-)batch: the wanted activations, derived ones included, and logits."""
     n_blocks = len(adapter.block_list(model))
@@ -225,13 +236,9 @@ def _forward(model: nn.Module, adapter: Adapter, input_ids: torch.Tensor, wanted
         if f"blocks.{i}.hook_resid_mid" in wanted:
             hooked |= {f"blocks.{i}.hook_resid_pre", f"blocks.{i}.hook_attn_out"}
     store: dict[str, torch.Tensor] = {}
-    patterns = any(n.endswith("attn.hook_pattern") for n in wanted)
-    kwargs = {"output_attentions": True} if patterns else {}
-    if LOGITS not in wanted and _takes_logits_to_keep(model):
-        kwargs["logits_to_keep"] = 1  # the head's matmul over the vocabulary is skipped where no claim needs it
     on_modules: list[str] = []
     with torch.no_grad(), _hooks(model, adapter, hooked, store, offload, on_modules):
-        out = model(input_ids=input_ids, use_cache=False, **kwargs)
+        out = model(input_ids=input_ids, use_cache=False, **forward_kwargs(model, wanted))
     missing = [name for name in on_modules if name not in store]
     if missing:
         raise RuntimeError(f"the modules the {adapter.model_type!r} adapter names for {', '.join(missing)} did not "

@@ -213,6 +213,30 @@ def test_a_model_whose_adapter_does_not_fit_is_caught_before_any_claim(tmp_path)
     assert pool.identity["m"]["passed"] is False
 
 
+def test_the_bare_forward_timed_against_the_capture_computes_the_logits_only_where_the_capture_does(tmp_path):
+    """``forward_seconds`` is the capture's pass without its hooks: a bare pass that computed every position's
+    logits (GPT-2's 50,257 per token) where the capture skips them would time the head, not the capturing."""
+    from fixtures.pool import ModelPool
+    from fixtures.settings import Settings
+    from models.capture import LOGITS, forward_kwargs
+    from models.corpus import Corpus
+    from models.loading import LoadedModel
+    from models.zoo import ZooEntry
+
+    model = tiny_model("gpt2")
+    assert forward_kwargs(model, {"blocks.0.hook_resid_post"}) == {"logits_to_keep": 1}
+    assert forward_kwargs(model, {"blocks.0.hook_resid_post", LOGITS}) == {}
+    assert forward_kwargs(model, {"blocks.0.attn.hook_pattern", LOGITS}) == {"output_attentions": True}
+    seen = []
+    model.register_forward_pre_hook(lambda _m, _a, kwargs: seen.append(kwargs.get("logits_to_keep", 0)),
+                                    with_kwargs=True)
+    subject = LoadedModel(ZooEntry("m", "hf"), model, adapter_for(model), None, "folder")
+    pool = ModelPool(Settings("tiny", (), "cpu", torch.float32, 0, None, tmp_path, None), Corpus("toy", "x", "0" * 64))
+    pool._bare_forward_seconds(subject, IDS, ["blocks.*.hook_resid_post"])
+    pool._bare_forward_seconds(subject, IDS, ["blocks.*.hook_resid_post", LOGITS])
+    assert seen == [1, 1, 0, 0]  # warm-up and timed pass: the last position's logits, then every position's
+
+
 FALCON_LAYOUTS = {  # Falcon's three fused query_key_value layouts
     "multi-query (Falcon-7B)": dict(new_decoder_architecture=False, multi_query=True, num_attention_heads=2),
     "multi-head": dict(new_decoder_architecture=False, multi_query=False, num_attention_heads=2),
