@@ -83,7 +83,7 @@ class RunDocument:
         """One record as results.json holds it (see :meth:`to_json`)."""
         build = ledger_build(record, self.models or {})
         return {**record.to_json(), "ledger_build": build,
-                "ledger_quotes_disagree": ledger_quotes_disagree(record, build)}
+                "ledger_quotes_disagree": ledger_quotes_disagree(record, self.models or {})}
 
     @classmethod
     def from_json(cls, doc: dict) -> "RunDocument":

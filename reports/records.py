@@ -3,6 +3,7 @@ the ledger's build and quotes, the agreement between builds. What a claim test r
 """
 
 import re
+from dataclasses import replace
 from decimal import Decimal, InvalidOperation
 
 from reports.checks import FAILS, FAILS_AS_EXPECTED, HOLDS, HOLDS_UNEXPECTEDLY, OUTCOMES, ClaimRecord
@@ -97,32 +98,69 @@ def _agrees(quoted: str, value: float) -> bool:
     return abs(float(printed) - value) <= max(half_digit, 0.01 * abs(float(printed)))
 
 
-def ledger_quotes_disagree(record: ClaimRecord, build: str | None) -> list[str]:
-    """Where an expected failure's why quotes a check of this record ("NAME = v [low, high]") with other numbers
-    than the record's: the why was written for other weights, another model or another procedure.
+def machine_of(facts: dict | None) -> str:
+    """The machine a model ran on, as results.json's ``models[NAME].build`` names it (its CPU, else its GPU, else
+    its device), or "" where the facts do not say."""
+    build = (facts or {}).get("build") or {}
+    return build.get("cpu") or build.get("gpu") or build.get("device") or ""
 
-    Only records whose ledger entry was measured on the weights this run tested (``ledger_build`` "same build")
-    are compared; a quote of a check the record does not have is not a disagreement.
+
+def ledger_machine(why: str) -> str:
+    """The machine a ledger why says it was measured on: the "(MACHINE, torch V)" of its generated part
+    ("Measured on weights <sha> (<machine>, torch <v>)", ``reports.ledger_text.measured_sentence``), or ""."""
+    match = re.search(r"Measured on weights \S+ \((.+?), torch [^)]*\)", why or "")
+    return match.group(1) if match else ""
+
+
+def ledger_quotes_disagree(record: ClaimRecord, models: dict) -> list[str]:
+    """Where an expected failure's why quotes a check of this record ("NAME = v [low, high]") that this run's
+    measurement contradicts: the why was written for other weights, another model or another procedure.
+
+    Only records whose ledger entry was measured on the weights this run tested (:func:`ledger_build` "same
+    build") are compared, and a quote of a check the record does not have is not a disagreement. A quote
+    disagrees where its interval decides the check otherwise than this run's (passed, failed or inconclusive
+    against the check's own threshold): the decision changed, on any machine. Where the decision is the same, the
+    numbers must agree (to the printed digits) only on the machine the why names (:func:`ledger_machine`): the
+    same weights give other last digits on another CPU's kernels (S3's descents end a little differently on AVX2
+    than on AVX-512), which is no reason to measure the ledger again.
 
     Args:
         record: a record.
-        build: its :func:`ledger_build`.
+        models: the run's ``models`` (name -> facts with ``weights_sha256`` and ``build``).
     Returns:
-        one line per disagreeing quote: 'NAME: the ledger quotes v [low, high], this run measured v' [low', high']'.
+        one line per disagreeing quote: 'NAME: the ledger quotes v [low, high] (failed), this run measured
+        v' [low', high'] (inconclusive)' where the decision changed, or '... this run measured v' [low', high'] on
+        the machine the ledger names (MACHINE)' where only the numbers did.
     """
-    if build != "same build":
+    if ledger_build(record, models) != "same build":
         return []
     why = record.expected_reason or ""
+    machine = machine_of(models.get(record.model))
+    same_machine = bool(machine) and ledger_machine(why) == machine
     out = []
     for check in record.checks:
         match = re.search(re.escape(check.name) + r" = (\S+) \[(\S+), (\S+?)\]", why)
         if match is None:
             continue
+        quoted = _numbers(match.groups())
         measured = (check.value, check.ci_low, check.ci_high)
-        if not all(_agrees(q, v) for q, v in zip(match.groups(), measured)):
-            out.append(f"{check.name}: the ledger quotes {match.group(1)} [{match.group(2)}, {match.group(3)}], "
-                       f"this run measured {measured[0]:.4g} [{measured[1]:.4g}, {measured[2]:.4g}]")
+        was = replace(check, value=quoted[0], ci_low=quoted[1], ci_high=quoted[2]).status if quoted else None
+        said = (f"{check.name}: the ledger quotes {match.group(1)} [{match.group(2)}, {match.group(3)}]"
+                + (f" ({was})" if was and was != check.status else ""))
+        now = f"{measured[0]:.4g} [{measured[1]:.4g}, {measured[2]:.4g}]"
+        if was is None or was != check.status:
+            out.append(f"{said}, this run measured {now} ({check.status})")
+        elif same_machine and not all(_agrees(q, v) for q, v in zip(match.groups(), measured)):
+            out.append(f"{said}, this run measured {now} on the machine the ledger names ({machine})")
     return out
+
+
+def _numbers(quoted: tuple[str, ...]) -> tuple[float, ...] | None:
+    """The ledger's printed numbers as floats, or None where one is not a number."""
+    try:
+        return tuple(float(Decimal(q)) for q in quoted)
+    except InvalidOperation:
+        return None
 
 
 def builds_agree(records: list[ClaimRecord], siblings: dict[str, str]) -> list[dict]:

@@ -18,7 +18,7 @@ from joblib import Parallel, delayed
 from reports import plots, shipped_verdicts
 from reports.checks import ClaimRecord
 from reports.document import RunDocument
-from reports.records import count_outcomes, ledger_build, ledger_quotes_disagree
+from reports.records import count_outcomes, ledger_quotes_disagree
 from reports.tables import (BUILDS_NOTE, IMPLEMENTATION_NOTE, builds_rows, claims_of, column_groups, coverage,
                             detail_tables, is_implementation, label, matrix, model_rows, num, subject_rows,
                             summary_rows, thresholds, time_rows)
@@ -52,11 +52,11 @@ def header_lines(doc: RunDocument) -> list[str]:
         "replay: " + doc.replay,
     ]
     stale = [f"{r.claim} on {label(r)}" for r in doc.records
-             if ledger_quotes_disagree(r, ledger_build(r, doc.models or {}))]
+             if ledger_quotes_disagree(r, doc.models or {})]
     if stale:
-        lines.append(f"LEDGER OUT OF DATE: the why of {len(stale)} ledger entries quotes numbers this run did not "
-                     f"measure on the same weights ({', '.join(stale)}): measure them again and rewrite the why "
-                     "(claims/expected_verdicts.toml)")
+        lines.append(f"LEDGER OUT OF DATE: the why of {len(stale)} ledger entries quotes a decision this run did not "
+                     f"reach on the same weights, or other numbers on the machine it names ({', '.join(stale)}): "
+                     "measure them again and rewrite the why (claims/expected_verdicts.toml)")
     redrawn = {name: m["prompt_windows_redrawn"] for name, m in (doc.models or {}).items()
                if m.get("prompt_windows_redrawn")}
     if redrawn:

@@ -216,7 +216,7 @@ def subject_rows(records: list[ClaimRecord], models: dict) -> tuple[list[str], l
         build = ledger_build(r, models)
         if build == "another build":
             note = f"{note} (ledger measured on another build)".strip()
-        stale = ledger_quotes_disagree(r, build)
+        stale = ledger_quotes_disagree(r, models)
         if stale:
             note = f"{note} (the ledger's why does not match this run: {'; '.join(stale)})".strip()
         if len(r.looks) > 1:

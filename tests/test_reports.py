@@ -311,25 +311,53 @@ def test_a_catalogue_entry_of_an_unknown_kind_is_refused_with_its_id(tmp_path):
 
 
 def test_a_ledger_why_that_quotes_other_numbers_than_the_run_is_named_in_the_report(tmp_path):
-    """A why copied from another model ('= 0.116 [-0.033, 0.198]') must not stand beside this run's numbers."""
+    """A why copied from another model ('= 0.116 [-0.033, 0.198]', inconclusive where the run's check fails) must
+    not stand beside this run's numbers; on the machine the why names, other numbers are named even where the
+    decision is the same."""
     from reports.records import ledger_quotes_disagree
+    intel = "Intel(R) Xeon(R) Processor (AVX512)"
+    models = {"tiny-w128": {"weights_sha256": "abc", "build": {"cpu": intel}}}
     rec = record(-0.2, outcome="fails as expected")  # straightening = -0.2 [-0.21, -0.19]
     rec = replace(rec, expected="fails", ledger_weights_sha256="abc",
-                  expected_reason="measured: straightening = -0.2 [-0.21, -0.19] decades (needs > 0)")
-    assert ledger_quotes_disagree(rec, "same build") == []
-    rec.expected_reason = "measured: straightening = 0.116 [-0.033, 0.198] decades (needs > 0)"
-    assert ledger_quotes_disagree(rec, "same build") == [
-        "straightening: the ledger quotes 0.116 [-0.033, 0.198], this run measured -0.2 [-0.21, -0.19]"]
-    assert ledger_quotes_disagree(rec, "another build") == []  # other weights: other numbers
+                  expected_reason=f"Measured on weights abc ({intel}, torch 2.13.0+cpu): "
+                                  "straightening = -0.2 [-0.21, -0.19] decades (needs > 0)")
+    assert ledger_quotes_disagree(rec, models) == []
+    rec.expected_reason = rec.expected_reason.replace("-0.2 [-0.21, -0.19]", "0.116 [-0.033, 0.198]")
+    assert ledger_quotes_disagree(rec, models) == [
+        "straightening: the ledger quotes 0.116 [-0.033, 0.198] (inconclusive), this run measured -0.2 [-0.21, -0.19] "
+        "(failed)"]
+    assert ledger_quotes_disagree(rec, {"tiny-w128": {"weights_sha256": "other"}}) == []  # other weights
+    rec.expected_reason = rec.expected_reason.replace("0.116 [-0.033, 0.198]", "-0.25 [-0.3, -0.2]")
+    assert ledger_quotes_disagree(rec, models) == [
+        "straightening: the ledger quotes -0.25 [-0.3, -0.2], this run measured -0.2 [-0.21, -0.19] on the machine "
+        f"the ledger names ({intel})"]
     rec.model = "tiny-w96"
-    doc = writer.results(settings_for(tmp_path), [rec], {"tiny-w96": {"weights_sha256": "abc"}}, 0, 1.0,
-                         catalogue_json())
+    doc = writer.results(settings_for(tmp_path), [rec], {"tiny-w96": {"weights_sha256": "abc", "build": {"cpu": intel}}},
+                         0, 1.0, catalogue_json())
     assert doc.to_json()["records"][0]["ledger_quotes_disagree"]
     doc.run_id = "x"
-    assert "LEDGER OUT OF DATE: the why of 1 ledger entries quotes numbers this run did not measure on the same " \
-           "weights (S0.3 on tiny-w96)" in "\n".join(render.header_lines(doc))
+    assert "LEDGER OUT OF DATE: the why of 1 ledger entries quotes a decision this run did not reach on the same " \
+           "weights, or other numbers on the machine it names (S0.3 on tiny-w96)" in "\n".join(render.header_lines(doc))
     note = tables.subject_rows(doc.records, doc.models)[1][0][-1]
-    assert "the ledger's why does not match this run: straightening: the ledger quotes 0.116" in note
+    assert "the ledger's why does not match this run: straightening: the ledger quotes -0.25" in note
+
+
+def test_a_ledger_why_from_another_machine_is_stale_only_where_the_decision_changed():
+    """Issue 56, item 7: S3's descents end a little differently on an AVX2 CPU than on the AVX-512 one that wrote
+    the ledger (S3.14 on tiny-w192: 0.867 against 1.0). Other numbers on another machine with the same decision are
+    no warning; an interval that crosses the threshold is, on any machine."""
+    from reports.records import ledger_quotes_disagree
+    amd = {"tiny-w128": {"weights_sha256": "abc", "build": {"cpu": "AMD EPYC 7B13 (AVX2)"}}}
+    rec = replace(record(-0.2, outcome="fails as expected"), expected="fails", ledger_weights_sha256="abc",
+                  expected_reason="Measured on weights abc (Intel(R) Xeon(R) Processor (AVX512), torch 2.13.0+cpu): "
+                                  "straightening = -0.25 [-0.3, -0.2] decades (needs > 0)")
+    assert ledger_quotes_disagree(rec, amd) == []  # the same decision (failed) on another machine
+    rec.expected_reason = rec.expected_reason.replace("-0.25 [-0.3, -0.2]", "-0.05 [-0.1, 0.02]")
+    assert ledger_quotes_disagree(rec, amd) == [  # the quoted interval contains 0: the decision changed
+        "straightening: the ledger quotes -0.05 [-0.1, 0.02] (inconclusive), this run measured -0.2 [-0.21, -0.19] "
+        "(failed)"]
+    rec.expected_reason = "straightening = -0.25 [-0.3, -0.2] decades"  # a hand-written why names no machine
+    assert ledger_quotes_disagree(rec, amd) == []
 
 
 def test_a_control_that_guards_a_pass_decides_only_where_the_claim_passed():
