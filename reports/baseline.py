@@ -55,11 +55,11 @@ def _outcome(record: ClaimRecord) -> str:
 
 
 def _statuses(record: ClaimRecord) -> dict[str, str]:
-    """Every check's status by name, the controls' marked "(control)": what was measured, whatever the ledger. A
+    """Every check's status by name, the controls' marked "(control)" and the readings' "(reading)": what was measured, whatever the ledger. A
     baseline's checks are read by this version (``ClaimRecord.from_json``), so their statuses follow today's rules:
     before schema 6 a control whose interval straddled was stored as "failed", before schema 8 a bootstrap from
     fewer than 16 units or of zero width decided; neither is a change of measurement."""
-    return {c.name + (" (control)" if c.role == "control" else ""): c.status for c in record.checks}
+    return {c.name + (f" ({c.role})" if c.role != "claim" else ""): c.status for c in record.checks}
 
 
 def read_baseline(path: Path) -> RunDocument:

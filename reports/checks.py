@@ -18,6 +18,7 @@ INCONCLUSIVE = "inconclusive"
 OUTCOMES = (HOLDS, FAILS, FAILS_AS_EXPECTED, INCONCLUSIVE, HOLDS_UNEXPECTEDLY, CONTROL_FAILED, NOT_INFORMATIVE, ERROR)
 RED = frozenset({FAILS, HOLDS_UNEXPECTEDLY, CONTROL_FAILED, ERROR})  # INCONCLUSIVE too with --inconclusive=fail
 PASSED, FAILED = "passed", "failed"  # a check's status, with INCONCLUSIVE
+ROLES = ("claim", "control", "reading")  # a reading decides nothing: ``Check.role``
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,10 @@ class Check:
         comparison: ">" (holds when ci_low > threshold) or "<" (ci_high < threshold).
         threshold: the bound the statistic must clear.
         derivation: where the threshold comes from: the source's figure and the margin taken.
-        role: "claim" for the claim itself, "control" for a check that a vacuous pass would fail.
+        role: "claim" for the claim itself, "control" for a check that a vacuous pass would fail, "reading" for a
+            stricter reading of the source's words kept beside the verdict: measured, shown and compared like a
+            check, but it decides nothing (a claim check whose statistic reproduces the source's numbers on the
+            source's own subject must give the source's verdict; a reading that would not is kept as a reading).
         n: the sample the interval was estimated from (prompts, sequences, seeds: the bootstrap units); None
             where not given.
         confidence: the interval's level (0.95; 1 − 0.05/K at each look of a sequential test with K looks; 1.0
@@ -122,13 +126,13 @@ class Check:
         """A check from a bootstrap :class:`Estimate`.
 
         Raises:
-            ValueError: for a comparison other than ">" or "<", a role other than "claim" or "control", or
-                ``guards_pass`` on a claim check.
+            ValueError: for a comparison other than ">" or "<", a role other than "claim", "control" or "reading",
+                or ``guards_pass`` on a check that is not a control.
         """
         if comparison not in (">", "<"):
             raise ValueError(f"comparison must be '>' or '<', got {comparison!r}")
-        if role not in ("claim", "control"):
-            raise ValueError(f"role must be 'claim' or 'control', got {role!r}")
+        if role not in ROLES:
+            raise ValueError(f"role must be 'claim', 'control' or 'reading', got {role!r}")
         if guards_pass and role != "control":
             raise ValueError("guards_pass is for a control")
         return cls(name, estimate.value, estimate.low, estimate.high, unit, comparison, threshold, derivation, role,
@@ -189,6 +193,9 @@ class ClaimRecord:
             seed-sibling floor on a model given no siblings); shown beside the verdict, never silent.
         interrupted: a sequential test interrupted (Ctrl-C, SIGTERM) during a later look before it measured
             anything: the record is the last finished look's (``fixtures.rounds``).
+        beside_source: {quantity: {"source": the source's number on its own subject, "measured": this record's}}
+            for the catalogue's ``source_numbers`` of the claim that the test measures (the report's "source vs
+            measured" table); empty where it measures none.
     """
 
     claim: str
@@ -211,6 +218,7 @@ class ClaimRecord:
     not_informative_checks: dict = field(default_factory=dict)
     function: str = ""
     interrupted: bool = False
+    beside_source: dict = field(default_factory=dict)
 
     def _with_status(self, role: str, status: str) -> list[Check]:
         """The checks of ``role`` with ``status``; a control that guards a pass (``Check.guards_pass``) counts
@@ -228,6 +236,11 @@ class ClaimRecord:
         """The checks of ``role`` whose interval contains their threshold ("control": the controls left undecided,
         which leave the whole record inconclusive)."""
         return self._with_status(role, INCONCLUSIVE)
+
+    def readings(self, status: str | None = None) -> list[Check]:
+        """The record's readings (role "reading": stricter readings of the source kept beside the verdict, which
+        decide nothing), those of ``status`` only where given."""
+        return [c for c in self.checks if c.role == "reading" and status in (None, c.status)]
 
     @property
     def headline(self) -> Check | None:
@@ -255,10 +268,12 @@ class ClaimRecord:
         return cls(**values)
 
     def to_json(self) -> dict:
-        """The record as results.json stores it (see reports/SCHEMA.md); ``interrupted`` only where true."""
+        """The record as results.json stores it (see reports/SCHEMA.md); ``interrupted`` and ``beside_source`` only
+        where set."""
         out = asdict(self)
-        if not self.interrupted:
-            del out["interrupted"]
+        for key in ("interrupted", "beside_source"):  # only where set: records without them read as before
+            if not out[key]:
+                del out[key]
         for check, raw in zip(self.checks, out["checks"]):
             raw["margin"] = check.margin
             raw["passed"] = check.passed

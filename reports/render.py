@@ -19,6 +19,7 @@ from reports import plots, shipped_verdicts
 from reports.checks import ClaimRecord
 from reports.document import RunDocument
 from reports.records import count_outcomes, ledger_quotes_disagree
+from reports.source_numbers import NOTE as SOURCE_NOTE, source_rows
 from reports.tables import (BUILDS_NOTE, IMPLEMENTATION_NOTE, builds_rows, claims_of, column_groups, coverage,
                             detail_tables, is_implementation, label, matrix, model_rows, num, subject_rows,
                             summary_rows, thresholds, time_rows)
@@ -130,6 +131,9 @@ def markdown(doc: RunDocument) -> str:
         if is_implementation(doc, claim_id):
             out += [f"*{IMPLEMENTATION_NOTE}*", ""]
         out += [f"- {role} check *{name}*: {derivation}" for role, name, derivation in thresholds(records)] + [""]
+        beside = source_rows(entry, records)
+        if beside:
+            out += [f"**Source vs measured** ({SOURCE_NOTE})", "", md_table(*beside), ""]
         out += [md_table(*subject_rows(records, doc.models or {})), ""]
         for procedure in dict.fromkeys(r.procedure for r in records if r.procedure):
             out += [f"Procedure: {procedure}", ""]
@@ -263,6 +267,10 @@ def to_html(doc: RunDocument, drawn: dict[str, bytes | str] | None = None) -> st
                   "<ul>" + "".join(f"<li>{esc(role)} check <i>{esc(name)}</i>: {esc(d)}</li>"
                                    for role, name, d in thresholds(records)) + "</ul>",
                   f"<div class='wide'>{html_table(*subject_rows(records, doc.models or {}))}</div>"]
+        beside = source_rows(entry, records)
+        if beside:
+            parts.append(f"<p><b>Source vs measured</b> <span class='meta'>({esc(SOURCE_NOTE)})</span></p>"
+                         f"<div class='wide'>{html_table(*beside, colour=False)}</div>")
         parts += [f"<p>Procedure: {esc(p)}</p>" for p in dict.fromkeys(r.procedure for r in records if r.procedure)]
         shown = [_figure(figure_name(index[id(r)], r), drawn.get(figure_name(index[id(r)], r)), claim_id, r)
                  for r in records if r.plot and drawn]

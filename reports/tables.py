@@ -9,7 +9,7 @@ lines are ``reports.render``'s.
 import math
 import re
 
-from reports.checks import FAILS, FAILS_AS_EXPECTED, HOLDS, INCONCLUSIVE, RED, Check, ClaimRecord
+from reports.checks import FAILED, FAILS, FAILS_AS_EXPECTED, HOLDS, INCONCLUSIVE, RED, Check, ClaimRecord
 from reports.document import RunDocument
 from reports.records import count_outcomes, ledger_build, ledger_quotes_disagree, test_name, variant
 
@@ -91,7 +91,15 @@ def cell(record: ClaimRecord) -> str:
     word = record.outcome.upper() if record.outcome in RED else record.outcome
     missing = record.not_informative_checks or {}
     unmeasured = f" (not informative: {'; '.join(missing)})" if missing else ""
-    return f"{word}{value}{unmeasured}{suffix}"
+    return f"{word}{value}{unmeasured}{_readings(record)}{suffix}"
+
+
+def _readings(record: ClaimRecord) -> str:
+    """" (reading fails: NAME; reading inconclusive: NAME)": the readings beside the verdict that do not pass
+    (``ClaimRecord.readings``), or ""."""
+    said = [f"reading {status}: {'; '.join(c.name for c in record.readings(status))}"
+            for status in (FAILED, INCONCLUSIVE) if record.readings(status)]
+    return f" ({'; '.join(said)})" if said else ""
 
 
 SUBJECT_GROUPS = (("trained zoo", ("trained",)), ("untrained twins", ("untrained",)),

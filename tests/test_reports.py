@@ -360,6 +360,20 @@ def test_a_ledger_why_from_another_machine_is_stale_only_where_the_decision_chan
     assert ledger_quotes_disagree(rec, amd) == []
 
 
+def test_a_reading_decides_nothing_and_is_named_beside_the_verdict():
+    """Issue 56: a stricter reading of the source (role "reading") is measured and shown, but a record whose claim
+    checks pass holds whatever its readings say; a role outside claim, control and reading is refused."""
+    claim_check = Check("cos", 0.09, 0.05, 0.12, "cosine", ">", 0.0, "S4's words")
+    reading = Check("cos minus baseline", -0.002, -0.004, -0.0001, "cosine", ">", 0.0, "stricter", role="reading")
+    rec = ClaimRecord("S4.3", 3, "m", "t[m]", {}, [claim_check, reading], outcome="holds")
+    assert rec.failed("claim") == [] and rec.failed("control") == [] and rec.inconclusive("control") == []
+    assert rec.readings("failed") == [reading] and rec.headline is claim_check
+    assert tables.cell(rec).startswith("holds 0.09") and "(reading failed: cos minus baseline)" in tables.cell(rec)
+    assert ClaimRecord.from_json(rec.to_json()).readings() == [reading]
+    with pytest.raises(ValueError, match="'claim', 'control' or 'reading'"):
+        Check.of("x", Estimate(1.0, 0.9, 1.1, 0.95, 16), "u", ">", 0.0, "d", role="stricter")
+
+
 def test_a_control_that_guards_a_pass_decides_only_where_the_claim_passed():
     """A claim statistic against a null fails whenever the claim does: it may turn a pass into 'control failed',
     never a fail."""

@@ -45,6 +45,29 @@ def test_the_placebo_passes_where_ffn_outputs_are_the_tokens_own():
     assert _placebo_check(_capture(attn, mlp)).status == "passed"
 
 
+def _cosine_check(captured: Captured, block: int = 0) -> Check:
+    from claims.s4_ffn.test_outputs import _cosine
+
+    return Check.of("cos", bootstrap(block_readings(captured), _cosine(block), seed=0), "cosine", ">", 0.0, "S4.3")
+
+
+def test_s4_3s_cosine_check_fails_where_attention_and_ffn_outputs_point_apart_and_passes_at_s4s_weakest_cosine():
+    """S4.3 version 3: the claim check is a positive mean cosine, calibrated on S4's notebook (0.04 in its weakest
+    blocks is S4's 'roughly the same direction'). FFN outputs turned against the attention outputs fail it; FFN
+    outputs at a mean cosine of about 0.04 with them pass it, as S4's own model does."""
+    from claims.s4_ffn.conftest import SOURCE_COSINE
+
+    g = torch.Generator().manual_seed(0)
+    attn = [torch.randn(32, 64, 256, generator=g)]
+    against = [-attn[0] + 0.5 * torch.randn(32, 64, 256, generator=g)]
+    assert _cosine_check(_capture(attn, against)).status == "failed"
+    weakest = min(SOURCE_COSINE)  # noise of norm n around a: cos ≈ 1 / sqrt(1 + n²)
+    noise = torch.randn(32, 64, 256, generator=g)
+    mlp = [attn[0] + noise * float(np.sqrt(1 / weakest**2 - 1))]
+    check = _cosine_check(_capture(attn, mlp))
+    assert check.status == "passed" and abs(check.value - weakest) < 0.01
+
+
 # --- S4.5: the direction control and the implementation check ------------------------------------------------
 
 

@@ -1,0 +1,37 @@
+"""The report's "source vs measured" table: the numbers a source reports on its own subject beside this run's.
+
+The numbers are the catalogue's (``claims/catalogue.toml``, ``source_numbers`` of each claim, carried into
+results.json's ``catalogue``); a claim test that measures the same quantity keeps its value beside the source's
+(``ClaimRecord.beside_source``, by the number's ``quantity``). A number no record of the run measured is shown with
+"—" under each model: the reader sees what the source reported, and that this run has nothing to set beside it.
+"""
+
+from reports.checks import ClaimRecord
+from reports.tables import label, num
+
+NOTE = ("the numbers the source reports on its own subject (claims/catalogue.toml), and this run's value of the same "
+        "quantity on each subject that measures it; a replica or a scaled form is no source's subject, so a "
+        "difference there names where the models differ, not a verdict")
+
+
+def source_rows(entry: dict, records: list[ClaimRecord]) -> tuple[list[str], list[list[str]]] | None:
+    """The table of one claim: a row per source number, a column per subject that measured one.
+
+    Args:
+        entry: the claim's entry of results.json's ``catalogue`` (``fixtures.catalogue.catalogue_json``).
+        records: the run's records of the claim.
+    Returns:
+        (header, rows): "quantity", "source", "where (the source's subject)", then one column per record with a
+        ``beside_source``; None where the source gives no number for the claim.
+    """
+    numbers = entry.get("source_numbers") or []
+    if not numbers:
+        return None
+    measured = [r for r in records if r.beside_source]
+    header = ["quantity", "source", "where (the source's subject)"] + [label(r) for r in measured]
+    rows = []
+    for n in numbers:
+        q = n["quantity"]
+        rows.append([q, f"{num(n['value'], '.6g')} {n['unit']}".strip(), f"{n['where']} ({n['subject']})"]
+                    + [num(r.beside_source[q]["measured"], ".4g") if q in r.beside_source else "—" for r in measured])
+    return header, rows
