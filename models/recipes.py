@@ -25,7 +25,7 @@ class Recipe:
     n_embd: int  # residual stream width d_model (S4: 384); FFN is 4x this, ReLU
     n_head: int  # attention heads (S4: 6)
     context: int  # learned absolute positions = training window (S4: 256)
-    dropout: float  # on embeddings, attention and residual branches (S4: 0.2)
+    dropout: float  # on attention weights and residual branches (S4: 0.2), and on embeddings unless embd_dropout
     steps: int  # optimizer steps (S4: 4500)
     lr: float  # AdamW learning rate (S4: 3e-4)
     lr_drop_step: int  # step at which lr becomes lr_final (S4: 3500)
@@ -35,16 +35,19 @@ class Recipe:
     eval_every: int  # steps between validation-loss evaluations (loss curve resolution)
     tokenizer: str = "char"  # "char" (S4: one token per character) or "bpe" (the corpus' 4096-token byte-level BPE)
     architecture: str = "gpt2"  # "gpt2" (S4's), or "masked_mixer" (models.mixer: attention -> causal convolution)
+    embd_dropout: float | None = None  # on the token + position embeddings; None: as ``dropout`` (S4: none, 0.0)
 
     def key(self, corpus_sha256: str, tokenizer_json: str) -> str:
         """Cache key: 16 hex digits of sha256 over trainer version, recipe, corpus and tokenizer.
 
         The tokenizer enters through its JSON (which fixes its kind too), so the ``tokenizer`` field is left out
         of the recipe's part: char-level checkpoints keep the keys they had before the field existed. The
-        architecture enters only where it is not GPT-2, for the same reason.
+        architecture enters only where it is not GPT-2, and the embedding dropout only where it is set, for the
+        same reason.
         """
         fields = {k: v for k, v in asdict(self).items()
-                  if k != "tokenizer" and not (k == "architecture" and v == "gpt2")}
+                  if k != "tokenizer" and not (k == "architecture" and v == "gpt2")
+                  and not (k == "embd_dropout" and v is None)}
         blob = json.dumps([TRAINER_VERSION, fields, corpus_sha256, tokenizer_json], sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -63,11 +66,14 @@ TINY_LADDER = _ladder(
     batch=32, seed=1337, eval_every=50,
 )
 
-# full: S4's exact recipe at width 384, with a ladder to 768 (GPU).
+# full: S4's exact recipe at width 384, with a ladder to 768 (GPU). S4's model (transformer-experiments,
+# models/transformer.py) drops out attention weights, the attention projection and the FFN output, never the
+# embeddings: embd_dropout 0 (until 2026-11-28 the embeddings had 0.2 too, and the replica's block-1 FFN was weak:
+# S4.2's H(no FFN) 0.19 against S4's 0.70).
 FULL_LADDER = _ladder(
     "s4", (192, 384, 768),
     n_layer=6, n_head=6, context=256, dropout=0.2, steps=4500, lr=3e-4, lr_drop_step=3500, lr_final=3e-5,
-    batch=64, seed=1337, eval_every=250,
+    batch=64, seed=1337, eval_every=250, embd_dropout=0.0,
 )
 
 # sub-word: the ladder's main recipe on the corpus' byte-level BPE (4096 tokens, in which " king", " queen",

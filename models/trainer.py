@@ -56,7 +56,7 @@ def gpt2_config(recipe: Recipe, vocab_size: int) -> GPT2Config:
         n_inner=4 * recipe.n_embd,
         activation_function="relu",
         resid_pdrop=recipe.dropout,
-        embd_pdrop=recipe.dropout,
+        embd_pdrop=recipe.dropout if recipe.embd_dropout is None else recipe.embd_dropout,
         attn_pdrop=recipe.dropout,
         tie_word_embeddings=False,
         bos_token_id=None,

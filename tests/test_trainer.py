@@ -10,7 +10,7 @@ from safetensors.torch import load_file
 from models.corpus import load_text_file
 from models.recipes import TINY
 from models.tokenization import CharTokenizer, is_hf_tokenizer_folder, tokenizer_from_json
-from models.trainer import checkpoint_dir, train
+from models.trainer import checkpoint_dir, gpt2_config, train
 
 TEXT = "Now is the winter of our discontent\nMade glorious summer by this sun of York;\n" * 200
 MICRO = replace(TINY[0], name="micro", n_layer=1, n_embd=16, n_head=2, context=16, steps=6, batch=4, eval_every=3, lr_drop_step=4)
@@ -70,6 +70,9 @@ def test_full_profile_is_s4s_recipe():
     assert (s4.lr, s4.lr_drop_step, s4.lr_final, s4.batch, s4.seed, s4.steps) == (3e-4, 3500, 3e-5, 64, 1337, 4500)
     assert [r.n_embd for r in LADDERS["full"]] == [192, 384, 768]
     assert s4.tokenizer == "char"  # S4: one token per character
+    config = gpt2_config(s4, 65)  # S4's model drops out attention weights and residual branches, not embeddings
+    assert (config.attn_pdrop, config.resid_pdrop, config.embd_pdrop) == (0.2, 0.2, 0.0)
+    assert gpt2_config(replace(s4, embd_dropout=None), 65).embd_pdrop == 0.2  # the field decides: this fails without it
 
 
 @pytest.mark.parametrize("kind", ["char", "bpe"])
