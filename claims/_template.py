@@ -42,4 +42,8 @@ def test_the_claim_in_words(model_name, activations, twin_activations, claim):
         ],
         procedure="prompts, positions, layers used, and every difference from the source's procedure",
         details={"per_layer": {"block 1": float(statistic.value)}},  # tables: {row: value} or {row: {column: value}}
+        # the same quantity as a number the source reports on its own subject (catalogue.toml's source_numbers)
+        beside_source={"the catalogue's quantity": float(statistic.value)},
     )
+    # A stricter reading of the source's words than the claim check (which must give the source's verdict where its
+    # statistic reproduces the source's numbers) is a Check of role="reading": recorded and shown, deciding nothing.

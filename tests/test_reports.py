@@ -310,6 +310,39 @@ def test_a_catalogue_entry_of_an_unknown_kind_is_refused_with_its_id(tmp_path):
         load_catalogue(bad)
 
 
+def test_a_source_number_that_is_not_a_number_or_repeats_a_quantity_is_refused(tmp_path):
+    from fixtures.catalogue import CATALOGUE, load_catalogue
+    text = CATALOGUE.read_text()
+    bad = tmp_path / "catalogue.toml"
+    bad.write_text(text.replace("value = 0.6571", 'value = "65.71 %"', 1))
+    with pytest.raises(ValueError, match="S4.1: a source number's value must be a number"):
+        load_catalogue(bad)
+    bad.write_text(text.replace('quantity = "block 2: H(no attention)"', 'quantity = "block 1: H(no attention)"', 1))
+    with pytest.raises(ValueError, match="S4.2: two source numbers share a quantity"):
+        load_catalogue(bad)
+
+
+def test_a_measured_value_stands_beside_the_sources_number_and_an_unknown_quantity_is_refused():
+    """Issue 56, item 1: a record keeps its value beside the catalogue's number of the same quantity, and the report's
+    table shows the source's number, where it is in the source, and each subject's value ("—" where not measured)."""
+    from fixtures.catalogue import catalogue_json
+    from fixtures.recording import source_beside
+    from reports.source_numbers import source_rows
+
+    beside = source_beside("S4.2", {"block 1: H(no FFN)": 0.194})
+    assert beside == {"block 1: H(no FFN)": {"source": 0.70, "measured": 0.194}}
+    with pytest.raises(ValueError, match="'block 7: H\\(no FFN\\)'.*it lists: block 1: H\\(no attention\\)"):
+        source_beside("S4.2", {"block 7: H(no FFN)": 0.1})
+    rec = ClaimRecord("S4.2", 7, "s4-w384", "t[s4-w384]", {}, [], beside_source=beside)
+    assert ClaimRecord.from_json(rec.to_json()).beside_source == beside
+    header, rows = source_rows(catalogue_json()["S4.2"], [rec, ClaimRecord("S4.2", 7, "tiny-w96", "t[tiny-w96]")])
+    assert header == ["quantity", "source", "where (the source's subject)", "s4-w384"]
+    row = next(r for r in rows if r[0] == "block 1: H(no FFN)")
+    assert row[1] == "0.7 Hellinger" and "Appendix IV" in row[2] and row[3] == "0.194"
+    assert next(r for r in rows if r[0] == "block 1: H(no attention)")[3] == "—"
+    assert source_rows(catalogue_json()["S1.1"], [rec]) is None  # S1 gives no number
+
+
 def test_a_ledger_why_that_quotes_other_numbers_than_the_run_is_named_in_the_report(tmp_path):
     """A why copied from another model ('= 0.116 [-0.033, 0.198]', inconclusive where the run's check fails) must
     not stand beside this run's numbers; on the machine the why names, other numbers are named even where the

@@ -139,6 +139,7 @@ def test_final_power_law_spans_about_one_decade(model_name, spectra, claim):
                      "not, so the windowed spectrum must still fall with frequency", role="control",
                      guards_pass=True),
         ],
+        beside_source={"span of the final layers' power law": abs(slope.value) * S0_BAND_DECADES},
         procedure=(f"{hidden.shape[0]} held-out sequences of {spectra.positions} tokens, S0's procedure; exponent of "
                    f"the least-squares line through {bins.centers.size} log-spaced bins of the last block's "
                    f"spectrum ({bins.band_decades:.2f} decades here, so its span is {bins.band_decades:.2f} × "

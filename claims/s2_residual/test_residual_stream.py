@@ -132,6 +132,7 @@ def test_hidden_state_norm_grows_with_depth(model_name, activations, twin_activa
                      "(ratio above 1, the claim's own bound; bootstrap over prompts)", role="control",
                      guards_pass=True),
         ],
+        beside_source={"norm growth, last layer over first": float(mean[-1] / mean[0])},
         procedure=(
             f"{norms.shape[0]} held-out prompts of {activations.input_ids.shape[1]} tokens; L2 norm of the residual "
             f"stream at block 1's input ({labels[0]}) and at each block's output (before the final norm), averaged "
@@ -235,6 +236,7 @@ def test_consecutive_layers_point_the_same_way(model_name, activations, twin_act
                      "The paired difference (bootstrap over prompts) must lie above 0 on every counted transition",
                      role="control"),
         ],
+        beside_source={"smallest consecutive-layer cosine": floor.value},
         procedure=(
             f"{consecutive.shape[0]} held-out prompts of {activations.input_ids.shape[1]} tokens; residual stream at "
             f"block 1's input ({labels[0]}) and every block's output (before the final norm), first token left out. "

@@ -202,6 +202,9 @@ def test_ffn_output_dominates_each_block(model_name, subject, pool, activations,
             row |= {"S4 H no attention": SOURCE_NO_ATTN[b], "S4 H no FFN": SOURCE_NO_FFN[b],
                     "S4 ratio": SOURCE_RATIO[b]}
         table[f"block {b + 1}"] = row
+    beside = {} if not source else {
+        f"block {b + 1}: H(no {side})": sides[b][k].value for b in range(n_blocks)
+        for k, side in enumerate(("attention", "FFN"))}
     blocks = list(range(1, n_blocks + 1))
     claim.record(
         checks,
@@ -224,4 +227,5 @@ def test_ffn_output_dominates_each_block(model_name, subject, pool, activations,
                        "untrained twin, FFN dropped": {"value": twin_h[:, :, 1].mean(axis=0).tolist()}},
             "source": {"S4 FFN dropped": SOURCE_NO_FFN, "S4 attention dropped": SOURCE_NO_ATTN} if source else {},
         },
+        beside_source=beside,
     )

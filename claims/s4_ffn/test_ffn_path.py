@@ -267,4 +267,5 @@ def test_ffn_only_state_is_shorter_and_aligned(model_name, subject, pool, activa
                        "norm ratio (untrained twin)": {"value": t["ratio"].mean(axis=0).tolist()}},
         },
         not_informative={} if floor is not None else {"the seed-sibling floor reading": NO_FLOOR},
+        beside_source={"‖input + Σ FFN outputs‖ / ‖final state‖": ratio.value},
     )

@@ -200,4 +200,6 @@ def test_final_norm_removes_scale(model_name, subject, activations, claim, setti
             "mean change, × 10 (an identity of the norm)": _row(est(scaled)),
             "mean change, gain concentrated on 1/16 of the coordinates": _row(est(concentrated)),
         },
+        beside_source={"relative output-norm change, turned to cosine 0.52 and × 10": float(rotated.mean()),
+                       "relative output-norm change, × 10": float(scaled.mean())},
     )

@@ -160,4 +160,7 @@ def test_ffn_outputs_longer_and_aligned_with_attention(model_name, activations, 
             "series": {"trained": series(ratios), "untrained twin": series(twin_ratios)},
             "source": {"S4 notebook": SOURCE_RATIO} if source else {},
         },
+        beside_source={} if not source else {
+            **{f"block {b + 1}: FFN output norm / attention output norm": ratios[b].value for b in range(n_blocks)},
+            **{f"block {b + 1}: mean cos(attention output, FFN output)": cosines[b].value for b in range(n_blocks)}},
     )

@@ -191,4 +191,5 @@ def test_ffn_holds_most_parameters(model_name, subject, claim):
             "S4 (its code, rebuilt)": _row(source) | {"vocab": 65, "d_model": 384, "blocks": 6, "tied": 0},
             "S4's shape as GPT-2": _row(gpt2_count),
         }},
+        beside_source={"FFN parameters / all parameters": count.ffn_share},
     )
