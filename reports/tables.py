@@ -121,14 +121,19 @@ def column_groups(doc: RunDocument) -> list[tuple[str, list[str]]]:
 
 def matrix(doc: RunDocument) -> tuple[list[str], list[list[str]]]:
     """Claims × subjects: one cell per (claim, subject), several tests joined by line breaks; the subjects in the
-    order of :func:`column_groups`."""
+    order of :func:`column_groups`. A recipe's main model whose seed siblings ran too reads its recipe's verdict
+    beside its own ("recipe: fails on 4 of 4 builds", the builds-agree table's summary), so that a verdict on the
+    edge shows as such rather than by the luck of one training."""
     claims = sorted({r.claim for r in doc.records}, key=claim_order)
     models = [m for _, members in column_groups(doc) for m in members]
     cells: dict[tuple[str, str], list[str]] = {}
     several = {c for c in claims if len({test_name(r) for r in doc.records if r.claim == c}) > 1}
+    recipes = {(b["claim"], b["test"], b["params"], b["recipe"]): b["summary"] for b in doc.builds_agree or ()}
     for r in doc.records:
         suffix = f" — {test_name(r)}" if r.claim in several else ""
-        cells.setdefault((r.claim, r.model), []).append(cell(r) + suffix)
+        recipe = recipes.get((r.claim, test_name(r), variant(r), r.model))
+        builds = f" · recipe: {recipe}" if recipe else ""
+        cells.setdefault((r.claim, r.model), []).append(cell(r) + builds + suffix)
     names = {c: c + (" (implementation check)" if is_implementation(doc, c) else "") for c in claims}
     return ["claim"] + models, [[names[c]] + ["<br>".join(cells.get((c, m), ["·"])) for m in models] for c in claims]
 

@@ -292,6 +292,11 @@ def test_the_builds_agree_table_counts_outcomes_over_a_recipes_seed_siblings(tmp
     assert builds_agree([record(0.2, "tiny-w96")], siblings) == []  # one build: nothing to agree on
     folder = writer.write_run(settings_for(tmp_path), records, {}, 0, 1.0, catalogue_json())
     assert "holds on 2 of 4 builds, fails on 1, inconclusive on 1" in (folder / "report.md").read_text()
+    doc = RunDocument.from_json(json.loads((folder / "results.json").read_text()))
+    header, rows = tables.matrix(doc)  # issue 56, item 5: the recipe's verdict beside the main model's own
+    cells = dict(zip(header, rows[0]))
+    assert cells["tiny-w96"].endswith("· recipe: holds on 2 of 4 builds, fails on 1, inconclusive on 1")
+    assert "recipe:" not in cells["tiny-w96-seed88"] and "recipe:" not in cells["tiny-w128"]
 
 
 def test_a_control_that_changed_is_a_measured_change_not_the_ledger(tmp_path):
