@@ -126,6 +126,36 @@ def test_s4_5s_a_little_is_a_fixed_margin_a_norm_that_follows_direction_fails_at
         assert _a_little(with_concentrated_gain(_trained_like_norm()), sequences) == "failed"
 
 
+def _further_apart(norm: torch.nn.Module, sequences: int = 16) -> str:
+    """S4.5's claim check (version 7) on ``sequences`` × 8 vectors: the output-norm change turned to cosine 0.52
+    minus turned to 0.9967, both × 10, through ``norm``, paired per sequence."""
+    from claims.s4_ffn.test_layernorm import CLOSE, COSINE, _paired_excess
+    from latent_instruments.normalization import relative_norm_change, rotate_to_cosine
+
+    x = torch.randn(sequences * 8, 96, generator=torch.Generator().manual_seed(1))
+    far, near = (rotate_to_cosine(x, c, torch.Generator().manual_seed(2)) * 10 for c in (COSINE, CLOSE))
+    changes = [relative_norm_change(norm, x, other).reshape(sequences, -1).numpy() for other in (far, near)]
+    return Check.of("further apart", bootstrap(np.stack(changes, axis=-1), _paired_excess, seed=0), "fraction", ">",
+                    0.0, "S4.5").status
+
+
+def test_s4_5s_claim_check_fails_where_the_output_norm_does_not_follow_the_direction():
+    """Issue 56, item 4: version 7 decides on S4's sentence, with no bound of ours: a trained-like norm (uneven gain)
+    moves the output norm more for a larger turn and passes; a norm with even gain and no bias gives every direction
+    the same output norm and fails (the difference is 0 to rounding, not above it); turning the 'near' vectors
+    further than the 'far' ones fails as well."""
+    from claims.s4_ffn.test_layernorm import CLOSE, COSINE, _paired_excess
+    from latent_instruments.normalization import relative_norm_change, rotate_to_cosine
+
+    assert _further_apart(_trained_like_norm()) == "passed"
+    assert _further_apart(torch.nn.LayerNorm(96)) != "passed"
+    x = torch.randn(16 * 8, 96, generator=torch.Generator().manual_seed(1))
+    far, near = (rotate_to_cosine(x, c, torch.Generator().manual_seed(2)) * 10 for c in (COSINE, CLOSE))
+    swapped = [relative_norm_change(_trained_like_norm(), x, o).reshape(16, -1).numpy() for o in (near, far)]
+    check = Check.of("swapped", bootstrap(np.stack(swapped, -1), _paired_excess, seed=0), "fraction", ">", 0.0, "S4.5")
+    assert check.status == "failed"
+
+
 def test_the_implementation_check_fails_on_a_module_that_is_not_a_norm():
     from claims.s4_ffn.test_layernorm import worst_scale_change
 
