@@ -19,7 +19,7 @@ from reports import plots, shipped_verdicts
 from reports.checks import ClaimRecord
 from reports.document import RunDocument
 from reports.records import count_outcomes, ledger_quotes_disagree
-from reports.source_numbers import NOTE as SOURCE_NOTE, source_rows
+from reports.source_numbers import NOTE as SOURCE_NOTE, provenance, source_rows
 from reports.tables import (BUILDS_NOTE, IMPLEMENTATION_NOTE, builds_rows, claims_of, column_groups, coverage,
                             detail_tables, is_implementation, label, matrix, model_rows, num, subject_rows,
                             summary_rows, thresholds, time_rows)
@@ -130,7 +130,8 @@ def markdown(doc: RunDocument) -> str:
         out += [f"## {claim_id} — {entry.get('statement', '')}", "", _source(entry, records), ""]
         if is_implementation(doc, claim_id):
             out += [f"*{IMPLEMENTATION_NOTE}*", ""]
-        out += [f"- {role} check *{name}*: {derivation}" for role, name, derivation in thresholds(records)] + [""]
+        out += [f"- {role} check *{shown}*{_from(entry, name)}: {derivation}"
+                for role, name, shown, derivation in thresholds(records)] + [""]
         beside = source_rows(entry, records)
         if beside:
             out += [f"**Source vs measured** ({SOURCE_NOTE})", "", md_table(*beside), ""]
@@ -141,6 +142,12 @@ def markdown(doc: RunDocument) -> str:
             for title, header, rows in detail_tables(r.details):
                 out += [f"**{label(r)} — {title}**", "", md_table(header, rows), ""]
     return "\n".join(out)
+
+
+def _from(entry: dict, name: str) -> str:
+    """" (threshold: source)": where a check's threshold comes from (the catalogue's ``thresholds``), or ""."""
+    found = provenance(entry, name)
+    return f" (threshold: {found})" if found else ""
 
 
 def _source(entry: dict, records: list[ClaimRecord]) -> str:
@@ -264,8 +271,8 @@ def to_html(doc: RunDocument, drawn: dict[str, bytes | str] | None = None) -> st
         parts += [f"<h2 id='{esc(claim_id)}'>{esc(claim_id)} — {esc(entry.get('statement', ''))}</h2>",
                   f"<div class='meta'>{esc(_source(entry, records))}</div>"
                   + (f"<p class='meta'><b>{esc(IMPLEMENTATION_NOTE)}</b></p>" if is_implementation(doc, claim_id) else ""),
-                  "<ul>" + "".join(f"<li>{esc(role)} check <i>{esc(name)}</i>: {esc(d)}</li>"
-                                   for role, name, d in thresholds(records)) + "</ul>",
+                  "<ul>" + "".join(f"<li>{esc(role)} check <i>{esc(shown)}</i>{esc(_from(entry, name))}: {esc(d)}</li>"
+                                   for role, name, shown, d in thresholds(records)) + "</ul>",
                   f"<div class='wide'>{html_table(*subject_rows(records, doc.models or {}))}</div>"]
         beside = source_rows(entry, records)
         if beside:

@@ -6,6 +6,8 @@ results.json's ``catalogue``); a claim test that measures the same quantity keep
 "—" under each model: the reader sees what the source reported, and that this run has nothing to set beside it.
 """
 
+import re
+
 from reports.checks import ClaimRecord
 from reports.tables import label, num
 
@@ -35,3 +37,19 @@ def source_rows(entry: dict, records: list[ClaimRecord]) -> tuple[list[str], lis
         rows.append([q, f"{num(n['value'], '.6g')} {n['unit']}".strip(), f"{n['where']} ({n['subject']})"]
                     + [num(r.beside_source[q]["measured"], ".4g") if q in r.beside_source else "—" for r in measured])
     return header, rows
+
+
+def provenance(entry: dict, check_name: str) -> str:
+    """Where a check's threshold comes from, as the catalogue records it ("source", "reading, before", "after"), or
+    "" where the catalogue has no entry for it.
+
+    Args:
+        entry: the claim's entry of results.json's ``catalogue``: ``thresholds`` [{check, provenance, ...}], whose
+            ``check`` may hold "{...}" for the parts an f-string fills.
+        check_name: the check's name as recorded.
+    """
+    for t in entry.get("thresholds") or []:
+        pattern = re.sub(r"\\\{[^}]*\\\}", ".+", re.escape(t["check"]))
+        if re.fullmatch(pattern, check_name):
+            return t["provenance"]
+    return ""

@@ -1,0 +1,77 @@
+"""The catalogue's record of the sources' numbers and of where every threshold comes from (issue 56).
+
+Read statically: every ``Check.of(NAME, ...)`` in the claim files has an entry in ``claims/catalogue.toml``'s
+``[[claims.thresholds]]`` whose provenance is one of "source", "reading, before" or "after", so that no check is
+added without saying where its threshold came from.
+"""
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from fixtures.catalogue import PROVENANCES, load_catalogue
+
+CLAIMS = Path(__file__).resolve().parent.parent / "claims"
+
+
+def _template(node: ast.expr) -> str | None:
+    """A check name as the code writes it, with "{}" for each part an f-string fills; None where it is built
+    otherwise (a conditional, a variable)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+    return None
+
+
+def _check_names() -> list[tuple[str, int, str]]:
+    """(file, line, name template) of every Check.of call in the claim files and their helpers."""
+    out = []
+    for path in sorted(CLAIMS.rglob("*.py")):
+        if path.name == "_template.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            func = getattr(node, "func", None)
+            if (isinstance(node, ast.Call) and isinstance(func, ast.Attribute) and func.attr == "of"
+                    and getattr(func.value, "id", "") == "Check" and node.args):
+                name = _template(node.args[0])
+                if name is None and isinstance(node.args[0], ast.BinOp):  # "..." + ("a" if x else "b")
+                    name = _template(node.args[0].left)
+                    name = None if name is None else name + "{}"
+                out.append((path.name, node.lineno, name))
+    return out
+
+
+def _as_pattern(template: str) -> str:
+    return re.sub(r"\\\{[^}]*\\\}", ".+", re.escape(template))
+
+
+def test_every_check_of_every_claim_says_where_its_threshold_comes_from():
+    recorded = [t.check for c in load_catalogue().claims.values() for t in c.thresholds]
+    missing = [f"{f}:{line} {name!r}" for f, line, name in _check_names()
+               if name is None or not any(re.fullmatch(_as_pattern(name), r) or re.fullmatch(_as_pattern(r), name)
+                                          for r in recorded)]
+    assert not missing, ("checks without a [[claims.thresholds]] entry in claims/catalogue.toml: "
+                         + "; ".join(missing))
+
+
+def test_a_threshold_of_another_provenance_is_refused(tmp_path):
+    text = (CLAIMS / "catalogue.toml").read_text(encoding="utf-8")
+    bad = tmp_path / "catalogue.toml"
+    bad.write_text(text.replace('provenance = "after"', 'provenance = "tuned"', 1))
+    with pytest.raises(ValueError, match="provenance 'tuned'.*one of source, reading, before, after"):
+        load_catalogue(bad)
+    assert {t.provenance for c in load_catalogue().claims.values() for t in c.thresholds} == set(PROVENANCES)
+
+
+def test_the_report_shows_where_a_recorded_checks_threshold_comes_from():
+    from fixtures.catalogue import catalogue_json
+    from reports.source_numbers import provenance
+
+    entry = catalogue_json()["S3.14"]  # the catalogue's "block {L}" matches any depth
+    assert provenance(entry, "share of block 1's advantage over block 12 recovered by blocks 1-12 together") == \
+        "reading, before"
+    assert provenance(catalogue_json()["S4.5"], "relative output-norm change, turned to cosine 0.52 and × 10") == "after"
+    assert provenance(catalogue_json()["S4.5"], "a check the catalogue does not know") == ""
