@@ -1,6 +1,7 @@
 """The facts of the machine and the code a run records in results.json: git revision, package versions and those
 that differ from the lock, device, peak memory."""
 
+import hashlib
 import os
 import platform
 import resource
@@ -10,15 +11,42 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
-def git_revision() -> str:
-    """The checkout's commit hash, with "+dirty" when there are uncommitted changes; "unknown" outside git."""
+NOT_A_CHECKOUT = "not a checkout, tree sha256 "  # the git field of a tree that is not this project's own checkout
+TREE_FOLDERS = ("benchmarks", "claims", "fixtures", "latent_instruments", "models", "reports")
+TREE_SUFFIXES = (".py", ".toml", ".json", ".lock", ".in", ".txt", ".cfg")
+SKIPPED = ("__pycache__", ".venv", ".tools", "runs", ".git")
+
+
+def git_revision(root: Path = REPO) -> str:
+    """What code ran: the checkout's commit hash, with "+dirty" when there are uncommitted changes, where ``root`` is
+    the top of its own git repository; otherwise (an exported copy of the tree, also one inside another project's
+    repository, whose HEAD is not ours) "not a checkout, tree sha256 <16 hex digits>" (:func:`tree_digest`)."""
     try:
-        rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
+        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=root, capture_output=True, text=True,
+                             check=True).stdout.strip()
+        if Path(top).resolve() != root.resolve():
+            return NOT_A_CHECKOUT + tree_digest(root)
+        rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
                                capture_output=True, text=True).stdout.strip()
         return rev + ("+dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+        return NOT_A_CHECKOUT + tree_digest(root)
+
+
+def tree_digest(root: Path = REPO) -> str:
+    """16 hex digits of a sha256 over the project's code and data files (their paths and bytes, in path order): the
+    root's Makefile, pyproject.toml, requirements and conftest.py, and the ``TREE_SUFFIXES`` files under
+    ``TREE_FOLDERS`` (the shipped weights enter through models/shipped/manifest.json's digests)."""
+    files = [root / name for name in ("Makefile", "pyproject.toml", "requirements.lock", "requirements.in",
+                                      "constraints.txt", "conftest.py") if (root / name).is_file()]
+    for folder in TREE_FOLDERS:
+        files += [p for p in (root / folder).rglob("*") if p.is_file() and p.suffix in TREE_SUFFIXES
+                  and not any(part in SKIPPED for part in p.relative_to(root).parts)]
+    digest = hashlib.sha256()
+    for path in sorted(files, key=lambda p: p.relative_to(root).as_posix()):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
 
 
 def peak_rss_mib() -> float:

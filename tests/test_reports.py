@@ -546,3 +546,32 @@ def test_a_check_the_subject_cannot_inform_is_shown_beside_the_verdict():
     assert "(not informative: the seed-sibling floor check)" in tables.cell(rec)
     note = tables.subject_rows([rec], {})[1][0][-1]
     assert note.startswith("(not informative here: the seed-sibling floor check: no seed siblings given)")
+
+
+def test_a_run_records_a_commit_only_from_the_projects_own_checkout(tmp_path):
+    """Issue 58, item 4: the H200 run of 2026-11-28 recorded `git` 4233a32, the HEAD of another repository into which
+    the tree had been exported. An exported tree inside another git repository, and one outside any, record "not a
+    checkout" and a digest of the project's files, which changes with them; this checkout records its commit."""
+    import shutil
+    import subprocess
+
+    from reports.run_facts import NOT_A_CHECKOUT, REPO, git_revision, tree_digest
+
+    outer = tmp_path / "outer"
+    tree = outer / "latent-claims"
+    (tree / "claims").mkdir(parents=True)
+    shutil.copy(REPO / "claims" / "catalogue.toml", tree / "claims" / "catalogue.toml")
+    (tree / "conftest.py").write_text("# the project's root conftest\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
+    subprocess.run([*git, "init", "-q"], cwd=outer, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=outer, check=True)
+    subprocess.run([*git, "commit", "-qm", "another project"], cwd=outer, check=True)
+    outer_head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=outer, capture_output=True, text=True).stdout.strip()
+    recorded = git_revision(tree)
+    assert recorded == NOT_A_CHECKOUT + tree_digest(tree) and outer_head not in recorded
+    (tree / "conftest.py").write_text("# changed\n")
+    assert git_revision(tree) != recorded  # the digest follows the files
+    shutil.rmtree(outer / ".git")
+    assert git_revision(tree).startswith(NOT_A_CHECKOUT)  # no git at all
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    assert git_revision().removesuffix("+dirty") == head  # the project's own checkout
