@@ -18,6 +18,7 @@ from scipy import stats
 
 DEFAULT_CONFIDENCE = 0.95
 MIN_BOOTSTRAP_UNITS = 16  # fewest units a bootstrap interval decides from: BCa undercovers on 4-8 units (issue 43)
+MIN_RESAMPLES = 200  # fewest bootstrap resamples: with 1 or 10 the interval's ends are noise (1 can exclude the value)
 BOOTSTRAP = "bootstrap"  # the word every bootstrap interval's ``method`` carries (``undecidable`` reads it)
 _confidence = contextvars.ContextVar("confidence", default=DEFAULT_CONFIDENCE)
 
@@ -90,10 +91,18 @@ def bootstrap(
     Returns:
         Estimate with value = statistic(units).
     Raises:
-        ValueError: if fewer than 2 units, or the statistic is not finite.
+        ValueError: naming the argument: ``units`` without an axis or with fewer than 2 units, ``confidence``
+            outside (0, 1) (a level, not a percentage: 0.95, not 95), ``n_resamples`` under ``MIN_RESAMPLES``; or
+            if the statistic is not finite.
     """
     units = np.asarray(units)
     confidence = current_confidence() if confidence is None else confidence
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be a level in (0, 1), e.g. 0.95, got {confidence!r}")
+    if not isinstance(n_resamples, int) or n_resamples < MIN_RESAMPLES:
+        raise ValueError(f"n_resamples must be an integer of at least {MIN_RESAMPLES}, got {n_resamples!r}")
+    if units.ndim == 0:
+        raise ValueError("units must have a first axis of units (one row per prompt or sequence), got a scalar")
     if units.shape[0] < 2:
         raise ValueError(f"bootstrap needs at least 2 units, got {units.shape[0]}")
     value = float(statistic(units))
@@ -150,16 +159,21 @@ def per_unit(units: np.ndarray, worst: str) -> Estimate:
         Estimate with value = low = high = the extreme, confidence 1.0, n = units.shape[0], and a method that
         states the multiplicity ("per-unit decision: the largest of 1,024 values over 8 units").
     Raises:
-        ValueError: for ``worst`` other than "max"/"min", an empty array, or a value that is not finite.
+        ValueError: naming the argument: ``worst`` other than "max"/"min", ``units`` without an axis (a scalar) or
+            empty, or with a value that is not finite (NaN or ±inf anywhere, not only at the extreme).
     """
     units = np.asarray(units, dtype=float)
     if worst not in ("max", "min"):
         raise ValueError(f"worst must be 'max' or 'min', got {worst!r}")
+    if units.ndim == 0:
+        raise ValueError("units must have a first axis of units, got a scalar: pass [value] for one unit")
     if units.size == 0:
-        raise ValueError("a per-unit decision needs at least one value")
+        raise ValueError("a per-unit decision needs at least one value in units")
+    bad = ~np.isfinite(units)
+    if bad.any():
+        raise ValueError(f"units hold {int(bad.sum())} value(s) that are not finite (e.g. {units[bad].flat[0]}): "
+                         "every unit is compared, so none may be NaN or inf")
     value = float(units.max() if worst == "max" else units.min())
-    if not np.isfinite(value):
-        raise ValueError(f"the {worst} of the units is not finite ({value})")
     word = "largest" if worst == "max" else "smallest"
     return Estimate(value=value, low=value, high=value, confidence=1.0, n=units.shape[0],
                     method=f"per-unit decision: the {word} of {units.size:,} values over {units.shape[0]} units "

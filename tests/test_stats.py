@@ -167,3 +167,26 @@ def test_a_difference_of_proportions_gets_newcombes_score_interval():
     with pytest.raises(ValueError, match="0/1"):
         proportion_difference(np.full(3, 0.5), np.ones(3), paired=False)
     assert proportion(np.ones(16), confidence=1 - 0.05 / 3).low > 0.5  # 16 reported prompts decide S3's majorities
+
+
+def test_bad_arguments_are_refused_at_the_boundary_naming_the_argument():
+    """Issue 59, item 8: confidence=95 gave [nan, nan], which Check.of turned into "inconclusive"; n_resamples=1 an
+    interval that excluded the estimate; per_unit([5, -inf], "max") returned 5; a 0-d array an IndexError."""
+    from latent_instruments.stats import per_unit
+
+    x = np.random.default_rng(0).normal(size=32)
+    with pytest.raises(ValueError, match="confidence must be a level in \\(0, 1\\).*got 95"):
+        bootstrap(x, np.mean, seed=0, confidence=95)
+    with pytest.raises(ValueError, match="confidence"):
+        bootstrap(x, np.mean, seed=0, confidence=0.0)
+    with pytest.raises(ValueError, match="n_resamples must be an integer of at least 200, got 1"):
+        bootstrap(x, np.mean, seed=0, n_resamples=1)
+    with pytest.raises(ValueError, match="units must have a first axis"):
+        bootstrap(np.array(5.0), np.mean, seed=0)
+    with pytest.raises(ValueError, match="units hold 1 value\\(s\\) that are not finite"):
+        per_unit([5, -np.inf], "max")
+    with pytest.raises(ValueError, match="units must have a first axis of units, got a scalar"):
+        per_unit(np.array(5.0), "max")
+    with pytest.raises(ValueError, match="at least one value in units"):
+        per_unit([], "min")
+    assert per_unit([5.0], "max").value == 5.0
