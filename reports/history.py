@@ -45,9 +45,19 @@ def change_text(change: dict) -> str:
 
 
 def previous_run(earlier: list[RunDocument], replay: str | None) -> RunDocument | None:
-    """The newest of ``earlier`` (:func:`runs`) made by the same replay command (the previous night), or None."""
-    same = [d for d in earlier if d.replay == replay]
+    """The newest complete run of ``earlier`` (:func:`runs`) made by the same replay command (the previous night),
+    or None. An interrupted run is passed over: its missing records would hide a change (:func:`interrupted_since`
+    names the ones passed over)."""
+    same = [d for d in earlier if d.replay == replay and not d.interrupted]
     return same[-1] if same else None
+
+
+def interrupted_since(earlier: list[RunDocument], replay: str | None, previous: RunDocument | None) -> list[str]:
+    """The run ids of the interrupted runs of the same replay command newer than ``previous`` (all of them where it is
+    None): the runs :func:`previous_run` passed over."""
+    after = (previous.created_utc or "", previous.run_id or "") if previous else ("", "")
+    return [str(d.run_id) for d in earlier
+            if d.replay == replay and d.interrupted and (d.created_utc or "", d.run_id or "") > after]
 
 
 def write_index(base: Path, docs: list[RunDocument] | None = None) -> None:
@@ -59,7 +69,8 @@ def write_index(base: Path, docs: list[RunDocument] | None = None) -> None:
         counts = count_outcomes(r.outcome or "?" for r in doc.records)
         moved = changes(previous, doc) if previous else []
         rows.append((doc, counts, moved, previous))
-        last_of[doc.replay] = doc
+        if not doc.interrupted:  # the next run is compared with the newest complete one (previous_run)
+            last_of[doc.replay] = doc
     esc = html.escape
     body = "".join(
         f"<tr><td><a href='{esc(str(d.run_id))}/report.html'>{esc(str(d.run_id))}</a></td><td>{esc(d.created_utc or '')}</td>"

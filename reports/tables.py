@@ -159,9 +159,12 @@ def summary_rows(doc: RunDocument) -> tuple[list[str], list[list[str]]]:
             parts.append(f"{outcome.upper() if outcome in RED else outcome} on {n}{names}")
         moved = [f"{label_of(c)}: {c['was']} → {c['now']}" for c in changed if c["claim"] == claim_id]
         rows.append([claim_id, short(entry.get("statement", "")), "; ".join(parts), "; ".join(moved) or "—"])
+    skipped = since.get("interrupted_since") or []
+    passed_over = (f" (the last complete one; interrupted since: {', '.join(skipped)})"
+                   if skipped and not doc.baseline else "")
     return ["claim", "statement", "verdicts", "changed since " + ("the baseline" if doc.baseline else
                                                                  f"run {since['run_id']}" if since.get("run_id")
-                                                                 else "the last run")], rows
+                                                                 else "the last run") + passed_over], rows
 
 
 def label_of(change: dict) -> str:

@@ -235,8 +235,9 @@ def write_doc(doc: RunDocument, base: Path, compare=None) -> Path:
     def since_last_run():
         earlier[:] = history.runs(base, exclude=run_id)  # read once: the previous run and the index come from them
         previous = history.previous_run(earlier, doc.replay)
-        doc.changes_since_last_run = ({"run_id": previous.run_id, "changes": history.changes(previous, doc)}
-                                      if previous else None)
+        skipped = history.interrupted_since(earlier, doc.replay, previous)
+        doc.changes_since_last_run = ({"run_id": previous.run_id, "changes": history.changes(previous, doc),
+                                       "interrupted_since": skipped} if previous else None)
     read_history = stage("changes since the last run", since_last_run)
     stage("results.json", lambda: atomic_write_text(results_file, _json(doc)))
     drawn: dict = {}

@@ -147,6 +147,23 @@ def test_the_index_lists_outcome_changes_against_the_previous_run_of_the_same_co
     assert "S0.3 on tiny-w128: holds → fails" in (s.report_dir / "index.html").read_text()
 
 
+def test_a_change_is_not_hidden_by_an_interrupted_run_between(tmp_path):
+    """Issue 59, item 4: a run interrupted with no records between a 'holds' and a 'fails' of the same command is
+    passed over: the change is reported against the last complete run, which names the interrupted one."""
+    s = settings_for(tmp_path)
+    write(s, [record(0.2)])
+    cut = write(s, [])
+    doc = json.loads((cut / "results.json").read_text())
+    doc["interrupted"] = True
+    (cut / "results.json").write_text(json.dumps(doc))
+    last = write(s, [record(-0.2)])
+    since = json.loads((last / "results.json").read_text())["changes_since_last_run"]
+    assert [(c["was"], c["now"]) for c in since["changes"]] == [("holds", "fails")]
+    assert since["interrupted_since"] == [cut.name] and since["run_id"] != cut.name
+    assert f"interrupted since: {cut.name}" in (last / "report.md").read_text()
+    assert "S0.3 on tiny-w128: holds → fails" in (s.report_dir / "index.html").read_text()
+
+
 def test_a_real_latest_folder_of_the_user_is_left_alone(tmp_path):
     s = settings_for(tmp_path)
     (s.report_dir / "latest").mkdir(parents=True)
