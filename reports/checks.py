@@ -148,14 +148,22 @@ class Check:
 
         Raises:
             KeyError: without ``name``.
+            ValueError: naming the key, for a number that is not a JSON number or null (a string such as "0.62"
+                reads as no number), a comparison other than ">" or "<", or a role this version does not know.
         """
         def number(key):
             value = raw.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+                raise ValueError(f"check {raw.get('name')!r}: {key} must be a number or null, got {value!r}")
             return math.nan if value is None else float(value)
 
+        comparison, role = raw.get("comparison", ">"), raw.get("role", "claim")
+        if comparison not in (">", "<") or role not in ROLES:
+            raise ValueError(f"check {raw.get('name')!r}: comparison {comparison!r} (needs '>' or '<') or role {role!r} "
+                             f"(needs one of {', '.join(ROLES)}) is not one this version reads")
         return cls(raw["name"], number("value"), number("ci_low"), number("ci_high"), raw.get("unit", ""),
-                   raw.get("comparison", ">"), number("threshold"), raw.get("derivation", ""),
-                   raw.get("role", "claim"), raw.get("n"), raw.get("confidence"), bool(raw.get("guards_pass", False)),
+                   comparison, number("threshold"), raw.get("derivation", ""),
+                   role, raw.get("n"), raw.get("confidence"), bool(raw.get("guards_pass", False)),
                    raw.get("interval"))
 
 
@@ -259,10 +267,21 @@ class ClaimRecord:
 
         Raises:
             KeyError: without ``claim``, ``model`` or ``test``, or a check without ``name``.
+            ValueError: naming the record and the key, for ``checks`` that is not a list (null included), an
+                ``outcome`` that is not one of ``OUTCOMES`` (or "" for a record not yet decided), or a damaged check
+                (:meth:`Check.from_json`).
         """
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in raw.items() if k in known}
-        values["checks"] = [Check.from_json(c) for c in raw.get("checks") or []]
+        where = f"record {raw.get('claim')} on {raw.get('model')}"
+        if not isinstance(raw.get("checks", []), list):
+            raise ValueError(f"{where}: checks must be a list, got {raw.get('checks')!r}")
+        if raw.get("outcome", "") not in ("", *OUTCOMES):
+            raise ValueError(f"{where}: outcome {raw.get('outcome')!r} is not one of {', '.join(OUTCOMES)}")
+        try:
+            values["checks"] = [Check.from_json(c) for c in raw.get("checks", [])]
+        except ValueError as err:
+            raise ValueError(f"{where}: {err}") from None
         values["function"] = raw.get("function") or function_of(raw["test"])
         values.setdefault("version", 0)
         return cls(**values)

@@ -2,6 +2,7 @@
 
 import html
 import json
+import re
 import os
 import stat
 from dataclasses import replace
@@ -592,3 +593,28 @@ def test_a_run_records_a_commit_only_from_the_projects_own_checkout(tmp_path):
     assert git_revision(tree).startswith(NOT_A_CHECKOUT)  # no git at all
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
     assert git_revision().removesuffix("+dirty") == head  # the project's own checkout
+
+
+@pytest.mark.parametrize("damage", ["checks: null", "value: '0.62'", "outcome: banana", "role: judge"])
+def test_a_baseline_with_values_of_the_wrong_type_is_refused_naming_them(tmp_path, damage):
+    """Issue 59, item 7: `checks: null`, `value: "0.62"` and `outcome: "banana"` were read and gave false changes
+    ("banana → holds"); the run document's own reader refuses them, and --baseline says what is wrong."""
+    from reports.baseline import read_baseline
+
+    path = write(settings_for(tmp_path), [record(0.2)]) / "results.json"
+    doc = json.loads(path.read_text())
+    rec = doc["records"][0]
+    if damage == "checks: null":
+        rec["checks"] = None
+    elif damage == "value: '0.62'":
+        rec["checks"][0]["value"] = "0.62"
+    elif damage == "outcome: banana":
+        rec["outcome"] = "banana"
+    else:
+        rec["checks"][1]["role"] = "judge"
+    path.write_text(json.dumps(doc))
+    expected = {"checks: null": "checks must be a list", "value: '0.62'": "value must be a number or null, got '0.62'",
+                "outcome: banana": "outcome 'banana' is not one of", "role: judge": "role 'judge'"}[damage]
+    with pytest.raises(ValueError, match=f"--baseline .* is not a latent-claims results.json .*record S0.3 on "
+                                         f"tiny-w128: .*{re.escape(expected)}"):
+        read_baseline(path)
