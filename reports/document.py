@@ -22,7 +22,8 @@ from reports.results_file import SCHEMA
 UPGRADE_DEFAULTS = {
     "zoo_build": None, "against_shipped": None, "max_prompts": None, "source_scale": None, "versions_off_lock": [],
     "user_groups": {}, "builds_agree": [], "builds_not_run": {}, "baseline": None, "benchmarks": None,
-    "merged_from": [], "changes_since_last_run": None, "shard": None, "shards_missing": [], "models": {},
+    "merged_from": [], "changes_since_last_run": None, "shard": None, "shards_missing": [], "claims_selected": None,
+    "models": {},
     "catalogue": {}, "versions": {}, "device": {}, "corpus": {}, "command": [], "replay": None, "created_utc": "",
     "interrupted": False, "exit_status": 0, "git": "unknown", "wall_seconds": 0.0, "peak_rss_mib": 0.0,
     "prompts": None, "seed": None, "zoo": None, "run_id": None,
@@ -69,6 +70,7 @@ class RunDocument:
     changes_since_last_run: dict | None
     shard: str | None
     shards_missing: list
+    claims_selected: list | None
 
     def to_json(self) -> dict:
         """The document as results.json holds it, keys in SCHEMA.md's order: each record as

@@ -254,6 +254,8 @@ def merge_runs(runs: list[Run], shards: list[str] | None = None) -> Merged:
         changes_since_last_run=None,
         shard=None,
         shards_missing=missing,
+        claims_selected=(None if any(r.doc.claims_selected is None for r in runs)
+                         else sorted({c for r in runs for c in r.doc.claims_selected})),
     )
     warnings += [f"warning: shard {s} did not report (no run folder with --shard {s})" for s in missing]
     return Merged(doc, warnings)

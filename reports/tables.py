@@ -204,10 +204,22 @@ def coverage(doc: RunDocument) -> tuple[list[str], list[list[str]]]:
         counts = count_outcomes(r.outcome for r in records)
         kind = "[implementation check] " if entry.get("kind") == "implementation" else ""
         rows.append([claim_id, kind + short(entry["statement"]),
-                     ", ".join(tests) or "not run (not selected in this run)",
+                     ", ".join(tests) or _not_run(doc, claim_id),
                      ", ".join(dict.fromkeys(r.model for r in records)) or "—",
                      ", ".join(f"{n} {o}" for o, n in counts.items()) or "—"])
     return ["claim", "statement", "tests", "models run", "outcomes"], rows
+
+
+def _not_run(doc: RunDocument, claim_id: str) -> str:
+    """Why a catalogued claim has no record: the run was interrupted before it recorded one, it was selected and
+    recorded nothing, or it was not selected (``claims_selected``; unknown for older runs and xdist controllers)."""
+    selected = doc.claims_selected
+    if selected is not None and claim_id in selected:
+        return ("INTERRUPTED: selected, stopped before it recorded" if doc.interrupted
+                else "selected, no record (deselected by a marker or skipped at collection)")
+    if selected is None and doc.interrupted:
+        return "not run (the run was interrupted; whether it was selected is not recorded)"
+    return "not run (not selected in this run)"
 
 
 def subject_rows(records: list[ClaimRecord], models: dict) -> tuple[list[str], list[list[str]]]:

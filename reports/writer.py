@@ -72,9 +72,10 @@ def sort_records(records: list[ClaimRecord]) -> list[ClaimRecord]:
 
 
 def results(settings, records: list[ClaimRecord], models: dict, exitstatus: int, peak_rss: float, catalogue: dict,
-            gpu_peak: float = 0.0) -> RunDocument:
+            gpu_peak: float = 0.0, selected: list[str] | None = None) -> RunDocument:
     """The run's results document (reports/SCHEMA.md), without its run id, the baseline comparison and the changes
-    since the last run (:func:`write_doc` adds them)."""
+    since the last run (:func:`write_doc` adds them). ``selected``: the claim ids of the tests the run selected
+    (None where the process does not know them: an xdist controller collects nothing)."""
     records = sort_records(records)
     return RunDocument(
         schema=SCHEMA,
@@ -114,6 +115,7 @@ def results(settings, records: list[ClaimRecord], models: dict, exitstatus: int,
         changes_since_last_run=None,
         shard=settings.shard,
         shards_missing=[],
+        claims_selected=None if selected is None else sorted(set(selected)),
     )
 
 
@@ -264,13 +266,14 @@ def write_doc(doc: RunDocument, base: Path, compare=None) -> Path:
 
 
 def write_run(settings, records: list[ClaimRecord], models: dict, exitstatus: int, peak_rss: float, catalogue: dict,
-              gpu_peak: float = 0.0) -> Path:
+              gpu_peak: float = 0.0, selected: list[str] | None = None) -> Path:
     """Write this run's report folder (see :func:`write_doc`), with the ``--baseline`` comparison; return the folder.
+    ``selected``: the claim ids the run selected (:func:`results`).
 
     Raises:
         ReportIncomplete: as :func:`write_doc`, results.json holding every record.
     """
-    doc = results(settings, records, models, exitstatus, peak_rss, catalogue, gpu_peak)
+    doc = results(settings, records, models, exitstatus, peak_rss, catalogue, gpu_peak, selected)
     compare = None
     if settings.baseline:
         def compare(d):

@@ -618,3 +618,14 @@ def test_a_baseline_with_values_of_the_wrong_type_is_refused_naming_them(tmp_pat
     with pytest.raises(ValueError, match=f"--baseline .* is not a latent-claims results.json .*record S0.3 on "
                                          f"tiny-w128: .*{re.escape(expected)}"):
         read_baseline(path)
+
+
+def test_a_claim_stopped_by_an_interrupt_reads_interrupted_not_unselected(tmp_path):
+    """Issue 59, item 6: a run stopped by SIGTERM during S4.2 listed S4.2 as "not run (not selected in this run)"."""
+    doc = writer.results(settings_for(tmp_path), [record(0.2)], {}, 2, 1.0, catalogue_json(),
+                         selected=["S0.3", "S4.2"])
+    rows = {r[0]: r for r in tables.coverage(doc)[1]}
+    assert doc.interrupted and doc.claims_selected == ["S0.3", "S4.2"]
+    assert rows["S4.2"][2] == "INTERRUPTED: selected, stopped before it recorded"
+    assert rows["S4.1"][2] == "not run (not selected in this run)" and rows["S0.3"][2] == "t"
+    assert RunDocument.from_json(doc.to_json()).claims_selected == ["S0.3", "S4.2"]
