@@ -440,3 +440,17 @@ def test_s4_4s_excess_control_fails_where_every_final_state_points_one_way_and_p
 
     assert status(0.90, 0.88) == "failed"
     assert status(0.92, 0.30) == "passed"
+
+
+def test_s4_5s_identity_control_is_exact_and_decides_where_a_bootstrap_could_not():
+    """Issue 59, item 10: in bfloat16 the unnormalised ×10 change is exactly 9.0 on every prompt; a bootstrap of it
+    has zero width and decides nothing ("control undecided"). Decided vector by vector it passes, and one vector
+    whose change the measurement did not see fails it."""
+    from latent_instruments.stats import per_unit
+
+    exact = np.full((16, 8), 9.0)
+    assert Check.of("identity", bootstrap(exact, lambda u: float(u.mean()), seed=0), "fraction", ">", 1e-3,
+                    "S4.5").status == "inconclusive"
+    assert Check.of("identity", per_unit(exact, "min"), "fraction", ">", 1e-3, "S4.5").status == "passed"
+    exact[3, 5] = 0.0
+    assert Check.of("identity", per_unit(exact, "min"), "fraction", ">", 1e-3, "S4.5").status == "failed"
