@@ -87,26 +87,37 @@ def keep_shipped_verdicts(run: str, write: bool, merge: bool = False) -> int:
     from models.atomic_files import atomic_write_text
     from models.shipped import VERDICTS
     from reports.results_file import ResultsFileError
-    from reports.shipped_verdicts import load, snapshot
+    from reports.shipped_verdicts import load, settings_differ, snapshot
 
     try:
-        kept = snapshot(_results_of(run))
+        doc = _results_of(run)
+        kept = snapshot(doc)
     except (ResultsFileError, ValueError, KeyError, TypeError) as err:  # KeyError/TypeError: a damaged document
         print(f"error: {run}: {err!r}" if isinstance(err, (KeyError, TypeError)) else f"error: {run}: {err}",
               file=sys.stderr)
         return 2
     print(f"{len(kept['records'])} records of run {kept['run_id']} (git {kept['git']}, {', '.join(kept['machines'])})")
     before = load() or {"records": {}}
+    differ = settings_differ(doc, before)
+    if differ:
+        print(f"{'error' if write else 'note'}: run {kept['run_id']} was made with other settings than the shipped "
+              f"verdicts: {'; '.join(differ)}; " + ("nothing written: run `make claims` (or the claims again with the "
+              "shipped settings) and keep that run" if write else "--write would refuse it"), file=sys.stderr)
+        if write:
+            return 2
     lacking = sorted(before["records"].keys() - kept["records"].keys())
     if lacking and merge:  # the whole run's header stays; the partial run is named under "updated_by"
         update = {"run_id": kept["run_id"], "git": kept["git"], "records": sorted(kept["records"])}
         kept = {**before, "records": {**before["records"], **kept["records"]},
                 "updated_by": [*before.get("updated_by", []), update]}
-    elif lacking and write:
-        print(f"error: run {kept['run_id']} lacks {len(lacking)} of the {len(before['records'])} records of "
-              f"{VERDICTS} (e.g. {', '.join(lacking[:3])}): write it from a whole `make claims` run, or pass "
-              "--merge to replace only this run's records", file=sys.stderr)
-        return 2
+    elif lacking:
+        print(f"{'error' if write else 'note'}: run {kept['run_id']} lacks {len(lacking)} of the "
+              f"{len(before['records'])} records of {VERDICTS} (e.g. {', '.join(lacking[:3])}): "
+              + ("write it from a whole `make claims` run, or pass --merge to replace only this run's records"
+                 if write else "--write would refuse it; --merge --write would replace only this run's records"),
+              file=sys.stderr)
+        if write:
+            return 2
     if write:
         try:
             atomic_write_text(VERDICTS, json.dumps(kept, indent=1, sort_keys=True) + "\n")
@@ -125,14 +136,23 @@ def refresh_ledger(run: str, ledger: str, write: bool) -> int:
         ledger: the ledger file (TOML) to refresh.
         write: rewrite ``ledger`` in place (atomically) where a why changed; else only print.
     Returns:
-        the exit status: 0, or 2 when the run or the ledger cannot be read.
+        the exit status: 0, or 2 when the run or the ledger cannot be read, or with ``write`` when the run was
+        interrupted or made with other settings than the shipped verdicts (seed, prompts, dtype, scale, zoo).
     """
     from reports.ledger_text import rewrite
     from reports.results_file import ResultsFileError
+    from reports.shipped_verdicts import load, settings_differ
     from models.atomic_files import atomic_write_text
 
     try:
         doc = _results_of(run)
+        refused = (["the run was interrupted: its records are incomplete"] if doc.interrupted else []) + \
+            settings_differ(doc, load())
+        if refused and write:
+            print(f"error: {run}: the ledger's whys quote runs of the shipped settings, and this run differs: "
+                  f"{'; '.join(refused)}; nothing written: measure the entries again with `make claims` or "
+                  "`pytest claims -m gpu --claim ...` at the shipped settings", file=sys.stderr)
+            return 2
         text, refreshes = rewrite(Path(ledger).read_text(encoding="utf-8"), doc)
     except ResultsFileError as err:
         print(f"error: {run}: {err}", file=sys.stderr)

@@ -18,6 +18,7 @@ from reports.ledger_keys import find
 from reports.records import test_name, variant
 
 MEASURED = "Measured on weights "  # where the generated part of a why begins
+BUILDS = "Builds of this recipe"  # where its builds-agree summary begins
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ def measured_sentence(record: ClaimRecord, model: dict, builds: str = "") -> str
     text = (f"{MEASURED}{model['weights_sha256'][:12]} ({build.get('cpu') or build.get('gpu') or build.get('device')}, "
             f"torch {build.get('torch')}){prompts}: {checks}.")
     if builds:
-        text += f" Builds of this recipe (the model and its seed siblings): {builds}."
+        text += f" {BUILDS} (the model and its seed siblings): {builds}."
     return text
 
 
@@ -83,6 +84,9 @@ def _refresh(e: dict, doc: RunDocument) -> Refresh | None:
                                  "remove the entry")
     builds = next((b["summary"] for b in doc.builds_agree or ()
                    if b["claim"] == r.claim and r.model in b["builds"] and b["test"] == test_name(r)), "")
+    if not builds and BUILDS in e["why"]:
+        return Refresh(name, "", "the entry says how the recipe's builds agree, and the run did not measure the seed "
+                                 "siblings: not rewritten (run the recipe and its siblings, e.g. the whole zoo)")
     why = f"{e['why'].split(MEASURED)[0].rstrip()} {measured_sentence(r, model, builds)}".strip()
     return Refresh(name, why if why != e["why"] else "", "rewritten" if why != e["why"] else "unchanged")
 

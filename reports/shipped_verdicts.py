@@ -19,6 +19,10 @@ from reports.checks import FAILS, FAILS_AS_EXPECTED, HOLDS, HOLDS_UNEXPECTEDLY, 
 from reports.document import RunDocument
 
 MEASURED = {FAILS_AS_EXPECTED: FAILS, HOLDS_UNEXPECTEDLY: HOLDS}  # an outcome without the ledger's expectation
+# The settings of `make claims` on a CPU, which the shipped verdicts and the ledger's whys were measured with
+# (``RunDocument.facts``); a verdicts file written since records its own (``settings``), which wins.
+SHIPPED_SETTINGS = {"seed": 0, "prompts": [32, 128], "max_prompts": 128, "zoo": "tiny", "dtype": "float32",
+                    "source_scale": False}
 
 
 def _key(record: ClaimRecord) -> str:
@@ -44,7 +48,8 @@ def snapshot(doc: RunDocument) -> dict:
 
     Raises:
         ValueError: for a run that did not test the shipped weights (``zoo_build`` other than "shipped"), or an
-            interrupted one.
+            interrupted one. (Settings other than the shipped verdicts' are refused by the writer:
+            :func:`settings_differ`.)
     """
     if doc.zoo_build != "shipped":  # every trained zoo model of the run loaded from models/shipped/
         raise ValueError(f"run {doc.run_id} tested zoo build {doc.zoo_build!r}, not the shipped weights "
@@ -54,8 +59,30 @@ def snapshot(doc: RunDocument) -> dict:
     machines = sorted({(m.get("build") or {}).get("cpu") or (m.get("build") or {}).get("gpu") or ""
                        for m in (doc.models or {}).values() if "error" not in m} - {""})
     records = {_key(r): {"version": r.version, "outcome": measured(r.outcome), **_headline(r)} for r in doc.records}
-    return {"run_id": doc.run_id, "git": doc.git, "machines": machines,
+    return {"run_id": doc.run_id, "git": doc.git, "machines": machines, "settings": doc.facts(),
             "torch": (doc.versions or {}).get("torch"), "records": records}
+
+
+def settings_differ(doc: RunDocument, shipped: dict | None) -> list[str]:
+    """How a run's settings differ from those the shipped verdicts were measured with: one phrase per setting, e.g.
+    "--seed 3 (the shipped verdicts': 0)"; empty where they agree (the corpus compared only where both record it).
+
+    Args:
+        doc: the run.
+        shipped: :func:`load`'s document (its ``settings``, else ``SHIPPED_SETTINGS``), or None.
+    """
+    from reports.document import FACTS
+
+    wanted = {**SHIPPED_SETTINGS, **((shipped or {}).get("settings") or {})}
+    facts = doc.facts()
+    out = []
+    for name, value in wanted.items():
+        mine = facts.get(name)
+        if name == "corpus" and (mine is None or value is None):
+            continue
+        if (list(mine) if isinstance(mine, tuple) else mine) != value:
+            out.append(f"{FACTS[name]} {mine!r} (the shipped verdicts': {value!r})")
+    return out
 
 
 def load(path: Path | None = None) -> dict | None:

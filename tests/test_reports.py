@@ -539,6 +539,19 @@ def test_a_ledger_entry_the_run_does_not_fail_is_listed_not_rewritten(tmp_path, 
     assert "measure it again" in rewrite(text, doc)[1][0].note
 
 
+def test_a_why_that_says_how_a_recipes_builds_agree_is_not_rewritten_from_a_run_without_the_siblings(tmp_path):
+    """Issue 59, item 3: a run without the seed siblings dropped "fails on 4 of 4 builds" from an entry's why."""
+    from reports.ledger_text import rewrite
+    sha, rec = _run_failing_as_expected(tmp_path)
+    doc = RunDocument.from_json(json.loads((tmp_path / "results.json").read_text()))
+    assert doc.builds_agree == []
+    text = (f'[[expected]]\nclaim = "{rec.claim}"\nversion = 1\nmodel = "tiny-w96"\nfingerprint = "f"\n'
+            f'weights_sha256 = "{sha}"\nwhy = "old words. Measured on weights x: old. Builds of this recipe (the model '
+            'and its seed siblings): fails on 4 of 4 builds."\nwould_change = "c"\n')
+    new, [done] = rewrite(text, doc)
+    assert new == text and not done.why and "did not measure the seed siblings" in done.note
+
+
 def test_a_why_over_several_lines_is_refused_and_the_ledger_left_as_it_was(tmp_path, capsys):
     """Only a one-line why can be rewritten in place; a multi-line one would leave broken TOML, so nothing is written."""
     from reports.__main__ import main

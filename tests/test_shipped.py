@@ -169,7 +169,9 @@ def _doc(outcome: str, zoo_build: str = "shipped", version: int = 1) -> dict:
               "outcome": outcome, "checks": [{"name": "x", "value": 0.5, "ci_low": 0.4, "ci_high": 0.6,
                                               "threshold": 0.0}]}
     return {"run_id": "r1", "git": "abc", "zoo_build": zoo_build, "interrupted": False, "versions": {"torch": "2"},
-            "models": {"tiny-w96": {"build": {"cpu": "Intel (AVX512)"}}}, "records": [record]}
+            "models": {"tiny-w96": {"build": {"cpu": "Intel (AVX512)"}}}, "records": [record],
+            "seed": 0, "prompts": [32, 128], "max_prompts": 128, "zoo": "tiny", "device": {"dtype": "float32"},
+            "source_scale": False}
 
 
 def _run(outcome: str, zoo_build: str = "shipped", version: int = 1) -> RunDocument:
@@ -234,6 +236,41 @@ def test_python_m_reports_shipped_writes_the_verdicts_file_only_from_a_shipped_r
     assert json.loads(target.read_text())["records"]["S4.1|claims/t.py::test_x[tiny-w96]"]["outcome"] == "holds"
     run.write_text(json.dumps({**doc, "zoo_build": "local"}))
     assert main(["shipped", str(run), "--write"]) == 2 and "not the shipped weights" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("other", [{"seed": 3, "prompts": [8, 64]}, {"device": {"dtype": "bfloat16"}},
+                                   {"zoo": "full"}, {"source_scale": True}])
+def test_verdict_files_refuse_a_run_made_with_other_settings_naming_the_difference(tmp_path, monkeypatch, capsys,
+                                                                                   other):
+    """Issue 59, item 3: `--seed 3 --prompts 8x64` or `--dtype bfloat16` runs were merged into the shipped verdicts
+    (S4.2 on tiny-w96 1.2807 -> 1.3610) and rewrote ledger whys; both writers now refuse them, and an interrupted run
+    too, naming what differs. The verdicts file keeps the settings it was written with."""
+    from reports.__main__ import main
+    from reports.results_file import SCHEMA
+
+    target = tmp_path / "verdicts.json"
+    monkeypatch.setattr(shipped_zoo, "VERDICTS", target)
+    run = tmp_path / "results.json"
+    good = {**_doc("holds"), "schema": SCHEMA}
+    run.write_text(json.dumps(good))
+    assert main(["shipped", str(run), "--write"]) == 0
+    written = json.loads(target.read_text())
+    assert written["settings"]["seed"] == 0 and written["settings"]["dtype"] == "float32"
+    run.write_text(json.dumps({**good, **other}))
+    assert main(["shipped", str(run), "--merge", "--write"]) == 2
+    err = capsys.readouterr().err
+    assert "made with other settings than the shipped verdicts" in err and "nothing written" in err
+    assert json.loads(target.read_text()) == written
+    name = next(iter(other))
+    assert {"seed": "--seed 3 (the shipped verdicts': 0)", "device": "--dtype 'bfloat16'", "zoo": "--zoo 'full'",
+            "source_scale": "--source-scale True"}[name] in err
+    ledger = tmp_path / "ledger.toml"
+    ledger.write_text("")
+    assert main(["ledger", str(run), "--ledger", str(ledger), "--write"]) == 2
+    assert "nothing written" in capsys.readouterr().err
+    run.write_text(json.dumps({**good, "interrupted": True}))
+    assert main(["ledger", str(run), "--ledger", str(ledger), "--write"]) == 2
+    assert "the run was interrupted" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("name", ["tiny-w96", "tiny-w96-seed88", "tiny-mixer-w96"])
