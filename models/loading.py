@@ -212,8 +212,11 @@ def _check_hf_folder(folder: Path, weights: bool) -> None:
     safetensors file (``weights``: the folder's weights are to be loaded), no tokenizer files."""
     try:
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        config = {}  # transformers names it below
+    except OSError:
+        config = {}  # a missing config.json: transformers names it below
+    except ValueError as err:  # not JSON (or not UTF-8): say so, before the tokenizer's load fails on it vaguely
+        raise ModelLoadError(f"{folder / 'config.json'} is not JSON ({err}): save the model again with "
+                             "model.save_pretrained(folder), or repair the file") from None
     if isinstance(config, dict) and "auto_map" in config and config.get("model_type") not in CONFIG_MAPPING:
         raise ModelLoadError(
             f"{folder / 'config.json'}: model_type {config.get('model_type')!r} is not built into transformers and "

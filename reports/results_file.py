@@ -77,3 +77,13 @@ def read_results(path: str | Path) -> dict:
             raise ResultsFileError(f"record {i}{f' ({name})' if name else ''} lacks {', '.join(missing)}: the file "
                                    "is damaged or hand-edited")
     return doc
+
+
+def newer_schema(path: str | Path) -> bool:
+    """Whether ``path`` is a latent-claims results.json of a newer schema than this version's (its number above
+    ``SCHEMA``'s); False for anything else, unreadable files included."""
+    try:
+        schema = json.loads(Path(path).read_bytes().decode("utf-8")).get("schema", "")
+        return int(schema.rsplit("/", 1)[-1]) > int(SCHEMA.rsplit("/", 1)[-1])
+    except (OSError, ValueError, AttributeError, UnicodeDecodeError):
+        return False

@@ -145,3 +145,38 @@ def test_a_local_build_that_is_not_trained_is_refused_with_its_plan(tmp_path, mo
     assert "`python -m models prepare --retrain tiny-w96`" in said
     assert local_builds_missing(replace(settings, zoo_build="shipped"), used) is None
     assert local_builds_missing(settings, {"ref-gpt2-small"}) is None  # the selected tests use no trained model
+
+
+@pytest.mark.parametrize(("value", "words"), [("8x0", "T must be at least 1 token"),
+                                              ("1x128", "N must be at least 2"), ("eightx128", "is not N sequences")])
+def test_a_prompt_shape_names_which_of_its_numbers_is_wrong(value, words):
+    """Issue 59, item 13: `--prompts 8x0` said "N >= 2" where T was the problem."""
+    from fixtures.option_checks import check_prompts
+
+    with pytest.raises(pytest.UsageError, match=words):
+        check_prompts(value, "tiny")
+    assert check_prompts("8x2048", "tiny") == (8, 2048)
+
+
+def test_a_baseline_of_a_newer_schema_is_told_it_is_newer(tmp_path):
+    """Issue 59, item 13: a schema-99 baseline was told to rerun "the baseline's commit with this version"."""
+    from fixtures.option_checks import check_baseline
+
+    newer, older = tmp_path / "newer.json", tmp_path / "older.json"
+    newer.write_text(json.dumps({"schema": "latent-claims/results/99", "records": []}))
+    older.write_text(json.dumps({"schema": "latent-claims/results/2", "records": []}))
+    with pytest.raises(pytest.UsageError, match="written by a newer latent-claims than this one"):
+        check_baseline(str(newer))
+    with pytest.raises(pytest.UsageError, match="run the baseline's commit again with this version"):
+        check_baseline(str(older))
+
+
+def test_a_config_json_that_is_not_json_is_named_as_such(tmp_path):
+    """Issue 59, item 13: a config.json that is not JSON was reported as "could not load the tokenizer", with advice
+    about hub ids."""
+    from models.loading import ModelLoadError, _check_hf_folder
+
+    (tmp_path / "config.json").write_text("{not json")
+    (tmp_path / "tokenizer.json").write_text("{}")
+    with pytest.raises(ModelLoadError, match="config.json is not JSON .*save the model again"):
+        _check_hf_folder(tmp_path, weights=False)
