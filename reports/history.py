@@ -60,9 +60,28 @@ def interrupted_since(earlier: list[RunDocument], replay: str | None, previous: 
             if d.replay == replay and d.interrupted and (d.created_utc or "", d.run_id or "") > after]
 
 
+GENERATOR = "<meta name='generator' content='latent-claims'>"  # marks an index.html the suite wrote
+OWN_INDEX = "latent-claims-index.html"  # the suite's index where the folder holds a user's own index.html
+
+
+def written_by_suite(path: Path) -> bool:
+    """Whether ``path`` is an index the suite wrote (it carries ``GENERATOR``); False where it is absent."""
+    try:
+        return GENERATOR in path.read_text(encoding="utf-8", errors="replace")[:1000]
+    except OSError:
+        return False
+
+
+def index_path(base: Path) -> Path:
+    """Where the suite's index of ``base`` goes: ``index.html``, unless the folder holds an index.html of the user's
+    (one without ``GENERATOR``), which is never replaced: then ``OWN_INDEX`` beside it."""
+    index = base / "index.html"
+    return index if not index.exists() or written_by_suite(index) else base / OWN_INDEX
+
+
 def write_index(base: Path, docs: list[RunDocument] | None = None) -> None:
-    """Rewrite ``base/index.html`` from the run folders under ``base``, or from ``docs`` (:func:`runs`' documents,
-    oldest first) where the caller has them already."""
+    """Rewrite the suite's index of ``base`` (:func:`index_path`) from the run folders under ``base``, or from
+    ``docs`` (:func:`runs`' documents, oldest first) where the caller has them already."""
     rows, last_of = [], {}
     for doc in runs(base) if docs is None else docs:
         previous = last_of.get(doc.replay)
@@ -77,8 +96,8 @@ def write_index(base: Path, docs: list[RunDocument] | None = None) -> None:
         f"<td><code>{esc(d.replay or '')}</code></td><td>{esc(', '.join(f'{n} {o}' for o, n in c.items()))}</td>"
         f"<td>{'<br>'.join(esc(change_text(m)) for m in moved) or ('first run of this command' if p is None else 'no change')}</td></tr>"
         for d, c, moved, p in reversed(rows))
-    atomic_write_text(base / "index.html",
-                      "<!doctype html><meta charset='utf-8'><title>latent-claims runs</title>"
+    atomic_write_text(index_path(base),
+                      f"<!doctype html><meta charset='utf-8'>{GENERATOR}<title>latent-claims runs</title>"
                       "<style>body{font-family:system-ui,sans-serif;margin:2em}td,th{border:1px solid #ccc;padding:3px 7px;"
                       "font-size:13px;vertical-align:top}table{border-collapse:collapse}</style><h1>latent-claims runs</h1>"
                       "<table><tr><th>run</th><th>created</th><th>replay</th><th>outcomes</th>"

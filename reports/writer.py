@@ -15,6 +15,7 @@ import os
 import re
 import shlex
 import sys
+import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,7 +25,7 @@ from models.atomic_files import atomic_write_bytes, atomic_write_text, publish_m
 from reports import baseline, benchmarks, history, render, shipped_verdicts, tables
 from models.recipes import seed_builds
 from reports.document import RunDocument
-from reports.run_facts import device_facts, git_revision, lock_differences, versions
+from reports.run_facts import REPO, device_facts, git_revision, lock_differences, versions
 from reports.records import builds_agree, test_name, zoo_build_of
 from reports.checks import RED, ClaimRecord
 from reports.results_file import SCHEMA
@@ -132,6 +133,17 @@ class ReportIncomplete(RuntimeError):
         self.folder, self.failures = folder, failures
 
 
+def _new_results(doc: RunDocument, base: Path) -> Path:
+    """A new run folder under ``base`` with the document's results.json in it (``doc.run_id`` set); the folder.
+
+    Raises:
+        OSError: where ``base`` cannot take them.
+    """
+    doc.run_id, folder = _run_folder(base)
+    atomic_write_text(folder / "results.json", _json(doc))
+    return folder
+
+
 def _run_folder(base: Path) -> tuple[str, Path]:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     for n in range(1000):
@@ -159,18 +171,24 @@ RUN_ID = re.compile(r"\d{8}T\d{6}Z(-\d+)?")  # a run folder's name: its UTC star
 OLD_BASE = "reports"  # where run folders went before version 0.4, beside the code of the reports package
 
 
-def adopt_old_runs(base: Path) -> list[str]:
-    """Move run folders that a run before version 0.4 left in ``reports/`` (beside ``base``, the default ``runs/``)
-    into ``base``, so that the index and --baseline find them; a name ``base`` already has is left where it is.
+def adopt_old_runs(base: Path, project: Path = REPO) -> list[str]:
+    """Move run folders that a run before version 0.4 left in the project's ``reports/`` package folder into its
+    default ``runs/``, so that the index and --baseline find them; a name ``base`` already has is left where it is.
+
+    Only the project's own default adopts: ``base`` must be ``<project>/runs`` and the old folder
+    ``<project>/reports``, the reports package (it holds ``__init__.py``). A user's folder named ``runs`` beside a
+    ``reports`` of their own (one that ``python -m reports merge`` wrote, say) is never touched: no folder moves
+    between a user's directories (issue 59).
 
     Args:
-        base: the run folders' base folder; only the default (a folder named ``runs``) adopts.
+        base: the run folders' base folder.
+        project: the project's root (the checkout this module is in).
     Returns:
-        the run ids moved (their old ``reports/latest`` link and ``reports/index.html`` are removed: both are
-        made again under ``base``).
+        the run ids moved (the old ``reports/latest`` link and the suite's ``reports/index.html`` are removed: both
+        are made again under ``base``).
     """
-    old = base.parent / OLD_BASE
-    if base.name != "runs" or not old.is_dir():
+    old = project / OLD_BASE
+    if base.resolve() != (project / "runs").resolve() or not (old / "__init__.py").is_file():
         return []
     moved = []
     for folder in sorted(old.iterdir()):
@@ -181,7 +199,8 @@ def adopt_old_runs(base: Path) -> list[str]:
     if moved:
         if (old / "latest").is_symlink():
             (old / "latest").unlink()
-        (old / "index.html").unlink(missing_ok=True)
+        if history.written_by_suite(old / "index.html"):
+            (old / "index.html").unlink()
         print(f"latent-claims: moved {len(moved)} earlier run folders from {old}/ to {base}/ (run folders now go to "
               f"{base}/, outside the package's code)", file=sys.stderr)
     return moved
@@ -207,18 +226,31 @@ def write_doc(doc: RunDocument, base: Path, compare=None) -> Path:
     ``latest`` link and the index; report.md and report.html are written last. A stage that raises leaves what
     the others wrote; report.md and report.html (a plain note where they could not be rendered) name the failure.
 
+    Where ``base`` cannot take the run folder and its results.json (it was removed or replaced by a file while the
+    run went on; the disk is full), the report goes to a new folder under the system's temporary directory, the
+    terminal says where, and :class:`ReportIncomplete` names both, so that the run is not green and no record is lost.
+
     Returns:
         the run folder.
     Raises:
-        ReportIncomplete: after writing all it could, when a stage failed.
-        OSError: when the run folder, its results.json or its report files cannot be written.
+        ReportIncomplete: after writing all it could, when a stage failed or the report went to the fallback folder.
+        OSError: when neither ``base`` nor the fallback folder can take results.json (the message names both).
     """
-    adopt_old_runs(base)
-    run_id, folder = _run_folder(base)
-    doc.run_id = run_id
-    results_file = folder / "results.json"
-    atomic_write_text(results_file, _json(doc))
     failures: list[str] = []
+    try:
+        adopt_old_runs(base)
+        folder = _new_results(doc, base)
+    except OSError as err:
+        fallback = Path(tempfile.mkdtemp(prefix="latent-claims-report-"))
+        said = f"{base} could not take the report ({type(err).__name__}: {err})"
+        print(f"latent-claims: {said}; writing it to {fallback} instead", file=sys.stderr)
+        try:
+            base, folder = fallback, _new_results(doc, fallback)
+        except OSError as again:
+            raise OSError(f"{said}, nor could {fallback} ({type(again).__name__}: {again}): the records of this run "
+                          "are lost; free space or fix the folder and run again") from None
+        failures.append(f"report folder: {said}; the report is in {folder}")
+    run_id, results_file = doc.run_id, folder / "results.json"
 
     def stage(name: str, work) -> bool:
         try:

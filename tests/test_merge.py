@@ -236,15 +236,32 @@ def test_usage(tmp_path):
 
 
 def test_runs_an_older_version_left_in_reports_move_to_runs(tmp_path):
+    """Only the project's own runs/ adopts, from its reports package folder; a user's folder named runs beside a
+    reports/ of their own keeps both as they are (issue 59, item 5)."""
     old = machine(tmp_path, "reports", {"tiny-w96": 96})
     (tmp_path / "reports" / "__init__.py").write_text("")  # the package's code stays where it is
-    new = machine(tmp_path, "runs", {"tiny-w96": 96})
-    assert sorted(p.name for p in (tmp_path / "runs").iterdir() if p.is_dir() and not p.is_symlink()) == \
-        sorted([old.name, new.name])
+    assert writer.adopt_old_runs(tmp_path / "runs", project=tmp_path) == [old.name]
     assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == ["__init__.py"]
-    assert old.name in (tmp_path / "runs" / "index.html").read_text()
-    elsewhere = machine(tmp_path, "elsewhere", {"tiny-w96": 96})  # only the default base adopts
-    assert sorted(p.name for p in elsewhere.parent.iterdir()) == sorted(["index.html", "latest", elsewhere.name])
+    new = machine(tmp_path, "runs", {"tiny-w96": 96})
+    assert old.name in (tmp_path / "runs" / "index.html").read_text() and new.name in (tmp_path / "runs" / "index.html").read_text()
+    user = tmp_path / "user"
+    mine = machine(user, "reports", {"tiny-w96": 96})  # e.g. what `python -m reports merge --report-dir reports` wrote
+    before = sorted(p.name for p in (user / "reports").iterdir())
+    machine(user, "runs", {"tiny-w96": 96})
+    assert sorted(p.name for p in (user / "reports").iterdir()) == before and mine.is_dir()
+    assert "index.html" in before and "latest" in before
+
+
+def test_a_users_own_index_html_is_never_replaced(tmp_path):
+    """Issue 59, item 5: the suite wrote its index over a user's own index.html in the report folder."""
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "index.html").write_text("<p>my notes</p>")
+    folder = machine(tmp_path, "mine", {"tiny-w96": 96})
+    assert (tmp_path / "mine" / "index.html").read_text() == "<p>my notes</p>"
+    assert folder.name in (tmp_path / "mine" / "latent-claims-index.html").read_text()
+    machine(tmp_path, "ours", {"tiny-w96": 96})
+    again = machine(tmp_path, "ours", {"tiny-w96": 96})  # the suite's own index is its to rewrite
+    assert again.name in (tmp_path / "ours" / "index.html").read_text()
 
 
 def test_model_facts_of_two_processes_keep_both_processes_redrawn_windows():

@@ -4,6 +4,7 @@ import html
 import json
 import re
 import os
+import shutil
 import stat
 from dataclasses import replace
 from pathlib import Path
@@ -642,3 +643,19 @@ def test_a_claim_stopped_by_an_interrupt_reads_interrupted_not_unselected(tmp_pa
     assert rows["S4.2"][2] == "INTERRUPTED: selected, stopped before it recorded"
     assert rows["S4.1"][2] == "not run (not selected in this run)" and rows["S0.3"][2] == "t"
     assert RunDocument.from_json(doc.to_json()).claims_selected == ["S0.3", "S4.2"]
+
+
+def test_a_report_folder_replaced_by_a_file_during_the_run_sends_the_report_to_a_fallback(tmp_path, capsys):
+    """Issue 59, item 1: the report folder removed and replaced by a file while the run went on raised
+    NotADirectoryError (78 lines of traceback) and lost every record. The report goes to a new folder under the
+    system's temporary directory, the terminal says where, and the run is not green."""
+    s = settings_for(tmp_path)
+    s.report_dir.parent.mkdir(parents=True, exist_ok=True)
+    s.report_dir.write_text("a file where the folder was\n")
+    with pytest.raises(writer.ReportIncomplete) as err:
+        writer.write_run(s, [record(0.2)], {}, 0, 1.0, catalogue_json())
+    folder = err.value.folder
+    assert folder.parent != s.report_dir and json.loads((folder / "results.json").read_text())["records"]
+    assert (folder / "report.md").exists() and f"the report is in {folder}" in err.value.failures[0]
+    assert f"writing it to {folder.parent} instead" in capsys.readouterr().err
+    shutil.rmtree(folder.parent)
