@@ -23,8 +23,10 @@ GPU time that training leaves; then ``--part s3``), each within ``--budget`` (de
 folders are merged afterwards with ``python -m reports merge``. ``--size source-main`` is what a lease with
 four minutes left fits: ``s4-w384`` alone and the S4 claims that need no siblings.
 
-Each call merges its runs into one run folder (``python -m reports merge``) and writes ``timings.json``: each
-step's command, seconds, exit status and whether it ran out of time; the device (GPU name, torch, CUDA); each
+Each call makes a folder of its own under ``--out`` (its UTC start; ``OUT/latest`` points at the newest), merges
+the runs it made there into one run folder (``python -m reports merge``) and writes ``timings.json``: each
+step's command, seconds, exit status and whether it ran out of time, and the steps never started; the device
+(GPU name, torch, CUDA); each
 family's and each claim's seconds and S4.6's; every model's weights digest and training time; the inversion
 speed-up. A step that runs out of its time gets SIGTERM, on which pytest still writes its report
 (``fixtures/signals.py``), so what it measured is kept. ``gpu-check.tar.gz`` holds everything (the device tool
@@ -69,6 +71,7 @@ class Plan:
     s3: tuple[tuple[str, ...], ...]  # pytest words of each S3 lane's run, one lane per reference
     bench: tuple[str, ...]  # pytest words of the inversion benchmark
     s0: tuple[str, ...] = ()  # pytest words of lane s0's run (its own prompts: not merged)
+    min_budget: float = 120.0  # the least --budget the plan is worth starting with (a usage error below it)
 
 
 SIBLINGS = ("s4-w384-seed1442", "s4-w384-seed88", "s4-w384-seed99999")
@@ -81,6 +84,7 @@ PLANS = {
         bench=("--benchmark-only",),
         s0=("claims/s0_spectra", "--claim", "S0.6", "--claim", "S0.7", "--model", "ref-opt-125m", "--prompts",
             "8x2048"),  # looks 8 → 16 → 32 → 64, the default cap (fixtures.option_checks.default_max_prompts)
+        min_budget=120.0,  # S0's lane ends in 82 s and one training of s4-w384 in 83 s on an H200 (2026-11-26/28)
     ),
     # S4's recipe alone, for a call of about four minutes: no siblings, so no S4.4 and S4.6-S4.8, S4.10 (their
     # floor is the siblings'), and no S3 lanes.
@@ -88,7 +92,7 @@ PLANS = {
         device="cuda", zoo="full", train=("s4-w384",),
         s4=("claims/s4_ffn", *(w for c in ("S4.1", "S4.2", "S4.3", "S4.5", "S4.9") for w in ("--claim", c)),
             "--model", "s4-w384"),
-        s3=(), bench=(),
+        s3=(), bench=(), min_budget=120.0,  # s4-w384 trains in 83 s, its five claims take 36 s (2026-11-26)
     ),
     # The rehearsal: the same steps and files on the CPU, a cheap claim or two per family.
     "tiny": Plan(
@@ -98,6 +102,7 @@ PLANS = {
         bench=("--benchmark-disable",),
         s0=("claims/s0_spectra", "--claim", "S0.6", "--model", "tiny-w96:untrained", "--prompts", "8x64",
             "--max-prompts", "16"),
+        min_budget=20.0,  # each lane's step ends in well under 20 s on 2 cores
     ),
 }
 PARTS = ("s4", "s3", "s0")  # the kinds of lane, by the first two letters of a lane's name
@@ -236,15 +241,45 @@ def inversion_speed(path: Path) -> dict:
 
 
 def merge(out: Path, lanes: list[str]) -> tuple[Step, Path | None]:
-    """Merge the newest runs of this call's ``lanes`` into ``out/run``, within ``MERGE_RESERVE`` seconds from now
-    (a lane stopped at the deadline may have used its SIGTERM grace); (the step, the merged results.json or None).
-    Run folders an earlier call left in ``out`` are not merged."""
+    """Merge the runs of this call's ``lanes`` into ``out/run``, within ``MERGE_RESERVE`` seconds from now (a lane
+    stopped at the deadline may have used its SIGTERM grace); (the step, the merged results.json or None). ``out``
+    is this call's own folder (:func:`call_folder`), so no earlier call's run folders are there to merge."""
     runs = [out / f"runs-{lane}" / "latest" for lane in lanes
             if (out / f"runs-{lane}" / "latest" / "results.json").exists()]
     step = Step("merge", [sys.executable, "-m", "reports", "merge", *map(str, runs), "--report-dir", str(out / "run")])
     if not runs or not step.run(out, time.monotonic() + MERGE_RESERVE):
         return step, None
     return step, out / "run" / "latest" / "results.json"
+
+
+def call_folder(out: Path) -> Path:
+    """A new folder for one call under ``out``, named by its UTC start (``-N`` for a second call that second), with
+    ``out/latest`` pointing at it: each call writes and merges only its own runs, and a rerun into the same ``--out``
+    keeps the earlier call's timings.json and tarball (issue 59)."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    out.mkdir(parents=True, exist_ok=True)
+    for n in range(1000):
+        folder = out / (stamp if n == 0 else f"{stamp}-{n}")
+        try:
+            folder.mkdir()
+            break
+        except FileExistsError:
+            continue
+    link, tmp = out / "latest", out / f".latest.{os.getpid()}"
+    if not link.exists() or link.is_symlink():  # a real folder of the user's named latest is left alone
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(folder.name)
+        os.replace(tmp, link)
+    return folder
+
+
+def not_started(lanes: dict[str, list[Step]], plan: Plan, done: list[Step]) -> list[str]:
+    """The steps of ``lanes`` that never started (the budget ran out, or an earlier step of the lane failed), by
+    name; the training step counts as its one process per model."""
+    planned = [f"train-{m}" if s.name == "train" else s.name for lane in lanes.values() for s in lane
+               for m in (plan.train if s.name == "train" else (None,))]
+    ran = {s.name for s in done}
+    return [name for name in planned if name not in ran]
 
 
 def _parts(value: str) -> tuple[str, ...]:
@@ -264,22 +299,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--part", default="all", type=_parts,
                         help="all lanes (default), or the kinds named, comma-separated: s4 (training and S4), s3 "
                              "(the S3 lanes), s0 (S0.6 and S0.7 at S0's scale)")
-    parser.add_argument("--out", type=Path, required=True, help="folder for the run, timings.json and the logs")
+    parser.add_argument("--out", type=Path, required=True,
+                        help="folder under which each call makes a folder of its own (UTC start; OUT/latest points "
+                             "at the newest) for its run, timings.json, the logs and the tarball")
     parser.add_argument("--budget", type=float, default=360.0,
                         help="seconds for the lanes (default 360: two parts, each with the SIGTERM grace and the "
                              "merge, fit one 15-minute lease)")
     args = parser.parse_args(argv)
     plan = PLANS[args.size]
+    if not args.budget >= plan.min_budget:
+        print(f"gpu-check: --budget {args.budget:g} is below what --size {args.size} needs: at least "
+              f"{plan.min_budget:g} seconds (the lanes' steps would be stopped before any of them ends); nothing was "
+              "started", file=sys.stderr)
+        return 2
     if plan.device == "cuda" and not torch.cuda.is_available():
         print(f"gpu-check: --size {args.size} needs CUDA, and torch sees no GPU here; --size tiny rehearses the same "
               "steps on the CPU", file=sys.stderr)
         return 2
-    out = args.out.resolve()
-    lanes = {name: lane for name, lane in steps_of(plan, out).items() if "all" in args.part or name[:2] in args.part}
-    if not lanes:
+    if not any("all" in args.part or name[:2] in args.part for name in steps_of(plan, args.out)):
         print(f"gpu-check: --size {args.size} has no lane of --part {','.join(args.part)}", file=sys.stderr)
         return 2
-    out.mkdir(parents=True, exist_ok=True)
+    out = call_folder(args.out.resolve())
+    print(f"gpu-check: this call's folder is {out}", flush=True)
+    lanes = {name: lane for name, lane in steps_of(plan, out).items() if "all" in args.part or name[:2] in args.part}
     started = time.monotonic()
     deadline = started + args.budget
     from models.corpus import load_corpus  # the corpus and its BPE once, before the lanes read them side by side
@@ -288,7 +330,6 @@ def main(argv: list[str] | None = None) -> int:
 
     done: list[Step] = []
     s0_results = out / "runs-s0" / "latest" / "results.json"
-    s0_before = s0_results.stat().st_mtime if s0_results.exists() else None  # an earlier call's: not this one's
     threads = [threading.Thread(target=run_lane, args=(lane, plan, out, deadline, done)) for lane in lanes.values()]
     for t in threads:
         t.start()
@@ -297,11 +338,13 @@ def main(argv: list[str] | None = None) -> int:
     merging = [lane for lane in lanes if lane != "s0"]  # S0's scale is its own prompt batch: not mergeable
     merged, results = merge(out, merging) if merging else (None, None)
     done += [merged] if merged else []
-    s0_ran = "s0" in lanes and s0_results.exists() and s0_results.stat().st_mtime != s0_before
+    s0_ran = "s0" in lanes and s0_results.exists()  # this call's folder: only this call's run can be there
+    skipped = not_started(lanes, plan, done)
 
     timings = {"size": args.size, "part": args.part, "budget_seconds": args.budget, "wall_seconds": time.monotonic() - started,
                "machine": machine_facts(plan.device),
                "steps": [{k: v for k, v in asdict(s).items() if k != "env"} for s in done],
+               "not_started": skipped,
                "inversion_speed": inversion_speed(out / "inversion-speed.json"),
                "run": summarise(results) if results else None,
                "s0_run": summarise(s0_results) if s0_ran else None}
@@ -310,8 +353,10 @@ def main(argv: list[str] | None = None) -> int:
         for item in sorted(out.iterdir()):
             if item.name != "gpu-check.tar.gz":
                 tar.add(item, arcname=item.name)
-    ok = (results is not None or not merging) and (s0_ran or "s0" not in lanes) and all(s.returncode in (PYTEST_OK if "pytest" in s.argv else (0,)) for s in done)
-    print(f"gpu-check: {'done' if ok else 'INCOMPLETE'} in {timings['wall_seconds']:.0f} s; {out / 'timings.json'}")
+    ok = (results is not None or not merging) and (s0_ran or "s0" not in lanes) and not skipped and all(
+        s.returncode in (PYTEST_OK if "pytest" in s.argv else (0,)) for s in done)
+    print(f"gpu-check: {'done' if ok else 'INCOMPLETE'} in {timings['wall_seconds']:.0f} s; {out / 'timings.json'}"
+          + (f"; not started: {', '.join(skipped)}" if skipped else ""))
     return 0 if ok else 1
 
 

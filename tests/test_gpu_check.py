@@ -16,16 +16,19 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.mark.subprocess
 def test_the_rehearsal_writes_one_run_with_s3_s4_and_the_timings(tmp_path):
-    out = tmp_path / "gpu-check"
-    done = subprocess.run([sys.executable, "-m", "benchmarks.gpu_check", "--size", "tiny", "--out", str(out)],
+    base = tmp_path / "gpu-check"
+    done = subprocess.run([sys.executable, "-m", "benchmarks.gpu_check", "--size", "tiny", "--out", str(base)],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    out = (base / "latest").resolve()  # the call's own folder
+    assert out.parent == base.resolve() and f"this call's folder is {out}" in done.stdout
 
     timings = json.loads((out / "timings.json").read_text())
     assert timings["machine"]["device"] == "cpu" and timings["machine"]["torch"]
     steps = {s["name"]: s for s in timings["steps"]}
     assert {"train-tiny-w96", "s4", "s3-ref-llama-small", "inversion-speed", "merge", "s0"} <= set(steps)
     assert all(s["returncode"] == 0 and not s["timed_out"] for s in steps.values()), steps
+    assert timings["not_started"] == []
 
     results = json.loads((out / "run" / "latest" / "results.json").read_text())  # one run folder, merged
     assert results["device"]["device"] == "cpu"
@@ -78,3 +81,25 @@ def test_parts_are_kinds_of_lane_separated_by_commas():
     for bad in ("s5", "", "all,s4"):
         with pytest.raises(Exception, match="give all, or some of s4, s3, s0"):
             gpu_check._parts(bad)
+
+
+@pytest.mark.parametrize("budget", ["-5", "0", "19"])
+def test_a_budget_below_what_the_plan_needs_is_a_usage_error_naming_the_minimum(tmp_path, capsys, budget):
+    """Issue 59, item 11: --budget -5 and 0 started three lanes and killed them after 1 s."""
+    assert gpu_check.main(["--size", "tiny", "--out", str(tmp_path), "--budget", budget]) == 2
+    assert f"--budget {float(budget):g} is below what --size tiny needs: at least 20 seconds" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # nothing was started
+
+
+def test_each_call_has_its_own_folder_and_names_the_steps_it_never_started(tmp_path):
+    """Issue 59, item 9: a rerun into a finished --out merged and summarised the earlier call's runs as its own and
+    overwrote its timings.json and tarball. Each call now writes a folder of its own, and lists what it never began."""
+    first = gpu_check.call_folder(tmp_path)
+    (first / "timings.json").write_text("{}")
+    second = gpu_check.call_folder(tmp_path)
+    assert first != second and (first / "timings.json").exists() and list(second.iterdir()) == []
+    assert (tmp_path / "latest").resolve() == second
+    plan = gpu_check.PLANS["tiny"]
+    lanes = gpu_check.steps_of(plan, second)
+    done = [gpu_check.Step("train-tiny-w96", []), gpu_check.Step("s4", [])]
+    assert gpu_check.not_started(lanes, plan, done) == ["s0", "s3-ref-llama-small", "inversion-speed"]
