@@ -16,26 +16,29 @@ import pytest
 
 pytest.register_assert_rewrite("fixtures")  # before importing them: fixtures.zoo is also a plugin below
 
-import hypothesis  # noqa: E402
-import torch  # noqa: E402
+from fixtures.loading_guard import nothing_measured_on_interrupt  # noqa: E402
 
-from fixtures import recording  # noqa: E402
-from fixtures.catalogue import ClaimMarker, load_catalogue  # noqa: E402
-from fixtures.collector import Collector, model_fingerprint  # noqa: E402
-from fixtures.ledger import applicable, claim_test_functions, load_ledger, unknown_entries  # noqa: E402
-from fixtures.rounds import rounds_of, sample_of  # noqa: E402
-from fixtures.scheduling import by_model_scheduler  # noqa: E402
-from fixtures.settings import Settings, add_options, resolve_settings  # noqa: E402
-from fixtures.stash import (ANOTHER_LOOK_KEY, EXPECTATION_KEY, NEEDS_KEY, POOL_KEY, RECORDS_KEY,  # noqa: E402
-                            REPORT_KEY, SETTINGS_KEY)
-from fixtures.verdicts import ClaimDoesNotHold, classify  # noqa: E402
-from fixtures.zoo import ACTIVATION_FIXTURES, MODELS_KWARGS, pool_names  # noqa: E402
-from models.atomic_files import atomic_write_text  # noqa: E402
-from models.capture import check_patterns  # noqa: E402
-from models.recipes import seed_builds  # noqa: E402
-from models.runtime import pin_cpu_threads  # noqa: E402
-from models.zoo import ROLES, resolve  # noqa: E402
-from reports import run_facts, writer  # noqa: E402
+with nothing_measured_on_interrupt():  # a Ctrl-C during these ~10 s of imports: one line, not a traceback
+    import hypothesis  # noqa: E402
+    import torch  # noqa: E402
+
+    from fixtures import recording  # noqa: E402
+    from fixtures.catalogue import ClaimMarker, load_catalogue  # noqa: E402
+    from fixtures.collector import Collector, model_fingerprint  # noqa: E402
+    from fixtures.ledger import applicable, claim_test_functions, load_ledger, unknown_entries  # noqa: E402
+    from fixtures.rounds import rounds_of, sample_of  # noqa: E402
+    from fixtures.scheduling import by_model_scheduler  # noqa: E402
+    from fixtures.settings import Settings, add_options, resolve_settings  # noqa: E402
+    from fixtures.stash import (ANOTHER_LOOK_KEY, EXPECTATION_KEY, NEEDS_KEY, POOL_KEY, RECORDS_KEY,  # noqa: E402
+                                REPORT_KEY, SETTINGS_KEY)
+    from fixtures.verdicts import ClaimDoesNotHold, classify  # noqa: E402
+    from fixtures.zoo import ACTIVATION_FIXTURES, MODELS_KWARGS, pool_names  # noqa: E402
+    from models.atomic_files import atomic_write_text  # noqa: E402
+    from models.capture import check_patterns  # noqa: E402
+    from models.recipes import seed_builds  # noqa: E402
+    from models.runtime import pin_cpu_threads  # noqa: E402
+    from models.zoo import ROLES, resolve  # noqa: E402
+    from reports import run_facts, writer  # noqa: E402
 
 pytest_plugins = ["fixtures.zoo", "fixtures.recording", "fixtures.rounds", "fixtures.signals"]
 

@@ -180,3 +180,37 @@ def test_a_config_json_that_is_not_json_is_named_as_such(tmp_path):
     (tmp_path / "tokenizer.json").write_text("{}")
     with pytest.raises(ModelLoadError, match="config.json is not JSON .*save the model again"):
         _check_hf_folder(tmp_path, weights=False)
+
+
+def test_an_interrupt_while_the_plugin_loads_says_nothing_was_measured_in_one_line():
+    """Issue 59, item 12: a Ctrl-C in the first seconds, while the conftest imports torch and transformers, printed
+    130-190 lines of traceback. The guard prints one line and exits with 130."""
+    from fixtures.loading_guard import INTERRUPTED_EXIT, MESSAGE, nothing_measured_on_interrupt
+
+    exits = []
+    with nothing_measured_on_interrupt(exit=exits.append):
+        raise KeyboardInterrupt
+    assert exits == [INTERRUPTED_EXIT] and "nothing was measured" in MESSAGE
+    with pytest.raises(ValueError):  # anything else passes through untouched
+        with nothing_measured_on_interrupt(exit=exits.append):
+            raise ValueError("not an interrupt")
+
+
+@pytest.mark.subprocess
+def test_a_ctrl_c_during_the_plugins_imports_prints_one_line():
+    """The process boundary is what is tested: SIGINT 1.5 s after the start lands in the conftest's imports (about
+    ten seconds on 2 cores), and the terminal shows one line, exit status 130."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root = Path(__file__).resolve().parent.parent
+    child = subprocess.Popen([sys.executable, "-m", "pytest", "claims", "--collect-only", "-q", "-p", "no:cacheprovider"],
+                             cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == 130, out[-2000:] + err[-2000:]
+    assert (out + err).strip().splitlines() == [
+        "latent-claims: interrupted while loading its libraries, before any test ran: nothing was measured"]
