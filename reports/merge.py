@@ -276,9 +276,16 @@ def merge(inputs: list[str | Path], report_dir: str | Path = "runs",
 
     Raises:
         MergeError: for a missing or unreadable input, inputs that are not comparable, a duplicate record,
-            or records the report cannot show; nothing is written then.
+            records the report cannot show, or a ``report_dir`` inside an input run's folder; nothing is written then.
         OSError: when the report folder cannot be written.
     """
+    base = Path(report_dir).resolve()
+    for p in inputs:
+        run = Path(p).resolve()
+        run = run.parent if run.is_file() else run
+        if base == run or run in base.parents:
+            raise MergeError(f"--report-dir {report_dir} is inside the input run {p}: the merged run would be written "
+                             "into a run folder; give a base folder of run folders, e.g. runs/ (the default)")
     merged = merge_runs([load_run(p) for p in inputs], shards)
     try:  # render once before writing, so that a malformed input leaves no half-written folder
         render.markdown(replace(merged.doc, run_id="check"))

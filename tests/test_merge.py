@@ -288,3 +288,13 @@ def test_a_model_that_loaded_in_one_process_is_not_reported_as_failed_by_another
     models = {"tiny-w96": dict(good)}
     add_model_facts(models, {"tiny-w96": {**good, "build": {"gpu": "H100"}, "prompt_batch": [64, 128]}})
     assert models["tiny-w96"]["prompt_batch"] is None  # another build's capture is not this one's
+
+
+def test_a_report_dir_inside_an_input_run_is_refused(tmp_path):
+    """Issue 59, item 13: `reports merge RUN --report-dir RUN` wrote the merged folder inside the input run."""
+    run = machine(tmp_path, "runs", {"tiny-w96": 96})
+    before = sorted(p.name for p in run.iterdir())
+    for inside in (run, run / "more"):
+        with pytest.raises(MergeError, match="is inside the input run"):
+            merge([run], inside)
+    assert sorted(p.name for p in run.iterdir()) == before  # nothing written into the run
