@@ -176,7 +176,8 @@ def merge_runs(runs: list[Run], shards: list[str] | None = None) -> Merged:
 
     Args:
         runs: the inputs, at least one, as :func:`load_run` returns them.
-        shards: the subjects that should each have sent a run (``pytest --list-shards``); those without one are
+        shards: the subjects that should each have sent a run (``pytest --list-shards``); those with neither a run
+            made for them (``--shard``) nor records of their own in the inputs (a run made with ``--model``) are
             named in ``shards_missing`` and in a warning. None: not checked.
 
     Returns:
@@ -216,7 +217,8 @@ def merge_runs(runs: list[Run], shards: list[str] | None = None) -> Merged:
     git = first.git
     if any(str(r.doc.git or "").endswith(DIRTY) for r in runs) and not str(git).endswith(DIRTY):
         git = f"{git}{DIRTY}"
-    reported = {r.doc.shard for r in runs}
+    # a shard reported where a run was made for it (--shard NAME) or holds records of it (a run made with --model NAME)
+    reported = {r.doc.shard for r in runs} | {rec.model for r in runs for rec in r.doc.records}
     missing = [s for s in shards if s not in reported] if shards is not None else []
     doc = RunDocument(
         schema=SCHEMA,  # the inputs share theirs (check_comparable); their records are read and written by this version

@@ -298,3 +298,13 @@ def test_a_report_dir_inside_an_input_run_is_refused(tmp_path):
         with pytest.raises(MergeError, match="is inside the input run"):
             merge([run], inside)
     assert sorted(p.name for p in run.iterdir()) == before  # nothing written into the run
+
+
+def test_a_shard_run_made_with_model_instead_of_shard_is_not_called_missing(tmp_path, two_machines):
+    """Issue 59, item 13: `reports merge --shards` over runs made with `--model` named every shard "MISSING" although
+    its claims were in the report: a shard is reported by a run made for it or by its records."""
+    from reports.merge import load_run, merge_runs
+
+    a, b = two_machines  # made with --model tiny-w128 and --model tiny-w96: no shard field
+    merged = merge_runs([load_run(a), load_run(b)], ["tiny-w96", "tiny-w128", "ref-gpt2-small"])
+    assert merged.doc.shards_missing == ["ref-gpt2-small"]
