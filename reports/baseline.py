@@ -119,6 +119,10 @@ def compare(baseline_path: Path, doc: RunDocument, mapping: dict[str, str] | Non
         if new.version != was.version:
             out["method_changed"].append({**where, "was": was.version, "now": new.version})
             continue
+        if was.outcome != "error" and not all(c.finite for c in was.checks):  # null numbers, yet an outcome
+            out["differences"].append(f"the baseline's {key[0]} on {key[1]} ({new.test}) has statistics that are "
+                                      "not numbers (null) beside its outcome: not compared (a damaged file?)")
+            continue
         before, after = _statuses(was), _statuses(new)
         if before == after and new.outcome != was.outcome and new.expected != was.expected:
             out["ledger_changes"].append({**where, "was": was.outcome, "now": new.outcome,

@@ -659,3 +659,15 @@ def test_a_report_folder_replaced_by_a_file_during_the_run_sends_the_report_to_a
     assert (folder / "report.md").exists() and f"the report is in {folder}" in err.value.failures[0]
     assert f"writing it to {folder.parent} instead" in capsys.readouterr().err
     shutil.rmtree(folder.parent)
+
+
+def test_a_baseline_with_null_statistics_is_named_not_listed_as_a_measured_change(tmp_path):
+    """Issue 59, item 13: a baseline whose numbers are null (NaN) beside an outcome was listed as a MEASURED change."""
+    old = write(settings_for(tmp_path), [record(0.2)]) / "results.json"
+    doc = json.loads(old.read_text())
+    for check in doc["records"][0]["checks"]:
+        check["value"] = check["ci_low"] = check["ci_high"] = None
+    old.write_text(json.dumps(doc))
+    changes = compare(old, [record(0.2)])
+    assert changes["measured_changes"] == [] and changes["moved"] == []
+    assert any("has statistics that are not numbers (null)" in d for d in changes["differences"])
