@@ -47,7 +47,7 @@ def header_lines(doc: RunDocument) -> list[str]:
         "outcomes: " + ", ".join(f"{n} {o}" for o, n in counts.items()),
         f"zoo {doc.zoo} ({ZOO_BUILDS.get(doc.zoo_build, doc.zoo_build)}) · device {device['device']} ({device.get('gpu', device['platform'])}) · "
         f"dtype {device['dtype']} · seed {doc.seed} · wall {doc.wall_seconds} s · "
-        f"peak RSS {doc.peak_rss_mib} MiB",
+        f"peak RSS {doc.peak_rss_mib} MiB" + _planned(doc.models or {}),
         f"python {v['python']} · torch {v['torch']} · transformers {v['transformers']} · tokenizers {v['tokenizers']}"
         + (" · NOT THE LOCK: " + "; ".join(doc.versions_off_lock) if doc.versions_off_lock else ""),
         "replay: " + doc.replay,
@@ -142,6 +142,16 @@ def markdown(doc: RunDocument) -> str:
             for title, header, rows in detail_tables(r.details):
                 out += [f"**{label(r)} — {title}**", "", md_table(header, rows), ""]
     return "\n".join(out)
+
+
+def _planned(models: dict) -> str:
+    """" (largest capture planned: 812 MiB, ref-opt-125m)": the estimate ``fixtures.memory_estimate`` made of the
+    largest first capture, beside the measured peak; "" where no model has one (runs before it was recorded)."""
+    planned = {name: m["capture_estimate_mib"] for name, m in models.items() if m.get("capture_estimate_mib")}
+    if not planned:
+        return ""
+    name = max(planned, key=planned.get)
+    return f" (largest capture planned: {planned[name]:,.0f} MiB, {name})"
 
 
 def _from(entry: dict, name: str) -> str:

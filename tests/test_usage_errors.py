@@ -50,7 +50,9 @@ def test_a_partial_run_does_not_replace_the_shipped_verdicts(tmp_path, monkeypat
     record = {"claim": "S4.1", "model": "tiny-w96", "test": "t[tiny-w96]", "outcome": "holds", "version": 1,
               "checks": [{"name": "x", "value": 0.7, "ci_low": 0.7, "ci_high": 0.7, "threshold": 0.5}]}
     run.write_text(json.dumps({"schema": "latent-claims/results/7", "run_id": "new", "git": "b", "zoo_build": "shipped",
-                               "interrupted": False, "models": {}, "versions": {"torch": "2"}, "records": [record]}))
+                               "interrupted": False, "models": {}, "versions": {"torch": "2"}, "records": [record],
+                               "seed": 0, "prompts": [32, 128], "max_prompts": 128, "zoo": "tiny",
+                               "device": {"dtype": "float32"}, "source_scale": False}))  # the shipped settings
     assert reports_cli.main(["shipped", str(run), "--write"]) == 2
     assert "lacks 1 of the 2 records" in capsys.readouterr().err
     assert json.loads(verdicts.read_text()) == old
