@@ -29,8 +29,9 @@ step's command, seconds, exit status and whether it ran out of time, and the ste
 (GPU name, torch, CUDA); each
 family's and each claim's seconds and S4.6's; every model's weights digest and training time; the inversion
 speed-up. A step that runs out of its time gets SIGTERM, on which pytest still writes its report
-(``fixtures/signals.py``), so what it measured is kept. ``gpu-check.tar.gz`` holds everything (the device tool
-returns a few files).
+(``fixtures/signals.py``), so what it measured is kept. ``gpu-check.tar.gz`` holds everything but the weights (the
+device tool returns a few files): each trained model is saved under ``weights/NAME/`` in shards of at most 15 MB
+with its sha256 in ``timings.json`` (``benchmarks.gpu_records.export_weights``), so that any machine can test it.
 
 ``--size tiny`` runs the same steps on the CPU at the tiny zoo's sizes with a few claims each (the zoo is
 shipped: its "training" checks the shipped weights), in under a minute: the rehearsal that
@@ -54,6 +55,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
+
+from benchmarks.gpu_records import export_weights, inversion_speed, summarise
 
 PYTEST_OK = (0, 1)  # pytest's "all passed" and "some tests failed" (a claim that fails is a finding)
 MERGE_RESERVE = 45.0  # seconds kept back from the budget for the merge and the tarball
@@ -206,40 +209,6 @@ def machine_facts(device: str) -> dict:
     return facts
 
 
-def summarise(results: Path) -> dict:
-    """From a merged results.json: seconds per family and per claim, S4.6's, the models' digests, the outcomes."""
-    doc = json.loads(results.read_text())
-    families: dict[str, float] = {}
-    claims: dict[str, float] = {}
-    outcomes: dict[str, dict[str, str]] = {}
-    for r in doc["records"]:
-        seconds = r.get("wall_seconds") or 0.0
-        families[r["claim"].split(".")[0]] = families.get(r["claim"].split(".")[0], 0.0) + seconds
-        claims[r["claim"]] = claims.get(r["claim"], 0.0) + seconds
-        key = r["function"] + "".join(f"[{v}]" for v in r.get("params", {}).values())
-        outcomes.setdefault(r["claim"], {})[f"{r['model']} {key}"] = r["outcome"]
-    models = {name: {k: m.get(k) for k in ("role", "weights_sha256", "train_seconds", "final_val_loss", "build",
-                                           "trained_on", "error")}
-              for name, m in doc.get("models", {}).items()}
-    return {"run_id": doc["run_id"], "device": doc.get("device"), "versions": doc.get("versions"),
-            "family_seconds": families, "claim_seconds": claims, "s4_6_seconds": claims.get("S4.6"),
-            "outcomes": outcomes, "models": models}
-
-
-def inversion_speed(path: Path) -> dict:
-    """{shape: speedup, steps per second batched and looped} from the benchmark's JSON; {} without it."""
-    if not path.exists():
-        return {}
-    speed: dict[str, dict] = {}
-    for b in json.loads(path.read_text()).get("benchmarks", []):
-        info = b.get("extra_info", {})
-        entry = speed.setdefault(info.get("shape", b["name"]), {})
-        for key in ("speedup", "ceiling", "overhead", "prompt_steps_per_second"):
-            if key in info:
-                entry[f"{info.get('kind')} {key}" if key == "prompt_steps_per_second" else key] = info[key]
-    return speed
-
-
 def merge(out: Path, lanes: list[str]) -> tuple[Step, Path | None]:
     """Merge the runs of this call's ``lanes`` into ``out/run``, within ``MERGE_RESERVE`` seconds from now (a lane
     stopped at the deadline may have used its SIGTERM grace); (the step, the merged results.json or None). ``out``
@@ -340,18 +309,21 @@ def main(argv: list[str] | None = None) -> int:
     done += [merged] if merged else []
     s0_ran = "s0" in lanes and s0_results.exists()  # this call's folder: only this call's run can be there
     skipped = not_started(lanes, plan, done)
+    trained = [s.name.removeprefix("train-") for s in done if s.name.startswith("train-") and s.returncode == 0]
+    weights = export_weights(trained, out)  # the trainings brought back, outside the tarball
 
     timings = {"size": args.size, "part": args.part, "budget_seconds": args.budget, "wall_seconds": time.monotonic() - started,
                "machine": machine_facts(plan.device),
                "steps": [{k: v for k, v in asdict(s).items() if k != "env"} for s in done],
                "not_started": skipped,
+               "weights": weights,
                "inversion_speed": inversion_speed(out / "inversion-speed.json"),
                "run": summarise(results) if results else None,
                "s0_run": summarise(s0_results) if s0_ran else None}
     (out / "timings.json").write_text(json.dumps(timings, indent=1, default=str) + "\n")
     with tarfile.open(out / "gpu-check.tar.gz", "w:gz") as tar:
         for item in sorted(out.iterdir()):
-            if item.name != "gpu-check.tar.gz":
+            if item.name not in ("gpu-check.tar.gz", "weights"):
                 tar.add(item, arcname=item.name)
     ok = (results is not None or not merging) and (s0_ran or "s0" not in lanes) and not skipped and all(
         s.returncode in (PYTEST_OK if "pytest" in s.argv else (0,)) for s in done)

@@ -42,6 +42,25 @@ def test_the_rehearsal_writes_one_run_with_s3_s4_and_the_timings(tmp_path):
     assert all(o not in ("error", "control failed") for o in s0["outcomes"]["S0.6"].values())
     with tarfile.open(out / "gpu-check.tar.gz") as tar:
         assert "timings.json" in tar.getnames() and "logs/s4.log" in tar.getnames()
+        assert not any(name.startswith("weights") for name in tar.getnames())  # the weights come back on their own
+
+    # issue 58, item 3: the trained model comes back as a Hugging Face folder in shards of at most 15 MB, its sha256
+    # in timings.json, and a CPU run on that folder reproduces the lane's S4 records
+    exported = timings["weights"]["tiny-w96"]
+    folder = out / exported["folder"]
+    assert exported["largest_file_bytes"] <= 15 * 10**6 and exported["files"]
+    done = subprocess.run([sys.executable, "-m", "pytest", "claims", "-m", "gpu", "--claim", "S4.1", "--claim", "S4.3",
+                           "--model", str(folder), "--device", "cpu", "--report-dir", str(tmp_path / "again"), "-q",
+                           "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]
+    again = json.loads((tmp_path / "again" / "latest" / "results.json").read_text())
+    assert again["models"][str(folder)]["weights_sha256"] == exported["sha256"]
+
+    def headlines(records, model):
+        return {r["claim"]: (r["outcome"].replace("fails as expected", "fails"), r["headline"]["value"])
+                for r in records if r["model"] == model}
+    lane = headlines(results["records"], "tiny-w96")
+    assert headlines(again["records"], str(folder)) == {c: lane[c] for c in ("S4.1", "S4.3")}
 
 
 def test_a_step_out_of_time_is_stopped_and_marked(tmp_path):
