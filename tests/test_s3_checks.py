@@ -484,3 +484,12 @@ def test_s3_14s_gap_of_zero_on_every_prompt_is_undecided_not_a_gate():
     gap = bootstrap(np.zeros(16), lambda u: float(u.mean()), seed=0)
     assert (gap.low, gap.high) == (0.0, 0.0)
     assert gap_check(gap).status == "inconclusive" and gap_check(gap).undecidable
+
+
+def test_s3_10s_crossing_at_the_first_feature_fails_its_own_check_instead_of_a_gate():
+    """Issue 56, item 4: S3.10's k* = 1 gate (not informative) had no quote and no control that could fail; since
+    version 8 a crossing at the first feature fails the claim check that the threshold lies inside the output."""
+    from claims.s3_inversion.test_bandwidth import threshold_within
+
+    assert threshold_within(1, 16).status == "failed"
+    assert threshold_within(2, 16).status == "passed" and threshold_within(55, 16).status == "passed"

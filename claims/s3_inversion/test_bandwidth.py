@@ -12,9 +12,12 @@ The crossing k* (the fewest features with a(k) at least half of a(d_model)) is l
 d_model and then by bisection; the statistic is the one-feature jump a(k*) − a(k* − 1), paired over prompts.
 S3's jump is 1.0 (none to every token). "Sharp" is read as: most of the transition happens in one feature,
 a jump above ½, by the interval's low end. The threshold must also lie well below the width, as S3's (2202 of
-4096 = 0.54 of d_model): where k* = d_model the output is needed whole, which is dimension counting (a full-rank
-linear map needs every feature) and holds for any weights, so the claim is not informative there; elsewhere
-k*/d_model, bootstrapped over prompts, must stay below 0.77, halfway from S3's 0.54 to the width. The transition's width (the features between the last k with
+4096 = 0.54 of d_model): k*/d_model, bootstrapped over prompts, must stay below 0.77, halfway from S3's 0.54 to
+the width. Until version 7 a crossing at k* = d_model (the output needed whole) and one at k* = 1 (one feature
+already enough) made the claim "not informative": gates that no sentence of S3's scopes and no control could fail.
+Since version 8 both are decided: at k* = d_model the width check fails (a finding: this block needs every feature,
+no threshold below the width), and at k* = 1 the claim check that the crossing lies above the first feature fails
+(:func:`threshold_within`). The transition's width (the features between the last k with
 a(k) ≤ 10 % and the first with a(k) ≥ 90 % of a(d_model), among the k evaluated) is reported, in features and
 as a fraction of d_model (S3: 1 of 4096). Where the full output does not recover (nearly) every token there
 is no 'every' to fall from, and the claim is not informative on a trained model, whose block S3 itself reports
@@ -39,7 +42,7 @@ import torch
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, TOP_K, examples, first_prompt, layer_output, setting
 from claims.s3_inversion.scope import SMALL_TRAINED, UNTRAINED_INVERTS, works_control
 from latent_instruments.inversion import invert
-from latent_instruments.stats import proportion
+from latent_instruments.stats import Estimate, proportion
 from models.forwards import descents_at_once, frozen, side_by_side
 from reports.plots import series
 from reports.checks import Check
@@ -151,7 +154,19 @@ def crossing_fraction(units: np.ndarray, ks: list[int], d_model: int) -> float:
     return next(k for k, m in zip(ks, means) if m >= means[-1] / 2) / d_model
 
 
-@pytest.mark.claim("S3.10", version=7)  # 7: untrained full output a control; 6: exact binomial success
+def threshold_within(k_star: int, prompts: int) -> Check:
+    """S3.10's claim check that the crossing k* lies above the first feature (an exact count: no interval): at
+    k* = 1 one feature already recovers half the full output's accuracy, and there is no threshold within the
+    output, sharp or not, which S3's 2202 of 4096 features is."""
+    return Check.of("crossing k* in features, above the first", Estimate(float(k_star), float(k_star), float(k_star),
+                                                                           1.0, prompts), "features", ">", 1.0,
+                    "S3: every token from 2202 features, none from 2201: a threshold inside the output. Where the "
+                    "first feature alone gives half the full output's accuracy (k* = 1) there is none: the claim's "
+                    "own bound, k* > 1 (an exact count)")
+
+
+# 8: k* = 1 and k* = d decided, no longer gates; 7: untrained full output a control; 6: exact binomial success
+@pytest.mark.claim("S3.10", version=8)
 @pytest.mark.models("trained", "hf", "untrained")
 def test_recovery_falls_sharply_with_output_features(model_name, subject, inversions, pool, claim, settings):
     """S3.10: one feature fewer than the crossing k* loses most of the recovered tokens (block 1)."""
@@ -182,15 +197,11 @@ def test_recovery_falls_sharply_with_output_features(model_name, subject, invers
             f"the full output ({d} features) recovers {full.value:.3f} of tokens [{full.low:.3f}, {full.high:.3f}], "
             f"not every token (≥ {EVERY}): there is no level to fall from. {SMALL_TRAINED}", details=by_setting)
     k_star = crossing(curve, d, full.value / 2)
-    if k_star == 1:
-        claim.not_informative(f"the first feature alone already recovers {curve.mean(1):.3f} of tokens, half the full "
-                              "output's: there is no threshold within the output to measure")
-    if k_star == d:
-        claim.not_informative(
-            f"the crossing is at k* = d_model = {d}: the output is needed whole, which is dimension counting (a "
-            "full-rank map needs every feature) and holds for any weights; S3's finding is a threshold well below "
-            f"the width (2202 of 4096 = {SOURCE_FRACTION:.2f})",
-            details={"token accuracy by k": {str(k): round(curve.mean(k), 4) for k in sorted(curve.points)}})
+    if k_star == 1:  # no one-feature jump to measure below the first feature: the crossing check decides alone
+        claim.record([threshold_within(k_star, len(curve(d))), *([full_works] if untrained else [])],
+                     procedure=f"{len(curve(d))} held-out prompts inverted from the first k features of block 1's output "
+                     f"({how} setting): the first feature alone recovers {curve.mean(1):.3f} of tokens, half the full "
+                     "output's", details={"token accuracy by k": {str(k): round(curve.mean(k), 4) for k in sorted(curve.points)}})
     jump = claim.bootstrap(np.column_stack([curve(k_star), curve(k_star - 1)]),
                      lambda u: float(u[:, 0].mean() - u[:, 1].mean()))
     matched = proportion(curve.passed(k_star - 1))  # 0/1 per prompt: an exact interval
@@ -212,8 +223,9 @@ def test_recovery_falls_sharply_with_output_features(model_name, subject, invers
                      "prompt on one model"),
             Check.of("crossing k* as a fraction of d_model", fraction, "fraction of d_model", "<", BELOW_WIDTH,
                      f"S3: the threshold lies at 2202 of Llama-7B's 4096 features ({SOURCE_FRACTION:.2f} of the width); "
-                     "at k* = d_model the step is dimension counting, true of any weights (not informative). 'Well "
-                     f"below the width' is read as k*/d_model < {BELOW_WIDTH:.2f}, halfway from S3's fraction to 1, by "
+                     "at k* = d_model the output is needed whole (since version 8 that fails here, a finding, where it "
+                     f"was a not-informative gate). 'Well below the width' is read as k*/d_model < {BELOW_WIDTH:.2f}, "
+                     "halfway from S3's fraction to 1, by "
                      "the high end of the 95 % interval of the crossing recomputed on prompts resampled (over the k "
                      "evaluated)"),
             Check.of(f"fraction of prompts passing S3's success test on the first {k_star - 1} features", matched,
