@@ -95,11 +95,10 @@ def cell(record: ClaimRecord) -> str:
 
 
 def _readings(record: ClaimRecord) -> str:
-    """" (reading fails: NAME; reading inconclusive: NAME)": the readings beside the verdict that do not pass
-    (``ClaimRecord.readings``), or ""."""
-    said = [f"reading {status}: {'; '.join(c.name for c in record.readings(status))}"
-            for status in (FAILED, INCONCLUSIVE) if record.readings(status)]
-    return f" ({'; '.join(said)})" if said else ""
+    """" (readings beside it: 2 failed, 1 inconclusive)": how many of the record's readings (``ClaimRecord
+    .readings``, stricter readings that decide nothing) do not pass, or ""; the claim's section names them."""
+    said = [f"{len(record.readings(status))} {status}" for status in (FAILED, INCONCLUSIVE) if record.readings(status)]
+    return f" (readings beside it: {', '.join(said)})" if said else ""
 
 
 SUBJECT_GROUPS = (("trained zoo", ("trained",)), ("untrained twins", ("untrained",)),
