@@ -236,6 +236,10 @@ def subject_rows(records: list[ClaimRecord], models: dict) -> tuple[list[str], l
         note = r.message if r.outcome != HOLDS else ""
         for name, why in r.not_informative_checks.items():
             note = f"(not informative here: {name}: {why}) {note}".strip()
+        for c in r.readings():
+            if c.status != "passed":
+                note = (f"(reading {c.status}: {c.name} = {num(c.value, '.4g')} [{num(c.ci_low, '.4g')}, "
+                        f"{num(c.ci_high, '.4g')}], needs {c.comparison} {fmt(c.threshold)}) {note}").strip()
         if r.scaled:
             note = f"scaled form: {r.scaled} {note}".strip()
         if r.expected != "holds" and r.outcome != "fails as expected":

@@ -426,6 +426,8 @@ def test_a_reading_decides_nothing_and_is_named_beside_the_verdict():
     assert rec.failed("claim") == [] and rec.failed("control") == [] and rec.inconclusive("control") == []
     assert rec.readings("failed") == [reading] and rec.headline is claim_check
     assert tables.cell(rec).startswith("holds 0.09") and "(readings beside it: 1 failed)" in tables.cell(rec)
+    note = tables.subject_rows([rec], {})[1][0][-1]
+    assert note.startswith("(reading failed: cos minus baseline = -0.002 [-0.004, -0.0001], needs > 0)")
     assert ClaimRecord.from_json(rec.to_json()).readings() == [reading]
     with pytest.raises(ValueError, match="'claim', 'control' or 'reading'"):
         Check.of("x", Estimate(1.0, 0.9, 1.1, 0.95, 16), "u", ">", 0.0, "d", role="stricter")
