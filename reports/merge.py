@@ -284,8 +284,8 @@ def merge(inputs: list[str | Path], report_dir: str | Path = "runs",
     base = Path(report_dir).resolve()
     for p in inputs:
         run = Path(p).resolve()
-        run = run.parent if run.is_file() else run
-        if base == run or run in base.parents:
+        run = run.parent if run.name == "results.json" else run  # a run's results.json names its run folder
+        if run.is_dir() and (base == run or run in base.parents):
             raise MergeError(f"--report-dir {report_dir} is inside the input run {p}: the merged run would be written "
                              "into a run folder; give a base folder of run folders, e.g. runs/ (the default)")
     merged = merge_runs([load_run(p) for p in inputs], shards)
