@@ -454,3 +454,16 @@ def test_s4_5s_identity_control_is_exact_and_decides_where_a_bootstrap_could_not
     assert Check.of("identity", per_unit(exact, "min"), "fraction", ">", 1e-3, "S4.5").status == "passed"
     exact[3, 5] = 0.0
     assert Check.of("identity", per_unit(exact, "min"), "fraction", ">", 1e-3, "S4.5").status == "failed"
+
+
+def test_s4_6s_reading_against_s4s_own_floor_fails_an_approximation_far_above_it():
+    """S4.6's reading (issue 56): in-sample H minus S4's floor (0.106) under S4's floor SD (0.082). An approximation
+    at H ≈ 0.30 fails it; one at S4's own 0.1677 passes, as S4's sentence says of its model."""
+    from claims.s4_ffn.test_similar_strings import SOURCE_FLOOR, SOURCE_FLOOR_SD, _mean
+
+    floor, sd = float(np.mean(SOURCE_FLOOR)), float(np.mean(SOURCE_FLOOR_SD))
+    rng = np.random.default_rng(0)
+    for centre, status in ((0.30, "failed"), (0.1677, "passed")):
+        h = np.clip(rng.normal(centre, 0.05, 2000), 0, 1)
+        check = Check.of("reading", bootstrap(h - floor, _mean, seed=0), "Hellinger", "<", sd, "S4.6", role="reading")
+        assert check.status == status
