@@ -49,7 +49,11 @@ def provenance(entry: dict, check_name: str) -> str:
         check_name: the check's name as recorded.
     """
     for t in entry.get("thresholds") or []:
-        pattern = re.sub(r"\\\{[^}]*\\\}", ".+", re.escape(t["check"]))
-        if re.fullmatch(pattern, check_name):
+        if re.fullmatch(name_pattern(t["check"]), check_name):
             return t["provenance"]
     return ""
+
+
+def name_pattern(template: str) -> str:
+    """A regular expression for the check names a template stands for: each "{...}" matches what an f-string fills."""
+    return re.sub(r"\\\{[^}]*\\\}", ".+", re.escape(template))

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.catalogue import PROVENANCES, load_catalogue
+from reports.source_numbers import name_pattern
 
 CLAIMS = Path(__file__).resolve().parent.parent / "claims"
 
@@ -44,14 +45,10 @@ def _check_names() -> list[tuple[str, int, str]]:
     return out
 
 
-def _as_pattern(template: str) -> str:
-    return re.sub(r"\\\{[^}]*\\\}", ".+", re.escape(template))
-
-
 def test_every_check_of_every_claim_says_where_its_threshold_comes_from():
     recorded = [t.check for c in load_catalogue().claims.values() for t in c.thresholds]
     missing = [f"{f}:{line} {name!r}" for f, line, name in _check_names()
-               if name is None or not any(re.fullmatch(_as_pattern(name), r) or re.fullmatch(_as_pattern(r), name)
+               if name is None or not any(re.fullmatch(name_pattern(name), r) or re.fullmatch(name_pattern(r), name)
                                           for r in recorded)]
     assert not missing, ("checks without a [[claims.thresholds]] entry in claims/catalogue.toml: "
                          + "; ".join(missing))
