@@ -208,6 +208,7 @@ def descend(
     to_embeddings: Callable[[torch.Tensor], torch.Tensor] = lambda x: x,
     positions=None,
     features=None,
+    start: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """S3's gradient descent on a batch of continuous inputs, without decoding (see :func:`invert`).
 
@@ -221,6 +222,9 @@ def descend(
         to_embeddings: maps the optimised input to embeddings (identity indirect; x @ W_E direct).
         positions, features: index (int, slice, list or tensor) of the output positions (dim 1) and
             features (last dim) used as the target; None for all.
+        start: where to start instead of S3's random a₀, (batch, seq, d_in): a found a_g, to continue a descent
+            (S3's convergence controls: 4N further steps, ``config.steps``, from where N ended).
+            The random start is drawn all the same, so the shift noise is the same draw as the first descent's.
     Returns:
         (a_g (batch, seq, d_in), ‖O(a_g) − O(a)‖₁ (batch,), ‖O(a′) − O(a)‖₁ (batch,), loss at a_g (batch,)),
         all on the inputs' device, in their dtype.
@@ -231,10 +235,10 @@ def descend(
     pytest-xdist worker sum in the same order and give the same numbers.
     """
     with fixed_cpu_threads(DESCENT_THREADS):
-        return _descend(layer_output, target_inputs, config, generator, to_embeddings, positions, features)
+        return _descend(layer_output, target_inputs, config, generator, to_embeddings, positions, features, start)
 
 
-def _descend(layer_output, target_inputs, config, generator, to_embeddings, positions, features):
+def _descend(layer_output, target_inputs, config, generator, to_embeddings, positions, features, start):
     shape, dtype, device = target_inputs.shape, target_inputs.dtype, target_inputs.device
 
     def draw() -> torch.Tensor:
@@ -246,7 +250,12 @@ def _descend(layer_output, target_inputs, config, generator, to_embeddings, posi
     with torch.no_grad():
         target = output(target_inputs)
         require_finite(target, "target layer output")
-    guess = (config.start_mean + config.start_std * draw()).requires_grad_(True)
+    guess = config.start_mean + config.start_std * draw()  # drawn even when continuing: the same shift noise below
+    if start is not None:
+        if start.shape != shape:
+            raise ValueError(f"a descent's start must have the input's shape {tuple(shape)}, got {tuple(start.shape)}")
+        guess = start.detach().to(device=device, dtype=dtype).clone()
+    guess.requires_grad_(True)
     for i in range(config.steps):
         loss = per_prompt_loss(output(guess), target, config).sum()
         (grad,) = torch.autograd.grad(loss, guess)
@@ -276,6 +285,7 @@ def invert(
     features=None,
     k: int = 5,
     pinv: PseudoInverse | None = None,
+    start: torch.Tensor | None = None,
 ) -> Inversion:
     """Recover a batch of prompts from a layer's output in one optimisation (S3), and decode them.
 
@@ -293,10 +303,12 @@ def invert(
         positions, features: the output positions and features used as the target (None: all).
         k: top-k choices kept per position (S3 shows 5).
         pinv: W_E⁺ from :func:`pseudo_inverse`, to reuse one across calls (computed when None; indirect only).
+        start: continue from this input, an earlier :class:`Inversion`'s ``inputs`` (see :func:`descend`).
     Returns:
         :class:`Inversion`, its tensors on W_E's device.
     Raises:
-        ValueError: for token_ids not (batch, seq) or a k larger than the allowed vocabulary.
+        ValueError: for token_ids not (batch, seq), a k larger than the allowed vocabulary, or a ``start`` whose
+            shape is not the optimised input's.
         NonFiniteError: if W_E, a layer output or the decoded scores hold NaN or inf.
     """
     if token_ids.dim() != 2:
@@ -312,7 +324,7 @@ def invert(
         target = config.direct_target * torch.nn.functional.one_hot(token_ids, vocab).to(dtype)
         to_embeddings = (lambda x: x @ weight)  # noqa: E731 - S3's "matmul(x, wte.weight)"
     found, distance, shifted, loss = descend(layer_output, target, config, generator, to_embeddings,
-                                             positions, features)
+                                             positions, features, start)
     if config.representation == "indirect":
         top = decode_top_k(found, k, allowed, pinv=pseudo_inverse(weight) if pinv is None else pinv)
     else:

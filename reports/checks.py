@@ -47,6 +47,11 @@ class Check:
             against a null through the same estimator (e.g. position-shuffled states), which fails whenever the
             claim check does. It decides the outcome only where every claim check passed; elsewhere it is
             recorded and shown, and there is no pass for it to guard.
+        convergence: for a control, whether it is a convergence control: the failed claim check's statistic again
+            after a longer descent on the same units (S3: the descent continued to 5N steps), compared the other
+            way, so that it passes where the failure stays. It decides only where a claim check failed, and where it
+            does not pass (more steps remove or blur the failure) the record is inconclusive, "unconverged", never
+            red: the step budget, not the model, made the failure (``fixtures.recording.ClaimRecorder.record``).
     """
 
     name: str
@@ -62,6 +67,7 @@ class Check:
     confidence: float | None = None
     guards_pass: bool = False
     interval: str | None = None
+    convergence: bool = False
 
     @property
     def margin(self) -> float:
@@ -122,21 +128,21 @@ class Check:
 
     @classmethod
     def of(cls, name: str, estimate: Estimate, unit: str, comparison: str, threshold: float, derivation: str,
-           role: str = "claim", guards_pass: bool = False) -> "Check":
+           role: str = "claim", guards_pass: bool = False, convergence: bool = False) -> "Check":
         """A check from a bootstrap :class:`Estimate`.
 
         Raises:
             ValueError: for a comparison other than ">" or "<", a role other than "claim", "control" or "reading",
-                or ``guards_pass`` on a check that is not a control.
+                or ``guards_pass`` or ``convergence`` on a check that is not a control.
         """
         if comparison not in (">", "<"):
             raise ValueError(f"comparison must be '>' or '<', got {comparison!r}")
         if role not in ROLES:
             raise ValueError(f"role must be 'claim', 'control' or 'reading', got {role!r}")
-        if guards_pass and role != "control":
-            raise ValueError("guards_pass is for a control")
+        if (guards_pass or convergence) and role != "control":
+            raise ValueError("guards_pass and convergence are for a control")
         return cls(name, estimate.value, estimate.low, estimate.high, unit, comparison, threshold, derivation, role,
-                   estimate.n, estimate.confidence, guards_pass, estimate.method)
+                   estimate.n, estimate.confidence, guards_pass, estimate.method, convergence)
 
     @classmethod
     def from_json(cls, raw: dict) -> "Check":
@@ -164,7 +170,7 @@ class Check:
         return cls(raw["name"], number("value"), number("ci_low"), number("ci_high"), raw.get("unit", ""),
                    comparison, number("threshold"), raw.get("derivation", ""),
                    role, raw.get("n"), raw.get("confidence"), bool(raw.get("guards_pass", False)),
-                   raw.get("interval"))
+                   raw.get("interval"), bool(raw.get("convergence", False)))
 
 
 @dataclass
@@ -230,10 +236,19 @@ class ClaimRecord:
 
     def _with_status(self, role: str, status: str) -> list[Check]:
         """The checks of ``role`` with ``status``; a control that guards a pass (``Check.guards_pass``) counts
-        only where every claim check passed."""
+        only where every claim check passed; a convergence control (``Check.convergence``) is never among them
+        (:meth:`unconverged`)."""
         claim_passed = all(c.passed for c in self.checks if c.role == "claim")
-        return [c for c in self.checks if c.role == role and c.status == status
+        return [c for c in self.checks if c.role == role and c.status == status and not c.convergence
                 and (role == "claim" or claim_passed or not c.guards_pass)]
+
+    def unconverged(self) -> list[Check]:
+        """The convergence controls (``Check.convergence``) that did not pass, where a claim check failed: a longer
+        descent removes or blurs the failure, so the record is inconclusive ("unconverged"), never red; empty where
+        no claim check failed (there is no failure for them to confirm)."""
+        if not self._with_status("claim", FAILED):
+            return []
+        return [c for c in self.checks if c.convergence and c.status != PASSED]
 
     def failed(self, role: str) -> list[Check]:
         """The checks of ``role`` ("claim" or "control") that failed decisively: the whole interval on the failing

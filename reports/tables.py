@@ -85,6 +85,8 @@ def cell(record: ClaimRecord) -> str:
         return f"CONTROL FAILED: {'; '.join(controls['failed'])}{suffix}"
     if record.outcome == INCONCLUSIVE and controls["inconclusive"]:
         return f"inconclusive (control undecided: {'; '.join(controls['inconclusive'])}){value}{suffix}"
+    if record.outcome == INCONCLUSIVE and record.unconverged():
+        return f"inconclusive (unconverged: {'; '.join(c.name for c in record.unconverged())}){value}{suffix}"
     if record.outcome == "error":
         first = record.message.strip().splitlines()[0] if record.message.strip() else ""
         return f"ERROR{': ' + first[:120] if first else ''}{'…' if len(first) > 120 else ''}{suffix}"

@@ -279,3 +279,20 @@ def test_forward_passes_through_one_model_in_two_threads_stop_and_record_each_fo
     assert all(torch.equal(out, alone[0]) for out in together[0])
     assert all(torch.equal(out, alone[1]) for out in together[1])
     assert not any(m._forward_hooks for m in model.modules())
+
+
+def test_a_continued_descent_starts_where_the_first_ended_and_keeps_its_shift_noise():
+    """S3's convergence controls continue a descent from its found input (``start``): zero further steps give back the
+    same input and the same shifted distance (the random start is drawn all the same), more steps lower the loss, and
+    a start of another shape is refused."""
+    weight = embedding_matrix(12, 16)
+    ids = token_ids(4, 6, 12)
+    layer = lambda e: torch.tanh(e @ weight.T[:, :6] @ weight[:6])  # noqa: E731 - hard to invert at once
+    first = invert(layer, ids, weight, torch.Generator().manual_seed(3), InversionConfig(steps=5))
+    same = invert(layer, ids, weight, torch.Generator().manual_seed(3), InversionConfig(steps=0), start=first.inputs)
+    torch.testing.assert_close(same.inputs, first.inputs)
+    torch.testing.assert_close(same.shifted_distance, first.shifted_distance)
+    more = invert(layer, ids, weight, torch.Generator().manual_seed(3), InversionConfig(steps=40), start=first.inputs)
+    assert more.loss.sum() < first.loss.sum()
+    with pytest.raises(ValueError, match="start must have the input's shape"):
+        invert(layer, ids, weight, torch.Generator().manual_seed(3), InversionConfig(steps=1), start=first.inputs[:1])

@@ -448,6 +448,27 @@ def test_a_control_that_guards_a_pass_decides_only_where_the_claim_passed():
         Check.of("x", Estimate(0.0, 0.0, 0.0, 0.95, 8), "x", ">", 0.0, "d", guards_pass=True)
 
 
+def test_a_convergence_control_turns_a_failure_a_longer_descent_removes_into_unconverged():
+    """A convergence control (the failed claim statistic after a longer descent, compared the other way) decides only
+    where a claim check failed: one that does not pass makes the record inconclusive ("unconverged"), never red; one
+    that passes leaves the failure standing; with no failure it decides nothing."""
+    def rec(claim_value: float, longer: float) -> ClaimRecord:
+        return ClaimRecord("S3.7", 1, "m", "t", {}, [
+            Check("claim", claim_value, claim_value - 0.01, claim_value + 0.01, "x", ">", 0.0, "d"),
+            Check("claim at 5N", longer, longer - 0.01, longer + 0.01, "x", "<", 0.0, "d", role="control",
+                  convergence=True)], outcome="inconclusive")
+    assert [c.name for c in rec(-0.5, 0.3).unconverged()] == ["claim at 5N"]  # the longer descent passes the claim
+    assert [c.name for c in rec(-0.5, 0.005).unconverged()] == ["claim at 5N"]  # it blurs the failure
+    assert rec(-0.5, -0.4).unconverged() == []  # the failure stays: it is the model's
+    assert rec(0.5, 0.3).unconverged() == [] and rec(0.5, 0.3).failed("control") == []  # nothing failed to confirm
+    assert rec(-0.5, 0.3).failed("control") == [] and rec(-0.5, 0.3).inconclusive("control") == []
+    assert tables.cell(rec(-0.5, 0.3)).startswith("inconclusive (unconverged: claim at 5N)")
+    raw = rec(-0.5, 0.3).to_json()["checks"][1]
+    assert raw["convergence"] is True and Check.from_json(raw).convergence
+    with pytest.raises(ValueError, match="convergence"):
+        Check.of("x", Estimate(0.0, -0.1, 0.1, 0.95, 16), "x", ">", 0.0, "d", convergence=True)
+
+
 def test_a_control_is_three_valued_and_only_a_decisive_failure_fails_it():
     """A control whose interval contains its threshold is undecided (the record inconclusive), not failed."""
     def control(value: float, guards_pass: bool = False) -> Check:

@@ -245,3 +245,22 @@ def test_an_unknown_sample_is_a_usage_error_naming_the_test(tmp_path):
     done = pytest_run("test_bad.py", "--model", "ref-gpt2-small", "-p", "no:cacheprovider", cwd=tmp_path)
     said = done.stderr + done.stdout
     assert done.returncode == 4 and "sample='seeds'" in said and "test_bad" in said
+
+
+def test_an_unconverged_record_takes_no_further_look_and_an_undecided_one_does():
+    """More prompts cannot settle a failure that more descent steps removed (``ClaimRecord.unconverged``): the
+    sequential test stops there; an interval that contains its threshold looks again."""
+    from fixtures.rounds import _another_look
+    from fixtures.stash import RECORD_KEY
+    from reports.checks import Check, ClaimRecord
+
+    class Item:
+        def __init__(self, record):
+            self.stash = {RECORD_KEY: record}
+
+    failing = Check("claim", -0.5, -0.6, -0.4, "x", ">", 0.0, "d")
+    removed = Check("claim at 5N", 0.3, 0.2, 0.4, "x", "<", 0.0, "d", role="control", convergence=True)
+    straddling = Check("claim", 0.05, -0.05, 0.15, "x", ">", 0.0, "d")
+    assert not _another_look(Item(ClaimRecord("S3.11", 8, "m", "t", {}, [failing, removed], outcome="inconclusive")),
+                             last=False)
+    assert _another_look(Item(ClaimRecord("S3.11", 8, "m", "t", {}, [straddling], outcome="inconclusive")), last=False)

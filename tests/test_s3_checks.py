@@ -493,3 +493,21 @@ def test_s3_10s_crossing_at_the_first_feature_fails_its_own_check_instead_of_a_g
 
     assert threshold_within(1, 16).status == "failed"
     assert threshold_within(2, 16).status == "passed" and threshold_within(55, 16).status == "passed"
+
+
+def test_a_failure_that_a_longer_descent_removes_fails_its_convergence_control_and_one_that_stays_passes_it():
+    """S3's convergence control (claims.s3_inversion.convergence): the failed claim check again after 5N steps,
+    compared the other way; a longer descent that passes the claim, or blurs the failure, does not pass it."""
+    from claims.s3_inversion.convergence import LONGER, convergence_check
+
+    failed = Check.of("long minus one-token", bootstrap(np.full(16, -0.5) + np.linspace(-0.01, 0.01, 16), np.mean,
+                                                         seed=0), "fraction", ">", 0.0, "S3.7")
+    assert failed.status == "failed"
+    def longer(values):
+        return convergence_check(failed, bootstrap(np.asarray(values, float), np.mean, seed=0), 200)
+    stays = longer(np.linspace(-0.02, -0.006, 16))  # S3.7 on tiny-w96 at 5N: -0.013
+    removed = longer(np.linspace(0.1, 0.3, 16))
+    blurred = longer(np.linspace(-0.3, 0.3, 16))
+    assert stays.status == "passed" and removed.status == "failed" and blurred.status == "inconclusive"
+    assert stays.comparison == "<" and stays.threshold == failed.threshold and stays.convergence
+    assert f"after {LONGER}N = {LONGER * 200} steps" in stays.name

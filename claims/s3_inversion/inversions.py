@@ -56,6 +56,7 @@ from latent_instruments.inversion import InversionConfig, invert
 from latent_instruments.decoding import PseudoInverse, decode_top_k, pseudo_inverse, zero_masked_decode
 from models.forwards import block_output_fn, blocks_output_fn, side_by_side
 from models.loading import LoadedModel
+from claims.s3_inversion.convergence import further_steps
 from claims.s3_inversion.scale import Scale
 
 SOURCE_PROMPT = "The sky is blue."  # S3's prompt (5 GPT-2 tokens)
@@ -116,6 +117,7 @@ class Run:
         steps: N.
         seconds: wall time.
         deviations: how the setting differs from S3's, in words ("" for S3's own).
+        found: the found inputs a_g, (prompts, T, d_model), where a convergence control continues the descent.
     """
 
     accuracy: np.ndarray
@@ -136,6 +138,7 @@ class Run:
     steps: int
     seconds: float
     deviations: str
+    found: torch.Tensor | None = None
 
 
 ADAPTED_RATE = (0.1, 0.001)  # the adapted setting's η at step 0 and at step N, in mean embedding norms
@@ -257,34 +260,48 @@ class Inversions:
         return self.runs_of(name, subject, [(block, how)], ablation, masked)[0]
 
     def runs_of(self, name: str, subject: LoadedModel, targets: Sequence[tuple[int | tuple[int, ...], str]],
-                ablation: str = "", masked: int = 0) -> list[Run]:
+                ablation: str = "", masked: int = 0, continued: bool = False) -> list[Run]:
         """:meth:`run` for each (block, setting) of ``targets``, the missing ones side by side
-        (``models.forwards.side_by_side``).
+        (``models.forwards.side_by_side``); with ``continued``, those runs' descents continued from where they ended
+        to ``convergence.LONGER`` × N steps in all (a convergence control), on the reported prompts only
+        (``Scale.reported``: every per-prompt array of such a run has their length), cached apart.
 
         Returns:
             the runs, in ``targets``' order.
         """
         problem = self.problem(name, subject)
-        keys = [(name, self.scale.prompts_for(subject.d_model), block, how, ablation, masked) for block, how in targets]
+        first = self.runs_of(name, subject, targets, ablation, masked) if continued else [None] * len(targets)
+        keys = [(name, self.scale.prompts_for(subject.d_model), block, how, ablation, masked, continued)
+                for block, how in targets]
+        starts = {k: None if run is None else run.found for k, run in zip(keys, first)}
         missing = list(dict.fromkeys(k for k in keys if k not in self.runs))
         # an ablation changes one block's module: the runs that share its block run together
         for block in dict.fromkeys(k[2] for k in missing) if ablation else [None] * bool(missing):
             batch = [k for k in missing if block is None or k[2] == block]
             with ABLATIONS[ablation](subject, block):
                 self.runs.update(zip(batch, side_by_side(subject.model, [
-                    partial(self._invert, name, subject, problem, k[2], k[3], masked) for k in batch])))
+                    partial(self._invert, name, subject, problem, k[2], k[3], masked, starts[k]) for k in batch])))
         return [self.runs[k] for k in keys]
 
-    def _invert(self, name: str, subject: LoadedModel, problem: Problem, block, how: str, masked: int) -> Run:
-        """One descent (and its start) on ``problem``; the caller holds the model frozen and ablated."""
-        steps = self.scale.steps(name)
+    def _invert(self, name: str, subject: LoadedModel, problem: Problem, block, how: str, masked: int,
+                continue_from: torch.Tensor | None = None) -> Run:
+        """One descent (and its random start) on ``problem``, or (``continue_from``, found inputs of every prompt) one
+        continued for ``convergence.further_steps`` on the reported prompts only (``Scale.reported``: the prompts a
+        convergence control reads); the caller holds the model frozen and ablated."""
+        first = self.scale.steps(name)
+        steps = first if continue_from is None else further_steps(first)
+        if continue_from is not None:
+            rows = torch.as_tensor(self.scale.reported(np.arange(problem.ids.shape[0])), device=problem.ids.device)
+            problem = replace(problem, ids=problem.ids[rows], allowed=problem.allowed[rows],
+                              prompt_allowed=problem.prompt_allowed[rows])
+            continue_from = continue_from[rows.to(continue_from.device)]
         config = setting(how, steps, problem.weight)
         k = min(TOP_K, int(problem.allowed.sum(1).min()))
         layer = layer_output(subject, block, problem.tokens)
         started = time.perf_counter()
         positions = slice(masked, None) if masked else None
         found = invert(layer, problem.ids, problem.weight, torch.Generator().manual_seed(self.seed), config,
-                       allowed=problem.allowed, k=k, pinv=problem.pinv, positions=positions)
+                       allowed=problem.allowed, k=k, pinv=problem.pinv, positions=positions, start=continue_from)
         start = invert(layer, problem.ids, problem.weight, torch.Generator().manual_seed(self.seed),
                        replace(config, steps=0), allowed=problem.allowed, k=1,
                        pinv=problem.pinv, positions=positions)
@@ -307,8 +324,9 @@ class Inversions:
                    start_zero_prompt_accuracy=start_zero_prompt_accuracy,
                    zero_wins=_numpy(wins[0].double().mean(1)), zero_prompt_wins=_numpy(wins[1].double().mean(1)),
                    distance_ratio=_numpy(found.output_distance / found.shifted_distance),
-                   examples=dict(sorted(shown.items(), key=_row_order)), steps=steps, seconds=seconds,
-                   deviations="; ".join(config.deviations()))
+                   examples=dict(sorted(shown.items(), key=_row_order)),
+                   steps=first if continue_from is None else first + steps, seconds=seconds,
+                   deviations="; ".join(config.deviations()), found=found.inputs)
 
 
 def _numpy(t: torch.Tensor) -> np.ndarray:

@@ -39,6 +39,7 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
+from claims.s3_inversion.convergence import deepens
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, first_prompt, layer_output, setting
 from claims.s3_inversion.scope import SMALL_TRAINED, UNTRAINED_INVERTS, works_control
 from latent_instruments.inversion import invert
@@ -108,7 +109,9 @@ def test_later_positions_do_not_identify_a_masked_token(model_name, subject, gro
             f"{own.shape[0]} held-out prompts ({reported.shape[0]} reported) of {problem.tokens} tokens (S3.2's problem: restricted vocabulary of "
             "the continuation), inverted together from block 1's output at positions 2 onwards ([:, 1:, :]), "
             f"{DESCENT_SETTINGS[best]} setting ({scale.headline_label}; on a CPU the one recovering more unmasked tokens; "
-            f"N = {run.steps}). The masked token counts as recovered where the first choice at position 1 is it."
+            f"N = {run.steps}). The masked token counts as recovered where the first choice at position 1 is it. "
+            + deepens("it fails where the masked token comes back on too many prompts; a longer descent fits the "
+                      "later positions' outputs closer and can only find it more often")
         ),
         scaled=" ".join(filter(None, [f"S3: trained Llama 7B-65B (4096-8192 wide), a few prompts; here {model_name} "
                                       f"({subject.d_model} wide).", inversions.scale.note()])),
