@@ -1,4 +1,4 @@
-"""TEMPLATE — copy to claims/<family folder>/test_<topic>.py and fill in (README: "How to add a claim").
+"""TEMPLATE — copy to claims/<family folder>/test_<topic>.py and fill in (docs/new-claim.md).
 
 SX.Y — the claim in one sentence, as claims/catalogue.toml states it.
 

@@ -20,9 +20,9 @@ from reports.checks import ClaimRecord
 from reports.document import RunDocument
 from reports.records import count_outcomes, ledger_quotes_disagree
 from reports.source_numbers import NOTE as SOURCE_NOTE, provenance, source_rows
-from reports.tables import (BUILDS_NOTE, IMPLEMENTATION_NOTE, builds_rows, claims_of, column_groups, coverage,
-                            detail_tables, is_implementation, label, matrix, model_rows, num, subject_rows,
-                            summary_rows, thresholds, time_rows)
+from reports.fact_tables import BUILDS_NOTE, builds_rows, model_rows, time_rows
+from reports.tables import (IMPLEMENTATION_NOTE, claims_of, column_groups, coverage, detail_tables, is_implementation,
+                            label, matrix, num, subject_rows, summary_rows, thresholds)
 
 ZOO_BUILDS = {"shipped": "the shipped weights of models/shipped/", "local": "trained on this machine, not shipped",
              "mixed": "shipped weights and models trained on this machine", None: "no trained zoo model"}

@@ -1,5 +1,7 @@
 """Shared helpers of the self-tests: tiny random-init models of every supported architecture."""
 
+import os
+
 import pytest
 import torch
 from transformers import (AutoModelForCausalLM, BloomConfig, FalconConfig, Gemma2Config, GemmaConfig, GPT2Config,
@@ -56,8 +58,25 @@ def arch(request) -> str:
     return request.param
 
 
+NIGHTLY_ENV = "LATENT_CLAIMS_NIGHTLY"  # set to 1: run the tests marked nightly
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """The self-tests' layers: `pytest tests -m "not subprocess"` is the fast loop (unit tests of instruments,
     checks, reports and the plugin's parts); the tests marked ``subprocess`` run whole pytest or CLI processes."""
     config.addinivalue_line("markers", "subprocess: runs pytest, a CLI or a whole claims run in a child process "
                                        "(slow; leave out with -m 'not subprocess' for a fast loop)")
+    config.addinivalue_line("markers", "nightly: repeats a whole claims run in another form (the zoo's groups as a "
+                                       "user's, serial against -n 2): skipped unless LATENT_CLAIMS_NIGHTLY=1, which "
+                                       "`make test-nightly` and the nightly workflow set")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip the tests marked ``nightly`` (minutes of claims each) unless ``NIGHTLY_ENV`` is set: every change runs
+    the rest within `make test`'s budget, the nightly workflow runs them too."""
+    if os.environ.get(NIGHTLY_ENV) == "1":
+        return
+    skip = pytest.mark.skip(reason=f"a nightly self-test: runs with {NIGHTLY_ENV}=1 (`make test-nightly`)")
+    for item in items:
+        if item.get_closest_marker("nightly"):
+            item.add_marker(skip)

@@ -2,21 +2,19 @@
 project writes is a valid --baseline, and a failure in any stage of reporting keeps the records."""
 
 import json
-import os
 import re
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from fixtures.catalogue import catalogue_json
-from fixtures.option_checks import check_baseline
+from fixtures.path_checks import check_baseline
 from reports import baseline, history, render, writer
 from reports.document import RunDocument, field_names
 from reports.merge import load_run, merge_runs
 from tests.test_reports import SPECTRA, record, settings_for
+from tests.helpers import pytest_child
 
 SCHEMA_MD = Path(__file__).resolve().parent.parent / "reports" / "SCHEMA.md"
 
@@ -142,10 +140,9 @@ def run_with_broken_report(tmp_path):
                       "def _broken(*a, **k):\n    raise RuntimeError('injected')\n"
                       "r.markdown = _broken\n")
     root = Path(__file__).resolve().parent.parent
-    done = subprocess.run([sys.executable, "-m", "pytest", "claims", "-m", "gpu", "--claim", "S4.1", "--model",
-                           "tiny-w96", "--report-dir", str(tmp_path / "runs"), "-p", "break_render", "-q",
-                           "-p", "no:cacheprovider"], cwd=root, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    done = pytest_child("claims", "-m", "gpu", "--claim", "S4.1", "--model", "tiny-w96", "--report-dir",
+                        str(tmp_path / "runs"), "-p", "break_render", "-q", "-p", "no:cacheprovider", cwd=root,
+                        env={"PYTHONPATH": f"{root}:{tmp_path}"}, timeout=600)
     return done, (tmp_path / "runs" / "latest")
 
 
@@ -179,9 +176,8 @@ def test_a_run_under_xdist_is_a_baseline(tmp_path):
     root = Path(__file__).resolve().parent.parent
 
     def run(*extra):
-        return subprocess.run([sys.executable, "-m", "pytest", "claims", "-m", "gpu", "--claim", "S4.1", "--model",
-                               "tiny-w96", "--model", "tiny-w128", "-p", "no:cacheprovider", "-q", *extra], cwd=root,
-                              capture_output=True, text=True, timeout=600)
+        return pytest_child("claims", "-m", "gpu", "--claim", "S4.1", "--model", "tiny-w96", "--model", "tiny-w128",
+                            "-p", "no:cacheprovider", "-q", *extra, cwd=root, timeout=600)
 
     first = run("-n", "2", "--report-dir", str(tmp_path / "xdist"))
     assert first.returncode == 0, (first.stdout + first.stderr)[-2000:]

@@ -2,7 +2,6 @@
 broken GPU script shows here and in CI, not in the 15 minutes of a lent GPU (issue 45)."""
 
 import json
-import subprocess
 import sys
 import tarfile
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import gpu_check
+from tests.helpers import child, pytest_child
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -17,8 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.mark.subprocess
 def test_the_rehearsal_writes_one_run_with_s3_s4_and_the_timings(tmp_path):
     base = tmp_path / "gpu-check"
-    done = subprocess.run([sys.executable, "-m", "benchmarks.gpu_check", "--size", "tiny", "--out", str(base)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    done, _ = child(["-m", "benchmarks.gpu_check", "--size", "tiny", "--out", base], cwd=ROOT, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     out = (base / "latest").resolve()  # the call's own folder
     assert out.parent == base.resolve() and f"this call's folder is {out}" in done.stdout
@@ -49,9 +48,8 @@ def test_the_rehearsal_writes_one_run_with_s3_s4_and_the_timings(tmp_path):
     exported = timings["weights"]["tiny-w96"]
     folder = out / exported["folder"]
     assert exported["largest_file_bytes"] <= 15 * 10**6 and exported["files"]
-    done = subprocess.run([sys.executable, "-m", "pytest", "claims", "-m", "gpu", "--claim", "S4.1", "--claim", "S4.3",
-                           "--model", str(folder), "--device", "cpu", "--report-dir", str(tmp_path / "again"), "-q",
-                           "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    done = pytest_child("claims", "-m", "gpu", "--claim", "S4.1", "--claim", "S4.3", "--model", folder, "--device",
+                        "cpu", "--report-dir", tmp_path / "again", "-q", "-p", "no:cacheprovider", cwd=ROOT, timeout=600)
     assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]
     again = json.loads((tmp_path / "again" / "latest" / "results.json").read_text())
     assert again["models"][str(folder)]["weights_sha256"] == exported["sha256"]

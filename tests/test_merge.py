@@ -2,7 +2,6 @@
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from reports.records import add_model_facts
 from reports.checks import Check, ClaimRecord
 from reports.document import RunDocument
 from reports.results_file import SCHEMA
+from tests.helpers import run_cli
 
 REPO = Path(__file__).resolve().parent.parent
 CLEAN = "0123456789abcdef0123456789abcdef01234567"
@@ -64,8 +64,8 @@ def load(folder: Path) -> dict:
 
 
 def cli(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "reports", *map(str, args)], cwd=REPO, capture_output=True,
-                          text=True, timeout=300)
+    """``python -m reports ARGS`` in this process (``tests.helpers.run_cli``)."""
+    return run_cli("reports", *args)
 
 
 @pytest.fixture
@@ -99,7 +99,6 @@ def check_merged(folder: Path, a: Path, b: Path) -> None:
     assert folder.name in (folder.parent / "index.html").read_text()
 
 
-@pytest.mark.subprocess
 def test_the_cli_merges_two_machines_runs_into_one_report(tmp_path, two_machines):
     a, b = two_machines
     out = tmp_path / "merged"
@@ -120,7 +119,6 @@ def test_the_function_merges_and_a_second_merge_gets_its_own_folder(tmp_path, tw
     assert load(second)["merged_from"] == [load(b)["run_id"], load(a)["run_id"]]
 
 
-@pytest.mark.subprocess
 def test_a_shard_that_did_not_report_is_named(tmp_path, two_machines):
     a, b = two_machines
     edit(a, shard="tiny-w96", replay="pytest claims -m gpu --zoo tiny --seed 0 --shard tiny-w96")
@@ -140,7 +138,6 @@ def test_a_shard_that_did_not_report_is_named(tmp_path, two_machines):
     assert done.returncode == 2 and "not a JSON list of names; write it with pytest --list-shards" in done.stderr
 
 
-@pytest.mark.subprocess
 def test_a_dirty_checkout_is_merged_with_a_warning(tmp_path, two_machines):
     a, b = two_machines
     edit(b, git=CLEAN + "+dirty")
@@ -158,7 +155,6 @@ def assert_refused(done: subprocess.CompletedProcess, out: Path, *names: str) ->
     assert not out.exists() or not any(out.iterdir()), "a refused merge wrote something"
 
 
-@pytest.mark.subprocess
 @pytest.mark.parametrize("field, change, values", [
     ("seed", {}, ("0", "1")),
     ("git", {"git": OTHER}, (repr(CLEAN), repr(OTHER))),
@@ -173,7 +169,6 @@ def test_the_cli_refuses_runs_with_another_seed_or_commit(tmp_path, field, chang
                    f"run {load(a)['run_id']} ({a / 'results.json'})", f"run {load(b)['run_id']} ({b / 'results.json'})")
 
 
-@pytest.mark.subprocess
 def test_the_cli_refuses_a_record_in_two_runs(tmp_path):
     a = machine(tmp_path, "machine-a", {"tiny-w128": 128})
     b = machine(tmp_path, "machine-b", {"tiny-w128": 128, "tiny-w96": 96})
@@ -210,7 +205,6 @@ def test_the_same_run_twice_is_refused(tmp_path):
     assert "given twice" in refused(tmp_path, a, a.parent / "latest")
 
 
-@pytest.mark.subprocess
 def test_a_missing_or_unreadable_input_is_refused(tmp_path):
     a = machine(tmp_path, "machine-a", {"tiny-w128": 128})
     out = tmp_path / "merged"
@@ -226,7 +220,6 @@ def test_a_missing_or_unreadable_input_is_refused(tmp_path):
     assert "nothing to merge" in refused(tmp_path)
 
 
-@pytest.mark.subprocess
 def test_usage(tmp_path):
     done = cli("--help")
     assert done.returncode == 0 and done.stdout.startswith("usage: python -m reports")

@@ -1,24 +1,21 @@
 """The pytest plugin seen from the command line: options, markers, outcomes, the ledger, xdist, the report."""
 
 import json
-import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from fixtures.ledger import load_ledger
+from tests.helpers import child, collected, node_ids, pytest_child, spawn
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def pytest_run(*args: str, cwd: Path = REPO, env: dict | None = None) -> subprocess.CompletedProcess:
-    """pytest in a subprocess; outside the repository the plugin is loaded as ``-p conftest`` from it."""
-    plugin = () if cwd == REPO else ("-p", "conftest")
-    return subprocess.run([sys.executable, "-m", "pytest", *plugin, *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=900, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
+    """pytest in a child process (``tests.helpers.pytest_child``)."""
+    return pytest_child(*args, cwd=cwd, env=env)
 
 
 # Synthetic claim tests on a random-init reference (never loaded: the tests only record), one per outcome.
@@ -76,9 +73,15 @@ def run_cases(folder: Path, *extra: str) -> tuple[subprocess.CompletedProcess, d
     return done, {r["params"]["case"]: r for r in results["records"]}
 
 
+@pytest.fixture(scope="module")
+def serial(cases) -> tuple[object, dict]:
+    """The synthetic cases run once, serially (the outcomes' test and the xdist comparison read the same run)."""
+    return run_cases(cases)
+
+
 @pytest.mark.subprocess
-def test_every_outcome_and_only_the_claims_own_failure_is_absorbed_by_the_ledger(cases):
-    done, records = run_cases(cases)
+def test_every_outcome_and_only_the_claims_own_failure_is_absorbed_by_the_ledger(serial):
+    done, records = serial
     outcomes = {case: r["outcome"] for case, r in records.items()}
     assert outcomes == {
         "holds": "holds",
@@ -121,14 +124,14 @@ def test_inconclusive_fail_makes_an_inconclusive_claim_red(cases, tmp_path):
 
 
 @pytest.mark.subprocess
-def test_xdist_gives_the_serial_records(cases):
-    _, serial = run_cases(cases)
+def test_xdist_gives_the_serial_records(cases, serial):
+    _, serial_records = serial
     done, parallel = run_cases(cases, "-n", "2")
     assert "bringing up nodes" in done.stdout, done.stdout[-2000:]
-    timed = [r["wall_seconds"] for r in [*serial.values(), *parallel.values()]]
+    timed = [r["wall_seconds"] for r in [*serial_records.values(), *parallel.values()]]
     assert all(isinstance(t, float) and t >= 0 for t in timed)  # every record says how long its test took
     untimed = lambda records: {k: {**r, "wall_seconds": None} for k, r in records.items()}  # noqa: E731
-    assert untimed(parallel) == untimed(serial)
+    assert untimed(parallel) == untimed(serial_records)
 
 
 @pytest.mark.subprocess
@@ -265,8 +268,7 @@ def test_source_scale_variants_are_skipped_on_a_cpu_unless_asked_for(tmp_path):
 
 @pytest.mark.subprocess
 def test_default_tiny_zoo_collects_the_four_claims_over_their_models():
-    done = pytest_run("claims", "-m", "gpu", "--collect-only", "-q", "--zoo", "tiny", "-p", "no:cacheprovider")
-    ids = [line for line in done.stdout.splitlines() if "::" in line]
+    ids = node_ids(collected())  # the session's one whole collection (tests.helpers)
     assert any("test_power_law_straightens_with_depth[tiny-w128]" in i for i in ids)
     assert any("test_ffn_output_dominates_each_block[tiny-w96]" in i for i in ids)
     assert any("test_wider_models_invert_better[tiny-ladder-restricted]" in i for i in ids)
@@ -450,9 +452,8 @@ def test_the_peak_memory_is_the_sum_over_processes_alive_at_once():
 
     memory = PeakMemory(interval=0.05)
     alone = memory.sample()
-    child = subprocess.Popen([sys.executable, "-c", "import time; b = bytearray(200 * 2**20); b[::4096] = b'x' * "
-                              "len(b[::4096]); print('ready', flush=True); time.sleep(30)"], stdout=subprocess.PIPE,
-                             text=True)
+    child = spawn(["-c", "import time; b = bytearray(200 * 2**20); b[::4096] = b'x' * len(b[::4096]); "
+                   "print('ready', flush=True); time.sleep(30)"])
     try:
         assert child.stdout.readline().strip() == "ready"
         both = memory.sample()
@@ -498,8 +499,7 @@ def test_two_checkpoint_folders_of_one_architecture_are_compared_through_the_bas
 
 
 @pytest.mark.subprocess
-def test_a_baseline_map_naming_a_model_the_baseline_lacks_is_a_usage_error(cases, tmp_path):
-    run_cases(cases)
+def test_a_baseline_map_naming_a_model_the_baseline_lacks_is_a_usage_error(cases, serial):
     baseline = cases / "reports" / "latest" / "results.json"
     done = pytest_run("test_cases.py", "--model", "ref-gpt2-small", "--baseline", str(baseline), "--baseline-map",
                       "ref-opt-125m=ref-gpt2-small", "-p", "no:cacheprovider", "-q", cwd=cases)
@@ -514,7 +514,7 @@ def test_a_baseline_map_naming_a_model_the_baseline_lacks_is_a_usage_error(cases
     (["a"], ("c",), "write OLD_NAME=NEW_NAME"),
 ])
 def test_a_baseline_map_that_would_pair_records_twice_or_with_nothing_is_refused(tmp_path, pairs, run, problem):
-    from fixtures.option_checks import check_baseline_map
+    from fixtures.path_checks import check_baseline_map
 
     baseline = tmp_path / "results.json"
     baseline.write_text(json.dumps({"records": [{"claim": "S0.1", "model": m, "test": f"t[{m}]", "outcome": "holds",
@@ -640,8 +640,7 @@ def test_large_blocks_freed_and_allocated_again_reuse_their_pages_inside_large_b
             reused = faults()
         print(took, default, reused, faults(rows=3900))
     ''')
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=REPO,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    done, _ = child(["-c", script], timeout=120)
     assert done.returncode == 0, done.stderr
     took, default, reused, after = done.stdout.split()
     assert took == "True" and int(default) > 200_000 and int(reused) < int(default) / 10 < int(after), done.stdout

@@ -9,7 +9,7 @@ import pytest
 from fixtures.prompts import prompt_batch
 from fixtures.rounds import Rounds
 from tests.conftest import ByteTokenizer
-from tests.test_plugin import pytest_run
+from tests.helpers import pytest_child as pytest_run
 
 # Synthetic sequential claim tests: each look's interval is set by the look's scale (1, 2, 4), as a real
 # statistic's narrows with more prompts; the level comes from the library's bootstrap, to show it is the split one.
@@ -72,6 +72,12 @@ def run_cases(folder: Path, *extra: str) -> tuple[object, dict]:
     return done, {r["params"].get("case", "fixed"): r for r in results["records"]}
 
 
+@pytest.fixture(scope="module")
+def serial(cases) -> tuple[object, dict]:
+    """The synthetic cases run once, serially (the outcomes' test and the xdist comparison read the same run)."""
+    return run_cases(cases)
+
+
 def test_the_default_cap_gives_three_looks_a_bootstrap_can_decide_from():
     """Below 16 prompts (``MIN_BOOTSTRAP_UNITS``) a bootstrap decides nothing, so the looks go on to the first size
     of at least 16 and twice more: S0's 8 × 2048 looks up to 64 × 2048, where S0.6 on ref-opt-125m is decided."""
@@ -101,8 +107,8 @@ def test_a_larger_prompt_batch_holds_the_smaller_ones_windows():
 
 
 @pytest.mark.subprocess
-def test_sequential_claims_look_again_until_decided_and_record_every_look(cases):
-    done, records = run_cases(cases)
+def test_sequential_claims_look_again_until_decided_and_record_every_look(serial):
+    done, records = serial
     outcomes = {case: r["outcome"] for case, r in records.items()}
     assert outcomes == {
         "decided-at-second-look": "holds",  # 0.15 ± 0.2 straddles 0; ± 0.1 clears it
@@ -148,13 +154,13 @@ def test_max_prompts_at_the_first_looks_size_gives_one_look_at_95_percent(cases,
 
 
 @pytest.mark.subprocess
-def test_xdist_gives_the_serial_looks(cases):
-    _, serial = run_cases(cases)
+def test_xdist_gives_the_serial_looks(cases, serial):
+    _, serial_records = serial
     done, parallel = run_cases(cases, "-n", "2")
     assert "bringing up nodes" in done.stdout, done.stdout[-2000:]
     # SEEN is per process, and wall times are the machine's
     strip = lambda records: {k: {**r, "details": {}, "wall_seconds": None} for k, r in records.items()}  # noqa: E731
-    assert strip(parallel) == strip(serial)
+    assert strip(parallel) == strip(serial_records)
 
 
 INTERRUPTED = textwrap.dedent('''

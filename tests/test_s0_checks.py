@@ -319,7 +319,8 @@ def test_s0_2_a_genuine_failure_reads_as_a_finding_not_a_failed_control():
 def test_a_straight_law_seen_through_a_cut_is_bent_by_leakage_which_s0_6_subtracts():
     """A finite window leaks power into the low end of the band, which bends a straight steep law: more at 127
     positions than at 2047. S0.6 measures each block's bend net of that, so an exact law reads 0 at either length."""
-    from latent_instruments.spectra import expected_periodogram, power_law_bend, straight_law_bend
+    from latent_instruments.clean_law import expected_periodogram, straight_law_bend
+    from latent_instruments.spectra import power_law_bend
 
     for length, leak in ((127, 0.057), (2047, 0.017)):
         bins = LogBins.of(np.fft.rfftfreq(length))

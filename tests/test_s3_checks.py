@@ -392,7 +392,7 @@ def test_s3_14s_gap_control_is_undecided_where_the_gap_may_be_nothing():
 
     assert gap_check(Estimate(0.02, -0.01, 0.05, 0.95, 16)).status == "inconclusive"
     assert gap_check(Estimate(0.10, 0.05, 0.15, 0.95, 16)).status == "passed"
-    assert gap_check(Estimate(-0.10, -0.15, -0.05, 0.95, 16)).status == "failed"  # the test says not informative first
+    assert gap_check(Estimate(-0.10, -0.15, -0.05, 0.95, 16)).status == "failed"  # no gap: a failed control (version 8), never a gate
 
 
 def test_s3_14s_share_fails_where_the_layers_together_close_the_gap_and_its_floor_fails_a_broken_descent():

@@ -9,8 +9,8 @@ import torch
 from hypothesis import example, given, settings, strategies as st
 
 from latent_instruments.errors import NonFiniteError
-from latent_instruments.spectra import (clean_law_scatter, expected_periodogram, periodograms_averaged,
-                                          PER_DECADE, LogBins, fit_power_law, largest_excess, low_band_share,
+from latent_instruments.clean_law import clean_law_scatter, expected_periodogram, periodograms_averaged
+from latent_instruments.spectra import (PER_DECADE, LogBins, fit_power_law, largest_excess, low_band_share,
                                         power_spectral_density)
 
 alphas = st.floats(min_value=0.0, max_value=3.0)

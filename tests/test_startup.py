@@ -9,10 +9,7 @@ do, and the failed start leaves nothing behind (no report folder, not even the
 import json
 import os
 import signal
-import subprocess
-import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -20,21 +17,12 @@ import pytest
 from fixtures.option_checks import PROMPTS, check_corpus
 from models.corpus import min_corpus_characters
 from models.corpus import Corpus
+from tests.helpers import child, claims_run, pytest_child, startup_error
 
 REPO = Path(__file__).resolve().parent.parent
 SHIPPED = REPO / "models" / "shipped"
 STARTUP_SECONDS = 30  # a usage error comes within seconds: imports, then the checks; no model, no corpus fetch
 ROOT = os.geteuid() == 0  # root writes into read-only folders, so os.access(W_OK) is True there
-
-
-def claims_run(*args: str, env: dict | None = None, timeout: float = 120) -> tuple[subprocess.CompletedProcess, float]:
-    """``pytest claims -m gpu --model tiny-w96 ARGS`` from the repository; returns the process and its wall time."""
-    command = [sys.executable, "-m", "pytest", "claims", "-m", "gpu", "--model", "tiny-w96", *args,
-               "-p", "no:cacheprovider", "-q"]
-    start = time.perf_counter()
-    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
-    return done, time.perf_counter() - start
 
 
 def tree(folder: Path) -> set[str]:
@@ -163,9 +151,10 @@ BAD = {  # id: (option, value or a function of the test's tmp folder making it, 
 }
 
 
-@pytest.mark.subprocess
 @pytest.mark.parametrize("case", list(BAD))
-def test_a_bad_option_is_a_usage_error_within_seconds_that_leaves_nothing_behind(tmp_path, case):
+def test_a_bad_option_is_a_usage_error_that_leaves_nothing_behind(tmp_path, case):
+    """Each bad option's message names the option, what is wrong and what to do, and the checks create nothing (the
+    startup checks in this process: ``tests.helpers.startup_error``; a real start below)."""
     option, value, words = BAD[case]
     scratch = tmp_path / "scratch"
     scratch.mkdir()
@@ -173,38 +162,44 @@ def test_a_bad_option_is_a_usage_error_within_seconds_that_leaves_nothing_behind
     before = tree(tmp_path)
     reports = ["--report-dir", str(tmp_path / "reports")] if option != "--report-dir" else []
     try:
-        done, seconds = claims_run(option, value, *reports)
+        said = startup_error("--model", "tiny-w96", option, value, *reports)
     finally:
         for path in [tmp_path, *tmp_path.rglob("*")]:  # let pytest's tmp_path cleanup remove a locked folder
             if path.is_dir() and not path.is_symlink():
                 path.chmod(0o700)
-    said = done.stdout + done.stderr
-    assert done.returncode == 4, said[-3000:]
+    assert said is not None, f"{option} {value} passed the startup checks"
     for word in words:
         assert word in said, f"{word!r} not in:\n{said[-3000:]}"
-    assert "Traceback" not in said, said[-3000:]
-    assert seconds < STARTUP_SECONDS, f"usage error after {seconds:.1f} s"
     assert tree(tmp_path) == before  # no report folder, no --report-dir, nothing else
     assert not (tmp_path / "reports").exists()
 
 
 @pytest.mark.subprocess
-def test_every_bad_option_is_reported_at_once(tmp_path):
-    """One failed start lists every option to fix, one line each."""
-    done, _ = claims_run("--device", "tpu", "--seed", "-1", "--corpus", str(tmp_path / "none.txt"),
-                         "--report-dir", str(tmp_path / "reports"))
+def test_a_real_start_with_bad_options_exits_4_within_seconds_one_line_each_and_leaves_nothing_behind(tmp_path):
+    """What only a real process shows: pytest's exit status 4, no traceback, within seconds, every bad option on a
+    line of its own in the order checked, and no report folder."""
+    done, seconds = claims_run("--device", "tpu", "--seed", "-1", "--corpus", str(tmp_path / "none.txt"),
+                               "--report-dir", str(tmp_path / "reports"))
     assert done.returncode == 4, done.stderr[-3000:]
+    assert "Traceback" not in done.stdout + done.stderr, done.stderr[-3000:]
+    assert seconds < STARTUP_SECONDS, f"usage error after {seconds:.1f} s"
     lines = [line for line in done.stderr.splitlines() if line.startswith(("ERROR: --", "--"))]
     assert [line.removeprefix("ERROR: ").split()[0] for line in lines] == ["--device", "--seed", "--corpus"]
+    assert tree(tmp_path) == set()
+
+
+def test_every_bad_option_is_reported_at_once(tmp_path):
+    """One failed start lists every option to fix, one line each, in the order checked."""
+    said = startup_error("--model", "tiny-w96", "--device", "tpu", "--seed", "-1", "--corpus",
+                         str(tmp_path / "none.txt"), "--report-dir", str(tmp_path / "reports"))
+    assert [line.split()[0] for line in said.splitlines()] == ["--device", "--seed", "--corpus"]
     assert not (tmp_path / "reports").exists()
 
 
-@pytest.mark.subprocess
-def test_a_writable_report_dir_that_does_not_exist_yet_is_not_created_at_startup(tmp_path):
+def test_good_options_pass_and_a_writable_report_dir_that_does_not_exist_yet_is_not_created(tmp_path):
     """A good --report-dir two levels deep is accepted, and left to the report writer to create."""
-    done, seconds = claims_run("--report-dir", str(tmp_path / "new" / "reports"), "--seed", "4294967295",
-                               "--collect-only")
-    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert startup_error("--model", "tiny-w96", "--report-dir", str(tmp_path / "new" / "reports"),
+                         "--seed", "4294967295") is None
     assert not (tmp_path / "new").exists()
 
 
@@ -245,8 +240,7 @@ SIGNALS_SCRIPT = textwrap.dedent('''
 
 @pytest.mark.subprocess
 def test_sigterm_interrupts_like_ctrl_c_and_the_process_still_ends_by_the_signal():
-    done = subprocess.run([sys.executable, "-c", SIGNALS_SCRIPT], cwd=REPO, capture_output=True, text=True,
-                          timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)})
+    done, _ = child(["-c", SIGNALS_SCRIPT], timeout=60)
     assert done.stdout.strip() == "interrupted True", done.stderr[-3000:]
     assert done.returncode == -signal.SIGTERM, done.stderr[-3000:]
 
@@ -257,8 +251,7 @@ def test_the_sigterm_handler_installs_only_in_the_main_thread():
               "t = threading.Thread(target=lambda: out.append(signals.install_sigterm_handler()))\n"
               "t.start(); t.join()\nassert out == [False] and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL\n"
               "assert signals.exit_status_for_signal() == 143\n")
-    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    done, _ = child(["-c", script], timeout=60)
     assert done.returncode == 0, done.stderr[-3000:]
 
 
@@ -270,10 +263,9 @@ def test_a_terminated_run_still_writes_what_it_measured(tmp_path):
         "import os, signal\n\n\ndef pytest_runtest_teardown(item, nextitem):\n"
         "    os.kill(os.getpid(), signal.SIGTERM)\n"
     )
-    command = [sys.executable, "-m", "pytest", "claims/s4_ffn/test_feedforward.py", "-m", "gpu", "--model", "tiny-w96",
-               "--report-dir", str(tmp_path / "reports"), "-p", "no:cacheprovider", "-p", "sigterm_after_first", "-q"]
-    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "PYTHONPATH": f"{REPO}:{tmp_path}"})
+    done = pytest_child("claims/s4_ffn/test_feedforward.py", "-m", "gpu", "--model", "tiny-w96", "--report-dir",
+                        tmp_path / "reports", "-p", "no:cacheprovider", "-p", "sigterm_after_first", "-q",
+                        env={"PYTHONPATH": f"{REPO}:{tmp_path}"})
     said = (done.stdout + done.stderr)[-3000:]
     assert (tmp_path / "reports" / "latest" / "results.json").exists(), f"no report (exit {done.returncode}):\n{said}"
     results = json.loads((tmp_path / "reports" / "latest" / "results.json").read_text())

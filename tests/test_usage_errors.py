@@ -10,7 +10,7 @@ import models.shipped
 from models import __main__ as models_cli
 from models.user_groups import GroupError, read_groups_file
 from reports import __main__ as reports_cli
-from tests.test_startup import claims_run
+from tests.helpers import claims_run, spawn
 
 
 @pytest.mark.parametrize(("text", "words"), [
@@ -162,7 +162,7 @@ def test_a_prompt_shape_names_which_of_its_numbers_is_wrong(value, words):
 
 def test_a_baseline_of_a_newer_schema_is_told_it_is_newer(tmp_path):
     """Issue 59, item 13: a schema-99 baseline was told to rerun "the baseline's commit with this version"."""
-    from fixtures.option_checks import check_baseline
+    from fixtures.path_checks import check_baseline
 
     newer, older = tmp_path / "newer.json", tmp_path / "older.json"
     newer.write_text(json.dumps({"schema": "latent-claims/results/99", "records": []}))
@@ -204,13 +204,10 @@ def test_a_ctrl_c_during_the_plugins_imports_prints_one_line():
     libtorch: it is inside the guarded imports, which take seconds more), and the terminal shows one line, exit
     status 130."""
     import signal
-    import subprocess
-    import sys
     import time
 
     root = Path(__file__).resolve().parent.parent
-    child = subprocess.Popen([sys.executable, "-m", "pytest", "claims", "--collect-only", "-q", "-p", "no:cacheprovider"],
-                             cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = spawn(["-m", "pytest", "claims", "--collect-only", "-q", "-p", "no:cacheprovider"], cwd=root)
     maps, deadline = Path(f"/proc/{child.pid}/maps"), time.monotonic() + 60
     while time.monotonic() < deadline and child.poll() is None and "libtorch" not in maps.read_text(errors="replace"):
         time.sleep(0.02)

@@ -146,15 +146,15 @@ MEMBERS = {folder(n): n for n in ("tiny-w96", "tiny-w128", "tiny-w192", "tiny-w9
 
 
 @pytest.mark.subprocess
+@pytest.mark.nightly  # six group claims on three groups, twice: minutes of claims, repeated nightly, not per change
 def test_the_zoos_folders_as_user_groups_give_the_zoos_records(tmp_path):
     import json
-    import subprocess
-    import sys
 
-    command = [sys.executable, "-m", "pytest", "claims", "-m", "gpu", *(f"--claim={c}" for c in GROUP_CLAIMS),
-               *(f"--model={g}" for g in AS_USER), *(f"--group={s}" for s in AS_USER.values()),
-               "--report-dir", str(tmp_path), "-p", "no:cacheprovider", "-q"]
-    done = subprocess.run(command, cwd=SHIPPED.parents[1], capture_output=True, text=True, timeout=1800)
+    from tests.helpers import pytest_child
+
+    done = pytest_child("claims", "-m", "gpu", *(f"--claim={c}" for c in GROUP_CLAIMS), *(f"--model={g}" for g in AS_USER),
+                        *(f"--group={s}" for s in AS_USER.values()), "--report-dir", tmp_path, "-p", "no:cacheprovider",
+                        "-q", cwd=SHIPPED.parents[1], timeout=1800)
     assert done.returncode in (0, 1), (done.stdout + done.stderr)[-3000:]  # 1: a claim that fails is a finding
     doc = json.loads((tmp_path / "latest" / "results.json").read_text())
     user_of = {zoo: spec.split(":")[1].split("=")[0] for zoo, spec in AS_USER.items()}

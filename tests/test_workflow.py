@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.helpers import collected, node_ids, run_cli
+
 
 REPO = Path(__file__).resolve().parent.parent
 WORKFLOW = REPO / ".github" / "workflows" / "nightly.yml"
@@ -22,14 +24,14 @@ LEADING = {"if", "!", "then", "do", "else", "time", "exec"}
 
 
 def workflow(gpu: bool = False) -> dict:
-    """The nightly workflow; with ``gpu``, as the README's "Nightly on a GPU" block changes it."""
+    """The nightly workflow; with ``gpu``, as the "Nightly on a GPU" block of docs/nightly.md changes it."""
     doc = yaml.safe_load(WORKFLOW.read_text())
     return overlay(doc, gpu_variant()) if gpu else doc
 
 
 def gpu_variant() -> dict:
-    """The YAML block of the README's section "Nightly on a GPU"."""
-    section = (REPO / "README.md").read_text().split("### Nightly on a GPU", 1)[1]
+    """The YAML block of docs/nightly.md's section "Nightly on a GPU"."""
+    section = (REPO / "docs" / "nightly.md").read_text().split("## Nightly on a GPU", 1)[1]
     return yaml.safe_load(re.search(r"```yaml\n(.*?)```", section, re.S).group(1))
 
 
@@ -84,33 +86,29 @@ def options(args: list[str]) -> list[str]:
 
 
 @functools.cache
-def help_text(*args: str) -> str:
-    done = subprocess.run([sys.executable, *args, "--help"], cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, (args, done.stderr[-2000:])
+def help_text(module: str, *sub: str) -> str:
+    """``python -m MODULE [SUB] --help``'s text for the reports and models CLIs, run in this process."""
+    done = run_cli(module, *sub, "--help")
+    assert done.returncode == 0, (module, sub, done.stderr[-2000:])
     return done.stdout
+
+
+def pytest_help(config: pytest.Config) -> str:
+    """What ``pytest --help`` lists: every option of this session's parser (the plugin is this session's too), with
+    its help."""
+    parser = config._parser
+    return "\n".join(f"{' '.join(o.names())} {o.attrs().get('help', '')}"
+                     for o in [*parser._anonymous.options, *(o for g in parser._groups for o in g.options)])
 
 
 def offered(option: str, text: str) -> bool:
     return re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", text) is not None
 
 
-@functools.cache
-def collected(*args: str) -> str:
-    """``pytest claims -m gpu --zoo tiny --collect-only -q ARGS``'s output (one node id a line)."""
-    done = subprocess.run([sys.executable, "-m", "pytest", "claims", "-m", "gpu", "--zoo", "tiny", "--collect-only",
-                           "-q", "-p", "no:cacheprovider", *args], cwd=REPO, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    return done.stdout
-
-
 def shards(tmp_path: Path) -> list[str]:
     """What the prepare job's ``--list-shards`` writes, for the tiny zoo."""
     collected("--list-shards", str(tmp_path / "shards.json"))
     return json.loads((tmp_path / "shards.json").read_text())
-
-
-def node_ids(output: str) -> set[str]:
-    return {line for line in output.splitlines() if "::" in line}
 
 
 def step(job: str, words: str) -> dict:
@@ -142,24 +140,22 @@ def test_every_python_module_exists():
         assert (REPO / module / "__main__.py").is_file() or importlib.util.find_spec(module), module
 
 
-@pytest.mark.subprocess
 @pytest.mark.parametrize("module", ["models", "reports"])
 def test_every_subcommand_and_its_options_are_accepted(module):
     used = [args for m, args in python_modules() if m == module]
     assert used
     for args in used:
         sub = args[0]
-        assert re.search(rf"\{{[\w,]*\b{sub}\b[\w,]*\}}", help_text("-m", module)), f"python -m {module} {sub}"
-        text = help_text("-m", module, sub) if module == "reports" else help_text("-m", module)
+        assert re.search(rf"\{{[\w,]*\b{sub}\b[\w,]*\}}", help_text(module)), f"python -m {module} {sub}"
+        text = help_text(module, sub) if module == "reports" else help_text(module)
         for option in options(args):
             assert offered(option, text), f"python -m {module} {sub} {option}"
 
 
-@pytest.mark.subprocess
-def test_every_pytest_option_is_offered():
+def test_every_pytest_option_is_offered(pytestconfig):
     used = [args for m, args in python_modules() if m == "pytest"]
     assert used
-    text = help_text("-m", "pytest")
+    text = pytest_help(pytestconfig)
     assert [a for a in used if "--shard" in a] and [a for a in used if "--list-shards" in a]
     for args in used:
         assert {"--zoo", "-m"} <= set(options(args))
@@ -293,11 +289,10 @@ def test_the_lowest_declared_python_is_the_one_tested():
     assert sys.version_info[:2] >= tuple(map(int, declared.split(".")))
 
 
-@pytest.mark.subprocess
-def test_the_readme_s_gpu_variant_runs_the_full_zoo_on_cuda_with_the_same_commands():
+def test_the_gpu_variant_runs_the_full_zoo_on_cuda_with_the_same_commands():
     cpu, gpu = workflow(), workflow(gpu=True)
     assert gpu["env"]["ZOO"] == "full" and gpu["env"]["DEVICE"] == "cuda" and cpu["env"]["DEVICE"] == "cpu"
-    zoo_choices = re.search(r"--zoo \{([\w,]+)\}", help_text("-m", "models")).group(1).split(",")
+    zoo_choices = re.search(r"--zoo \{([\w,]+)\}", help_text("models")).group(1).split(",")
     assert gpu["env"]["ZOO"] in zoo_choices and cpu["env"]["ZOO"] in zoo_choices
     for job in ("prepare", "claims"):
         assert gpu["jobs"][job]["runs-on"] == ["self-hosted", "gpu"] and gpu["jobs"][job]["steps"] == cpu["jobs"][job]["steps"]
@@ -326,7 +321,7 @@ def actionlint() -> str:
 
 def lint(text: str, tmp_path: Path) -> subprocess.CompletedProcess:
     """actionlint over a workflow's text, as a file of a .github/workflows folder; the self-hosted GPU runner's
-    label (the README's variant) declared as actionlint's config asks."""
+    label (docs/nightly.md's variant) declared as actionlint's config asks."""
     folder = tmp_path / ".github" / "workflows"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "nightly.yml").write_text(text)
@@ -344,7 +339,7 @@ def as_yaml(doc: dict) -> str:
 
 @pytest.mark.subprocess
 def test_actionlint_reports_nothing_on_the_workflow_nor_on_the_readme_s_gpu_variant(tmp_path):
-    for name, text in (("nightly.yml", WORKFLOW.read_text()), ("the README's GPU variant", as_yaml(workflow(gpu=True)))):
+    for name, text in (("nightly.yml", WORKFLOW.read_text()), ("docs/nightly.md's GPU variant", as_yaml(workflow(gpu=True)))):
         done = lint(text, tmp_path)
         assert done.returncode == 0, f"{name}:\n{done.stdout}{done.stderr}"
 

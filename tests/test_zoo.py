@@ -154,14 +154,10 @@ def test_the_seed_siblings_are_subjects_of_the_default_zoo_beside_their_models()
 
 @pytest.mark.subprocess
 def test_every_claim_runs_on_the_siblings_but_those_the_report_names():
-    import subprocess
-    import sys
-
     from fixtures.catalogue import load_catalogue
+    from tests.helpers import collected, node_ids
 
-    done = subprocess.run([sys.executable, "-m", "pytest", "claims", "-m", "gpu", "--collect-only", "-q",
-                           "-p", "no:cacheprovider"], capture_output=True, text=True, timeout=300)
-    ids = [line for line in done.stdout.splitlines() if "::" in line]
+    ids = node_ids(collected())  # the session's one whole collection of the tiny zoo
     on_sibling = [i for i in ids if "[tiny-w96-seed88" in i]
     assert on_sibling and not [i for i in on_sibling if "test_cosine_direct_inversion_fails_on_one_token" in i]
     assert "S3.7" in load_catalogue().not_on_siblings()  # the scope rule lives with the claim

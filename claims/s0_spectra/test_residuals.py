@@ -41,10 +41,8 @@ import pytest
 from claims.s0_spectra.conftest import (
     SPECTRA_NEEDS, beyond_null, early_blocks, loglog_panels, mean_fit,
 )
-from latent_instruments.spectra import (
-    CLEAN_LAW_QUANTILE, clean_law_scatter, largest_excess, low_band_share, periodograms_averaged, power_law_bend,
-    straight_law_bend,
-)
+from latent_instruments.clean_law import CLEAN_LAW_QUANTILE, clean_law_scatter, periodograms_averaged, straight_law_bend
+from latent_instruments.spectra import largest_excess, low_band_share, power_law_bend
 from reports.plots import series
 from reports.checks import Check
 
@@ -77,7 +75,7 @@ PRETTY_CLOSE = {128: 0.076, 2048: 0.071}  # tokens per sequence → margin, deca
 CLOSER = 0.5
 # Version 4's tolerance, kept as a reading beside S0.6/S0.7's verdicts: an exactly straight law's scatter at this
 # length, Gaussian sequences with the spectrum's own fitted law through the same rfft, bins and fit, as many
-# independent periodograms averaged as the measured mean is worth (latent_instruments.spectra.clean_law_scatter).
+# independent periodograms averaged as the measured mean is worth (latent_instruments.clean_law.clean_law_scatter).
 CLEAN_LAW = (f"A clean law at this length: the {CLEAN_LAW_QUANTILE:.0%} point of the scatter about its line of Gaussian "
              "sequences whose power is exactly the spectrum's fitted power law, through the same rfft, bins and fit, "
              "averaged over as many independent periodograms as the measured mean is worth (read off the same states "
@@ -91,7 +89,7 @@ def clean_law_tolerance(bins, units: np.ndarray, shuffled: np.ndarray, seed: int
         bins: the spectra's :class:`~latent_instruments.spectra.LogBins`.
         units: (batch, n, n_freq) power spectra whose fitted exponents the clean laws take.
         shuffled: (batch, n, n_freq) the same states' spectra with positions shuffled (``Shuffled``): what their
-            mean is worth in independent periodograms (:func:`~latent_instruments.spectra.periodograms_averaged`).
+            mean is worth in independent periodograms (:func:`~latent_instruments.clean_law.periodograms_averaged`).
         seed: seeds the draws.
     Returns:
         (n,) scatter, decades.
@@ -152,7 +150,7 @@ def _procedure(spectra, what: str) -> str:
 
 def straight_bends(bins, units: np.ndarray) -> np.ndarray:
     """The bend a straight law shows through the cut, per block, at each block's fitted slope of the whole sample
-    (:func:`~latent_instruments.spectra.straight_law_bend`); units (batch, n_blocks, n_freq) → (n_blocks,). Fixed
+    (:func:`~latent_instruments.clean_law.straight_law_bend`); units (batch, n_blocks, n_freq) → (n_blocks,). Fixed
     within a bootstrap: a resample's slope moves it by far less than the interval's width."""
     return np.array([straight_law_bend(bins, float(s)) for s in mean_fit(bins, units).slope])
 

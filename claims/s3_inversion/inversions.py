@@ -117,7 +117,8 @@ class Run:
         steps: N.
         seconds: wall time.
         deviations: how the setting differs from S3's, in words ("" for S3's own).
-        found: the found inputs a_g, (prompts, T, d_model), where a convergence control continues the descent.
+        found: the found inputs a_g, (prompts, T, d_model), where a convergence control continues the descent; None
+            once the model's problem is no longer kept (``KEPT_PROBLEMS``).
     """
 
     accuracy: np.ndarray
@@ -239,6 +240,10 @@ class Inversions:
             earlier = next((p.pinv for (n, _), p in self.problems.items() if n == name), None)  # W_E⁺ of a look
             while len(self.problems) >= KEPT_PROBLEMS:
                 self.problems.pop(next(iter(self.problems)))
+            kept = {n for n, _ in self.problems} | {name}  # the found inputs of the others' runs: no longer continued
+            for k, run in self.runs.items():
+                if k[0] not in kept and run.found is not None:
+                    self.runs[k] = replace(run, found=None)
             tok = subject.tokenizer
             tokens = len(tok.encode(SOURCE_PROMPT))
             window = max(tokens + 1, round(tokens * len(tok.encode(SOURCE_SENTENCE)) / len(tok.encode(SOURCE_PROMPT))))
@@ -270,9 +275,12 @@ class Inversions:
             the runs, in ``targets``' order.
         """
         problem = self.problem(name, subject)
-        first = self.runs_of(name, subject, targets, ablation, masked) if continued else [None] * len(targets)
         keys = [(name, self.scale.prompts_for(subject.d_model), block, how, ablation, masked, continued)
                 for block, how in targets]
+        for key in keys if continued else ():  # an N run whose found inputs were let go is run again
+            if getattr(self.runs.get((*key[:-1], False)), "found", 0) is None:
+                del self.runs[(*key[:-1], False)]
+        first = self.runs_of(name, subject, targets, ablation, masked) if continued else [None] * len(targets)
         starts = {k: None if run is None else run.found for k, run in zip(keys, first)}
         missing = list(dict.fromkeys(k for k in keys if k not in self.runs))
         # an ablation changes one block's module: the runs that share its block run together

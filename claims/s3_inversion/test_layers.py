@@ -17,8 +17,9 @@ Threshold derivation: the concatenated target contains block 1's output, from wh
 better than from block 3 (S3.4). If the extra layers helped, accuracy from all three would move from block
 3's level towards block 1's. "No better" is read as: the concatenation recovers less than half of the gap
 between block 1 alone and block 3 alone, by the interval's high end. Where block 1 is decisively not better
-than block 3 (the gap's whole interval at or below 0) there is no gap to recover and the claim is not
-informative (the record quotes S3's depth finding, on which the share rests); where the gap's interval contains
+than block 3 (the gap's whole interval at or below 0) there is no gap to recover and the gap control fails (version
+8; before, a not-informative gate quoting S3's depth finding, which no sentence of S3's scopes: S3's share presumes
+the gap, and a model without it cannot be measured, which must show); where the gap's interval contains
 0, or is one the sample cannot give (a zero-width bootstrap: block 1 and block 3 equal on every prompt, version
 7), whether there is a gap is itself undecided, and the record is inconclusive (the gap is a control: "control
 undecided"), never a not-informative decided on a sliver. Version 4:
@@ -67,8 +68,7 @@ def gap_check(advantage: Estimate) -> Check:
     """The control that the share has a gap to be a fraction of: block 1's token accuracy minus block 3's, > 0 by
     the interval's low end. An interval that contains 0, or has zero width (the same gap on every prompt: a
     bootstrap that cannot show its spread, ``latent_instruments.stats.undecidable``), leaves the record inconclusive
-    (control undecided); the test calls the claim not informative before this check where the whole interval is at
-    or below 0.
+    (control undecided); a whole interval at or below 0 fails it (no share can be measured; version 8).
 
     Args:
         advantage: bootstrap estimate of block 1's minus block 3's token accuracy (fraction of tokens).
@@ -77,12 +77,12 @@ def gap_check(advantage: Estimate) -> Check:
                     "fraction of tokens", ">", 0.0,
                     f"control: the share is defined only where block 1 alone inverts better than block {LAYERS} "
                     "alone (S3.4); a gap whose interval contains 0 leaves the share, and so the claim, undecided "
-                    "(a gap wholly at or below 0 makes the claim not informative before this check)", role="control")
+                    "and a gap wholly at or below 0 fails it: there is no share to measure", role="control")
 
 
 # not sample="prompts": the share is a ratio whose denominator, block 1's advantage over block 3, is within noise
 # of 0 on the tiny models; at 32 prompts its interval spans [-0.6, 2.3] and the control straddles (issue 20)
-@pytest.mark.claim("S3.14", version=8)  # 8: convergence control; 7: gate only on a decided gap; 6: 24 CPU prompts
+@pytest.mark.claim("S3.14", version=8)  # 8: convergence control, no gap a failed control; 7: gate on a decided gap
 @pytest.mark.models("trained", "hf")
 def test_several_layers_do_not_improve_inversion(model_name, subject, inversions, claim, settings):
     """S3.14: inversion from blocks 1-3 concatenated recovers less than half of block 1's advantage over block 3
@@ -102,14 +102,11 @@ def test_several_layers_do_not_improve_inversion(model_name, subject, inversions
     per = [claim.bootstrap(reported[:, i], lambda u, c=chosen[i]: float(scale.headline(u, c)))
            for i in range(3)]
     advantage = claim.bootstrap(reported, lambda u: float(scale.headline(u, chosen)[first] - scale.headline(u, chosen)[last]))
-    if gap_check(advantage).status == FAILED:  # decisively no gap; a zero-width interval decides nothing (control)
-        claim.not_informative(
+    if gap_check(advantage).status == FAILED:  # decisively no gap: the share cannot be measured, and that shows
+        claim.record([gap_check(advantage)], procedure=(
+            f"{units.shape[0]} held-out prompts inverted from block 1 and from block {LAYERS} alone ({scale.headline_label}); "
             f"block 1 alone ({per[first].value:.3f}) does not invert better than block {LAYERS} alone "
-            f"({per[last].value:.3f}; the gap {advantage.value:.3f} [{advantage.low:.3f}, {advantage.high:.3f}]): "
-            "there is no gap for the extra layers to close. S3's share presumes its depth finding, 'we can recover "
-            "the target input even for 4 transformer blocks, but for all 12 blocks it is rare' (Restricted "
-            "Vocabulary Input Representation): a model whose block 1 does not invert better than its third is "
-            "outside it",
+            f"({per[last].value:.3f}), so there is no gap for the extra layers to close and no share to measure"),
             details={f"token accuracy ({scale.headline_label})": {label: e.value for label, e in zip(targets, per)}})
 
     share = claim.bootstrap(reported, lambda u: recovered_share(u, scale, chosen))

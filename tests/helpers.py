@@ -1,0 +1,135 @@
+"""How self-tests run the suite's command lines (issue 57): in this process where they can, in a child process only
+where the process boundary is what is tested.
+
+In this process:
+- :func:`run_cli`: ``python -m reports|models ARGS`` as the module's ``main(argv)``, its output captured;
+- :func:`startup_error`: the startup checks of ``pytest claims ARGS`` (``fixtures.settings.resolve_settings`` on the
+  options parsed as pytest parses them), without starting pytest.
+
+In a child process (this module is the one place tests start one):
+- :func:`child`: ``python ARGS`` with the repository on the path, to its end; :func:`spawn`: started and left running;
+- :func:`pytest_child`: ``python -m pytest ARGS``; outside the repository the plugin comes by ``-p conftest``;
+- :func:`claims_run`: ``pytest claims -m gpu --model tiny-w96 ARGS`` and its wall seconds;
+- :func:`collected`: the node ids of one ``pytest claims -m gpu --zoo tiny --collect-only`` per set of extra
+  arguments, kept for the session (the whole-tree collection many tests read).
+"""
+
+import argparse
+import contextlib
+import functools
+import io
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+CLIS = ("reports", "models")  # the modules run_cli runs: each has main(argv) -> exit status
+
+
+def run_cli(module: str, *args) -> subprocess.CompletedProcess:
+    """``python -m MODULE ARGS`` in this process: ``MODULE.__main__.main(argv)``, stdout and stderr captured; argparse's
+    exits (``--help``: 0, a usage error: 2) become the exit status.
+
+    Raises:
+        ValueError: for a module other than ``CLIS``.
+    """
+    if module not in CLIS:
+        raise ValueError(f"run_cli runs {', '.join(CLIS)}, not {module!r}")
+    main = __import__(f"{module}.__main__", fromlist=["main"]).main
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+    return subprocess.CompletedProcess(["python", "-m", module, *map(str, args)], code, out.getvalue(), err.getvalue())
+
+
+class _Group:
+    """Stands in for pytest's option group over an argparse parser: ``addoption`` is ``add_argument``."""
+
+    def __init__(self, parser: argparse.ArgumentParser):
+        self.parser = parser
+
+    def addoption(self, *names: str, **attrs) -> None:
+        self.parser.add_argument(*names, **attrs)
+
+
+def startup_error(*args: str) -> str | None:
+    """The usage error ``pytest claims -m gpu ARGS`` stops with at startup (exit status 4), or None where its
+    options pass: the plugin's options parsed as pytest's argparse parses them, then every startup check
+    (``fixtures.settings.resolve_settings``). Nothing is created, as in the real start."""
+    from fixtures.settings import add_options, resolve_settings
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message):  # pytest's parser turns argparse's errors into usage errors too
+            raise pytest.UsageError(message)
+
+    parser = Parser(add_help=False)
+    add_options(_Group(parser))
+    try:
+        options = parser.parse_args(list(args))
+        config = SimpleNamespace(getoption=lambda dest: getattr(options, dest), args=["claims"],
+                                 option=SimpleNamespace(markexpr="gpu", keyword=""))
+        resolve_settings(config)
+    except pytest.UsageError as err:
+        return str(err)
+    return None
+
+
+def child(args: list[str], *, cwd: Path = REPO, env: dict | None = None, timeout: float = 900
+          ) -> tuple[subprocess.CompletedProcess, float]:
+    """``python ARGS`` in a child process with the repository on PYTHONPATH: for tests of what only a real process
+    shows (signals, exit statuses, a killed worker, peak memory). Returns the finished process and its wall seconds.
+
+    Raises:
+        subprocess.TimeoutExpired: past ``timeout`` seconds.
+    """
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
+    return done, time.perf_counter() - start
+
+
+def spawn(args: list[str], *, cwd: Path = REPO) -> subprocess.Popen:
+    """``python ARGS`` started and left running (stdout and stderr piped, text), for a test that signals or watches
+    it; the caller waits for it or kills it."""
+    return subprocess.Popen([sys.executable, *map(str, args)], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+def pytest_child(*args, cwd: Path = REPO, env: dict | None = None, timeout: float = 900) -> subprocess.CompletedProcess:
+    """``python -m pytest ARGS`` in a child process; outside the repository the plugin is loaded as ``-p conftest``."""
+    plugin = () if cwd == REPO else ("-p", "conftest")
+    return child(["-m", "pytest", *plugin, *args], cwd=cwd, env=env, timeout=timeout)[0]
+
+
+def claims_run(*args: str, env: dict | None = None, timeout: float = 120) -> tuple[subprocess.CompletedProcess, float]:
+    """``pytest claims -m gpu --model tiny-w96 ARGS`` from the repository in a child process; returns the process
+    and its wall seconds."""
+    return child(["-m", "pytest", "claims", "-m", "gpu", "--model", "tiny-w96", *args, "-p", "no:cacheprovider", "-q"],
+                 env=env, timeout=timeout)
+
+
+@functools.cache
+def collected(*args: str) -> str:
+    """``pytest claims -m gpu --zoo tiny --collect-only -q ARGS``'s output (one node id a line), once per session for
+    each ``args``.
+
+    Raises:
+        AssertionError: where the collection fails, with its output.
+    """
+    done = pytest_child("claims", "-m", "gpu", "--zoo", "tiny", "--collect-only", "-q", "-p", "no:cacheprovider", *args,
+                        timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return done.stdout
+
+
+def node_ids(output: str) -> set[str]:
+    """The node ids in a ``--collect-only -q`` output."""
+    return {line for line in output.splitlines() if "::" in line}
