@@ -10,7 +10,7 @@ import models.shipped
 from models import __main__ as models_cli
 from models.user_groups import GroupError, read_groups_file
 from reports import __main__ as reports_cli
-from tests.helpers import claims_run, spawn
+from tests.helpers import claims_run, spawn, startup_error
 
 
 @pytest.mark.parametrize(("text", "words"), [
@@ -64,10 +64,9 @@ def test_a_partial_run_does_not_replace_the_shipped_verdicts(tmp_path, monkeypat
                                                                    "records": ["S4.1|t[tiny-w96]"]}]
 
 
-@pytest.mark.subprocess
 def test_a_model_named_twice_is_a_usage_error():
-    done, _ = claims_run("--model", "tiny-w96", "--claim", "S4.1", "--collect-only")
-    assert done.returncode == 4 and "--model tiny-w96: given 2 times" in done.stderr, done.stderr[-2000:]
+    said = startup_error("--model", "tiny-w96", "--model", "tiny-w96", "--claim", "S4.1")
+    assert said and "--model tiny-w96: given 2 times" in said
 
 
 @pytest.mark.subprocess

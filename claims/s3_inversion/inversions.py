@@ -64,7 +64,7 @@ SOURCE_SENTENCE = "The sky is blue or red depending on the time of day."  # S3's
 DESCENT_SETTINGS = ("source", "adapted")  # the two inversion settings (S3's own, the adapted one); not the run's `settings`
 TOP_K = 5  # S3 shows the top-5 decodings
 EXAMPLES = 2  # prompts shown as decoded text per run
-KEPT_PROBLEMS = 4  # problems kept: a model and its untrained twin, each at two looks' prompt counts
+KEPT_PROBLEMS = 4  # problems kept: a model and its untrained twin (never another model's), each at two looks' sizes
 
 
 @dataclass
@@ -238,6 +238,9 @@ class Inversions:
         key = (name, self.scale.prompts_for(subject.d_model))
         if key not in self.problems:
             earlier = next((p.pinv for (n, _), p in self.problems.items() if n == name), None)  # W_E⁺ of a look
+            family = name.removesuffix(":untrained")  # a model and its twin; another model's problem is let go
+            for other in [k for k in self.problems if k[0].removesuffix(":untrained") != family]:
+                del self.problems[other]  # with it W_E, which keeps a freed model's embedding matrix alive
             while len(self.problems) >= KEPT_PROBLEMS:
                 self.problems.pop(next(iter(self.problems)))
             kept = {n for n, _ in self.problems} | {name}  # the found inputs of the others' runs: no longer continued

@@ -191,6 +191,7 @@ def test_token_embeddings_lie_along_one_direction(model_name, subject, pool, cla
     decode = subject.tokenizer.decode
     vocab = subject.model.get_output_embeddings().weight.shape[0]
     worst = np.argsort(f["p"])[:8]
+    a = [i for i, tok in enumerate(learned.tokens.tolist()) if decode([int(tok)]) == "a"]  # S4's token, if learned
     claim.record(
         checks,
         procedure=(f"{RESTARTS} vectors per token ({len(f['p'])} of the {vocab} tokens: all up to {ALL_TOKENS_UP_TO}, else "
@@ -213,6 +214,7 @@ def test_token_embeddings_lie_along_one_direction(model_name, subject, pool, cla
                  "p ≈ 1 is reachable, its probability bounded by the norm; one never the argmax is unreachable)": {
                      repr(decode([int(tok)])): {"mean p": float(b), "mean p after": float(a_), "argmax after": float(m)}
                      for tok, b, a_, m in zip(more["token"], more["before"], more["after"], more["argmax"])}},
+        beside_source={"σ1/σ2 of the learned embeddings of 'a'": float(f["ratio"][a[0]])} if a else {},
         plot={"kind": "bars", "title": f"S4.9 on {model_name}: σ1/σ2 of each token's learned vectors",
               "categories": ["uncentred (S4)", "centred"], "xlabel": "SVD", "ylabel": "σ1/σ2 (median over tokens)",
               "series": {"trained": {"value": [float(np.median(f["ratio"])), float(np.median(f["centred"]))]},
