@@ -1,4 +1,11 @@
-"""The pytest plugin seen from the command line: options, markers, outcomes, the ledger, xdist, the report."""
+"""The pytest plugin seen from the command line: options, markers, outcomes, the ledger, xdist, the report.
+
+Each test marked ``subprocess`` starts pytest in a child process (``tests.helpers``). For the synthetic cases that
+is how the plugin is loaded as a user's pytest loads it (``-p conftest``, its own session state, its exit status);
+the process boundary itself is what is tested in the xdist runs (workers are processes), the killed worker, the
+peak-memory sum over processes and the allocator test in a fresh heap. Running the synthetic cases in this process
+(pytest's pytester) is issue 57's remaining work.
+"""
 
 import json
 import subprocess

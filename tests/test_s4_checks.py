@@ -467,3 +467,12 @@ def test_s4_6s_reading_against_s4s_own_floor_fails_an_approximation_far_above_it
         h = np.clip(rng.normal(centre, 0.05, 2000), 0, 1)
         check = Check.of("reading", bootstrap(h - floor, _mean, seed=0), "Hellinger", "<", sd, "S4.6", role="reading")
         assert check.status == status
+
+
+def test_s4_10s_numbers_beside_s4s_name_the_catalogues_quantities_on_six_blocks_only():
+    from claims.s4_ffn.test_token_subspaces import beside_s4
+    from fixtures.recording import source_beside
+
+    six = source_beside("S4.10", beside_s4([0.5, 0.52, 0.57, 0.58, 0.68, 0.82], 0.21))
+    assert len(six) == 7 and six["block 1: final-layer subspaces"] == {"source": 0.4971, "measured": 0.5}
+    assert beside_s4([0.5, 0.6, 0.7, 0.8], 0.2) == {}  # the tiny zoo's four blocks: not S4's subject

@@ -237,6 +237,23 @@ def excess_over_null(units: np.ndarray) -> float:
     return float((rate - null) / (1 - null)) if null < 1 else 0.0
 
 
+def beside_s4(satisfied: list[float], last_chance: float) -> dict[str, float]:
+    """S4.10's numbers to set beside S4's Aggregate Performance, where the model has S4's six blocks (else none):
+    per block the fraction of prompts satisfied (blocks 1-5 against the final-layer subspaces, block 6 its own), and
+    block 6's chance.
+
+    Args:
+        satisfied: (n_blocks,) fraction of prompts satisfied per block, first block first.
+        last_chance: the last block's chance fraction.
+    """
+    if len(satisfied) != len(SOURCE_SATISFIED):
+        return {}
+    last = len(satisfied)
+    return {(f"block {b}: final-layer subspaces" if b < last else
+             f"block {b}: prompts whose FFN output points to the predicted tokens' subspaces"): value
+            for b, value in enumerate(satisfied, 1)} | {f"block {last}: chance": last_chance}
+
+
 @pytest.mark.claim("S4.10", version=2)  # 2: excess over a prompt-shuffled null (version 1: ratio to analytic chance)
 @pytest.mark.models("siblings")
 def test_ffn_outputs_point_to_predicted_tokens(model_name, approximation, pool, claim, settings):
@@ -324,4 +341,5 @@ def test_ffn_outputs_point_to_predicted_tokens(model_name, approximation, pool, 
               "x": blocks, "xlabel": "block", "ylabel": "fraction of prompts",
               "series": {"satisfied": series(fractions), "chance": {"value": chances}}},
         scaled=f"{a.n_blocks} blocks, vocabulary {vocab}, {a.n_prompts:,} prompts",
+        beside_source=beside_s4([f.value for f in fractions], chances[-1]),
     )
