@@ -67,7 +67,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "subprocess: runs pytest, a CLI or a whole claims run in a child process "
                                        "(slow; leave out with -m 'not subprocess' for a fast loop)")
     config.addinivalue_line("markers", "nightly: repeats a whole claims run in another form (the zoo's groups as a "
-                                       "user's, serial against -n 2): skipped unless LATENT_CLAIMS_NIGHTLY=1, which "
+                                       "user's, serial against -n 2, a run under -n 2 as a baseline): skipped unless LATENT_CLAIMS_NIGHTLY=1, which "
                                        "`make test-nightly` and the nightly workflow set")
 
 

@@ -171,6 +171,7 @@ def test_a_cell_shows_the_check_that_decided_and_a_folder_by_its_name():
 
 
 @pytest.mark.subprocess
+@pytest.mark.nightly  # a serial and an -n 2 run compared: an equality run, nightly (issue 57)
 def test_a_run_under_xdist_is_a_baseline(tmp_path):
     """-n 2: the controller writes the document from its workers' records; it serves as --baseline like any run."""
     root = Path(__file__).resolve().parent.parent

@@ -131,6 +131,7 @@ def test_inconclusive_fail_makes_an_inconclusive_claim_red(cases, tmp_path):
 
 
 @pytest.mark.subprocess
+@pytest.mark.nightly  # a serial and an -n 2 run compared: an equality run, nightly (issue 57)
 def test_xdist_gives_the_serial_records(cases, serial):
     _, serial_records = serial
     done, parallel = run_cases(cases, "-n", "2")

@@ -154,6 +154,7 @@ def test_max_prompts_at_the_first_looks_size_gives_one_look_at_95_percent(cases,
 
 
 @pytest.mark.subprocess
+@pytest.mark.nightly  # a serial and an -n 2 run compared: an equality run, nightly (issue 57)
 def test_xdist_gives_the_serial_looks(cases, serial):
     _, serial_records = serial
     done, parallel = run_cases(cases, "-n", "2")
