@@ -46,6 +46,13 @@ def convergence_check(failed: Check, longer: Estimate, steps: int) -> Check:
         "N = 2000 to 20000 steps)", role="control", convergence=True)
 
 
+def continues(failed: str, descents: str) -> str:
+    """The procedure's sentence for a convergence control: where ``failed`` (the claim check, in words) fails,
+    ``descents`` (which ones, in words) continue to LONGER·N steps."""
+    return (f"Where {failed} fails, {descents} continue from where they ended to {LONGER}N steps (the convergence "
+            "control, claims.s3_inversion.convergence): the failure stands only if it stays.")
+
+
 def deepens(why: str) -> str:
     """The procedure's sentence for a failure that more steps can only deepen, with ``why``."""
     return (f"Convergence: more descent steps can only deepen a failure of this claim ({why}), so no longer descent "

@@ -280,9 +280,9 @@ class Inversions:
         problem = self.problem(name, subject)
         keys = [(name, self.scale.prompts_for(subject.d_model), block, how, ablation, masked, continued)
                 for block, how in targets]
-        for key in keys if continued else ():  # an N run whose found inputs were let go is run again
-            if getattr(self.runs.get((*key[:-1], False)), "found", 0) is None:
-                del self.runs[(*key[:-1], False)]
+        first_keys = [(*key[:-1], False) for key in keys] if continued else []  # the N runs continued
+        for key in [k for k in first_keys if k in self.runs and self.runs[k].found is None]:
+            del self.runs[key]  # its found inputs were let go with its model's problem: run again
         first = self.runs_of(name, subject, targets, ablation, masked) if continued else [None] * len(targets)
         starts = {k: None if run is None else run.found for k, run in zip(keys, first)}
         missing = list(dict.fromkeys(k for k in keys if k not in self.runs))

@@ -41,7 +41,7 @@ import numpy as np
 import pytest
 import torch
 
-from claims.s3_inversion.convergence import convergence_check, deepens, further_steps
+from claims.s3_inversion.convergence import continues, convergence_check, deepens, further_steps
 from claims.s3_inversion.inversions import (
     ADAPTED_DESCRIPTION, TOP_K, examples, first_prompt, layer_output, setting,
 )
@@ -208,9 +208,7 @@ def test_cosine_direct_inversion_fails_on_one_token(model_name, subject, inversi
                "them and reported on the other two thirds")
             + ". The descent control repeats the long inversion under the L2 "
             "loss; the gate decodes the exact fit a₀ + (t − a₀)·W_E W_E⁺ from the same start, t the target vector. "
-            f"Where the ordering fails, the long and one-token descents continue from where they ended for "
-            f"{further_steps(steps)} more steps (the convergence control, claims.s3_inversion.convergence): the "
-            "failure stands only if it stays."
+            + continues("the ordering", "the long and one-token descents")
         ),
         scaled=" ".join(filter(None, [f"S3: trained Llama-7B (4096 wide, vocabulary 32000), one prompt each; here "
                                       f"{model_name} ({subject.d_model} wide).", scale.note()])),

@@ -39,7 +39,7 @@ inconclusive (``claims.s3_inversion.convergence``).
 import numpy as np
 import pytest
 
-from claims.s3_inversion.convergence import convergence_check
+from claims.s3_inversion.convergence import continues, convergence_check
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, first_prompt
 from latent_instruments.stats import Estimate
 from reports.plots import series
@@ -152,8 +152,7 @@ def test_several_layers_do_not_improve_inversion(model_name, subject, inversions
             "interval spanned [-0.6, 2.3]); that advantage is itself a control (version 4), so where it may be 0 "
             "the record is inconclusive. A share written as differences, which more prompts could settle, is "
             "future work; the 'about N× the sample' note of an inconclusive share is an estimate, not a look taken. "
-            "Where the share fails, each target's headline descent continues from where it ended (the convergence "
-            "control, claims.s3_inversion.convergence): the failure stands only if it stays."
+            + continues("the share", "each target's headline descents")
         ),
         scaled=" ".join(filter(None, [
             f"S3: trained GPT-2 (12 blocks, 768 wide); here {model_name} ({n_blocks} blocks, {subject.d_model} wide).",

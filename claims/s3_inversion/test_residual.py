@@ -33,7 +33,7 @@ the record is inconclusive (``claims.s3_inversion.convergence``).
 import numpy as np
 import pytest
 
-from claims.s3_inversion.convergence import convergence_check
+from claims.s3_inversion.convergence import continues, convergence_check
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, first_prompt
 from claims.s3_inversion.scale import Scale
 from claims.s3_inversion.scope import SMALL_TRAINED, UNTRAINED_INVERTS, works_control
@@ -116,7 +116,7 @@ def test_attention_residual_carries_self_token_identity(model_name, subject, gro
                 how = DESCENT_SETTINGS[int(chosen[name][i])]
                 [run] = inversions.runs_of(name, models[name], [(0, how)], v, continued=True)  # reported prompts
                 continued[:, i, chosen[name][i]] = run.accuracy
-            steps = inversions.run(name, models[name], 0, DESCENT_SETTINGS[0]).steps
+            steps = scale.steps(name)
             longer.append(convergence_check(check, claim.bootstrap(
                 continued, lambda v, c=chosen[name]: _kept(v, scale, c)), steps))
     claim.record(
@@ -138,9 +138,8 @@ def test_attention_residual_carries_self_token_identity(model_name, subject, gro
             "the residual across attention removed at inference (the attention's output minus the block's input "
             "is added, so h = attn(norm(x))); both models, both settings (S3's own and the adapted one), each "
             f"model and variant its {scale.headline_label}. Chance is the random start's "
-            "accuracy. Statistic: (removed − chance) / (intact − chance). Where a share fails, that model's "
-            "headline descents, intact and removed, continue from where they ended (the convergence control, "
-            "claims.s3_inversion.convergence): the failure stands only if it stays."
+            "accuracy. Statistic: (removed − chance) / (intact − chance). "
+            + continues("a share", "that model's headline descents, intact and removed")
         ),
         scaled=" ".join(filter(None, [
             f"S3: trained and untrained Llama-7B (4096 wide), one prompt each; here {model_name} "
