@@ -50,28 +50,20 @@ def run_cli(module: str, *args) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(["python", "-m", module, *map(str, args)], code, out.getvalue(), err.getvalue())
 
 
-class _Group:
-    """Stands in for pytest's option group over an argparse parser: ``addoption`` is ``add_argument``."""
-
-    def __init__(self, parser: argparse.ArgumentParser):
-        self.parser = parser
-
-    def addoption(self, *names: str, **attrs) -> None:
-        self.parser.add_argument(*names, **attrs)
-
-
 def startup_error(*args: str) -> str | None:
     """The usage error ``pytest claims -m gpu ARGS`` stops with at startup (exit status 4), or None where its
     options pass: the plugin's options parsed as pytest's argparse parses them, then every startup check
     (``fixtures.settings.resolve_settings``). Nothing is created, as in the real start."""
-    from fixtures.settings import add_options, resolve_settings
+    from fixtures.docs_pages import declared_options
+    from fixtures.settings import resolve_settings
 
     class Parser(argparse.ArgumentParser):
         def error(self, message):  # pytest's parser turns argparse's errors into usage errors too
             raise pytest.UsageError(message)
 
     parser = Parser(add_help=False)
-    add_options(_Group(parser))
+    for names, attrs in declared_options():  # the plugin's option group, as pytest --help shows it
+        parser.add_argument(*names, **attrs)
     try:
         options = parser.parse_args(list(args))
         config = SimpleNamespace(getoption=lambda dest: getattr(options, dest), args=["claims"],
