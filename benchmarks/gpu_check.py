@@ -4,7 +4,7 @@ A lent GPU comes by chance and for 15 minutes in all, the machine's start includ
 10 minutes. Lanes run side by side, each step a process of its own, until ``--budget``:
 
 - lane ``s4``: train S4's recipe (``s4-w384``: 6 blocks, 384 wide, 4500 steps) and its three seed siblings
-  (S4's seeds 1442, 88, 99999), the four side by side; then the S4 family on them at S4's sizes
+  (S4's seeds 1442, 88, 99999) as one batched job (``models.batched_training``); then the S4 family on them at S4's sizes
   (``--zoo full``: S4.6 at S4's 20,000 prompts, S4.4 and S4.6-S4.8, S4.10 with the siblings' floor);
 - lanes ``s3-REFERENCE``, one per random-init reference: S3 at S3's scale (``--source-scale on``: 64
   prompts, N = 2000, S3's own setting as the headline; on ref-llama-small S3.9's 4096- and 8192-wide single
@@ -14,7 +14,8 @@ A lent GPU comes by chance and for 15 minutes in all, the machine's start includ
   (issue 43: the same outcome as at the CPU's 32 × 128; the corpus's validation split holds 85 windows of 2048 of
   the references' tokens, so 64 is the last look that fits). Its run has its own prompt batch, so it is not merged: ``timings.json`` summarises it as ``s0_run``.
 
-Side by side, the processes fill the gaps each leaves on the GPU (small models: launch and host overhead).
+Side by side, the lanes' processes fill the gaps each leaves on the GPU (small models: launch and host overhead);
+the four trainings of S4's recipe side by side did not (315 s each against 83 s alone), hence one batched job.
 ``--part`` names the kinds of lane to run, comma-separated (``s4``, ``s3``, ``s0``; default ``all``). Measured on an H200 (``benchmarks/gpu/README.md``):
 all lanes at once do not fit 10 minutes (the four trainings reached 92 % in 450 s beside the S3 lanes, and S3
 on ref-opt-125m took 349 s of them), while ``s4-w384`` alone trains in 83 s. So a 15-minute lease runs the two
@@ -69,7 +70,7 @@ class Plan:
 
     device: str  # torch device of every step
     zoo: str  # --zoo of both runs (a merge needs one zoo)
-    train: tuple[str, ...]  # trained models, one `python -m models prepare NAME` each, side by side
+    train: tuple[str, ...]  # trained models, one `python -m models prepare NAME...` (seed siblings: one batched job)
     s4: tuple[str, ...]  # pytest words of lane s4's run
     s3: tuple[tuple[str, ...], ...]  # pytest words of each S3 lane's run, one lane per reference
     bench: tuple[str, ...]  # pytest words of the inversion benchmark
@@ -99,7 +100,7 @@ PLANS = {
     ),
     # The rehearsal: the same steps and files on the CPU, a cheap claim or two per family.
     "tiny": Plan(
-        device="cpu", zoo="tiny", train=("tiny-w96",),
+        device="cpu", zoo="tiny", train=("tiny-w96", "tiny-w96-seed1442"),
         s4=("claims/s4_ffn", "--claim", "S4.1", "--claim", "S4.3", "--model", "tiny-w96"),
         s3=(("claims/s3_inversion", "--source-scale", "off", "--claim", "S3.1", "--model", "ref-llama-small"),),
         bench=("--benchmark-disable",),
@@ -157,9 +158,10 @@ def _pytest(plan: Plan, words: tuple[str, ...], report_dir: Path) -> list[str]:
 
 
 def steps_of(plan: Plan, out: Path) -> dict[str, list[Step]]:
-    """The lanes: {lane: its steps in order}; a lane's 'train' step is several processes (:func:`_train`)."""
+    """The lanes: {lane: its steps in order}."""
     python = sys.executable
-    lanes = {"s4": [Step("train", [python, "-m", "models", "prepare", "--zoo", plan.zoo, "--device", plan.device]),
+    lanes = {"s4": [Step("train", [python, "-m", "models", "prepare", "--zoo", plan.zoo, "--device", plan.device,
+                                   *plan.train]),
                     Step("s4", _pytest(plan, plan.s4, out / "runs-s4"))]}
     if plan.s0:
         lanes["s0"] = [Step("s0", _pytest(plan, plan.s0, out / "runs-s0"))]
@@ -175,27 +177,11 @@ def steps_of(plan: Plan, out: Path) -> dict[str, list[Step]]:
     return lanes
 
 
-def _train(step: Step, plan: Plan, out: Path, deadline: float) -> list[Step]:
-    """The 'train' step as one process per model, side by side (a small model leaves most of a GPU idle)."""
-    each = [Step(f"train-{name}", [*step.argv, name]) for name in plan.train]
-    threads = [threading.Thread(target=s.run, args=(out, deadline)) for s in each]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return each
-
-
-def run_lane(lane: list[Step], plan: Plan, out: Path, deadline: float, done: list[Step]) -> None:
+def run_lane(lane: list[Step], out: Path, deadline: float, done: list[Step]) -> None:
     """Run a lane's steps in order, each until ``deadline``; a step after a failed one is not started."""
     for step in lane:
-        if step.name == "train":
-            ran = _train(step, plan, out, deadline)
-            done.extend(ran)
-            ok = all(s.returncode == 0 for s in ran)
-        else:
-            ok = step.run(out, deadline)
-            done.append(step)
+        ok = step.run(out, deadline)
+        done.append(step)
         if not ok or time.monotonic() >= deadline:
             return
 
@@ -242,11 +228,10 @@ def call_folder(out: Path) -> Path:
     return folder
 
 
-def not_started(lanes: dict[str, list[Step]], plan: Plan, done: list[Step]) -> list[str]:
+def not_started(lanes: dict[str, list[Step]], done: list[Step]) -> list[str]:
     """The steps of ``lanes`` that never started (the budget ran out, or an earlier step of the lane failed), by
-    name; the training step counts as its one process per model."""
-    planned = [f"train-{m}" if s.name == "train" else s.name for lane in lanes.values() for s in lane
-               for m in (plan.train if s.name == "train" else (None,))]
+    name."""
+    planned = [s.name for lane in lanes.values() for s in lane]
     ran = {s.name for s in done}
     return [name for name in planned if name not in ran]
 
@@ -299,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
 
     done: list[Step] = []
     s0_results = out / "runs-s0" / "latest" / "results.json"
-    threads = [threading.Thread(target=run_lane, args=(lane, plan, out, deadline, done)) for lane in lanes.values()]
+    threads = [threading.Thread(target=run_lane, args=(lane, out, deadline, done)) for lane in lanes.values()]
     for t in threads:
         t.start()
     for t in threads:
@@ -308,8 +293,8 @@ def main(argv: list[str] | None = None) -> int:
     merged, results = merge(out, merging) if merging else (None, None)
     done += [merged] if merged else []
     s0_ran = "s0" in lanes and s0_results.exists()  # this call's folder: only this call's run can be there
-    skipped = not_started(lanes, plan, done)
-    trained = [s.name.removeprefix("train-") for s in done if s.name.startswith("train-") and s.returncode == 0]
+    skipped = not_started(lanes, done)
+    trained = list(plan.train) if any(s.name == "train" and s.returncode == 0 for s in done) else []
     weights = export_weights(trained, out)  # the trainings brought back, outside the tarball
 
     timings = {"size": args.size, "part": args.part, "budget_seconds": args.budget, "wall_seconds": time.monotonic() - started,

@@ -17,6 +17,8 @@ re-measuring the ledger on the shipped weights.
 ``python -m models fingerprint NAME...`` prints what each model is, for a ledger entry
 (``claims/expected_verdicts.toml``).
 
+A recipe and its seed siblings among the models to train are one batched job (``models.batched_training``).
+
 The suite would do all of this lazily on first use; running it up front shows
 training progress and loss in the terminal, which a captured pytest run hides.
 Before the first model trains, prepare states how long training should take here.
@@ -30,13 +32,13 @@ import torch
 from tqdm.auto import tqdm
 
 from models.corpus import Corpus, CorpusError, load_corpus
+from models.batched_training import sibling_batches, train_batched
 from models.errors import ModelLoadError
 from models.recipes import PREPARED, PROFILES, Recipe
 from models.shipped import ship, shipped, verify
 from models.tokenization import corpus_tokenizer, train_bpe
 from models.progress import TrainingProgress, training_flops
-from models.trainer import (check_checkpoint, checkpoint_dir, format_duration, measure_matmul_flops, recipe_n_params,
-                            train)
+from models.trainer import check_checkpoint, checkpoint_dir, format_duration, measure_matmul_flops, recipe_n_params
 from models.zoo import UnknownModelError, fingerprint, resolve
 
 
@@ -173,9 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     progress = TrainingProgress(work, what) if work else None  # one bar whose ETA covers every model to train
     try:
-        for recipe in recipes:
-            folder = train(recipe, corpus, device=device, progress=progress)
-            tqdm.write(f"{recipe.name}: {folder}")
+        for group in sibling_batches(recipes):  # a recipe's seed siblings train as one batched job
+            for recipe, folder in zip(group, train_batched(group, corpus, device=device, progress=progress)):
+                tqdm.write(f"{recipe.name}: {folder}")
     finally:
         if progress is not None:
             progress.close()

@@ -198,7 +198,9 @@ def tell_terminal(line: str) -> None:
     print(line, file=stream, flush=True)
 
 
-def _batches(data: torch.Tensor, context: int, batch: int, generator: torch.Generator):
+def training_batches(data: torch.Tensor, context: int, batch: int, generator: torch.Generator):
+    """Endless (inputs, targets) pairs, each ``(batch, context)`` token ids: windows of ``data`` (``(n_tokens,)``) at
+    starts drawn from ``generator``, the targets shifted by one token. A model's seed fixes its data order."""
     while True:
         starts = torch.randint(0, data.numel() - context - 1, (batch,), generator=generator)
         windows = torch.stack([data[s : s + context + 1] for s in starts.tolist()])
@@ -224,7 +226,8 @@ def matmul_precision(device: str) -> Iterator[None]:
         torch.set_float32_matmul_precision(previous)
 
 
-def _lr(recipe: Recipe, step: int) -> float:
+def learning_rate(recipe: Recipe, step: int) -> float:
+    """The recipe's learning rate at ``step`` (0-based): ``lr``, then ``lr_final`` from ``lr_drop_step`` on."""
     return recipe.lr if step < recipe.lr_drop_step else recipe.lr_final
 
 
@@ -269,8 +272,8 @@ def train(recipe: Recipe, corpus: Corpus, device: str = "cpu", progress: Trainin
         optimizer = torch.optim.AdamW(model.parameters(), lr=recipe.lr)
         train_data = torch.tensor(tokenizer.encode(corpus.train), dtype=torch.long)
         val_data = torch.tensor(tokenizer.encode(corpus.validation), dtype=torch.long)
-        batches = _batches(train_data, recipe.context, recipe.batch, torch.Generator().manual_seed(recipe.seed))
-        val_x, val_y = next(_batches(val_data, recipe.context, recipe.batch, torch.Generator().manual_seed(0)))
+        batches = training_batches(train_data, recipe.context, recipe.batch, torch.Generator().manual_seed(recipe.seed))
+        val_x, val_y = next(training_batches(val_data, recipe.context, recipe.batch, torch.Generator().manual_seed(0)))
         curve, started = [], time.perf_counter()
         step_flops = training_flops(n_params, 1, recipe.batch, recipe.context)
         own = progress is None
@@ -280,7 +283,7 @@ def train(recipe: Recipe, corpus: Corpus, device: str = "cpu", progress: Trainin
         for step in range(recipe.steps):
             model.train()
             for group in optimizer.param_groups:
-                group["lr"] = _lr(recipe, step)
+                group["lr"] = learning_rate(recipe, step)
             x, y = next(batches)
             logits = model(input_ids=x.to(device)).logits
             loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), y.to(device).flatten())
@@ -304,6 +307,23 @@ def train(recipe: Recipe, corpus: Corpus, device: str = "cpu", progress: Trainin
         if own:
             progress.close()
     model.eval()
+    save_checkpoint(final, model, recipe, tokenizer, corpus, device,
+                    {"train_seconds": time.perf_counter() - started, "curve": curve})
+    return final
+
+
+def save_checkpoint(final: Path, model: PreTrainedModel, recipe: Recipe, tokenizer, corpus: Corpus, device: str,
+                    training: dict) -> None:
+    """Write a trained model's checkpoint folder atomically (:data:`CHECKPOINT_FILES`, the tokenizer's files).
+
+    Args:
+        final: :func:`checkpoint_dir` of the recipe.
+        training: what the training measured, into ``loss_curve.json``: ``train_seconds``, ``curve`` (a list of
+            {step, train_loss, val_loss}) and, for a batched training, ``trained_with`` (its other models).
+    Raises:
+        OSError: if the folder cannot be written and no complete checkpoint of the same recipe is there (another
+            process, a pytest-xdist worker, that finished the same checkpoint first is fine: same recipe, same bits).
+    """
     try:
         with atomic_directory(final) as scratch:
             model.save_pretrained(scratch, safe_serialization=True)
@@ -312,9 +332,8 @@ def train(recipe: Recipe, corpus: Corpus, device: str = "cpu", progress: Trainin
             meta = {"corpus": corpus.name, "corpus_sha256": corpus.sha256, "device": device,
                     "float32_matmul": CUDA_MATMUL_PRECISION if torch.device(device).type == "cuda" else "highest",
                     "trained_on": build_facts(device, torch.float32), "threads": torch.get_num_threads(),
-                    "train_seconds": time.perf_counter() - started, "curve": curve}
+                    **training}
             (scratch / "loss_curve.json").write_text(json.dumps(meta, indent=1))
-    except OSError:  # another process (a pytest-xdist worker) finished the same checkpoint first: same recipe, same bits
+    except OSError:
         if checkpoint_problems(final):
             raise
-    return final

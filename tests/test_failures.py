@@ -317,7 +317,7 @@ def test_a_group_members_cache_entry_is_rebuilt_by_naming_it(cache):
 
 def test_prepare_names_every_damaged_entry_before_training_anything(cache, monkeypatch, capsys):
     monkeypatch.setattr(prepare, "load_corpus", lambda path: CORPUS)
-    monkeypatch.setattr(prepare, "train", lambda *a, **k: pytest.fail("trained although an entry is damaged"))
+    monkeypatch.setattr(prepare, "train_batched", lambda *a, **k: pytest.fail("trained although an entry is damaged"))
     folders = [damaged_checkpoint(TINY[1], "missing"), damaged_checkpoint(TINY[2], "truncated")]
     assert prepare.main(["prepare", "--zoo", "tiny", "--device", "cpu"]) == 1
     errors = capsys.readouterr().err.splitlines()
@@ -367,7 +367,8 @@ def test_prepare_states_the_profiles_total_estimate_before_training(cache, monke
     trained = []
     monkeypatch.setattr(prepare, "load_corpus", lambda path: CORPUS)
     monkeypatch.setattr(prepare, "measure_matmul_flops", lambda device: 50e9)
-    monkeypatch.setattr(prepare, "train", lambda recipe, corpus, device, progress: trained.append(recipe.name) or Path("."))
+    monkeypatch.setattr(prepare, "train_batched", lambda group, corpus, device, progress:
+                        trained.append([r.name for r in group]) or [Path(".")] * len(group))
     assert prepare.main(["prepare", "--zoo", "full", "--device", "cpu"]) == 0
     out = capsys.readouterr().out.splitlines()
     plan = next(i for i, line in enumerate(out) if line.startswith("zoo full on cpu: 10 of 10 models to train"))
@@ -377,10 +378,10 @@ def test_prepare_states_the_profiles_total_estimate_before_training(cache, monke
                 for r in PREPARED["full"])
     assert f"{format_duration(total)} in all as a first guess" in out[plan]
     assert "~50 GFLOP/s of matmul measured here" in out[plan] and out[plan].endswith("Ctrl-C to stop, or use --zoo tiny")
-    assert trained == ["s4-w192", "s4-w384", "s4-w768", "s4-bpe-w384", "s4-w384-seed1442", "s4-w384-seed88",
-                       "s4-w384-seed99999",  # the seed siblings (S4.6-S4.8)
-                       "s4-w192-seed1442", "s4-w768-seed1442",  # the ladder's ends at a second seed (S3.5)
-                       "s4-mixer-w384"]  # the masked mixer (S3.12)
+    assert trained == [["s4-w192", "s4-w192-seed1442"],  # a recipe and its seed siblings: one batched job each
+                       ["s4-w384", "s4-w384-seed1442", "s4-w384-seed88", "s4-w384-seed99999"],  # S4.6-S4.8's floor
+                       ["s4-w768", "s4-w768-seed1442"],  # the ladder's ends at a second seed (S3.5)
+                       ["s4-bpe-w384"], ["s4-mixer-w384"]]  # another tokenizer; the masked mixer (S3.12)
 
 
 @pytest.mark.subprocess

@@ -25,7 +25,7 @@ def test_the_rehearsal_writes_one_run_with_s3_s4_and_the_timings(tmp_path):
     timings = json.loads((out / "timings.json").read_text())
     assert timings["machine"]["device"] == "cpu" and timings["machine"]["torch"]
     steps = {s["name"]: s for s in timings["steps"]}
-    assert {"train-tiny-w96", "s4", "s3-ref-llama-small", "inversion-speed", "merge", "s0"} <= set(steps)
+    assert {"train", "s4", "s3-ref-llama-small", "inversion-speed", "merge", "s0"} <= set(steps)
     assert all(s["returncode"] == 0 and not s["timed_out"] for s in steps.values()), steps
     assert timings["not_started"] == []
 
@@ -45,6 +45,7 @@ def test_the_rehearsal_writes_one_run_with_s3_s4_and_the_timings(tmp_path):
 
     # issue 58, item 3: the trained model comes back as a Hugging Face folder in shards of at most 15 MB, its sha256
     # in timings.json, and a CPU run on that folder reproduces the lane's S4 records
+    assert set(timings["weights"]) == {"tiny-w96", "tiny-w96-seed1442"}  # every model of the one training step
     exported = timings["weights"]["tiny-w96"]
     folder = out / exported["folder"]
     assert exported["largest_file_bytes"] <= 15 * 10**6 and exported["files"]
@@ -89,6 +90,8 @@ def test_the_source_plan_is_s4s_recipe_and_s3s_scale():
     plan = gpu_check.PLANS["source"]
     assert plan.device == "cuda" and plan.zoo == "full"
     assert plan.train[0] == "s4-w384" and len(plan.train) == 4  # S4's recipe and its three seed siblings
+    train = gpu_check.steps_of(plan, Path("out"))["s4"][0].argv  # one process: prepare trains them as one job
+    assert train[-4:] == list(plan.train) and "prepare" in train
     assert all(("--source-scale", "on") == words[1:3] for words in plan.s3)
     assert {words[-1] for words in plan.s3} == set(gpu_check.REFERENCES)
 
@@ -118,5 +121,5 @@ def test_each_call_has_its_own_folder_and_names_the_steps_it_never_started(tmp_p
     assert (tmp_path / "latest").resolve() == second
     plan = gpu_check.PLANS["tiny"]
     lanes = gpu_check.steps_of(plan, second)
-    done = [gpu_check.Step("train-tiny-w96", []), gpu_check.Step("s4", [])]
-    assert gpu_check.not_started(lanes, plan, done) == ["s0", "s3-ref-llama-small", "inversion-speed"]
+    done = [gpu_check.Step("train", []), gpu_check.Step("s4", [])]
+    assert gpu_check.not_started(lanes, done) == ["s0", "s3-ref-llama-small", "inversion-speed"]

@@ -210,7 +210,8 @@ def test_prepare_trains_nothing_shipped_and_retrain_trains_this_machines_builds(
     import models.__main__ as prepare
 
     trained = []
-    monkeypatch.setattr(prepare, "train", lambda recipe, corpus, device, progress: trained.append(recipe.name) or Path("."))
+    monkeypatch.setattr(prepare, "train_batched", lambda group, corpus, device, progress:
+                        [trained.append(r.name) or Path(".") for r in group])
     monkeypatch.setattr(prepare, "measure_matmul_flops", lambda device: 50e9)
     assert prepare.main(["prepare", "--zoo", "tiny", "--device", "cpu"]) == 0
     out = capsys.readouterr().out
