@@ -79,7 +79,9 @@ class Plan:
 
 
 SIBLINGS = ("s4-w384-seed1442", "s4-w384-seed88", "s4-w384-seed99999")
-REFERENCES = ("ref-opt-125m", "ref-gpt2-small", "ref-pythia-160m", "ref-llama-small")
+# S3 at source scale, one lane each. ref-opt-125m's was measured on 2026-11-26 (349 s on an H200) and it is lane
+# s0's subject, so the S3 part is these three (issue 58, item 5): ref-llama-small holds S3.9's wide layers.
+REFERENCES = ("ref-gpt2-small", "ref-pythia-160m", "ref-llama-small")
 PLANS = {
     "source": Plan(
         device="cuda", zoo="full", train=("s4-w384", *SIBLINGS),
