@@ -63,7 +63,8 @@ bench: setup
 	mkdir -p runs
 	$(PY) -m pytest benchmarks --benchmark-only --benchmark-json=runs/benchmark.json -p no:cacheprovider
 
-# The GPU work in one call of at most 10 minutes (benchmarks/gpu_check.py): S4's recipe trained and its claims,
+# The GPU work in one call of at most 10 minutes (benchmarks/gpu_check.py): S4's recipe and its seed siblings trained as
+# one batched job, and its claims,
 # S3 at S3's scale on the references, one merged run folder and timings.json in a folder of the call's own under
 # GPU_CHECK_OUT (GPU_CHECK_OUT/latest: the newest); S0.6 and S0.7 at
 # S0's scale in a run of their own. GPU_CHECK_SIZE=tiny rehearses the same steps on the CPU; GPU_CHECK_PART=s4,s0

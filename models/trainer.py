@@ -212,7 +212,7 @@ def matmul_precision(device: str) -> Iterator[None]:
     """Within the block, float32 matrix products on a CUDA ``device`` use TF32 (``CUDA_MATMUL_PRECISION``).
 
     A GPU training of S4's recipe then takes about a minute on an H100 instead of several (``make gpu-check``
-    trains four side by side); its checkpoint records ``float32_matmul`` in ``loss_curve.json``. On a CPU
+    trains four as one batched job); its checkpoint records ``float32_matmul`` in ``loss_curve.json``. On a CPU
     nothing changes: the tiny zoo's trainings, the shipped weights, keep full float32 products.
     """
     if torch.device(device).type != "cuda":

@@ -9,13 +9,14 @@ FILE = "benchmark.json"  # ``make bench`` writes <report dir>/benchmark.json
 def summarize(path: Path) -> dict | None:
     """Capture ÷ bare forward per architecture and instrument throughputs from a pytest-benchmark JSON.
 
-    Benchmarks named ``test_bare_forward[ARCH]`` and ``test_capture[ARCH]`` give the ratio of their
+    Benchmarks named ``test_bare_forward[ID]`` and ``test_capture[ID]`` (ID: architecture and needs, e.g.
+    ``opt-125m-residual-stream``) give the ratio of their
     fastest rounds (the minimum is the least disturbed by other work on the machine; means of a few
     rounds on a shared CPU vary by ±20 %); every other benchmark is quoted as operations per second of
     its fastest round.
 
     Returns:
-        {"file", "created", "lines": [...], "capture_ratio": {arch: ratio}}, or None where there is no
+        {"file", "created", "lines": [...], "capture_ratio": {ID: ratio}}, or None where there is no
         readable file.
     """
     try:
