@@ -63,9 +63,11 @@ NIGHTLY_ENV = "LATENT_CLAIMS_NIGHTLY"  # set to 1: run the tests marked nightly
 
 def pytest_configure(config: pytest.Config) -> None:
     """The self-tests' layers: `pytest tests -m "not subprocess"` is the fast loop (unit tests of instruments,
-    checks, reports and the plugin's parts); the tests marked ``subprocess`` run whole pytest or CLI processes."""
-    config.addinivalue_line("markers", "subprocess: runs pytest, a CLI or a whole claims run in a child process "
-                                       "(slow; leave out with -m 'not subprocess' for a fast loop)")
+    checks, reports and the plugin's parts, and whole pytest runs of synthetic cases in this process); the tests
+    marked ``subprocess`` start a child process (``tests.helpers``), each saying why."""
+    config.addinivalue_line("markers", "subprocess: starts a child process, where the process boundary is what is "
+                                       "tested (signals, exit statuses, xdist's workers, peak memory) (slow; leave "
+                                       "out with -m 'not subprocess' for a fast loop)")
     config.addinivalue_line("markers", "nightly: repeats a whole claims run in another form (the zoo's groups as a "
                                        "user's, serial against -n 2, a run under -n 2 as a baseline): skipped unless LATENT_CLAIMS_NIGHTLY=1, which "
                                        "`make test-nightly` and the nightly workflow set")

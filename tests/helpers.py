@@ -2,6 +2,9 @@
 where the process boundary is what is tested.
 
 In this process:
+- :func:`pytest_inprocess`: ``pytest ARGS`` as ``pytest.main`` in a folder (synthetic claim tests), its output captured;
+- :func:`collected`: the node ids of one ``pytest claims -m gpu --zoo tiny --collect-only`` per set of extra
+  arguments, kept for the session (the whole-tree collection many tests read);
 - :func:`run_cli`: ``python -m reports|models ARGS`` as the module's ``main(argv)``, its output captured;
 - :func:`startup_error`: the startup checks of ``pytest claims ARGS`` (``fixtures.settings.resolve_settings`` on the
   options parsed as pytest parses them), without starting pytest.
@@ -10,8 +13,7 @@ In a child process (this module is the one place tests start one):
 - :func:`child`: ``python ARGS`` with the repository on the path, to its end; :func:`spawn`: started and left running;
 - :func:`pytest_child`: ``python -m pytest ARGS``; outside the repository the plugin comes by ``-p conftest``;
 - :func:`claims_run`: ``pytest claims -m gpu --model tiny-w96 ARGS`` and its wall seconds;
-- :func:`collected`: the node ids of one ``pytest claims -m gpu --zoo tiny --collect-only`` per set of extra
-  arguments, kept for the session (the whole-tree collection many tests read).
+- :func:`program`: another program (git, bash, actionlint), whose own behaviour the test reads.
 """
 
 import argparse
@@ -22,6 +24,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -74,6 +77,50 @@ def startup_error(*args: str) -> str | None:
     return None
 
 
+@contextlib.contextmanager
+def _environment(env: dict | None) -> Iterator[None]:
+    """``os.environ`` with ``env`` set inside, as it was after."""
+    before = dict(os.environ)
+    os.environ.update({k: str(v) for k, v in (env or {}).items()})
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(before)
+
+
+def pytest_inprocess(*args, cwd: Path = REPO, env: dict | None = None) -> subprocess.CompletedProcess:
+    """``pytest ARGS`` run in ``cwd`` as ``pytest.main`` in this process, the plugin loaded as a user's pytest loads it
+    (from another folder by ``-p conftest``): what :func:`pytest_child` gives without a new interpreter.
+
+    The run has its own config, session and stash; its terminal output and stderr are captured. Afterwards the working
+    folder and the environment are as they were, and the test modules it imported from ``cwd`` are forgotten (the
+    synthetic cases of several folders share module names). The plugin's SIGTERM handler stays this session's (it is
+    installed once per process), and its ``gc.freeze`` freezes what this process holds, as at this session's start.
+
+    Args:
+        args: pytest's arguments (paths relative to ``cwd``).
+        cwd: the repository (the default), or a folder outside it holding the test files.
+        env: variables set for the run (and for the processes it starts: xdist's workers).
+    Returns:
+        a ``CompletedProcess`` with pytest's exit status and its captured stdout and stderr.
+    """
+    out, err, before = io.StringIO(), io.StringIO(), set(sys.modules)
+    previous = os.getcwd()
+    with _environment({"PYTHONPATH": str(REPO), **(env or {})}), contextlib.redirect_stdout(out), \
+            contextlib.redirect_stderr(err):
+        os.chdir(cwd)
+        try:
+            plugin = () if Path(cwd) == REPO else ("-p", "conftest")
+            code = int(pytest.main([*plugin, *map(str, args)]))
+        finally:
+            os.chdir(previous)
+            for name in set(sys.modules) - before:
+                if Path(cwd) != REPO and str(getattr(sys.modules[name], "__file__", None) or "").startswith(str(cwd)):
+                    del sys.modules[name]
+    return subprocess.CompletedProcess(["pytest", *map(str, args)], code, out.getvalue(), err.getvalue())
+
+
 def child(args: list[str], *, cwd: Path = REPO, env: dict | None = None, timeout: float = 900
           ) -> tuple[subprocess.CompletedProcess, float]:
     """``python ARGS`` in a child process with the repository on PYTHONPATH: for tests of what only a real process
@@ -86,6 +133,16 @@ def child(args: list[str], *, cwd: Path = REPO, env: dict | None = None, timeout
     done = subprocess.run([sys.executable, *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
     return done, time.perf_counter() - start
+
+
+def program(argv: list, *, cwd: Path = REPO, check: bool = False) -> subprocess.CompletedProcess:
+    """Run another program (not this project's Python) to its end, output captured as text: git for a checkout the
+    run records, bash for a glob as the workflow's shell expands it, actionlint on the workflow.
+
+    Raises:
+        subprocess.CalledProcessError: with ``check``, where it exits non-zero.
+    """
+    return subprocess.run([str(a) for a in argv], cwd=cwd, capture_output=True, text=True, check=check)
 
 
 def spawn(args: list[str], *, cwd: Path = REPO) -> subprocess.Popen:
@@ -116,8 +173,8 @@ def collected(*args: str) -> str:
     Raises:
         AssertionError: where the collection fails, with its output.
     """
-    done = pytest_child("claims", "-m", "gpu", "--zoo", "tiny", "--collect-only", "-q", "-p", "no:cacheprovider", *args,
-                        timeout=600)
+    done = pytest_inprocess("claims", "-m", "gpu", "--zoo", "tiny", "--collect-only", "-q", "-p", "no:cacheprovider",
+                            *args)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return done.stdout
 

@@ -125,7 +125,8 @@ def test_a_failing_stage_keeps_results_json_and_names_the_failure(tmp_path, monk
 
 @pytest.mark.subprocess
 def test_a_failing_report_makes_the_run_exit_non_zero(run_with_broken_report):
-    """Through pytest: the records are kept and the exit status is not 0 (``fixtures.collector``)."""
+    """Through pytest: the records are kept and the exit status is not 0 (``fixtures.collector``). A child process:
+    the plugin that breaks the report replaces a function of ``reports.render`` for the whole process."""
     done, folder = run_with_broken_report
     assert done.returncode == 1
     assert json.loads((folder / "results.json").read_text())["records"]

@@ -29,7 +29,7 @@ from models.errors import ModelLoadError
 from models.loading import load
 from models.zoo import resolve
 from tests.conftest import tiny_model
-from tests.helpers import pytest_child as pytest_run
+from tests.helpers import pytest_inprocess as pytest_run
 from tests.test_zoo import TEXT, save_hf_folder
 
 CORPUS = Corpus("toy", TEXT * 4, "0" * 64)  # long enough for the pool's 32 prompts of 32 tokens
@@ -384,7 +384,6 @@ def test_prepare_states_the_profiles_total_estimate_before_training(cache, monke
                        ["s4-bpe-w384"], ["s4-mixer-w384"]]  # another tokenizer; the masked mixer (S3.12)
 
 
-@pytest.mark.subprocess
 def test_a_run_with_an_unsupported_model_reports_it_once_and_runs_the_others(tmp_path):
     """End to end: the folder's claim tests are errors with the pool's one message; tiny-w96's run as usual."""
     folder = str(bigcode_folder(tmp_path / "my-bigcode"))

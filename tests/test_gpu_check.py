@@ -16,6 +16,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.mark.subprocess
 def test_the_rehearsal_writes_one_run_with_s3_s4_and_the_timings(tmp_path):
+    """``make gpu-check``'s steps at tiny size: a child process, since the check is an orchestrator of processes
+    (its lanes, their SIGTERM at the budget, the merge) and the weights it brings back are tested by a run of their
+    own."""
     base = tmp_path / "gpu-check"
     done, _ = child(["-m", "benchmarks.gpu_check", "--size", "tiny", "--out", base], cwd=ROOT, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -1,10 +1,9 @@
 """The pytest plugin seen from the command line: options, markers, outcomes, the ledger, xdist, the report.
 
-Each test marked ``subprocess`` starts pytest in a child process (``tests.helpers``). For the synthetic cases that
-is how the plugin is loaded as a user's pytest loads it (``-p conftest``, its own session state, its exit status);
-the process boundary itself is what is tested in the xdist runs (workers are processes), the killed worker, the
-peak-memory sum over processes and the allocator test in a fresh heap. Running the synthetic cases in this process
-(pytest's pytester) is issue 57's remaining work.
+Whole pytest runs (the synthetic cases, the claims tree) run in this process (``tests.helpers.pytest_inprocess``):
+each its own config, session and exit status, the plugin loaded as a user's pytest loads it (``-p conftest``). The
+tests marked ``subprocess`` start another process, each saying why: the xdist runs (workers are processes), the
+interrupted run's exit status, the peak-memory sum over processes and the allocator test in a fresh heap.
 """
 
 import json
@@ -15,14 +14,14 @@ from pathlib import Path
 import pytest
 
 from fixtures.ledger import load_ledger
-from tests.helpers import child, collected, node_ids, pytest_child, spawn
+from tests.helpers import child, collected, node_ids, pytest_child, pytest_inprocess, spawn
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def pytest_run(*args: str, cwd: Path = REPO, env: dict | None = None) -> subprocess.CompletedProcess:
-    """pytest in a child process (``tests.helpers.pytest_child``)."""
-    return pytest_child(*args, cwd=cwd, env=env)
+    """pytest in this process (``tests.helpers.pytest_inprocess``)."""
+    return pytest_inprocess(*args, cwd=cwd, env=env)
 
 
 # Synthetic claim tests on a random-init reference (never loaded: the tests only record), one per outcome.
@@ -86,7 +85,6 @@ def serial(cases) -> tuple[object, dict]:
     return run_cases(cases)
 
 
-@pytest.mark.subprocess
 def test_every_outcome_and_only_the_claims_own_failure_is_absorbed_by_the_ledger(serial):
     done, records = serial
     outcomes = {case: r["outcome"] for case, r in records.items()}
@@ -120,7 +118,6 @@ def test_every_outcome_and_only_the_claims_own_failure_is_absorbed_by_the_ledger
     assert "latent-claims outcomes" in done.stdout and "holds unexpectedly" in done.stdout
 
 
-@pytest.mark.subprocess
 def test_inconclusive_fail_makes_an_inconclusive_claim_red(cases, tmp_path):
     done = pytest_run("test_cases.py", "--model", "ref-gpt2-small", "-k", "straddles and not listed", "--inconclusive",
                       "fail", "--report-dir", str(tmp_path), "-p", "no:cacheprovider", "-q", cwd=cases)
@@ -133,6 +130,7 @@ def test_inconclusive_fail_makes_an_inconclusive_claim_red(cases, tmp_path):
 @pytest.mark.subprocess
 @pytest.mark.nightly  # a serial and an -n 2 run compared: an equality run, nightly (issue 57)
 def test_xdist_gives_the_serial_records(cases, serial):
+    """Under ``-n 2`` the records equal the serial run's (xdist's workers are processes)."""
     _, serial_records = serial
     done, parallel = run_cases(cases, "-n", "2")
     assert "bringing up nodes" in done.stdout, done.stdout[-2000:]
@@ -142,7 +140,6 @@ def test_xdist_gives_the_serial_records(cases, serial):
     assert untimed(parallel) == untimed(serial_records)
 
 
-@pytest.mark.subprocess
 def test_a_ledger_entry_with_the_retired_unstable_key_is_a_usage_error_saying_what_to_do(cases, tmp_path):
     """The ledger lists findings only: an entry that allowed either verdict is refused at startup."""
     from models.corpus import load_corpus
@@ -169,7 +166,6 @@ LOADED = textwrap.dedent('''
 ''')
 
 
-@pytest.mark.subprocess
 def test_a_ledger_entry_measured_on_other_weights_still_applies_and_says_so(tmp_path):
     from models.corpus import load_corpus
     from models.zoo import fingerprint, resolve
@@ -186,7 +182,6 @@ def test_a_ledger_entry_measured_on_other_weights_still_applies_and_says_so(tmp_
     assert "ledger measured on another build" in (tmp_path / "reports" / "latest" / "report.md").read_text()
 
 
-@pytest.mark.subprocess
 def test_a_ledger_entry_of_another_build_of_the_model_does_not_apply(cases, tmp_path):
     (cases / "other-ledger.toml").write_text(ledger_for("gpt2-small-0000000000000000:seed0", ["listed-fails"]))
     done = pytest_run("test_cases.py", "--model", "ref-gpt2-small", "--ledger", "other-ledger.toml", "-k", "listed-fails",
@@ -194,7 +189,6 @@ def test_a_ledger_entry_of_another_build_of_the_model_does_not_apply(cases, tmp_
     assert "does not apply" in done.stdout and "1 failed" in done.stdout
 
 
-@pytest.mark.subprocess
 def test_a_ledger_entry_of_another_procedure_version_does_not_apply(cases, tmp_path):
     """A finding measured with version 2 of a procedure says nothing about version 1's: measure again."""
     from models.corpus import load_corpus
@@ -207,7 +201,6 @@ def test_a_ledger_entry_of_another_procedure_version_does_not_apply(cases, tmp_p
     assert "procedure version 2" in done.stdout and "1 failed" in done.stdout
 
 
-@pytest.mark.subprocess
 @pytest.mark.parametrize("marker, message", [
     ('@pytest.mark.claim("S9.9", version=1)', "not in claims/catalogue.toml"),
     ('@pytest.mark.claim("S4.1")', "version=N"),
@@ -224,14 +217,12 @@ def test_a_bad_marker_is_a_collection_error_naming_it(cases, tmp_path, marker, m
     assert done.returncode != 0 and message in done.stdout + done.stderr
 
 
-@pytest.mark.subprocess
 def test_unknown_model_fails_at_collection_with_the_valid_names():
     done = pytest_run("claims", "--model", "gpt-9000", "--collect-only", "-q")
     assert done.returncode == 4
     assert "unknown model 'gpt-9000'" in done.stderr and "tiny-w128" in done.stderr
 
 
-@pytest.mark.subprocess
 def test_header_makes_the_run_replayable():
     done = pytest_run("claims", "-m", "gpu", "--collect-only", "--seed", "7", "--zoo", "tiny", "-p", "no:cacheprovider")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -241,7 +232,6 @@ def test_header_makes_the_run_replayable():
     assert "sequential claims (sample='prompts'): looks at 32 → 64 → 128 prompts" in done.stdout
 
 
-@pytest.mark.subprocess
 def test_the_replay_keeps_the_selection():
     done = pytest_run("claims/s4_ffn", "-m", "gpu and not slow", "-k", "ffn", "--claim", "S4.2", "--shard", "tiny-w96",
                       "--collect-only", "--zoo", "tiny", "-p", "no:cacheprovider")
@@ -250,7 +240,6 @@ def test_the_replay_keeps_the_selection():
             "--prompts 32x128 --max-prompts 128 --source-scale off --dtype float32 --seed 0 --shard tiny-w96") in done.stdout
 
 
-@pytest.mark.subprocess
 def test_a_shard_must_be_a_subject_of_the_zoo_and_is_not_a_model():
     done = pytest_run("claims", "--shard", "tiny-w97", "--collect-only", "--zoo", "tiny")
     assert done.returncode == 4 and "--shard tiny-w97: not a subject of the tiny zoo" in done.stderr
@@ -259,7 +248,6 @@ def test_a_shard_must_be_a_subject_of_the_zoo_and_is_not_a_model():
     assert done.returncode == 4 and "leave out one of them" in done.stderr
 
 
-@pytest.mark.subprocess
 def test_source_scale_variants_are_skipped_on_a_cpu_unless_asked_for(tmp_path):
     (tmp_path / "test_scale.py").write_text(textwrap.dedent('''
         import pytest
@@ -274,8 +262,8 @@ def test_source_scale_variants_are_skipped_on_a_cpu_unless_asked_for(tmp_path):
     assert "1 passed" in on.stdout and "source-scale=on" in on.stdout, on.stdout + on.stderr
 
 
-@pytest.mark.subprocess
 def test_default_tiny_zoo_collects_the_four_claims_over_their_models():
+    """Reads the session's one whole collection (``tests.helpers.collected``), made once for every module."""
     ids = node_ids(collected())  # the session's one whole collection (tests.helpers)
     assert any("test_power_law_straightens_with_depth[tiny-w128]" in i for i in ids)
     assert any("test_ffn_output_dominates_each_block[tiny-w96]" in i for i in ids)
@@ -330,7 +318,6 @@ def test_a_ledger_entry_that_can_match_nothing_is_named():
     assert unknown_entries(load_ledger(), {e.claim for e in load_ledger().values()}, defined) == []
 
 
-@pytest.mark.subprocess
 def test_a_ledger_that_names_an_unknown_claim_is_a_usage_error(cases, tmp_path):
     ledger = tmp_path / "ledger.toml"
     ledger.write_text(ledger_for("f", ["x"]).replace('claim = "S4.1"', 'claim = "S4.11"'))
@@ -340,7 +327,6 @@ def test_a_ledger_that_names_an_unknown_claim_is_a_usage_error(cases, tmp_path):
     assert f"--ledger {ledger}: 1 entries match nothing" in done.stderr and "no claim 'S4.11'" in done.stderr
 
 
-@pytest.mark.subprocess
 def test_claims_run_on_a_local_hf_folder(tmp_path):
     """`pytest claims -m gpu --model FOLDER` runs the applicable claims on it and writes the report: one claim of
     each family (the fewest that show every family's fixtures handling a folder; the whole suite took 437 s)."""
@@ -363,12 +349,13 @@ def test_claims_run_on_a_local_hf_folder(tmp_path):
 
 @pytest.mark.subprocess
 def test_an_interrupted_run_still_writes_what_it_measured(tmp_path):
-    """Ctrl-C after the first claim test: the report exists, says so, and holds that test's record."""
+    """Ctrl-C after the first claim test: the report exists, says so, and holds that test's record. A child process:
+    the interrupt and the exit status 2 are the process's."""
     (tmp_path / "interrupt_after_first.py").write_text(
         "def pytest_runtest_teardown(item, nextitem):\n    raise KeyboardInterrupt\n"
     )
-    done = pytest_run("claims/s4_ffn/test_feedforward.py", "-m", "gpu", "--model", "tiny-w96",
-                      "--report-dir", str(tmp_path / "reports"), "-p", "interrupt_after_first", "-p", "no:cacheprovider",
+    done = pytest_child("claims/s4_ffn/test_feedforward.py", "-m", "gpu", "--model", "tiny-w96",
+                        "--report-dir", str(tmp_path / "reports"), "-p", "interrupt_after_first", "-p", "no:cacheprovider",
                       "-q", env={"PYTHONPATH": f"{REPO}:{tmp_path}"})
     assert done.returncode == 2, done.stdout[-2000:]
     results = json.loads((tmp_path / "reports" / "latest" / "results.json").read_text())
@@ -385,7 +372,6 @@ def test_only_the_instruments_are_installed_into_site_packages():
     assert config["tool"]["pytest"]["ini_options"]["pythonpath"] == ["."]  # tests find the rest from the root
 
 
-@pytest.mark.subprocess
 @pytest.mark.parametrize("selection", [("-k", "S4.2"), ("--claim", "S4.2")])
 def test_a_claim_is_selected_by_its_id(selection):
     done = pytest_run("claims", "-m", "gpu", "--collect-only", "-q", "--zoo", "tiny", "-p", "no:cacheprovider", *selection)
@@ -393,7 +379,6 @@ def test_a_claim_is_selected_by_its_id(selection):
     assert ids and all("test_ffn_output_dominates_each_block" in i for i in ids), done.stdout[-2000:]
 
 
-@pytest.mark.subprocess
 def test_claim_selection_is_exact_where_k_matches_substrings():
     done = pytest_run("--collect-only", "-q", "-p", "no:cacheprovider", "--claim", "S4.5", "--claim", "S3.5")
     ids = [line for line in done.stdout.splitlines() if "::" in line]
@@ -422,6 +407,7 @@ CRASH = textwrap.dedent('''
 
 @pytest.mark.subprocess
 def test_a_killed_xdist_worker_leaves_an_error_record_naming_the_worker_and_the_signal(tmp_path):
+    """A worker process killed by SIGKILL, as the out-of-memory killer would: only a process can die so."""
     (tmp_path / "test_crash.py").write_text(CRASH)
     done = pytest_run("test_crash.py", "--model", "ref-gpt2-small", "-n", "2", "--report-dir", "reports",
                       "-p", "no:cacheprovider", "-q", cwd=tmp_path)
@@ -446,7 +432,6 @@ def test_a_crashed_workers_model_keeps_its_weights_digest_from_the_controller():
     assert "gw1 died (killed by SIGKILL)" in facts["error"]
 
 
-@pytest.mark.subprocess
 def test_a_dist_mode_other_than_the_suites_scheduler_is_a_usage_error(cases):
     done = pytest_run("test_cases.py", "--model", "ref-gpt2-small", "-n", "2", "--dist", "worksteal",
                       "-p", "no:cacheprovider", "-q", cwd=cases)
@@ -472,7 +457,6 @@ def test_the_peak_memory_is_the_sum_over_processes_alive_at_once():
     assert memory.peak_mib() >= both / 2**20 - 0.1 and memory.peak_mib(10**6) == 10**6
 
 
-@pytest.mark.subprocess
 def test_two_checkpoint_folders_of_one_architecture_are_compared_through_the_baseline_map(tmp_path, monkeypatch):
     """An upgrade as users make one: the old and the new checkpoint in two folders (here two seeds of one recipe,
     saved by the trainer), run one after the other and compared through --baseline-map."""
@@ -506,7 +490,6 @@ def test_two_checkpoint_folders_of_one_architecture_are_compared_through_the_bas
     assert doc["models"][new]["build"]["torch"] and doc["baseline"]["retrained_in_place"] == []
 
 
-@pytest.mark.subprocess
 def test_a_baseline_map_naming_a_model_the_baseline_lacks_is_a_usage_error(cases, serial):
     baseline = cases / "reports" / "latest" / "results.json"
     done = pytest_run("test_cases.py", "--model", "ref-gpt2-small", "--baseline", str(baseline), "--baseline-map",
@@ -534,7 +517,6 @@ def test_a_baseline_map_that_would_pair_records_twice_or_with_nothing_is_refused
         check_baseline_map(pairs, baseline, run)
 
 
-@pytest.mark.subprocess
 def test_s3_8_on_a_llama_folder_whose_word_boundary_token_fills_runs_of_spaces(tmp_path):
     """Issue 20's case: a sub-word tokenizer whose "▁" stands for a space, on a corpus with long runs of spaces,
     made prompts of one repeated token, and S3.8 ended in error. Now those windows are redrawn and counted, and
@@ -592,7 +574,6 @@ CONTROL_ONLY = textwrap.dedent('''
 ''')
 
 
-@pytest.mark.subprocess
 def test_a_record_of_a_control_alone_is_red_where_it_failed_and_an_error_where_it_passed(tmp_path):
     """S3's gates (issue 43, item 4): a descent that fails where S3 says it works ends the test before the claim is
     measured, so its record holds the control alone: "control failed", never "not informative", also at a later

@@ -608,9 +608,9 @@ def test_a_run_records_a_commit_only_from_the_projects_own_checkout(tmp_path):
     the tree had been exported. An exported tree inside another git repository, and one outside any, record "not a
     checkout" and a digest of the project's files, which changes with them; this checkout records its commit."""
     import shutil
-    import subprocess
 
     from reports.run_facts import NOT_A_CHECKOUT, REPO, git_revision, tree_digest
+    from tests.helpers import program
 
     outer = tmp_path / "outer"
     tree = outer / "latent-claims"
@@ -618,17 +618,17 @@ def test_a_run_records_a_commit_only_from_the_projects_own_checkout(tmp_path):
     shutil.copy(REPO / "claims" / "catalogue.toml", tree / "claims" / "catalogue.toml")
     (tree / "conftest.py").write_text("# the project's root conftest\n")
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
-    subprocess.run([*git, "init", "-q"], cwd=outer, check=True)
-    subprocess.run([*git, "add", "-A"], cwd=outer, check=True)
-    subprocess.run([*git, "commit", "-qm", "another project"], cwd=outer, check=True)
-    outer_head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=outer, capture_output=True, text=True).stdout.strip()
+    program([*git, "init", "-q"], cwd=outer, check=True)
+    program([*git, "add", "-A"], cwd=outer, check=True)
+    program([*git, "commit", "-qm", "another project"], cwd=outer, check=True)
+    outer_head = program(["git", "rev-parse", "HEAD"], cwd=outer).stdout.strip()
     recorded = git_revision(tree)
     assert recorded == NOT_A_CHECKOUT + tree_digest(tree) and outer_head not in recorded
     (tree / "conftest.py").write_text("# changed\n")
     assert git_revision(tree) != recorded  # the digest follows the files
     shutil.rmtree(outer / ".git")
     assert git_revision(tree).startswith(NOT_A_CHECKOUT)  # no git at all
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    head = program(["git", "rev-parse", "HEAD"], cwd=REPO).stdout.strip()
     assert git_revision().removesuffix("+dirty") == head  # the project's own checkout
 
 

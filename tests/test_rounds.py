@@ -9,7 +9,7 @@ import pytest
 from fixtures.prompts import prompt_batch
 from fixtures.rounds import Rounds
 from tests.conftest import ByteTokenizer
-from tests.helpers import pytest_child as pytest_run
+from tests.helpers import pytest_inprocess as pytest_run
 
 # Synthetic sequential claim tests: each look's interval is set by the look's scale (1, 2, 4), as a real
 # statistic's narrows with more prompts; the level comes from the library's bootstrap, to show it is the split one.
@@ -106,7 +106,6 @@ def test_a_larger_prompt_batch_holds_the_smaller_ones_windows():
     assert all(tuple(r.tolist()) in rows for r in small) and len(rows) == 64
 
 
-@pytest.mark.subprocess
 def test_sequential_claims_look_again_until_decided_and_record_every_look(serial):
     done, records = serial
     outcomes = {case: r["outcome"] for case, r in records.items()}
@@ -143,7 +142,6 @@ def test_sequential_claims_look_again_until_decided_and_record_every_look(serial
     assert "3 failed, 2 passed, 3 skipped" in done.stdout  # one report per test, whatever its looks
 
 
-@pytest.mark.subprocess
 def test_max_prompts_at_the_first_looks_size_gives_one_look_at_95_percent(cases, tmp_path):
     done = pytest_run("test_cases.py", "--model", "ref-gpt2-small", "-k", "never", "--max-prompts", "32",
                       "--report-dir", str(tmp_path), "-p", "no:cacheprovider", "-q", cwd=cases)
@@ -156,6 +154,7 @@ def test_max_prompts_at_the_first_looks_size_gives_one_look_at_95_percent(cases,
 @pytest.mark.subprocess
 @pytest.mark.nightly  # a serial and an -n 2 run compared: an equality run, nightly (issue 57)
 def test_xdist_gives_the_serial_looks(cases, serial):
+    """Under ``-n 2`` the looks equal the serial run's (xdist's workers are processes)."""
     _, serial_records = serial
     done, parallel = run_cases(cases, "-n", "2")
     assert "bringing up nodes" in done.stdout, done.stdout[-2000:]
@@ -178,7 +177,6 @@ INTERRUPTED = textwrap.dedent('''
 ''')
 
 
-@pytest.mark.subprocess
 def test_an_interrupt_during_a_later_look_keeps_the_last_finished_looks_record(tmp_path):
     (tmp_path / "test_interrupted.py").write_text(INTERRUPTED)
     done = pytest_run("test_interrupted.py", "--model", "ref-gpt2-small", "--report-dir", "reports", "-p",
@@ -217,7 +215,6 @@ SHORT_CORPUS = textwrap.dedent('''
 ''')
 
 
-@pytest.mark.subprocess
 def test_a_look_the_corpus_cannot_give_ends_the_looks_at_the_look_before(tmp_path):
     """S0 at 8 × 2048 may look up to 64 × 2048 (``default_max_prompts``), which a model's tokens may not fill: the
     looks end at the last batch the corpus gives, inconclusive and saying why, not in an error; a first look
@@ -239,7 +236,6 @@ def test_a_look_the_corpus_cannot_give_ends_the_looks_at_the_look_before(tmp_pat
     assert "1 error" in done.stdout or "1 failed" in done.stdout, done.stdout[-2000:]
 
 
-@pytest.mark.subprocess
 def test_an_unknown_sample_is_a_usage_error_naming_the_test(tmp_path):
     (tmp_path / "test_bad.py").write_text(textwrap.dedent('''
         import pytest

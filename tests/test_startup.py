@@ -240,6 +240,7 @@ SIGNALS_SCRIPT = textwrap.dedent('''
 
 @pytest.mark.subprocess
 def test_sigterm_interrupts_like_ctrl_c_and_the_process_still_ends_by_the_signal():
+    """A child process: the signal and the status the process ends with are the process's."""
     done, _ = child(["-c", SIGNALS_SCRIPT], timeout=60)
     assert done.stdout.strip() == "interrupted True", done.stderr[-3000:]
     assert done.returncode == -signal.SIGTERM, done.stderr[-3000:]
@@ -247,6 +248,7 @@ def test_sigterm_interrupts_like_ctrl_c_and_the_process_still_ends_by_the_signal
 
 @pytest.mark.subprocess
 def test_the_sigterm_handler_installs_only_in_the_main_thread():
+    """A fresh child process: this session has installed its own handler already."""
     script = ("import threading, signal\nfrom fixtures import signals\nout = []\n"
               "t = threading.Thread(target=lambda: out.append(signals.install_sigterm_handler()))\n"
               "t.start(); t.join()\nassert out == [False] and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL\n"

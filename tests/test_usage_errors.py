@@ -10,7 +10,7 @@ import models.shipped
 from models import __main__ as models_cli
 from models.user_groups import GroupError, read_groups_file
 from reports import __main__ as reports_cli
-from tests.helpers import claims_run, spawn, startup_error
+from tests.helpers import claims_run, pytest_inprocess, spawn, startup_error
 
 
 @pytest.mark.parametrize(("text", "words"), [
@@ -69,25 +69,26 @@ def test_a_model_named_twice_is_a_usage_error():
     assert said and "--model tiny-w96: given 2 times" in said
 
 
-@pytest.mark.subprocess
 def test_a_report_dir_that_cannot_be_made_stops_the_run_before_the_first_test(tmp_path):
     """/proc/x passes the access check as root, but cannot be made: the run stops at once, not at its end."""
-    done, _ = claims_run("--claim", "S4.1", "--report-dir", "/proc/latent-claims-no-such-folder")
+    done = pytest_inprocess("claims", "-m", "gpu", "--model", "tiny-w96", "--claim", "S4.1", "--report-dir",
+                            "/proc/latent-claims-no-such-folder", "-p", "no:cacheprovider", "-q")
     assert done.returncode == 4, (done.stdout + done.stderr)[-2000:]
     assert "--report-dir /proc/latent-claims-no-such-folder: cannot be created" in done.stdout + done.stderr
 
 
-@pytest.mark.subprocess
 def test_claims_without_a_subject_in_the_run_are_a_usage_error():
     """--claim S4.7 runs on seed siblings; a run of tiny-w96 alone used to end green with no report."""
-    done, _ = claims_run("--claim", "S4.7")
+    done = pytest_inprocess("claims", "-m", "gpu", "--model", "tiny-w96", "--claim", "S4.7", "-p", "no:cacheprovider",
+                            "-q")
     assert done.returncode == 4, (done.stdout + done.stderr)[-2000:]
     assert "S4.7 runs on siblings" in done.stdout + done.stderr
 
 
 @pytest.mark.subprocess
 def test_an_interrupt_before_the_first_record_still_writes_the_report(tmp_path):
-    """Ctrl-C (or SIGTERM) during the first claim test's setup: the report folder says interrupted."""
+    """Ctrl-C (or SIGTERM) during the first claim test's setup: the report folder says interrupted. A child process:
+    the interrupt and the exit status 2 are the process's."""
     (tmp_path / "interrupt_early.py").write_text(
         "import pytest\n\n"
         "@pytest.hookimpl(tryfirst=True)\n"

@@ -148,6 +148,7 @@ MEMBERS = {folder(n): n for n in ("tiny-w96", "tiny-w128", "tiny-w192", "tiny-w9
 @pytest.mark.subprocess
 @pytest.mark.nightly  # six group claims on three groups, twice: minutes of claims, repeated nightly, not per change
 def test_the_zoos_folders_as_user_groups_give_the_zoos_records(tmp_path):
+    """A whole claims run over eight models (minutes, nightly) in a child process, as a user's run would be."""
     import json
 
     from tests.helpers import pytest_child

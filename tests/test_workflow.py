@@ -1,6 +1,5 @@
 """The nightly workflow (.github/workflows/nightly.yml) runs only commands, targets, modules and options that exist."""
 
-import concurrent.futures
 import functools
 import glob
 import importlib.util
@@ -14,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers import collected, node_ids, run_cli
+from tests.helpers import collected, node_ids, program, run_cli
 
 
 REPO = Path(__file__).resolve().parent.parent
@@ -208,7 +207,6 @@ def subject_of(node_id: str, subjects: list[str]) -> str | None:
     return max(fits, key=len) if fits else None
 
 
-@pytest.mark.subprocess
 def test_the_shards_together_run_what_a_whole_run_runs(tmp_path):
     """The merged nightly records equal a local ``make claims``'s: the same claims, models and tests.
 
@@ -223,8 +221,7 @@ def test_the_shards_together_run_what_a_whole_run_runs(tmp_path):
         parts.setdefault(subject_of(node, names), set()).add(node)
     assert None not in parts and sorted(parts) == sorted(names)
     sample = ("tiny-w96", "tiny-w96-seed1442", "tiny-bpe-w96:untrained", "ref-gpt2-small", "tiny-ladder")
-    with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        alone = dict(zip(sample, pool.map(lambda name: node_ids(collected("--shard", name)), sample)))
+    alone = {name: node_ids(collected("--shard", name)) for name in sample}  # in this process, one after another
     for name in sample:
         assert alone[name] == parts[name], name
 
@@ -260,8 +257,7 @@ def test_the_merge_glob_takes_each_shard_run_folder_once(tmp_path):
         for name in ("index.html", f"junit-{model}.xml", f"pytest-outcome-{model}.txt"):
             (shard / name).write_text("")
         runs.append(str(run.relative_to(tmp_path)))
-    expanded = subprocess.run(["bash", "-c", f"printf '%s\\n' {patterns[0]}"], cwd=tmp_path, capture_output=True,
-                              text=True, check=True).stdout.split()
+    expanded = program(["bash", "-c", f"printf '%s\\n' {patterns[0]}"], cwd=tmp_path, check=True).stdout.split()
     assert sorted(expanded) == sorted(runs) == sorted(glob.glob(patterns[0], root_dir=tmp_path))
 
 
@@ -327,8 +323,7 @@ def lint(text: str, tmp_path: Path) -> subprocess.CompletedProcess:
     (folder / "nightly.yml").write_text(text)
     config = tmp_path / ".github" / "actionlint.yaml"
     config.write_text("self-hosted-runner:\n  labels: [gpu]\n")
-    return subprocess.run([actionlint(), "-no-color", "-config-file", str(config), str(folder / "nightly.yml")], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+    return program([actionlint(), "-no-color", "-config-file", str(config), str(folder / "nightly.yml")], cwd=tmp_path)
 
 
 def as_yaml(doc: dict) -> str:
@@ -339,6 +334,7 @@ def as_yaml(doc: dict) -> str:
 
 @pytest.mark.subprocess
 def test_actionlint_reports_nothing_on_the_workflow_nor_on_the_readme_s_gpu_variant(tmp_path):
+    """actionlint is a program of its own (a child process, ``tests.helpers.program``)."""
     for name, text in (("nightly.yml", WORKFLOW.read_text()), ("docs/nightly.md's GPU variant", as_yaml(workflow(gpu=True)))):
         done = lint(text, tmp_path)
         assert done.returncode == 0, f"{name}:\n{done.stdout}{done.stderr}"

@@ -152,8 +152,8 @@ def test_the_seed_siblings_are_subjects_of_the_default_zoo_beside_their_models()
     assert set(seed_builds("full")) >= {"s4-w384-seed1442", "s4-w384-seed88", "s4-w384-seed99999"}
 
 
-@pytest.mark.subprocess
 def test_every_claim_runs_on_the_siblings_but_those_the_report_names():
+    """Reads the session's one whole collection (``tests.helpers.collected``, shared by modules)."""
     from fixtures.catalogue import load_catalogue
     from tests.helpers import collected, node_ids
 
