@@ -34,8 +34,9 @@ speed-up. A step that runs out of its time gets SIGTERM, on which pytest still w
 device tool returns a few files): each trained model is saved under ``weights/NAME/`` in shards of at most 15 MB
 with its sha256 in ``timings.json`` (``benchmarks.gpu_records.export_weights``), so that any machine can test it.
 
-``--size tiny`` runs the same steps on the CPU at the tiny zoo's sizes with a few claims each (the zoo is
-shipped: its "training" checks the shipped weights), in under a minute: the rehearsal that
+``--size tiny`` runs the same steps on the CPU at the tiny zoo's sizes with a few claims each (its training step
+trains ``tiny-w96`` and a seed sibling as one batched job for 3 steps, ``models prepare --steps``; the claims run on
+the shipped weights, which are what comes back), in under a minute: the rehearsal that
 ``tests/test_gpu_check.py`` runs, so that a broken GPU script shows in CI, not on the device.
 
 Usage: ``python -m benchmarks.gpu_check --size source|source-main|tiny [--part all|s4,s3,s0] --out DIR
@@ -75,6 +76,7 @@ class Plan:
     s3: tuple[tuple[str, ...], ...]  # pytest words of each S3 lane's run, one lane per reference
     bench: tuple[str, ...]  # pytest words of the inversion benchmark
     s0: tuple[str, ...] = ()  # pytest words of lane s0's run (its own prompts: not merged)
+    train_options: tuple[str, ...] = ()  # more words of the training step (the rehearsal's --steps)
     min_budget: float = 120.0  # the least --budget the plan is worth starting with (a usage error below it)
 
 
@@ -103,6 +105,7 @@ PLANS = {
     # The rehearsal: the same steps and files on the CPU, a cheap claim or two per family.
     "tiny": Plan(
         device="cpu", zoo="tiny", train=("tiny-w96", "tiny-w96-seed1442"),
+        train_options=("--steps", "3"),  # the batched training of a recipe and its sibling, 3 steps (shipped: kept)
         s4=("claims/s4_ffn", "--claim", "S4.1", "--claim", "S4.3", "--model", "tiny-w96"),
         s3=(("claims/s3_inversion", "--source-scale", "off", "--claim", "S3.1", "--model", "ref-llama-small"),),
         bench=("--benchmark-disable",),
@@ -163,7 +166,7 @@ def steps_of(plan: Plan, out: Path) -> dict[str, list[Step]]:
     """The lanes: {lane: its steps in order}."""
     python = sys.executable
     lanes = {"s4": [Step("train", [python, "-m", "models", "prepare", "--zoo", plan.zoo, "--device", plan.device,
-                                   *plan.train]),
+                                   *plan.train_options, *plan.train]),
                     Step("s4", _pytest(plan, plan.s4, out / "runs-s4"))]}
     if plan.s0:
         lanes["s0"] = [Step("s0", _pytest(plan, plan.s0, out / "runs-s0"))]

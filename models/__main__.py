@@ -7,6 +7,10 @@ manifest and trains none of them. What is not shipped (the full profile, ``--cor
 ``python -m models prepare --retrain`` also trains the shipped recipes, into the cache: this machine's builds,
 which ``pytest claims -m gpu --zoo-build local`` tests beside the shipped weights' verdicts.
 
+``python -m models prepare --steps N NAME...`` is a rehearsal: each recipe trained for N steps only, into a checkpoint of
+its own (the step count is part of the cache key), shipped or not: ``make gpu-check``'s CPU rehearsal trains the tiny
+main model and a seed sibling so, as one batched job.
+
 ``python -m models prepare NAME...`` works only on the named trained models (or a group's members,
 e.g. tiny-siblings), also those outside the profiles, as a damaged cache entry's rebuild command does.
 
@@ -27,6 +31,7 @@ Before the first model trains, prepare states how long training should take here
 import argparse
 import sys
 import time
+from dataclasses import replace
 
 import torch
 from tqdm.auto import tqdm
@@ -114,7 +119,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--retrain", action="store_true",
                         help="prepare: train the shipped recipes too, into the cache (this machine's builds, for "
                              "pytest's --zoo-build local); the shipped weights are not touched")
+    parser.add_argument("--steps", type=int, default=None,
+                        help="prepare: a rehearsal, each recipe trained for this many steps only (a checkpoint of its "
+                             "own; implies --retrain)")
     args = parser.parse_intermixed_args(argv)  # names may follow options: prepare --retrain tiny-w96
+    if args.steps is not None and args.steps < 1:
+        print(f"error: --steps {args.steps}: give a number of training steps, at least 1", file=sys.stderr)
+        return 2
     try:
         device = chosen_device(args.device)
     except ValueError as err:
@@ -145,7 +156,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "ship":
             print(f"shipped {len(recipes)} models: {ship(recipes, corpus)}")
             return 0
-        pinned = {} if args.retrain else {r.name: p for r in recipes if (p := shipped(r, corpus)) is not None}
+        if args.steps:  # the rehearsal's short trainings: other recipes, so other checkpoints
+            recipes = [replace(r, steps=args.steps, eval_every=min(r.eval_every, args.steps),
+                               lr_drop_step=min(r.lr_drop_step, args.steps)) for r in recipes]
+        pinned = {} if args.retrain or args.steps else {r.name: p for r in recipes
+                                                        if (p := shipped(r, corpus)) is not None}
         for name, model in pinned.items():
             print(f"{name}: shipped weights {verify(model)[:12]}, every file as the manifest pins it")
     except ModelLoadError as err:

@@ -31,6 +31,8 @@ def test_the_rehearsal_writes_one_run_with_s3_s4_and_the_timings(tmp_path):
     assert {"train", "s4", "s3-ref-llama-small", "inversion-speed", "merge", "s0"} <= set(steps)
     assert all(s["returncode"] == 0 and not s["timed_out"] for s in steps.values()), steps
     assert timings["not_started"] == []
+    training = (out / steps["train"]["log"]).read_text()  # the main model and its sibling as one batched job
+    assert "--steps 3 tiny-w96 tiny-w96-seed1442" in training and "2 seed siblings of tiny-w96" in training, training
 
     results = json.loads((out / "run" / "latest" / "results.json").read_text())  # one run folder, merged
     assert results["device"]["device"] == "cpu"

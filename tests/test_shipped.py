@@ -291,3 +291,19 @@ def test_seed_siblings_have_twins_of_their_own():
     digests = {load(resolve(f"{n}:untrained"), CORPUS, "cpu", torch.float32, seed=0).weights_sha256
                for n in ("tiny-w96", "tiny-w96-seed1442", "tiny-w96-seed88", "tiny-w96-seed99999")}
     assert len(digests) == 4
+
+
+def test_prepare_steps_trains_a_recipe_and_its_sibling_briefly_as_one_job_even_where_shipped(monkeypatch, capsys):
+    """``--steps N`` (make gpu-check's rehearsal): the named recipes, shortened to N steps, as one batched job; the
+    shipped weights are neither checked nor replaced; a count below 1 is a usage error."""
+    import models.__main__ as prepare
+
+    groups = []
+    monkeypatch.setattr(prepare, "train_batched", lambda group, corpus, device, progress:
+                        groups.append([(r.name, r.steps, r.eval_every) for r in group]) or [Path(".")] * len(group))
+    monkeypatch.setattr(prepare, "work_to_train", lambda recipes, corpus: {})
+    assert prepare.main(["prepare", "--steps", "3", "tiny-w96", "tiny-w96-seed1442", "--device", "cpu"]) == 0
+    assert groups == [[("tiny-w96", 3, 3), ("tiny-w96-seed1442", 3, 3)]]
+    assert "shipped weights" not in capsys.readouterr().out
+    assert prepare.main(["prepare", "--steps", "0", "tiny-w96", "--device", "cpu"]) == 2
+    assert "--steps 0: give a number of training steps, at least 1" in capsys.readouterr().err
