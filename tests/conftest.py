@@ -82,3 +82,31 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("nightly"):
             item.add_marker(skip)
+
+
+# The trainer's tests (test_trainer, test_batched_training): a micro recipe of the tiny ladder (1 block, 16 wide, 6
+# steps) and a small corpus with a cache of the test's own.
+MICRO_TEXT = "Now is the winter of our discontent\nMade glorious summer by this sun of York;\n" * 200
+
+
+def _micro():
+    from dataclasses import replace
+
+    from models.recipes import TINY
+
+    return replace(TINY[0], name="micro", n_layer=1, n_embd=16, n_head=2, context=16, steps=6, batch=4, eval_every=3,
+                   lr_drop_step=4)
+
+
+MICRO = _micro()
+
+
+@pytest.fixture
+def corpus(tmp_path, monkeypatch):
+    """A small corpus (``MICRO_TEXT``) as a ``--corpus`` file, with ``LATENT_CLAIMS_CACHE`` in ``tmp_path``."""
+    from models.corpus import load_text_file
+
+    monkeypatch.setenv("LATENT_CLAIMS_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "c.txt"
+    path.write_text(MICRO_TEXT, encoding="utf-8")
+    return load_text_file(path)

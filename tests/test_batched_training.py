@@ -8,19 +8,10 @@ import torch
 from safetensors.torch import load_file
 
 from models.batched_training import seed_siblings_of, sibling_batches, train_batched
-from models.corpus import load_text_file
 from models.trainer import checkpoint_dir, train
-from tests.test_trainer import MICRO, TEXT
+from tests.conftest import MICRO  # `corpus`: conftest's fixture, a small corpus with a cache of its own
 
 SIBLINGS = [MICRO, replace(MICRO, name="micro-seed1442", seed=1442), replace(MICRO, name="micro-seed88", seed=88)]
-
-
-@pytest.fixture
-def corpus(tmp_path, monkeypatch):
-    monkeypatch.setenv("LATENT_CLAIMS_CACHE", str(tmp_path / "cache"))
-    path = tmp_path / "c.txt"
-    path.write_text(TEXT, encoding="utf-8")
-    return load_text_file(path)
 
 
 def _weights(folder):

@@ -7,21 +7,9 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from models.corpus import load_text_file
-from models.recipes import TINY
 from models.tokenization import CharTokenizer, is_hf_tokenizer_folder, tokenizer_from_json
 from models.trainer import checkpoint_dir, gpt2_config, train
-
-TEXT = "Now is the winter of our discontent\nMade glorious summer by this sun of York;\n" * 200
-MICRO = replace(TINY[0], name="micro", n_layer=1, n_embd=16, n_head=2, context=16, steps=6, batch=4, eval_every=3, lr_drop_step=4)
-
-
-@pytest.fixture
-def corpus(tmp_path, monkeypatch):
-    monkeypatch.setenv("LATENT_CLAIMS_CACHE", str(tmp_path / "cache"))
-    path = tmp_path / "c.txt"
-    path.write_text(TEXT, encoding="utf-8")
-    return load_text_file(path)
+from tests.conftest import MICRO, MICRO_TEXT as TEXT  # `corpus`: conftest's fixture
 
 
 def test_checkpoint_carries_recipe_tokenizer_and_loss_curve(corpus):
