@@ -306,10 +306,7 @@ def write_run(settings, records: list[ClaimRecord], models: dict, exitstatus: in
         ReportIncomplete: as :func:`write_doc`, results.json holding every record.
     """
     doc = results(settings, records, models, exitstatus, peak_rss, catalogue, gpu_peak, selected)
-    compare = None
-    if settings.baseline:
-        def compare(d):
-            return baseline.compare(settings.baseline, d, settings.baseline_map)
+    compare = (lambda d: baseline.compare(settings.baseline, d, settings.baseline_map)) if settings.baseline else None
     return write_doc(doc, settings.report_dir, compare)
 
 
