@@ -25,7 +25,7 @@ import torch
 
 from models.capture import forward_kwargs, run_with_cache, select
 
-RESIDUAL_STREAM = ["hook_embed", "blocks.0.hook_resid_pre", "blocks.*.hook_resid_post", "ln_final.hook_in"]
+RESIDUAL_STREAM = ["hook_embed", "blocks.*.hook_resid_pre", "blocks.*.hook_resid_post", "ln_final.hook_in"]
 EVERY_NEED = [*RESIDUAL_STREAM, "blocks.*.hook_attn_out", "blocks.*.hook_mlp_out", "blocks.*.attn.hook_q",
               "blocks.*.attn.hook_k", "blocks.*.attn.hook_pattern"]
 NEEDS = {"residual-stream": RESIDUAL_STREAM, "every-need": EVERY_NEED}

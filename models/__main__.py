@@ -123,8 +123,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="prepare: a rehearsal, each recipe trained for this many steps only (a checkpoint of its "
                              "own; implies --retrain)")
     args = parser.parse_intermixed_args(argv)  # names may follow options: prepare --retrain tiny-w96
-    if args.steps is not None and args.steps < 1:
-        print(f"error: --steps {args.steps}: give a number of training steps, at least 1", file=sys.stderr)
+    if args.steps is not None and (args.steps < 1 or args.command != "prepare"):
+        why = "give a number of training steps, at least 1" if args.steps < 1 else f"prepare's, not {args.command}'s"
+        print(f"error: --steps {args.steps}: {why}", file=sys.stderr)
         return 2
     try:
         device = chosen_device(args.device)

@@ -10,11 +10,15 @@ Each model keeps what makes it itself: its initialisation (``torch.manual_seed(s
 :func:`models.trainer.train` does), its data order (a batch generator seeded by its seed), and its optimizer state
 (AdamW is elementwise, so one optimizer over stacked parameters is one per model). The summed loss's gradient with
 respect to a model's slice is that model's own gradient. So without dropout a few batched steps give each model
-the weights of training it alone, to float32 tolerance (``tests/test_trainer.py``). With dropout (S4's recipe:
+the weights of training it alone, to float32 tolerance (``tests/test_batched_training.py``). With dropout (S4's recipe:
 0.2) each model draws masks of its own (``vmap(randomness="different")``) from the one global generator, not the
 stream it would draw alone: the same distribution of trainings, other bits. Attention runs eagerly (its matmuls
-batch over the model axis; PyTorch's fused attention has no batching rule). ``loss_curve.json`` says which models
-a checkpoint was trained with.
+batch over the model axis; PyTorch's fused attention has no batching rule).
+
+A checkpoint's cache key is its recipe's, however it was trained: a build trained alone (the suite's training on
+first use) and one trained in a batch are the same recipe on other bits, as two machines' builds are. Whichever is
+in the cache is kept; its ``loss_curve.json`` names the models it was trained with (``trained_with``) and its share
+of the job's time, and a run records its weights digest, so a verdict that changes with the build is traceable.
 """
 
 import copy
@@ -31,8 +35,8 @@ from models.progress import CALIBRATION_STEPS, TrainingProgress, training_flops
 from models.recipes import Recipe
 from models.runtime import pin_cpu_threads
 from models.tokenization import corpus_tokenizer
-from models.trainer import (build_model, checkpoint_dir, learning_rate, matmul_precision, save_checkpoint, train,
-                            training_batches)
+from models.trainer import (build_model, check_checkpoint, checkpoint_dir, learning_rate, matmul_precision,
+                            save_checkpoint, train, training_batches)
 
 
 def seed_siblings_of(a: Recipe, b: Recipe) -> bool:
@@ -83,7 +87,10 @@ def train_batched(recipes: list[Recipe], corpus: Corpus, device: str = "cpu",
     if any(not seed_siblings_of(a, b) for i, a in enumerate(recipes) for b in recipes[i + 1:]):
         raise ValueError(f"{', '.join(r.name for r in recipes)}: a batched training takes one recipe at several "
                          "seeds; these differ in more than name and seed")
-    todo = [r for r in recipes if not checkpoint_dir(r, corpus).exists()]
+    cached = [r for r in recipes if checkpoint_dir(r, corpus).exists() or checkpoint_dir(r, corpus).is_symlink()]
+    for recipe in cached:  # a damaged cached sibling is named now, not after the job
+        check_checkpoint(recipe, corpus, checkpoint_dir(recipe, corpus))
+    todo = [r for r in recipes if r not in cached]
     if len(todo) < 2:
         return [train(r, corpus, device=device, progress=progress) for r in recipes]
     first, n = todo[0], len(todo)
@@ -146,7 +153,7 @@ def train_batched(recipes: list[Recipe], corpus: Corpus, device: str = "cpu",
                 tensor.copy_((params | buffers)[name][i])
         model.eval()
         save_checkpoint(checkpoint_dir(recipe, corpus), model, recipe, tokenizer, corpus, device,
-                        {"train_seconds": seconds, "curve": curves[i],
+                        {"train_seconds": seconds / n, "job_seconds": seconds, "curve": curves[i],
                          "trained_with": [r.name for r in todo if r is not recipe]})
     return [train(r, corpus, device=device, progress=progress) if r not in todo else checkpoint_dir(r, corpus)
             for r in recipes]

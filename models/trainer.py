@@ -319,10 +319,12 @@ def save_checkpoint(final: Path, model: PreTrainedModel, recipe: Recipe, tokeniz
     Args:
         final: :func:`checkpoint_dir` of the recipe.
         training: what the training measured, into ``loss_curve.json``: ``train_seconds``, ``curve`` (a list of
-            {step, train_loss, val_loss}) and, for a batched training, ``trained_with`` (its other models).
+            {step, train_loss, val_loss}) and, for a batched training, ``trained_with`` (its other models) and
+            ``job_seconds`` (the whole job; ``train_seconds`` is this model's share).
     Raises:
         OSError: if the folder cannot be written and no complete checkpoint of the same recipe is there (another
-            process, a pytest-xdist worker, that finished the same checkpoint first is fine: same recipe, same bits).
+            process that finished the same recipe's checkpoint first, a pytest-xdist worker, is fine: its build is
+            kept, recorded by its weights digest).
     """
     try:
         with atomic_directory(final) as scratch:

@@ -102,7 +102,7 @@ MICRO = _micro()
 
 
 @pytest.fixture
-def corpus(tmp_path, monkeypatch):
+def micro_corpus(tmp_path, monkeypatch):
     """A small corpus (``MICRO_TEXT``) as a ``--corpus`` file, with ``LATENT_CLAIMS_CACHE`` in ``tmp_path``."""
     from models.corpus import load_text_file
 

@@ -93,10 +93,13 @@ def pytest_inprocess(*args, cwd: Path = REPO, env: dict | None = None) -> subpro
     """``pytest ARGS`` run in ``cwd`` as ``pytest.main`` in this process, the plugin loaded as a user's pytest loads it
     (from another folder by ``-p conftest``): what :func:`pytest_child` gives without a new interpreter.
 
-    The run has its own config, session and stash; its terminal output and stderr are captured. Afterwards the working
-    folder and the environment are as they were, and the test modules it imported from ``cwd`` are forgotten (the
-    synthetic cases of several folders share module names). The plugin's SIGTERM handler stays this session's (it is
-    installed once per process), and its ``gc.freeze`` freezes what this process holds, as at this session's start.
+    The run has its own config, session and stash; its terminal output and stderr are captured. Afterwards these are
+    as they were: the working folder, ``os.environ``, ``sys.path``, the global torch generator (the plugin seeds it),
+    the modules it imported again under a name already held (pytest re-imports the root ``conftest``), and the
+    plugin's per-process fingerprint cache; the test modules it imported from ``cwd`` are forgotten (the synthetic
+    cases of several folders share module names). Not restored: the plugin's SIGTERM handler stays this session's (it
+    is installed once per process), and its ``gc.freeze`` keeps what the run left alive out of the collector's scans,
+    as at this session's start.
 
     Args:
         args: pytest's arguments (paths relative to ``cwd``).
@@ -105,8 +108,12 @@ def pytest_inprocess(*args, cwd: Path = REPO, env: dict | None = None) -> subpro
     Returns:
         a ``CompletedProcess`` with pytest's exit status and its captured stdout and stderr.
     """
-    out, err, before = io.StringIO(), io.StringIO(), set(sys.modules)
-    previous = os.getcwd()
+    import torch
+
+    from fixtures.collector import model_fingerprint
+
+    out, err, modules, path = io.StringIO(), io.StringIO(), dict(sys.modules), list(sys.path)
+    previous, generator = os.getcwd(), torch.random.get_rng_state()
     with _environment({"PYTHONPATH": str(REPO), **(env or {})}), contextlib.redirect_stdout(out), \
             contextlib.redirect_stderr(err):
         os.chdir(cwd)
@@ -115,9 +122,13 @@ def pytest_inprocess(*args, cwd: Path = REPO, env: dict | None = None) -> subpro
             code = int(pytest.main([*plugin, *map(str, args)]))
         finally:
             os.chdir(previous)
-            for name in set(sys.modules) - before:
+            sys.path[:] = path
+            torch.random.set_rng_state(generator)
+            model_fingerprint.cache_clear()
+            for name in set(sys.modules) - set(modules):
                 if Path(cwd) != REPO and str(getattr(sys.modules[name], "__file__", None) or "").startswith(str(cwd)):
                     del sys.modules[name]
+            sys.modules.update({name: module for name, module in modules.items() if sys.modules.get(name) is not module})
     return subprocess.CompletedProcess(["pytest", *map(str, args)], code, out.getvalue(), err.getvalue())
 
 
@@ -135,14 +146,16 @@ def child(args: list[str], *, cwd: Path = REPO, env: dict | None = None, timeout
     return done, time.perf_counter() - start
 
 
-def program(argv: list, *, cwd: Path = REPO, check: bool = False) -> subprocess.CompletedProcess:
+def program(argv: list, *, cwd: Path = REPO, check: bool = False, timeout: float = 120) -> subprocess.CompletedProcess:
     """Run another program (not this project's Python) to its end, output captured as text: git for a checkout the
     run records, bash for a glob as the workflow's shell expands it, actionlint on the workflow.
 
     Raises:
         subprocess.CalledProcessError: with ``check``, where it exits non-zero.
+        subprocess.TimeoutExpired: past ``timeout`` seconds.
     """
-    return subprocess.run([str(a) for a in argv], cwd=cwd, capture_output=True, text=True, check=check)
+    return subprocess.run([str(a) for a in argv], cwd=cwd, capture_output=True, text=True, check=check,
+                          timeout=timeout)
 
 
 def spawn(args: list[str], *, cwd: Path = REPO) -> subprocess.Popen:

@@ -307,3 +307,5 @@ def test_prepare_steps_trains_a_recipe_and_its_sibling_briefly_as_one_job_even_w
     assert "shipped weights" not in capsys.readouterr().out
     assert prepare.main(["prepare", "--steps", "0", "tiny-w96", "--device", "cpu"]) == 2
     assert "--steps 0: give a number of training steps, at least 1" in capsys.readouterr().err
+    assert prepare.main(["ship", "--steps", "3", "tiny-w96"]) == 2
+    assert "--steps 3: prepare's, not ship's" in capsys.readouterr().err

@@ -9,37 +9,37 @@ from safetensors.torch import load_file
 
 from models.tokenization import CharTokenizer, is_hf_tokenizer_folder, tokenizer_from_json
 from models.trainer import checkpoint_dir, gpt2_config, train
-from tests.conftest import MICRO, MICRO_TEXT as TEXT  # `corpus`: conftest's fixture
+from tests.conftest import MICRO, MICRO_TEXT as TEXT  # `micro_corpus`: conftest's fixture
 
 
-def test_checkpoint_carries_recipe_tokenizer_and_loss_curve(corpus):
-    folder = train(MICRO, corpus)
+def test_checkpoint_carries_recipe_tokenizer_and_loss_curve(micro_corpus):
+    folder = train(MICRO, micro_corpus)
     assert json.loads((folder / "recipe.json").read_text())["name"] == "micro"
-    assert tokenizer_from_json((folder / "tokenizer.json").read_text()) == CharTokenizer.from_corpus(corpus)
+    assert tokenizer_from_json((folder / "tokenizer.json").read_text()) == CharTokenizer.from_corpus(micro_corpus)
     curve = json.loads((folder / "loss_curve.json").read_text())["curve"]
     assert [point["step"] for point in curve] == [3, 6]
     assert "lm_head.weight" in load_file(folder / "model.safetensors")  # untied head is saved
 
 
-def test_cached_checkpoint_is_not_retrained(corpus):
-    folder = train(MICRO, corpus)
+def test_cached_checkpoint_is_not_retrained(micro_corpus):
+    folder = train(MICRO, micro_corpus)
     stamp = (folder / "model.safetensors").stat().st_mtime_ns
-    assert train(MICRO, corpus) == folder
+    assert train(MICRO, micro_corpus) == folder
     assert (folder / "model.safetensors").stat().st_mtime_ns == stamp
 
 
-def test_same_recipe_same_weights(corpus, tmp_path, monkeypatch):
-    first = load_file(train(MICRO, corpus) / "model.safetensors")
+def test_same_recipe_same_weights(micro_corpus, tmp_path, monkeypatch):
+    first = load_file(train(MICRO, micro_corpus) / "model.safetensors")
     monkeypatch.setenv("LATENT_CLAIMS_CACHE", str(tmp_path / "other-cache"))
-    second = load_file(train(MICRO, corpus) / "model.safetensors")
+    second = load_file(train(MICRO, micro_corpus) / "model.safetensors")
     assert all(torch.equal(first[k], second[k]) for k in first)
 
 
-def test_key_depends_on_recipe_and_corpus(corpus):
-    assert checkpoint_dir(MICRO, corpus) != checkpoint_dir(replace(MICRO, seed=1442), corpus)
-    tok = CharTokenizer.from_corpus(corpus)
-    assert MICRO.key(corpus.sha256, tok.to_json()) != MICRO.key("0" * 64, tok.to_json())
-    assert checkpoint_dir(MICRO, corpus) != checkpoint_dir(replace(MICRO, tokenizer="bpe"), corpus)
+def test_key_depends_on_recipe_and_corpus(micro_corpus):
+    assert checkpoint_dir(MICRO, micro_corpus) != checkpoint_dir(replace(MICRO, seed=1442), micro_corpus)
+    tok = CharTokenizer.from_corpus(micro_corpus)
+    assert MICRO.key(micro_corpus.sha256, tok.to_json()) != MICRO.key("0" * 64, tok.to_json())
+    assert checkpoint_dir(MICRO, micro_corpus) != checkpoint_dir(replace(MICRO, tokenizer="bpe"), micro_corpus)
 
 
 def test_the_tokenizer_field_keeps_char_level_keys():
@@ -64,25 +64,25 @@ def test_full_profile_is_s4s_recipe():
 
 
 @pytest.mark.parametrize("kind", ["char", "bpe"])
-def test_a_checkpoint_folder_is_a_plain_hf_folder_whose_tokenizer_autotokenizer_loads(corpus, kind):
+def test_a_checkpoint_folder_is_a_plain_hf_folder_whose_tokenizer_autotokenizer_loads(micro_corpus, kind):
     """Any tool opens a zoo checkpoint: AutoTokenizer gives the tokens the model was trained on, and back."""
     from transformers import AutoTokenizer
 
     from models.tokenization import corpus_tokenizer
 
-    folder = train(replace(MICRO, tokenizer=kind), corpus)
-    ours, theirs = corpus_tokenizer(kind, corpus), AutoTokenizer.from_pretrained(folder)
+    folder = train(replace(MICRO, tokenizer=kind), micro_corpus)
+    ours, theirs = corpus_tokenizer(kind, micro_corpus), AutoTokenizer.from_pretrained(folder)
     text = TEXT[:300]
     ids = theirs(text, add_special_tokens=False)["input_ids"]
     assert ids == ours.encode(text) and theirs.decode(ids) == text
     assert tokenizer_from_json((folder / "tokenizer.json").read_text()).encode(text) == ids
 
 
-def test_a_checkpoint_of_an_earlier_version_gets_hf_tokenizer_files_and_keeps_its_weights(corpus):
-    folder = train(MICRO, corpus)
+def test_a_checkpoint_of_an_earlier_version_gets_hf_tokenizer_files_and_keeps_its_weights(micro_corpus):
+    folder = train(MICRO, micro_corpus)
     weights = (folder / "model.safetensors").read_bytes()
-    (folder / "tokenizer.json").write_text(CharTokenizer.from_corpus(corpus).to_json())  # the earlier form
+    (folder / "tokenizer.json").write_text(CharTokenizer.from_corpus(micro_corpus).to_json())  # the earlier form
     (folder / "tokenizer_config.json").unlink()
     assert not is_hf_tokenizer_folder(folder)
-    assert train(MICRO, corpus) == folder
+    assert train(MICRO, micro_corpus) == folder
     assert is_hf_tokenizer_folder(folder) and (folder / "model.safetensors").read_bytes() == weights
