@@ -1,11 +1,15 @@
 """Shared helpers of the self-tests: tiny random-init models of every supported architecture."""
 
 import os
+from dataclasses import replace
 
 import pytest
 import torch
 from transformers import (AutoModelForCausalLM, BloomConfig, FalconConfig, Gemma2Config, GemmaConfig, GPT2Config,
                           GPTJConfig, GPTNeoXConfig, LlamaConfig, MistralConfig, OPTConfig, Phi3Config, Qwen2Config)
+
+from models.corpus import load_text_file
+from models.recipes import TINY
 
 class ByteTokenizer:
     """A character tokenizer for prompt-sampling tests: each character's code point mod 256 is its id."""
@@ -89,23 +93,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 MICRO_TEXT = "Now is the winter of our discontent\nMade glorious summer by this sun of York;\n" * 200
 
 
-def _micro():
-    from dataclasses import replace
-
-    from models.recipes import TINY
-
-    return replace(TINY[0], name="micro", n_layer=1, n_embd=16, n_head=2, context=16, steps=6, batch=4, eval_every=3,
-                   lr_drop_step=4)
-
-
-MICRO = _micro()
+MICRO = replace(TINY[0], name="micro", n_layer=1, n_embd=16, n_head=2, context=16, steps=6, batch=4, eval_every=3,
+                lr_drop_step=4)
 
 
 @pytest.fixture
 def micro_corpus(tmp_path, monkeypatch):
     """A small corpus (``MICRO_TEXT``) as a ``--corpus`` file, with ``LATENT_CLAIMS_CACHE`` in ``tmp_path``."""
-    from models.corpus import load_text_file
-
     monkeypatch.setenv("LATENT_CLAIMS_CACHE", str(tmp_path / "cache"))
     path = tmp_path / "c.txt"
     path.write_text(MICRO_TEXT, encoding="utf-8")

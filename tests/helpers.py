@@ -24,7 +24,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -77,24 +76,13 @@ def startup_error(*args: str) -> str | None:
     return None
 
 
-@contextlib.contextmanager
-def _environment(env: dict | None) -> Iterator[None]:
-    """``os.environ`` with ``env`` set inside, as it was after."""
-    before = dict(os.environ)
-    os.environ.update({k: str(v) for k, v in (env or {}).items()})
-    try:
-        yield
-    finally:
-        os.environ.clear()
-        os.environ.update(before)
-
-
 def pytest_inprocess(*args, cwd: Path = REPO, env: dict | None = None) -> subprocess.CompletedProcess:
     """``pytest ARGS`` run in ``cwd`` as ``pytest.main`` in this process, the plugin loaded as a user's pytest loads it
     (from another folder by ``-p conftest``): what :func:`pytest_child` gives without a new interpreter.
 
     The run has its own config, session and stash; its terminal output and stderr are captured. Afterwards these are
-    as they were: the working folder, ``os.environ``, ``sys.path``, the global torch generator (the plugin seeds it),
+    as they were (pytest's ``MonkeyPatch`` undoes the first two): the working folder, the variables it set
+    (``PYTHONPATH`` and ``env``), ``sys.path``, the global torch generator (the plugin seeds it),
     the modules it imported again under a name already held (pytest re-imports the root ``conftest``), and the
     plugin's per-process fingerprint cache; the test modules it imported from ``cwd`` are forgotten (the synthetic
     cases of several folders share module names). Not restored: the plugin's SIGTERM handler stays this session's (it
@@ -113,15 +101,15 @@ def pytest_inprocess(*args, cwd: Path = REPO, env: dict | None = None) -> subpro
     from fixtures.collector import model_fingerprint
 
     out, err, modules, path = io.StringIO(), io.StringIO(), dict(sys.modules), list(sys.path)
-    previous, generator = os.getcwd(), torch.random.get_rng_state()
-    with _environment({"PYTHONPATH": str(REPO), **(env or {})}), contextlib.redirect_stdout(out), \
-            contextlib.redirect_stderr(err):
-        os.chdir(cwd)
+    generator = torch.random.get_rng_state()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        for name, value in {"PYTHONPATH": str(REPO), **(env or {})}.items():
+            patch.setenv(name, str(value))
+        patch.chdir(cwd)
         try:
             plugin = () if Path(cwd) == REPO else ("-p", "conftest")
             code = int(pytest.main([*plugin, *map(str, args)]))
         finally:
-            os.chdir(previous)
             sys.path[:] = path
             torch.random.set_rng_state(generator)
             model_fingerprint.cache_clear()

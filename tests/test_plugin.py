@@ -636,18 +636,22 @@ def test_large_blocks_freed_and_allocated_again_reuse_their_pages_inside_large_b
 
 
 def test_a_run_in_this_process_leaves_this_process_as_it_found_it(cases):
-    """``tests.helpers.pytest_inprocess``: the working folder, the environment, ``sys.path``, the torch generator
-    (the plugin seeds it) and the root conftest module (pytest imports it again) are restored after the run."""
+    """``tests.helpers.pytest_inprocess``: the working folder, the variables it set, ``sys.path``, the torch
+    generator (the plugin seeds it) and the root conftest module (pytest imports it again) are restored after the run."""
     import os
     import sys
 
     import torch
 
+    def state():
+        return (os.getcwd(), (os.environ.get("PYTHONPATH"), os.environ.get("LATENT_CLAIMS_PROBE")), list(sys.path),
+                torch.random.get_rng_state(), sys.modules["conftest"])
+
     torch.manual_seed(123)
-    before = (os.getcwd(), dict(os.environ), list(sys.path), torch.random.get_rng_state(), sys.modules["conftest"])
+    before = state()
     pytest_run("test_cases.py", "--model", "ref-gpt2-small", "--seed", "7", "-k", "holds and not listed",
-               "-p", "no:cacheprovider", "-q", cwd=cases)
+               "-p", "no:cacheprovider", "-q", cwd=cases, env={"LATENT_CLAIMS_PROBE": "1"})
     pytest_run("claims", "--collect-only", "-q", "--claim", "S4.1", "--model", "tiny-w96", "-p", "no:cacheprovider")
-    after = (os.getcwd(), dict(os.environ), list(sys.path), torch.random.get_rng_state(), sys.modules["conftest"])
+    after = state()
     assert after[:3] == before[:3] and torch.equal(after[3], before[3]) and after[4] is before[4]
     assert not any(name == "test_cases" for name in sys.modules)  # the folder's test module is forgotten
