@@ -32,7 +32,7 @@ with nothing_measured_on_interrupt():  # a Ctrl-C during these ~10 s of imports:
     from fixtures.stash import (ANOTHER_LOOK_KEY, EXPECTATION_KEY, NEEDS_KEY, POOL_KEY, RECORDS_KEY,  # noqa: E402
                                 REPORT_KEY, SETTINGS_KEY)
     from fixtures.verdicts import ClaimDoesNotHold, classify  # noqa: E402
-    from fixtures.zoo import ACTIVATION_FIXTURES, MODELS_KWARGS, pool_names  # noqa: E402
+    from fixtures.zoo import ACTIVATION_FIXTURES, MODELS_KWARGS, check_cached_inputs, pool_names  # noqa: E402
     from models.atomic_files import atomic_write_text  # noqa: E402
     from models.capture import check_patterns  # noqa: E402
     from models.recipes import seed_builds  # noqa: E402
@@ -179,6 +179,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(f"--ledger {settings.ledger}: {len(unknown)} entries match nothing this suite can "
                                 "run; correct or remove them:\n" + "\n".join(unknown))
 
+    if any(i.get_closest_marker("claim") for i in items):
+        check_cached_inputs(settings)
     fingerprint_of = functools.partial(model_fingerprint, settings.corpus, settings.seed)
 
     wanted = set(config.getoption("lc_claims") or ())

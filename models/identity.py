@@ -5,8 +5,8 @@ different CPUs (AVX2 against AVX-512 kernels) give different weights under the s
 names the weights themselves: results.json records it for every model, baselines compare it, and caches
 derived from weights (S4.6's string outputs) are keyed by it.
 
-- A model loaded from a folder: sha256 over its weight files (``*.safetensors``, ``*.bin``) in file-name
-  order, the bytes of one file after the other. It is computed once and kept beside the files in
+- A model loaded from a folder: sha256 over the weight files it was loaded from (:func:`weight_files`: the
+  files ``from_pretrained`` reads, not a stray ``.bin`` beside them) in file-name order, the bytes of one file after the other. It is computed once and kept beside the files in
   ``.latent-claims-weights.json`` with each file's size, modification time, inode and status-change time, so
   later runs read it back; a file changed since is hashed again. The modification time alone can be forged by a
   copy (``cp -a``, ``rsync -a``, ``touch -r`` keep it over other bytes), the status-change time cannot: writing
@@ -30,8 +30,29 @@ SIDECAR = ".latent-claims-weights.json"
 WEIGHT_PATTERNS = ("*.safetensors", "*.bin")
 
 
+# the files transformers' from_pretrained reads, in its order of preference: one file, else an index of shards
+LOADED_FIRST = (("model.safetensors", "model.safetensors.index.json"), ("pytorch_model.bin", "pytorch_model.bin.index.json"))
+
+
 def weight_files(folder: Path) -> list[Path]:
-    """A folder's weight files in file-name order (what :func:`folder_sha256` hashes)."""
+    """The weight files a model is loaded from, in file-name order (what :func:`folder_sha256` hashes).
+
+    As ``from_pretrained`` chooses (issue 67, case 10): ``model.safetensors``, else the shards its index names,
+    else ``pytorch_model.bin``, else the shards of that index; so a ``.bin`` lying beside a ``model.safetensors``
+    is not part of what was tested. A folder with none of these names: every ``*.safetensors`` and ``*.bin``.
+
+    Raises:
+        ValueError: if an index file is not JSON with a ``weight_map``.
+    """
+    for single, index in LOADED_FIRST:
+        if (folder / single).is_file():
+            return [folder / single]
+        if (folder / index).is_file():
+            try:
+                shards = set(json.loads((folder / index).read_text())["weight_map"].values())
+            except (ValueError, KeyError, TypeError, AttributeError) as err:
+                raise ValueError(f"{folder / index}: not a weight index (JSON with a 'weight_map'): {err}") from None
+            return sorted((folder / name for name in shards), key=lambda p: p.name)
     return sorted({p for pattern in WEIGHT_PATTERNS for p in folder.glob(pattern)}, key=lambda p: p.name)
 
 

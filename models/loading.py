@@ -160,8 +160,9 @@ def _unpickle_error(source: str, err: pickle.UnpicklingError) -> ModelLoadError:
 
 def _hf_model(source: str, placement: dict | None = None, **kwargs) -> PreTrainedModel:
     try:
-        return AutoModelForCausalLM.from_pretrained(
-            source, trust_remote_code=False, attn_implementation="eager", **(placement or {}), **kwargs
+        model, report = AutoModelForCausalLM.from_pretrained(
+            source, trust_remote_code=False, attn_implementation="eager", output_loading_info=True,
+            **(placement or {}), **kwargs
         )
     except pickle.UnpicklingError as err:  # a .bin whose pickle torch.load(weights_only=True) refused
         raise _unpickle_error(source, err) from None
@@ -175,6 +176,43 @@ def _hf_model(source: str, placement: dict | None = None, **kwargs) -> PreTraine
                                  + "; ".join(mismatched) + ". The weights and config.json come from different "
                                  "models, or a file was edited: save the model again with save_pretrained") from None
         raise _load_error(source, "model", err) from err
+    _refuse_unmatched_tensors(source, report)
+    return model
+
+
+# buffers of old GPT-2 checkpoints that transformers reports as unexpected: constants, not weights
+IGNORED_UNEXPECTED = ("attn.masked_bias",)
+
+
+def _refuse_unmatched_tensors(source: str, report: dict) -> None:
+    """Refuse a model whose weight files and config.json do not match tensor for tensor (issue 67, cases 1-2).
+
+    ``from_pretrained`` fills a tensor its config builds but the files lack with random values, and drops a
+    tensor of the files that its config has no place for (a config with fewer blocks), saying so only in its
+    loading report: either way the claims would be measured on another model than the one named.
+    Tied weights (an ``lm_head`` tied to the input embedding) are not missing: transformers leaves them out.
+
+    Args:
+        source: the folder or hub id, for the message.
+        report: ``from_pretrained(..., output_loading_info=True)``'s second value (``missing_keys``,
+            ``unexpected_keys``: tensor names).
+
+    Raises:
+        ModelLoadError: naming the missing and the unused tensors (the first 8 of each, then a count).
+    """
+    def listed(names: set[str]) -> str:
+        names = sorted(names)
+        return ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+
+    missing = set(report.get("missing_keys") or ())
+    unused = {k for k in report.get("unexpected_keys") or () if not k.endswith(IGNORED_UNEXPECTED)}
+    problems = ([f"{len(missing)} tensor(s) its config.json builds are not in its weight files ({listed(missing)}); "
+                 "transformers would fill them with random values"] if missing else []) + \
+               ([f"{len(unused)} tensor(s) of its weight files have no place in the model its config.json builds "
+                 f"({listed(unused)}); transformers would drop them"] if unused else [])
+    if problems:
+        raise ModelLoadError(f"{source!r}: " + "; ".join(problems) + ". The weights and config.json come from "
+                             "different models, or a file was edited: save the model again with save_pretrained")
 
 
 def _shape_mismatches(source: str) -> list[str]:

@@ -19,7 +19,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from models.cache import cache_root
 
 from models.atomic_files import atomic_write_text
-from models.corpus import Corpus
+from models.corpus import Corpus, CorpusError
 
 BPE_VOCAB_SIZE = 4096  # "a few thousand tokens"
 
@@ -107,14 +107,26 @@ class BPETokenizer:
         return self.tokenizer
 
 
+def bpe_path(corpus: Corpus, vocab_size: int = BPE_VOCAB_SIZE) -> Path:
+    """Where the corpus' BPE tokenizer is cached: ``<cache>/tokenizers/bpe-<corpus sha256[:16]>-<vocab_size>.json``."""
+    return cache_root() / "tokenizers" / f"bpe-{corpus.sha256[:16]}-{vocab_size}.json"
+
+
 def train_bpe(corpus: Corpus, vocab_size: int = BPE_VOCAB_SIZE) -> BPETokenizer:
     """The corpus' byte-level BPE, trained once and cached by corpus hash.
 
-    Cached as ``<cache>/tokenizers/bpe-<corpus sha256[:16]>-<vocab_size>.json``.
+    Cached as :func:`bpe_path`.
+
+    Raises:
+        CorpusError: if the cached file cannot be read (truncated or damaged), naming it and what to do.
     """
-    path = cache_root() / "tokenizers" / f"bpe-{corpus.sha256[:16]}-{vocab_size}.json"
+    path = bpe_path(corpus, vocab_size)
     if path.exists():
-        return BPETokenizer(Tokenizer.from_file(str(path)))
+        try:
+            return BPETokenizer(Tokenizer.from_file(str(path)))
+        except Exception as err:  # noqa: BLE001 - tokenizers raises a bare Exception ("EOF while parsing ...")
+            raise CorpusError(f"{path}: the cached BPE tokenizer cannot be read ({err}): it is truncated or "
+                              "damaged; delete it, and the next run trains it again from the corpus") from None
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
