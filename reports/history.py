@@ -48,7 +48,7 @@ def previous_run(earlier: list[RunDocument], replay: str | None) -> RunDocument 
     """The newest complete run of ``earlier`` (:func:`runs`) made by the same replay command (the previous night),
     or None. An interrupted run is passed over: its missing records would hide a change (:func:`interrupted_since`
     names the ones passed over)."""
-    same = [d for d in earlier if d.replay == replay and not d.interrupted]
+    same = [d for d in earlier if d.replay == replay and d.complete]
     return same[-1] if same else None
 
 
@@ -57,7 +57,7 @@ def interrupted_since(earlier: list[RunDocument], replay: str | None, previous: 
     None): the runs :func:`previous_run` passed over."""
     after = (previous.created_utc or "", previous.run_id or "") if previous else ("", "")
     return [str(d.run_id) for d in earlier
-            if d.replay == replay and d.interrupted and (d.created_utc or "", d.run_id or "") > after]
+            if d.replay == replay and not d.complete and (d.created_utc or "", d.run_id or "") > after]
 
 
 GENERATOR = "<meta name='generator' content='latent-claims'>"  # marks an index.html the suite wrote
@@ -88,7 +88,7 @@ def write_index(base: Path, docs: list[RunDocument] | None = None) -> None:
         counts = count_outcomes(r.outcome or "?" for r in doc.records)
         moved = changes(previous, doc) if previous else []
         rows.append((doc, counts, moved, previous))
-        if not doc.interrupted:  # the next run is compared with the newest complete one (previous_run)
+        if doc.complete:  # the next run is compared with the newest complete one (previous_run)
             last_of[doc.replay] = doc
     esc = html.escape
     body = "".join(

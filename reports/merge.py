@@ -22,7 +22,7 @@ expected shard that sent no run. It is written through
 :func:`reports.writer.write_doc` as a new run folder.
 """
 
-import re
+import shlex
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -95,6 +95,13 @@ def _code_version(run: Run) -> str:
     return str(run.doc.git).removesuffix(DIRTY)
 
 
+def replay_option(run: "Run", flag: str, default: str | None = None) -> str | None:
+    """The value of ``flag`` in a run's replay line (the only place results.json keeps ``--inconclusive`` and
+    ``--ledger``), else ``default``."""
+    words = shlex.split(run.doc.replay or "")
+    return words[words.index(flag) + 1] if flag in words[:-1] else default
+
+
 # (field as results.json names it, the option or meaning that sets it, how two values are compared)
 CHECKS = (
     ("schema", "results format", lambda r: r.schema),
@@ -106,6 +113,10 @@ CHECKS = (
     ("max_prompts", "--max-prompts", lambda r: r.doc.max_prompts),
     ("device.dtype", "--dtype", lambda r: (r.doc.device or {}).get("dtype")),
     ("source_scale", "--source-scale", lambda r: r.doc.source_scale),
+    # they change verdicts, not measurements: one report must judge every record by the same rules (issue 67, case 4)
+    ("--inconclusive", "--inconclusive (an inconclusive record red or green)",
+     lambda r: replay_option(r, "--inconclusive", "skip")),
+    ("--ledger", "--ledger (the expected verdicts)", lambda r: replay_option(r, "--ledger")),
 )
 
 
@@ -138,7 +149,7 @@ def check_comparable(runs: list[Run]) -> list[str]:
                 shown = (first.doc.git, run.doc.git) if name == "git" else (a, b)
                 raise MergeError(f"cannot merge: {name} ({meaning}) differs: {shown[0]!r} in {first.name}, "
                                  f"{shown[1]!r} in {run.name}; the runs of one report must share "
-                                 "schema, --seed, code version, --corpus and --zoo")
+                                 f"{', '.join(n for n, _, _ in CHECKS)}: run them again with the same options")
     return [f"warning: {run.name} was made from code with uncommitted changes (git {run.doc.git}); "
             "the merged report cannot be replayed from a commit"
             for run in runs if str(run.doc.git or "").endswith(DIRTY)]
@@ -166,9 +177,29 @@ def _merge_baselines(runs: list[Run], records: list[ClaimRecord]) -> dict | None
             "missing": [t for t in dict.fromkeys(concat("missing")) if t not in tests]}
 
 
-def whole_run(replay: str | None) -> str | None:
-    """A shard's replay command without its ``--shard NAME``: what the merged shards together replay."""
-    return re.sub(r" --shard \S+", "", replay) if replay else replay
+SUBJECT_OPTIONS = ("--model", "--group", "--shard")
+
+
+def whole_run(runs: list["Run"]) -> str | None:
+    """What the merged runs together replay: the first run's command without its subjects (``--model``,
+    ``--group``, ``--shard``), then every run's ``--model`` and ``--group`` in order, each once (issue 67, case
+    4: a merge of runs split by ``--model`` replayed the first run's models only). Shards of the zoo name no
+    subject: their merge replays the whole zoo."""
+    if not runs[0].doc.replay:
+        return None
+    words, base, subjects = shlex.split(runs[0].doc.replay), [], {}
+    pairs = iter(range(len(words)))
+    for i in pairs:
+        if words[i] in SUBJECT_OPTIONS and i + 1 < len(words):
+            next(pairs, None)
+        else:
+            base.append(words[i])
+    for run in runs:
+        said = shlex.split(run.doc.replay or "")
+        for flag, value in zip(said, said[1:]):
+            if flag in ("--model", "--group"):
+                subjects.setdefault((flag, value), None)
+    return shlex.join(base + [word for pair in subjects for word in pair])
 
 
 def merge_runs(runs: list[Run], shards: list[str] | None = None) -> Merged:
@@ -225,7 +256,7 @@ def merge_runs(runs: list[Run], shards: list[str] | None = None) -> Merged:
         run_id=None,
         created_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         command=["python", "-m", "reports", "merge", *(str(r.path) for r in runs)],
-        replay=whole_run(first.replay),
+        replay=whole_run(runs),
         interrupted=any(bool(r.doc.interrupted) for r in runs),
         # an incomplete merge must not pass for a complete one
         exit_status=max([int(r.doc.exit_status or 0) for r in runs] + [1 if missing else 0]),
@@ -258,6 +289,7 @@ def merge_runs(runs: list[Run], shards: list[str] | None = None) -> Merged:
         shards_missing=missing,
         claims_selected=(None if any(r.doc.claims_selected is None for r in runs)
                          else sorted({c for r in runs for c in r.doc.claims_selected})),
+        incomplete=list(dict.fromkeys(reason for r in runs for reason in r.doc.incomplete)),
     )
     warnings += [f"warning: shard {s} did not report (no run folder with --shard {s})" for s in missing]
     return Merged(doc, warnings)

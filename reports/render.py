@@ -38,14 +38,23 @@ def md_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(map(esc, row)) + " |" for row in rows])
 
 
+def _zoo_build(doc: RunDocument) -> str:
+    """Where the run's trained zoo models came from; a run that stopped before any says so (not "no trained zoo
+    model", which would read as a run without one)."""
+    if doc.zoo_build is None and not doc.complete:
+        return "no trained zoo model measured before the run stopped"
+    return ZOO_BUILDS.get(doc.zoo_build, doc.zoo_build)
+
+
 def header_lines(doc: RunDocument) -> list[str]:
     """The run facts: what makes the run replayable, and how it ended."""
     v, device, counts = doc.versions, doc.device, count_outcomes(r.outcome for r in doc.records)
     lines = [
         f"run {doc.run_id} · {doc.created_utc} · git {doc.git} · exit status {doc.exit_status} · "
-        f"errors {counts.get('error', 0)}" + (" · INTERRUPTED" if doc.interrupted else ""),
+        f"errors {counts.get('error', 0)}" + (" · INTERRUPTED" if doc.interrupted else "")
+        + (" · INCOMPLETE: " + "; ".join(doc.incomplete) if doc.incomplete else ""),
         "outcomes: " + ", ".join(f"{n} {o}" for o, n in counts.items()),
-        f"zoo {doc.zoo} ({ZOO_BUILDS.get(doc.zoo_build, doc.zoo_build)}) · device {device['device']} ({device.get('gpu', device['platform'])}) · "
+        f"zoo {doc.zoo} ({_zoo_build(doc)}) · device {device['device']} ({device.get('gpu', device['platform'])}) · "
         f"dtype {device['dtype']} · seed {doc.seed} · wall {doc.wall_seconds} s · "
         f"peak RSS {doc.peak_rss_mib} MiB" + _planned(doc.models or {}),
         f"python {v['python']} · torch {v['torch']} · transformers {v['transformers']} · tokenizers {v['tokenizers']}"

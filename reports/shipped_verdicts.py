@@ -54,6 +54,8 @@ def snapshot(doc: RunDocument) -> dict:
     if doc.zoo_build != "shipped":  # every trained zoo model of the run loaded from models/shipped/
         raise ValueError(f"run {doc.run_id} tested zoo build {doc.zoo_build!r}, not the shipped weights "
                          "alone: write the verdicts file from a `make claims` run")
+    if doc.incomplete:
+        raise ValueError(f"run {doc.run_id} is incomplete ({'; '.join(doc.incomplete)}): its verdicts are not a whole run")
     if doc.interrupted:
         raise ValueError(f"run {doc.run_id} was interrupted: its verdicts are incomplete")
     machines = sorted({(m.get("build") or {}).get("cpu") or (m.get("build") or {}).get("gpu") or ""

@@ -216,8 +216,11 @@ def _not_run(doc: RunDocument, claim_id: str) -> str:
     recorded nothing, or it was not selected (``claims_selected``; unknown for older runs and xdist controllers)."""
     selected = doc.claims_selected
     if selected is not None and claim_id in selected:
-        return ("INTERRUPTED: selected, stopped before it recorded" if doc.interrupted
-                else "selected, no record (deselected by a marker or skipped at collection)")
+        if doc.interrupted:
+            return "INTERRUPTED: selected, stopped before it recorded"
+        if doc.incomplete:
+            return f"INCOMPLETE RUN ({'; '.join(doc.incomplete)}): selected, no record"
+        return "selected, no record (deselected by a marker or skipped at collection)"
     if selected is None and doc.interrupted:
         return "not run (the run was interrupted; whether it was selected is not recorded)"
     return "not run (not selected in this run)"

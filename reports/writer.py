@@ -34,29 +34,35 @@ STARTED = time.perf_counter()
 
 
 def replay_command(settings) -> str:
-    """The claims command that reproduces this run's numbers and its selection of tests on the same machine."""
-    chosen = "".join(f" --model {m}" for m in settings.models) + (f" --shard {settings.shard}" if settings.shard else "")
-    chosen += "".join(f" --group {shlex.quote(g.spec)}" for g in settings.groups)
-    corpus = f" --corpus {settings.corpus}" if settings.corpus else ""
+    """The claims command that reproduces this run's numbers and its selection of tests on the same machine, each
+    word shell-quoted (``shlex.join``: a folder with spaces or non-ASCII letters pastes back whole; issue 67, case 11)."""
     device = settings.device.split(":")[0] if os.environ.get("PYTEST_XDIST_WORKER") else settings.device
-    placement = f" --device-map {settings.device_map}" if settings.device_map else ""
-    placement += f" --ledger {settings.ledger}" if settings.ledger.resolve() != LEDGER.resolve() else ""
-    placement += f" --prompts {settings.prompts[0]}x{settings.prompts[1]} --max-prompts {settings.max_prompts}"
-    placement += f" --source-scale {'on' if settings.source_scale else 'off'}"
-    placement += " --inconclusive fail" if settings.inconclusive_fails else ""
-    placement += " --zoo-build local" if settings.zoo_build == "local" else ""
-    return (f"pytest {shlex.join(settings.selection)} --zoo {settings.zoo} --device {device}{placement} "
-            f"--dtype {settings.dtype_name} --seed {settings.seed}{corpus}{chosen}")
+    words = [*settings.selection, "--zoo", settings.zoo, "--device", device]
+    words += ["--device-map", settings.device_map] if settings.device_map else []
+    words += ["--ledger", str(settings.ledger)] if settings.ledger.resolve() != LEDGER.resolve() else []
+    words += ["--prompts", f"{settings.prompts[0]}x{settings.prompts[1]}", "--max-prompts", str(settings.max_prompts)]
+    words += ["--source-scale", "on" if settings.source_scale else "off"]
+    words += ["--inconclusive", "fail"] if settings.inconclusive_fails else []
+    words += ["--zoo-build", "local"] if settings.zoo_build == "local" else []
+    words += ["--dtype", settings.dtype_name, "--seed", str(settings.seed)]
+    words += ["--corpus", str(settings.corpus)] if settings.corpus else []
+    for m in settings.models:
+        words += ["--model", m]
+    words += ["--shard", settings.shard] if settings.shard else []
+    for g in settings.groups:
+        words += ["--group", g.spec]
+    return "pytest " + shlex.join(words)
 
 
-def _finite(value):
-    """The document with NaN and inf as null: results.json stays strict JSON (NaN only ever means an error)."""
+def finite_json(value):
+    """``value`` (nested dicts, lists, numbers) with every NaN and infinity as None: results.json and the journal
+    (``reports.journal``) stay strict JSON (NaN only ever means an error)."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
+        return {k: finite_json(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
+        return [finite_json(v) for v in value]
     return value
 
 
@@ -73,10 +79,11 @@ def sort_records(records: list[ClaimRecord]) -> list[ClaimRecord]:
 
 
 def results(settings, records: list[ClaimRecord], models: dict, exitstatus: int, peak_rss: float, catalogue: dict,
-            gpu_peak: float = 0.0, selected: list[str] | None = None) -> RunDocument:
+            gpu_peak: float = 0.0, selected: list[str] | None = None, incomplete: list[str] = ()) -> RunDocument:
     """The run's results document (reports/SCHEMA.md), without its run id, the baseline comparison and the changes
     since the last run (:func:`write_doc` adds them). ``selected``: the claim ids of the tests the run selected
-    (None where the process does not know them: an xdist controller collects nothing)."""
+    (None where the process does not know them: an xdist controller collects nothing); ``incomplete``: why the run
+    is not a whole run of its replay command (``fixtures.collector.incomplete_reasons``)."""
     records = sort_records(records)
     return RunDocument(
         schema=SCHEMA,
@@ -117,6 +124,7 @@ def results(settings, records: list[ClaimRecord], models: dict, exitstatus: int,
         shard=settings.shard,
         shards_missing=[],
         claims_selected=None if selected is None else sorted(set(selected)),
+        incomplete=list(incomplete),
     )
 
 
@@ -213,7 +221,7 @@ def _incomplete_note(failures: list[str]) -> str:
 
 def _json(doc: RunDocument) -> str:
     """results.json's text: NaN and inf as null, strict JSON."""
-    return json.dumps(_finite(doc.to_json()), indent=1, default=float, allow_nan=False)
+    return json.dumps(finite_json(doc.to_json()), indent=1, default=float, allow_nan=False)
 
 
 def write_doc(doc: RunDocument, base: Path, compare=None) -> Path:
@@ -298,14 +306,14 @@ def write_doc(doc: RunDocument, base: Path, compare=None) -> Path:
 
 
 def write_run(settings, records: list[ClaimRecord], models: dict, exitstatus: int, peak_rss: float, catalogue: dict,
-              gpu_peak: float = 0.0, selected: list[str] | None = None) -> Path:
+              gpu_peak: float = 0.0, selected: list[str] | None = None, incomplete: list[str] = ()) -> Path:
     """Write this run's report folder (see :func:`write_doc`), with the ``--baseline`` comparison; return the folder.
-    ``selected``: the claim ids the run selected (:func:`results`).
+    ``selected``, ``incomplete``: as :func:`results`.
 
     Raises:
         ReportIncomplete: as :func:`write_doc`, results.json holding every record.
     """
-    doc = results(settings, records, models, exitstatus, peak_rss, catalogue, gpu_peak, selected)
+    doc = results(settings, records, models, exitstatus, peak_rss, catalogue, gpu_peak, selected, incomplete)
     compare = (lambda d: baseline.compare(settings.baseline, d, settings.baseline_map)) if settings.baseline else None
     return write_doc(doc, settings.report_dir, compare)
 

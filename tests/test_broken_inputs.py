@@ -148,3 +148,151 @@ def test_a_claims_run_over_a_damaged_cache_is_one_usage_error_naming_the_file(sh
     said = done.stdout + done.stderr
     assert done.returncode == 4, said[-2000:]
     assert f"{sdist}" in said and "truncated or damaged" in said and "Traceback" not in said, said[-2000:]
+
+
+def test_a_prompt_batch_the_corpus_cannot_hold_is_refused_at_startup():
+    """Case 8: ``--prompts 100000x100000`` passed the startup checks, then each test raised TooFewWindows."""
+    from tests.helpers import startup_error
+
+    said = startup_error("--prompts", "100000x100000", "--zoo", "tiny")
+    assert said and said.startswith("--prompts 100000x100000: the Shakespeare corpus has 5,057,280 characters"), said
+    assert startup_error("--prompts", "8x2048", "--zoo", "tiny") is None
+
+
+def test_the_pinned_corpus_length_is_the_corpus_length():
+    from models.corpus import SHAKESPEARE_CHARACTERS, load_shakespeare
+
+    assert len(load_shakespeare().text) == SHAKESPEARE_CHARACTERS
+
+
+def test_one_folder_through_a_symlink_is_one_model_named_twice(tmp_path):
+    """Case 9: a folder and a symlink to it counted as two subjects ("holds on 2 of 2" on identical weights)."""
+    from tests.helpers import startup_error
+
+    folder = save_hf_folder(tmp_path / "mine", arch="gpt2")
+    (tmp_path / "link").symlink_to(folder)
+    said = startup_error("--model", str(folder), "--model", str(tmp_path / "link"), "--claim", "S4.1")
+    assert said and f"--model {tmp_path / 'link'}: the same model as --model {folder}" in said, said
+    assert startup_error("--model", str(folder), "--model", f"{folder}:untrained", "--claim", "S4.1") is None
+
+
+def test_the_replay_line_pastes_back_whole_with_spaces_and_accents_in_paths(tmp_path):
+    """Case 11: the replay line was not shell-quoted."""
+    import shlex
+    from dataclasses import replace
+
+    from reports.writer import replay_command
+    from tests.test_reports import settings_for
+
+    folder = str(tmp_path / "my modèle's")
+    replay = replay_command(replace(settings_for(tmp_path), models=(folder, "tiny-w96")))
+    words = shlex.split(replay)
+    assert words[words.index("--model") + 1] == folder and words[-2:] == ["--model", "tiny-w96"]
+
+
+def test_the_ledger_command_says_when_no_entry_applies(tmp_path, capsys):
+    """Case 12: `python -m reports ledger RUN` printed nothing when no entry applied."""
+    from reports.__main__ import main
+    from tests.test_reports import _run_failing_as_expected
+
+    _run_failing_as_expected(tmp_path)
+    ledger = tmp_path / "ledger.toml"
+    ledger.write_text('[[expected]]\nclaim = "S2.1"\nversion = 1\nmodel = "tiny-w192"\nfingerprint = "f"\n'
+                      'why = "w"\nwould_change = "c"\n')
+    assert main(["ledger", str(tmp_path), "--ledger", str(ledger)]) == 0
+    assert f"no entry of {ledger} applies to run" in capsys.readouterr().out
+
+
+def test_a_merge_refuses_runs_judged_by_other_rules_and_replays_every_runs_models(tmp_path):
+    """Case 4: shards run with different --inconclusive merged (one green, one red), and the merged replay
+    named the first input's models only."""
+    from dataclasses import replace as with_
+
+    from reports import writer
+    from reports.merge import MergeError, merge
+    from tests.test_merge import edit, load, machine
+    from tests.test_reports import settings_for
+
+    a = machine(tmp_path, "machine-a", {"tiny-w128": 128})
+    b = machine(tmp_path, "machine-b", {"tiny-w96": 96})
+    merged, _ = merge([a, b], tmp_path / "merged")
+    assert load(merged)["replay"].endswith("--model tiny-w128 --model tiny-w96")
+    settings = with_(settings_for(tmp_path), models=("tiny-w96",), inconclusive_fails=True)
+    edit(b, replay=writer.replay_command(settings))
+    with pytest.raises(MergeError, match="--inconclusive .*'skip' in run .*'fail' in run"):
+        merge([a, b], tmp_path / "refused")
+    assert not (tmp_path / "refused").exists()
+
+
+def test_a_run_stopped_early_or_narrowed_by_last_failed_says_so_and_is_no_previous_run(tmp_path):
+    """Case 5: after -x the tests that never ran vanished (interrupted false, "deselected by a marker"), and the
+    next full run compared itself against a --lf run."""
+    from reports import history, render
+    from reports.document import RunDocument
+    from tests.helpers import pytest_inprocess
+    from tests.test_plugin import CASES
+
+    (tmp_path / "test_cases.py").write_text(CASES)
+
+    def run(*extra):
+        done = pytest_inprocess("test_cases.py", "--model", "ref-gpt2-small", "--report-dir", "reports", "-q", *extra,
+                                cwd=tmp_path)
+        assert done.returncode in (1, 2), (done.stdout + done.stderr)[-2000:]
+        return RunDocument.from_json(json.loads((tmp_path / "reports" / "latest" / "results.json").read_text()))
+
+    whole = run("-p", "no:cacheprovider")
+    assert whole.complete and len(whole.records) == 13
+    stopped = run("-p", "no:cacheprovider", "-x")
+    assert stopped.incomplete and stopped.incomplete[0].startswith("stopped early: stopping after 1 failures")
+    assert "INCOMPLETE: stopped early" in render.header_lines(stopped)[0]
+    assert run().complete  # writes the last-failed cache
+    narrowed = run("--lf")
+    assert narrowed.replay == whole.replay and len(narrowed.records) < 13
+    assert narrowed.incomplete == ["--lf: only the tests that failed in the last run"]
+    earlier = history.runs(tmp_path / "reports")
+    assert history.previous_run(earlier, whole.replay).run_id not in (stopped.run_id, narrowed.run_id)
+
+
+@pytest.mark.subprocess
+def test_a_killed_run_leaves_a_journal_that_renders_what_it_measured(tmp_path):
+    """Case 6: SIGKILL (the OOM killer) left nothing although most records were measured. A child process is
+    killed after its claim test recorded; its journal renders as a run folder holding that record, interrupted.
+    (A subprocess: the kill is of a whole process.)"""
+    import signal
+
+    from reports.__main__ import main
+    from tests.helpers import REPO, pytest_child
+
+    (tmp_path / "kill_after_first.py").write_text(
+        "import os, signal\n\n\ndef pytest_runtest_logfinish(nodeid, location):\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n")
+    runs = tmp_path / "runs"
+    done = pytest_child("claims/s4_ffn/test_feedforward.py", "-m", "gpu", "--model", "tiny-w96", "--report-dir", runs,
+                        "-p", "no:cacheprovider", "-p", "kill_after_first", "-q",
+                        env={"PYTHONPATH": f"{REPO}:{tmp_path}"})
+    assert done.returncode == -signal.SIGKILL, (done.stdout + done.stderr)[-2000:]
+    assert not (runs / "latest").exists()
+    journals = list(runs.glob("journal-*.jsonl"))
+    assert len(journals) == 1
+    assert main(["journal", str(journals[0])]) == 0
+    doc = json.loads((runs / "latest" / "results.json").read_text())
+    assert doc["interrupted"] is True and doc["incomplete"][-1].startswith("killed: rendered from its journal")
+    assert [(r["claim"], r["model"]) for r in doc["records"]] == [("S4.2", "tiny-w96")]
+
+
+def test_the_journal_leaves_no_file_once_the_report_is_written_and_skips_a_torn_line(tmp_path):
+    from reports.journal import Journal, read
+    from tests.test_reports import record, settings_for
+    from reports import writer
+    from fixtures.catalogue import catalogue_json
+
+    header = writer.finite_json(writer.results(settings_for(tmp_path), [], {}, 2, 0.0, catalogue_json()).to_json())
+    journal = Journal.start(tmp_path / "runs", header)
+    journal.record(record(0.5, model="tiny-w96").to_json())
+    journal.record(record(float("nan"), model="tiny-w128").to_json())
+    with journal.path.open("a") as torn:
+        torn.write('{"kind": "record", "record": {"cla')
+    doc = read(journal.path)
+    assert [r.model for r in doc.records] == ["tiny-w96", "tiny-w128"] and doc.interrupted
+    journal.remove()
+    assert not list((tmp_path / "runs").iterdir())

@@ -196,7 +196,7 @@ def _written(records: list[dict]) -> list[dict]:
     """Records as results.json holds them: through the writer's NaN-to-null and JSON, without the keys the
     document adds beside each record (``ledger_build``, ``ledger_quotes_disagree``)."""
     return [{k: v for k, v in r.items() if k not in ("ledger_build", "ledger_quotes_disagree")}
-            for r in json.loads(json.dumps(writer._finite(records)))]
+            for r in json.loads(json.dumps(writer.finite_json(records)))]
 
 
 def test_a_record_read_back_is_the_record_written():

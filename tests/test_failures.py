@@ -16,7 +16,7 @@ from transformers import GPT2LMHeadModel, GPTBigCodeConfig, GPTBigCodeForCausalL
 
 import fixtures.pool
 import models.__main__ as prepare
-import models.loading as loading
+import models.load_errors as load_errors
 import models.trainer as trainer
 from fixtures.settings import Settings
 from fixtures.pool import ModelPool
@@ -194,7 +194,7 @@ def test_transformers_refusal_of_remote_code_is_one_line():
     """A hub id is not looked at before loading: transformers' own refusal becomes the one-line message."""
     refusal = ValueError("The repository org/name contains custom code which must be executed to correctly load "
                          "the model.\nPlease pass the argument `trust_remote_code=True` to allow custom code to be run.")
-    message = str(loading._load_error("org/name", "model", refusal))
+    message = str(load_errors.load_error("org/name", "model", refusal))
     assert message.startswith("'org/name' needs remote code for its model (an auto_map field in its config.json")
     assert "remote code is never trusted (trust_remote_code=False)" in message and "\n" not in message
 

@@ -88,7 +88,7 @@ def check_merged(folder: Path, a: Path, b: Path) -> None:
     assert doc["exit_status"] == 1 and doc["interrupted"] is True
     assert doc["schema"] == SCHEMA and doc["seed"] == 0 and doc["zoo"] == "tiny" and doc["git"] == CLEAN
     assert doc["corpus"] == da["corpus"] and doc["catalogue"] == da["catalogue"] and doc["device"] == da["device"]
-    assert doc["replay"] == da["replay"] and doc["created_utc"] >= da["created_utc"]
+    assert doc["replay"] == da["replay"] + " --model tiny-w96" and doc["created_utc"] >= da["created_utc"]
     md = (folder / "report.md").read_text()
     header = render.md_table(*tables.matrix(RunDocument.from_json(doc))).splitlines()[0]
     assert header == "| claim | tiny-w96 | tiny-w128 |" and header in md

@@ -144,6 +144,7 @@ def test_a_local_build_that_is_not_trained_is_refused_with_its_plan(tmp_path, mo
     used = {"tiny-w96", "tiny-w96:untrained"}  # the pool names of the selected tests
     said = local_builds_missing(settings, used)
     assert said.startswith("--zoo-build local: this machine has no build of tiny-w96 (1 of the run's 1 trained")
+    assert "about about" not in said  # issue 67, case 12
     assert "`python -m models prepare --retrain tiny-w96`" in said
     assert local_builds_missing(replace(settings, zoo_build="shipped"), used) is None
     assert local_builds_missing(settings, {"ref-gpt2-small"}) is None  # the selected tests use no trained model
