@@ -1,18 +1,18 @@
-"""S4's controls fail on inputs built to fail them (S4.3's placebo, S4.5's direction control).
-
-Each test builds what a claim test reads, from a known case, and runs it through the claim's own statistic and
-threshold: a control that passes everything would pass these too.
+"""S4's checks fail on inputs built to fail them: each test builds what a claim test reads, from a known case,
+measures it with the claim's own statistics and decides it with the claim's own pure checks function
+(``claims/s4_ffn/ffn_output_checks.py``, ``claims/s4_ffn/final_norm_checks.py``), so that a flipped comparator or a
+check that passes everything turns these red.
 """
 
 import numpy as np
 import pytest
 import torch
 
-from claims.s4_ffn.test_outputs import PLACEBO_BOUND, _placebo, block_readings
+from claims.s4_ffn.test_outputs import block_readings
 from fixtures.pool import Captured
 from latent_instruments.stats import bootstrap
 from models.capture import ActivationCache
-from reports.checks import Check
+from reports.checks import Check, ClaimRecord
 
 
 def _capture(attn: list[torch.Tensor], mlp: list[torch.Tensor]) -> Captured:
@@ -23,49 +23,80 @@ def _capture(attn: list[torch.Tensor], mlp: list[torch.Tensor]) -> Captured:
     return Captured(torch.zeros(batch, seq, dtype=torch.long), ActivationCache(names, None, len(attn)), None, 0.0)
 
 
-def _placebo_check(captured: Captured) -> Check:
-    units = block_readings(captured)
-    return Check.of("placebo", bootstrap(units, _placebo, seed=0), "cosine", "<", PLACEBO_BOUND, "S4.3",
-                    role="control")
+def _s4_3(model: Captured, twin: Captured) -> ClaimRecord:
+    """S4.3's checks (``ffn_output_checks``) on the estimates its test measures from a model's and its twin's capture,
+    as a record (``failed(role)`` is what the plugin's outcome reads)."""
+    from claims.s4_ffn.ffn_output_checks import FfnOutputEstimates, ffn_output_checks
+    from claims.s4_ffn.test_outputs import _cosine, _excess, _norm_ratio, least_above_twin
+
+    units, twin_units = block_readings(model), block_readings(twin)
+    blocks = range(units.shape[1])
+    estimates = FfnOutputEstimates(
+        [bootstrap(units, _norm_ratio(b), seed=0) for b in blocks], [bootstrap(units, _cosine(b), seed=0) for b in blocks],
+        [bootstrap(units, _excess(b), seed=0) for b in blocks],
+        bootstrap(np.stack([units[:, :, 2], twin_units[:, :, 2]], axis=-1), least_above_twin, seed=0))
+    return ClaimRecord("S4.3", 4, "m", "t", {}, ffn_output_checks(estimates), "", {}, None)
 
 
-def test_the_placebo_fails_where_ffn_outputs_are_another_prompts():
-    """FFN outputs swapped between prompts: each prompt's FFN output is the attention output of the prompt two
-    before it, so the placebo pairing (two prompts on) is aligned by construction and must fail."""
+def _status(record: ClaimRecord, name: str) -> str:
+    return next(c.status for c in record.checks if c.name == name)
+
+
+TWIN_CONTROL = "least over blocks of mean cos(attention output, FFN output) minus the untrained twin's"
+
+
+def _aligned(g, cosine: float, scale: float = 3.0, shape=(32, 64, 256)) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attention outputs, and FFN outputs at mean cosine about ``cosine`` with them, ``scale`` × sqrt(1 + n²) times as
+    long (n the noise's relative norm)."""
+    attn = torch.randn(*shape, generator=g)
+    noise = torch.randn(*shape, generator=g)  # noise of norm n around a: cos ≈ 1 / sqrt(1 + n²)
+    return attn, scale * (attn + noise * float(np.sqrt(1 / cosine**2 - 1)))
+
+
+def test_s4_3_holds_where_ffn_outputs_are_longer_aligned_and_more_than_at_init():
     g = torch.Generator().manual_seed(0)
-    attn = [torch.randn(16, 9, 32, generator=g) for _ in range(2)]  # 16 prompts: the fewest a bootstrap decides from
-    mlp = [a.roll(2, dims=0) * 3 for a in attn]  # mlp[b] = 3 · attn[b − 2]
-    assert _placebo_check(_capture(attn, mlp)).status == "failed"
+    attn, mlp = _aligned(g, 0.3)
+    twin_attn = torch.randn(32, 64, 256, generator=g)
+    record = _s4_3(_capture([attn], [mlp]), _capture([twin_attn], [torch.randn(32, 64, 256, generator=g)]))
+    assert {c.status for c in record.checks} == {"passed"} and not record.failed("claim") and not record.failed("control")
 
 
-def test_the_placebo_passes_where_ffn_outputs_are_the_tokens_own():
+def test_s4_3s_twin_control_fails_a_pass_the_untrained_twin_shows_as_well():
+    """Issue 64, item 4: the control that replaced the placebo can fail. The twin as aligned as the model (the
+    shared directions of a random init): every claim check passes, the control fails, the record is red."""
     g = torch.Generator().manual_seed(0)
-    attn = [torch.randn(32, 64, 256, generator=g) for _ in range(2)]
-    mlp = [3 * a + torch.randn(32, 64, 256, generator=g) for a in attn]  # aligned with the token's own only
-    assert _placebo_check(_capture(attn, mlp)).status == "passed"
-
-
-def _cosine_check(captured: Captured, block: int = 0) -> Check:
-    from claims.s4_ffn.test_outputs import _cosine
-
-    return Check.of("cos", bootstrap(block_readings(captured), _cosine(block), seed=0), "cosine", ">", 0.0, "S4.3")
+    attn, mlp = _aligned(g, 0.3)
+    twin_attn, twin_mlp = _aligned(g, 0.45)
+    record = _s4_3(_capture([attn], [mlp]), _capture([twin_attn], [twin_mlp]))
+    assert all(c.passed for c in record.checks if c.role == "claim")
+    assert _status(record, TWIN_CONTROL) == "failed" and [c.name for c in record.failed("control")] == [TWIN_CONTROL]
 
 
 def test_s4_3s_cosine_check_fails_where_attention_and_ffn_outputs_point_apart_and_passes_at_s4s_weakest_cosine():
-    """S4.3 version 3: the claim check is a positive mean cosine, calibrated on S4's notebook (0.04 in its weakest
-    blocks is S4's 'roughly the same direction'). FFN outputs turned against the attention outputs fail it; FFN
-    outputs at a mean cosine of about 0.04 with them pass it, as S4's own model does."""
+    """S4.3: the claim check is a positive mean cosine, a bound read off S4's notebook (0.04 in its weakest blocks is
+    S4's 'roughly the same direction'). FFN outputs turned against the attention outputs fail it (and the twin
+    control then decides nothing); FFN outputs at a mean cosine of about 0.04 pass it, as S4's own model does."""
     from claims.s4_ffn.conftest import SOURCE_COSINE
 
     g = torch.Generator().manual_seed(0)
-    attn = [torch.randn(32, 64, 256, generator=g)]
-    against = [-attn[0] + 0.5 * torch.randn(32, 64, 256, generator=g)]
-    assert _cosine_check(_capture(attn, against)).status == "failed"
-    weakest = min(SOURCE_COSINE)  # noise of norm n around a: cos ≈ 1 / sqrt(1 + n²)
-    noise = torch.randn(32, 64, 256, generator=g)
-    mlp = [attn[0] + noise * float(np.sqrt(1 / weakest**2 - 1))]
-    check = _cosine_check(_capture(attn, mlp))
-    assert check.status == "passed" and abs(check.value - weakest) < 0.01
+    attn = torch.randn(32, 64, 256, generator=g)
+    twin = _capture([torch.randn(32, 64, 256, generator=g)], [torch.randn(32, 64, 256, generator=g)])
+    against = _s4_3(_capture([attn], [-attn + 0.5 * torch.randn(32, 64, 256, generator=g)]), twin)
+    assert _status(against, "block 1: mean cos(attention output, FFN output)") == "failed"
+    assert against.failed("claim") and not against.failed("control")  # the control guards a pass: none here
+    weakest = min(SOURCE_COSINE)
+    attn, mlp = _aligned(g, weakest)
+    record = _s4_3(_capture([attn], [mlp]), twin)
+    cosine = next(c for c in record.checks if c.name == "block 1: mean cos(attention output, FFN output)")
+    assert cosine.status == "passed" and abs(cosine.value - weakest) < 0.01
+
+
+def test_s4_3s_norm_check_fails_where_ffn_outputs_are_shorter():
+    g = torch.Generator().manual_seed(0)
+    attn, mlp = _aligned(g, 0.9, scale=0.5)  # FFN outputs about 0.55 times as long
+    twin = _capture([torch.randn(32, 64, 256, generator=g)], [torch.randn(32, 64, 256, generator=g)])
+    record = _s4_3(_capture([attn], [mlp]), twin)
+    assert _status(record, "block 1: mean FFN output norm / mean attention output norm") == "failed"
 
 
 # --- S4.5: the claim's own checks (claims/s4_ffn/final_norm_checks.py), driven to pass and to fail ---------------
