@@ -26,6 +26,8 @@ ALLOWED = {
     ("claims/s0_spectra/conftest.py", "__init__"): "permutations of positions for the shuffled control, "
                                                    "drawn on the CPU and moved .to() each state's device where "
                                                    "applied (the embeddings' on the CPU)",
+    ("claims/s0_spectra/calibrate_pretty_close.py", "calibrate"): MOVED_LATER,
+    ("claims/s0_spectra/calibrate_pretty_close.py", "training_windows"): CPU_DRAW,
     ("claims/s1_attention/test_probe.py", "play_windows"): MOVED_LATER,
     ("claims/s2_residual/test_analogies.py", "_ranks"): "query ids; analogy_ranks moves them to the embedding's device",
     ("claims/s2_residual/test_residual_stream.py", "block_rate"): HOST,

@@ -41,8 +41,11 @@ import pytest
 from claims.s0_spectra.conftest import (
     SPECTRA_NEEDS, beyond_null, early_blocks, loglog_panels, mean_fit,
 )
-from latent_instruments.clean_law import CLEAN_LAW_QUANTILE, clean_law_scatter, periodograms_averaged, straight_law_bend
-from latent_instruments.spectra import largest_excess, low_band_share, power_law_bend
+from claims.s0_spectra.bends import bends, largest_later_bend, straight_bends
+from fixtures.catalogue import load_catalogue
+from models.zoo import resolve
+from latent_instruments.clean_law import CLEAN_LAW_QUANTILE, clean_law_scatter, periodograms_averaged
+from latent_instruments.spectra import largest_excess, low_band_share
 from reports.plots import series
 from reports.checks import Check
 
@@ -60,15 +63,14 @@ from reports.checks import Check
 S0_BLOCK1_BEND = 0.11  # decades per decade²: block 1 of ref-opt-125m at --prompts 8x2048 (its looks: 16 × 2048),
 # 0.119 measured, less 0.009 for a straight law of its slope (−0.95) through 2047 positions
 BEND_MARGIN = S0_BLOCK1_BEND / 2  # S0.6 v5's bound, a reading since v6: less than half as much as S0's outlier
-# S0.6 v6: "pretty close" calibrated on S0's own subject. S0 calls its Fig 4, the attention residuals of a random-init
-# OPT-125m, "pretty close" to straight; version 5's half-of-block-1 reading failed that very subject (ref-opt-125m at
-# 8 × 2048: 0.0648 [0.0581, 0.0704] against 0.055), so it was the reading, not the model. The margin is the largest
-# later-block bend S0's subject shows at the same length, the high end of its interval at the last look, rounded up to
-# two digits: the bend depends on the length (the same blocks bend differently at 128 and 2048 positions), so each
-# margin names its length. Fixed on ref-opt-125m (seed 0) on 2026-11-27/28 before being applied to any other model:
-# 128 positions (32 × 128, looks to 128 sequences, Intel Xeon AVX-512): 0.0653 [0.0566, 0.0760]; 2048 positions
-# (8 × 2048, looks to 64 sequences, H200): 0.0648 [0.0581, 0.0704]. Another length has no calibration: not informative.
-PRETTY_CLOSE = {128: 0.076, 2048: 0.071}  # tokens per sequence → margin, decades per decade²
+# S0.6 v7: "pretty close" calibrated out of sample (issue 64): the 95 % point of S0.6's statistic over 16 random inits of
+# S0's subject's architecture (OPT-125m) at seeds no run uses, on training-split windows no run's prompts come from
+# (claims/s0_spectra/calibrate_pretty_close.py writes them into the catalogue's [[claims.calibrations]]). Version 6
+# took the margin from ref-opt-125m at seed 0 and then judged that same model at that seed against it. The bend depends
+# on the length, so each margin names its length; a length without one (S0's 2048 until a GPU runs the script) is
+# not informative.
+CALIBRATIONS = {c.positions: c for c in load_catalogue().claims["S0.6"].calibrations if c.name == "pretty close"}
+PRETTY_CLOSE = {positions: c.margin for positions, c in CALIBRATIONS.items()}  # tokens per sequence → margin
 # S0.7: "the initial MLP residuals are pretty close to the initial hidden states", after Fig 4 shows the attention
 # residuals as a law of their own. The contrast sets the scale: the MLP residuals' shape distance to the hidden
 # states must be less than half the attention residuals' (a reading: "pretty close" is more than "closer").
@@ -148,39 +150,20 @@ def _procedure(spectra, what: str) -> str:
             f"of {spectra.n_blocks} blocks stand for S0's first three of 12.")
 
 
-def straight_bends(bins, units: np.ndarray) -> np.ndarray:
-    """The bend a straight law shows through the cut, per block, at each block's fitted slope of the whole sample
-    (:func:`~latent_instruments.clean_law.straight_law_bend`); units (batch, n_blocks, n_freq) → (n_blocks,). Fixed
-    within a bootstrap: a resample's slope moves it by far less than the interval's width."""
-    return np.array([straight_law_bend(bins, float(s)) for s in mean_fit(bins, units).slope])
-
-
-def bends(bins, units: np.ndarray, straight: np.ndarray | float = 0.0) -> np.ndarray:
-    """Each block's bend (:func:`~latent_instruments.spectra.power_law_bend`) of the mean spectrum over sequences,
-    less ``straight`` (:func:`straight_bends`); units (batch, n_blocks, n_freq) → (n_blocks,), decades per decade²."""
-    return power_law_bend(bins, units.mean(axis=0)) - straight
-
-
-def largest_later_bend(bins, units: np.ndarray, straight: np.ndarray | float = 0.0) -> float:
-    """The largest |bend| of blocks 2..L beyond a straight law's; units (batch, n_blocks, n_freq), the attention
-    residuals of blocks 1..L."""
-    return float(np.abs(bends(bins, units, straight)[1:]).max())
-
-
 def flattest_law(bins, units: np.ndarray) -> float:
     """The largest (flattest) exponent of blocks 2..L's mean spectra; units (batch, n_blocks, n_freq)."""
     return float(mean_fit(bins, units[:, 1:]).slope.max())
 
 
-# 6: "pretty close" calibrated on S0's subject at each length, half block 1's a reading; 5: bend under half S0's block
-# 1's (4: a clean law's scatter)
-@pytest.mark.claim("S0.6", version=6, sample="prompts")
+# 7: "pretty close" calibrated out of sample (16 other inits, training-split windows); 6: on S0's subject itself, half
+# block 1's a reading; 5: bend under half S0's block 1's (4: a clean law's scatter)
+@pytest.mark.claim("S0.6", version=7, sample="prompts")
 @pytest.mark.models("untrained", "reference")
 @pytest.mark.needs(*SPECTRA_NEEDS)
 @pytest.mark.spectra("attn", "shuffled attn")
 def test_untrained_attention_residuals_are_nearly_straight(model_name, spectra, claim, settings):
-    """S0.6: blocks 2..L's attention residuals bend no more than S0's own subject's do at this length (S0: "pretty
-    close"); block 1 bends most. Bending less than half as much as S0's block 1 is a reading beside the verdict.
+    """S0.6: blocks 2..L's attention residuals bend no more than 19 in 20 random inits of S0's subject do at this
+    length (S0: "pretty close"; calibrated out of sample, ``CALIBRATIONS``); block 1 bends most. Bending less than half as much as S0's block 1 is a reading beside the verdict.
 
     Equivalence at a fixed margin (``PRETTY_CLOSE`` at this length): the whole interval of the largest later bend
     below it.
@@ -191,13 +174,20 @@ def test_untrained_attention_residuals_are_nearly_straight(model_name, spectra, 
     if bins.centers.size < 4:
         claim.not_informative(f"{spectra.positions} positions give {bins.centers.size} log-spaced bins: too few to "
                               "fit a bend")
-    if spectra.positions not in PRETTY_CLOSE:
+    if spectra.positions not in CALIBRATIONS:
         claim.not_informative(
-            f"'pretty close' is calibrated on S0's subject (a random-init OPT-125m) at {', '.join(map(str, PRETTY_CLOSE))} "
-            f"tokens per sequence, and the bend depends on the length: at {spectra.positions} there is no margin. Run "
-            "at one of those lengths (--prompts NxT), or calibrate: S0.6 on ref-opt-125m at the new length, the "
-            "high end of its interval at the last look into claims/s0_spectra/test_residuals.py's PRETTY_CLOSE")
-    margin = PRETTY_CLOSE[spectra.positions]
+            f"'pretty close' is calibrated out of sample on S0's subject class (random inits of OPT-125m) at "
+            f"{', '.join(map(str, CALIBRATIONS))} tokens per sequence, and the bend depends on the length: at "
+            f"{spectra.positions} there is no margin. Run at one of those lengths (--prompts NxT), or calibrate this "
+            "one: python -m claims.s0_spectra.calibrate_pretty_close --positions T --sequences N --write (a GPU "
+            "for S0's 2048)")
+    calibration = CALIBRATIONS[spectra.positions]
+    if resolve(model_name.removesuffix(":untrained")).source == resolve("ref-opt-125m").source \
+            and settings.seed in calibration.seeds:
+        claim.not_informative(
+            f"this init of OPT-125m (seed {settings.seed}) is one of the {len(calibration.seeds)} the margin was "
+            "calibrated on: judged by its own sample, the check could not fail. Run with another --seed")
+    margin = calibration.margin
     straight = straight_bends(bins, attn)  # what leakage alone bends, per block
     later = claim.bootstrap(attn, lambda u: largest_later_bend(bins, u, straight))
     outlier = claim.bootstrap(attn, lambda u: _outlier(np.abs(bends(bins, u, straight))))
@@ -209,11 +199,11 @@ def test_untrained_attention_residuals_are_nearly_straight(model_name, spectra, 
             Check.of("largest |bend| of blocks 2..L beyond a straight law's (curvature in log-log)", later,
                      "decades per decade²", "<", margin,
                      "S0 Fig 4: 'not a completely straight line, but it's pretty close (layer 1 is our outlier "
-                     "friend)', said of a random-init OPT-125m. Calibrated on that subject (ref-opt-125m, seed 0) at "
-                     f"this length, {spectra.positions} tokens: its largest later bend, the high end of its interval "
-                     f"at the last look, rounded up, {margin:.3f}; 'pretty close' is no more bent than what S0 called "
-                     "so, a margin fixed whatever the sample (on ref-opt-125m itself the check holds by S0's word). "
-                     "Each bend is net of the bend a straight law of the block's slope shows through the same cut "
+                     "friend)', said of a random-init OPT-125m. Calibrated out of sample on that subject class at "
+                     f"this length, {spectra.positions} tokens: the {calibration.quantile:.0%} point of the statistic "
+                     f"over {len(calibration.seeds)} other inits (seeds {calibration.seeds[0]}-{calibration.seeds[-1]},"
+                     f" training-split windows), rounded up, {margin:.3f}: no more bent than all but the most bent "
+                     "twentieth of what S0 calls pretty close, a margin fixed whatever the sample. Each bend is net of the bend a straight law of the block's slope shows through the same cut "
                      "(leakage). Equivalence: the high end of the interval (paired bootstrap over sequences) below it"),
             Check.of("largest |bend| of blocks 2..L, against half S0's block 1's", later, "decades per decade²", "<",
                      BEND_MARGIN,
@@ -234,7 +224,10 @@ def test_untrained_attention_residuals_are_nearly_straight(model_name, spectra, 
         "the curvature a straight law of its fitted slope shows through the same cut (leakage; "
         f"{', '.join(f'{b:.3f}' for b in straight)}), so 0 for an exact power law at any length. Reading beside it (version 4's tolerance): a clean law's scatter "
         f"({CLEAN_LAW_QUANTILE:.0%} point) per block, {', '.join(f'{t:.4f}' for t in tolerance)} decades.",
-        details={"bend beyond a straight law's, by block (decades per decade²)":
+        details={"'pretty close' calibrated out of sample: S0.6's statistic on other random inits of OPT-125m "
+                 f"({calibration.windows}; the margin their {calibration.quantile:.0%} point, rounded up)":
+                     {f"seed {s}": v for s, v in zip(calibration.seeds, calibration.values)},
+                 "bend beyond a straight law's, by block (decades per decade²)":
                      dict(zip(_blocks(spectra.n_blocks), map(float, bends(bins, attn, straight)))),
                  "scatter about the power law by block (decades)": dict(zip(_blocks(spectra.n_blocks), map(float, deviation))),
                  "reading: a clean law's scatter by block (decades; version 4's tolerance, which shrinks as the "

@@ -1,0 +1,29 @@
+"""S0.6's bend: how far each block's attention-residual spectrum curves away from a straight power law in log-log,
+net of the curvature a straight law shows through the same cut (leakage). Shared by the claim test
+(``test_residuals.py``) and the calibration of its margin (``calibrate_pretty_close.py``), so both measure the same.
+"""
+
+import numpy as np
+
+from claims.s0_spectra.conftest import mean_fit
+from latent_instruments.clean_law import straight_law_bend
+from latent_instruments.spectra import power_law_bend
+
+
+def straight_bends(bins, units: np.ndarray) -> np.ndarray:
+    """The bend a straight law shows through the cut, per block, at each block's fitted slope of the whole sample
+    (:func:`~latent_instruments.clean_law.straight_law_bend`); units (batch, n_blocks, n_freq) → (n_blocks,). Fixed
+    within a bootstrap: a resample's slope moves it by far less than the interval's width."""
+    return np.array([straight_law_bend(bins, float(s)) for s in mean_fit(bins, units).slope])
+
+
+def bends(bins, units: np.ndarray, straight: np.ndarray | float = 0.0) -> np.ndarray:
+    """Each block's bend (:func:`~latent_instruments.spectra.power_law_bend`) of the mean spectrum over sequences,
+    less ``straight`` (:func:`straight_bends`); units (batch, n_blocks, n_freq) → (n_blocks,), decades per decade²."""
+    return power_law_bend(bins, units.mean(axis=0)) - straight
+
+
+def largest_later_bend(bins, units: np.ndarray, straight: np.ndarray | float = 0.0) -> float:
+    """The largest |bend| of blocks 2..L beyond a straight law's; units (batch, n_blocks, n_freq), the attention
+    residuals of blocks 1..L."""
+    return float(np.abs(bends(bins, units, straight)[1:]).max())
