@@ -243,12 +243,15 @@ class ClaimRecord:
                 and (role == "claim" or claim_passed or not c.guards_pass)]
 
     def unconverged(self) -> list[Check]:
-        """The convergence controls (``Check.convergence``) that did not pass, where a claim check failed: a longer
-        descent removes or blurs the failure, so the record is inconclusive ("unconverged"), never red; empty where
-        no claim check failed (there is no failure for them to confirm)."""
-        if not self._with_status("claim", FAILED):
-            return []
+        """The convergence controls (``Check.convergence``) that did not pass: a longer descent reverses or blurs the
+        decision of the claim check it continues (a failure, or since issue 64 a hold resting on a failure to
+        recover), so the record is inconclusive ("unconverged"), neither red nor a hold."""
         return [c for c in self.checks if c.convergence and c.status != PASSED]
+
+    def longest(self, check: Check) -> Check:
+        """The convergence control that continues ``check`` (its name, then ", after ..."), else ``check``: the value
+        after the longest descent, which is what decided the record (issue 64: S3.7's headline was the N value)."""
+        return next((c for c in self.checks if c.convergence and c.name.startswith(f"{check.name}, after ")), check)
 
     def failed(self, role: str) -> list[Check]:
         """The checks of ``role`` ("claim" or "control") that failed decisively: the whole interval on the failing
@@ -267,9 +270,10 @@ class ClaimRecord:
 
     @property
     def headline(self) -> Check | None:
-        """The claim check that decides the verdict (smallest margin among role "claim"); None without one."""
+        """The claim check that decides the verdict (smallest margin among role "claim"), at its longest descent where
+        a convergence control continues it (:meth:`longest`); None without one."""
         claim_checks = [c for c in self.checks if c.role == "claim"]
-        return min(claim_checks, key=lambda c: c.margin) if claim_checks else None
+        return self.longest(min(claim_checks, key=lambda c: c.margin)) if claim_checks else None
 
     @classmethod
     def from_json(cls, raw: dict) -> "ClaimRecord":

@@ -69,7 +69,7 @@ def deciding_check(record: ClaimRecord) -> Check | None:
     chosen = [c for c in chosen if not math.isnan(c.margin)]
     if not chosen:
         return record.headline
-    return min(chosen, key=lambda c: c.margin)
+    return record.longest(min(chosen, key=lambda c: c.margin))
 
 
 def cell(record: ClaimRecord) -> str:

@@ -449,9 +449,9 @@ def test_a_control_that_guards_a_pass_decides_only_where_the_claim_passed():
 
 
 def test_a_convergence_control_turns_a_failure_a_longer_descent_removes_into_unconverged():
-    """A convergence control (the failed claim statistic after a longer descent, compared the other way) decides only
-    where a claim check failed: one that does not pass makes the record inconclusive ("unconverged"), never red; one
-    that passes leaves the failure standing; with no failure it decides nothing."""
+    """A convergence control (the claim statistic after a longer descent, compared so that it passes where the
+    decision stays): one that does not pass makes the record inconclusive ("unconverged"), never red; one that passes
+    leaves the failure, or (issue 64) the hold, standing; the headline is the longer descent's value."""
     def rec(claim_value: float, longer: float) -> ClaimRecord:
         return ClaimRecord("S3.7", 1, "m", "t", {}, [
             Check("claim", claim_value, claim_value - 0.01, claim_value + 0.01, "x", ">", 0.0, "d"),
@@ -460,7 +460,15 @@ def test_a_convergence_control_turns_a_failure_a_longer_descent_removes_into_unc
     assert [c.name for c in rec(-0.5, 0.3).unconverged()] == ["claim at 5N"]  # the longer descent passes the claim
     assert [c.name for c in rec(-0.5, 0.005).unconverged()] == ["claim at 5N"]  # it blurs the failure
     assert rec(-0.5, -0.4).unconverged() == []  # the failure stays: it is the model's
-    assert rec(0.5, 0.3).unconverged() == [] and rec(0.5, 0.3).failed("control") == []  # nothing failed to confirm
+
+    def held(longer: float) -> ClaimRecord:  # a hold and its control, compared as it holds
+        return ClaimRecord("S3.3", 1, "m", "t", {}, [
+            Check("claim", 0.5, 0.49, 0.51, "x", ">", 0.0, "d"),
+            Check("claim, after 5N = 1000 steps", longer, longer - 0.01, longer + 0.01, "x", ">", 0.0, "d",
+                  role="control", convergence=True)], outcome="inconclusive")
+    assert held(0.3).unconverged() == [] and held(0.3).failed("control") == []  # the hold stays
+    assert [c.name for c in held(0.005).unconverged()] == ["claim, after 5N = 1000 steps"]  # blurred: unconverged
+    assert held(0.005).headline.name == "claim, after 5N = 1000 steps"
     assert rec(-0.5, 0.3).failed("control") == [] and rec(-0.5, 0.3).inconclusive("control") == []
     assert tables.cell(rec(-0.5, 0.3)).startswith("inconclusive (unconverged: claim at 5N)")
     raw = rec(-0.5, 0.3).to_json()["checks"][1]

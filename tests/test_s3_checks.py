@@ -511,3 +511,22 @@ def test_a_failure_that_a_longer_descent_removes_fails_its_convergence_control_a
     assert stays.status == "passed" and removed.status == "failed" and blurred.status == "inconclusive"
     assert stays.comparison == "<" and stays.threshold == failed.threshold and stays.convergence
     assert f"after {LONGER}N = {LONGER * 200} steps" in stays.name
+
+
+def test_a_hold_that_a_longer_descent_reverses_fails_its_convergence_control_and_one_that_stays_passes_it():
+    """Issue 64, item 5: a hold resting on a trained model's failure to recover (S3.3, S3.4, S3.11) is continued
+    too, compared as it holds: a gap that stays passes, one that closes or blurs does not; an undecided check has
+    no control."""
+    from claims.s3_inversion.convergence import convergence_check
+
+    held = Check.of("twin minus trained", bootstrap(np.full(16, 0.4) + np.linspace(-0.01, 0.01, 16), np.mean, seed=0),
+                    "fraction", ">", 0.0, "S3.3")
+    assert held.status == "passed"
+    def longer(values):
+        return convergence_check(held, bootstrap(np.asarray(values, float), np.mean, seed=0), 200)
+    stays, closed, blurred = (longer(np.linspace(*ends, 16)) for ends in ((0.2, 0.3), (-0.3, -0.1), (-0.05, 0.06)))
+    assert stays.status == "passed" and closed.status == "failed" and blurred.status == "inconclusive"
+    assert stays.comparison == held.comparison and stays.convergence
+    undecided = Check.of("x", bootstrap(np.linspace(-0.1, 0.1, 16), np.mean, seed=0), "fraction", ">", 0.0, "S3.3")
+    with pytest.raises(ValueError, match="decided check"):
+        convergence_check(undecided, bootstrap(np.zeros(16), np.mean, seed=0), 200)

@@ -22,11 +22,12 @@ import math
 import numpy as np
 import pytest
 
+from claims.s3_inversion.convergence import continues, convergence_check
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, SOURCE_PROMPT, first_prompt
 from claims.s3_inversion.scope import SMALL_TRAINED, UNTRAINED_INVERTS, works_control
 from latent_instruments.stats import bootstrap
 from reports.plots import series
-from reports.checks import Check
+from reports.checks import INCONCLUSIVE, Check
 
 
 SUCCESS_MAJORITY = 0.5  # control: most prompts at the deepest block reach S3's success test
@@ -56,14 +57,15 @@ def _mean(u: np.ndarray) -> float:
     return float(u.mean())
 
 
-@pytest.mark.claim("S3.4", version=6, sample="prompts")  # 6: untrained block 1 a control; 5: exact binomial success
+# 7: a decided drop's convergence control on a trained model (blocks 1 and L continued to 5N)
+@pytest.mark.claim("S3.4", version=7, sample="prompts")  # 6: untrained block 1 a control; 5: exact binomial success
 @pytest.mark.models("trained", "hf")
 def test_inversion_degrades_with_depth(model_name, subject, inversions, claim, settings):
     """S3.4: token accuracy recovered from block 1's output exceeds that from the last block's (headline settings)."""
     check_depth(model_name, subject, inversions, claim, settings)
 
 
-@pytest.mark.claim("S3.4", version=6, sample="prompts")  # 6: untrained block 1 a control; 5: exact binomial success
+@pytest.mark.claim("S3.4", version=7, sample="prompts")  # 6: untrained block 1 a control; 5: exact binomial success
 @pytest.mark.models("untrained", "reference")
 @pytest.mark.source_scale  # on a CPU the 12-block references cost minutes per depth, the twins double the budget
 def test_untrained_inversion_degrades_with_depth(model_name, subject, inversions, claim, settings):
@@ -100,22 +102,33 @@ def check_depth(model_name, subject, inversions, claim, settings) -> None:
             f"random start's {start.mean():.3f} (chance), so depth has nothing to degrade. {SMALL_TRAINED}",
             details=by_block)
 
-    drop = claim.bootstrap(scale.reported(accuracy), lambda u: float(scale.headline(u, chosen)[0] - scale.headline(u, chosen)[-1]))
+    def first_minus_last(u: np.ndarray) -> float:
+        return float(scale.headline(u, chosen)[0] - scale.headline(u, chosen)[-1])
+
+    drop = claim.bootstrap(scale.reported(accuracy), first_minus_last)
     best = [DESCENT_SETTINGS[i] for i in chosen]
     deepest = best[-1]
     success = scale.reported_fraction(runs[blocks[-1], deepest].success)
-    source_setting = _by_depth(accuracy[..., DESCENT_SETTINGS.index("source")], _mean, settings.seed)
-    adapted_setting = _by_depth(accuracy[..., DESCENT_SETTINGS.index("adapted")], _mean, settings.seed)
-    claim.record(
-        [
-            Check.of(f"token accuracy, block 1 minus block {blocks[-1]} (each its {scale.headline_label})", drop,
+    drop_check = Check.of(f"token accuracy, block 1 minus block {blocks[-1]} (each its {scale.headline_label})", drop,
                      "fraction of tokens", ">", 0.0,
                      "S3: a trained GPT-2 inverts from 1 block, from 4 with tuning, rarely from 12; Llama-7B is much "
                      "poorer at block 12 than at 1; untrained small models only for one or two blocks. S3 gives "
                      "decoded examples, no rates, so the threshold is the ordering: recovery from the first block "
                      "above recovery from the last, by the low end of the interval of the paired difference. "
                      "The middle depth is shown, not thresholded (S3's GPT-2 recovers at 4 blocks as at 1). "
-                     + scale.headline_reading),
+                     + scale.headline_reading)
+    longer = []
+    if not untrained and drop_check.status != INCONCLUSIVE:  # a hold rests on the deepest block's failure to recover
+        first, last = inversions.runs_of(model_name, subject, [(blocks[0] - 1, best[0]), (blocks[-1] - 1, deepest)],
+                                         continued=True)
+        continued = scale.reported(accuracy).copy()
+        continued[:, 0, chosen[0]], continued[:, -1, chosen[-1]] = first.accuracy, last.accuracy
+        longer = [convergence_check(drop_check, claim.bootstrap(continued, first_minus_last), scale.steps(model_name))]
+    source_setting = _by_depth(accuracy[..., DESCENT_SETTINGS.index("source")], _mean, settings.seed)
+    adapted_setting = _by_depth(accuracy[..., DESCENT_SETTINGS.index("adapted")], _mean, settings.seed)
+    claim.record(
+        [
+            drop_check, *longer,
             Check.of(f"fraction of prompts passing S3's success test at block {blocks[-1]} ({deepest} setting)",
                      success, "fraction of prompts", ">", SUCCESS_MAJORITY,
                      "control: S3 decodes once ‖O(a_g) − O(a)‖ < ‖O(a′) − O(a)‖ (a′ = a + noise/20); if most "
@@ -131,7 +144,10 @@ def check_depth(model_name, subject, inversions, claim, settings) -> None:
             f"S3.3 (S3's own, and the adapted normalised step), each depth's statistic its {scale.headline_label}'s. "
             "Block 1 must first be invertible (above the random start's chance accuracy): on a trained model else "
             "the claim is not informative (S3's small trained blocks do not invert), on an untrained one it is a "
-            "control (S3's untrained blocks do)."
+            "control (S3's untrained blocks do). "
+            + (continues("the drop", "blocks 1 and L's headline descents", holds=True) if not untrained else
+               "An untrained model's drop is decided at S3's own N = 200 (no longer descent: S3's untrained blocks "
+               "invert after N = 200).")
         ),
         scaled=" ".join(filter(None, [
             "S3 inverts one prompt from GPT-2 (12 blocks, 768 wide) and Llama 7B/30B (32/60 blocks); here "

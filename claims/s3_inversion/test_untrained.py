@@ -14,9 +14,10 @@ vocabulary is the distinct tokens of the held-out text that continues it to the 
 import numpy as np
 import pytest
 
+from claims.s3_inversion.convergence import continues, convergence_check
 from claims.s3_inversion.inversions import ADAPTED_DESCRIPTION, DESCENT_SETTINGS, SOURCE_DESCRIPTION, SOURCE_PROMPT
 from latent_instruments.stats import proportion_difference
-from reports.checks import Check
+from reports.checks import INCONCLUSIVE, Check
 
 
 # S3.2: S3's one prompt is recovered exactly at N = 200; one success fixes no rate, so "recovers" is read as
@@ -96,7 +97,8 @@ def _summary(run) -> dict:
             "steps": run.steps, "seconds": round(run.seconds, 2), "deviations from S3": run.deviations or "none"}
 
 
-@pytest.mark.claim("S3.3", version=5, sample="prompts")  # 5: paired score and exact intervals; 24 CPU prompts
+# 6: a decided gap's convergence control (the trained descent continued to 5N: a hold rests on its failure to recover)
+@pytest.mark.claim("S3.3", version=6, sample="prompts")  # 5: paired score and exact intervals; 24 CPU prompts
 @pytest.mark.models("trained", "hf", twin=True)
 def test_training_makes_inversion_worse(model_name, subject, group_twins, inversions, claim, settings):
     """S3.3: the untrained twin recovers more prompts exactly, and more tokens, than the trained model (block 1)."""
@@ -118,8 +120,7 @@ def test_training_makes_inversion_worse(model_name, subject, group_twins, invers
     token_gap = claim.bootstrap(scale.reported(accuracy), gap)
     success = scale.reported_fraction(runs[model_name, best[0]].success)
     problem = inversions.problem(model_name, subject)
-    claim.record(
-        [
+    gaps = [
             Check.of(f"exact-recovery rate, untrained twin minus trained (each its {scale.headline_label})", exact_gap,
                      "fraction of prompts", ">", 0.0,
                      "S3: the untrained GPT-2 block recovers 'The sky is blue.' exactly at N = 200 where the "
@@ -132,6 +133,19 @@ def test_training_makes_inversion_worse(model_name, subject, group_twins, invers
                      "fraction of tokens", ">", 0.0,
                      "S3's trained block recovers 1 of 5 tokens ('blue'), the untrained 5 of 5: the trained model "
                      "also recovers fewer tokens, not only fewer whole prompts; ordering, low end above 0"),
+    ]
+    longer = []
+    if any(g.status != INCONCLUSIVE for g in gaps):  # the trained descent continued; the twin stays at S3's N = 200
+        [run] = inversions.runs_of(model_name, subject, [(0, best[0])], continued=True)  # the reported prompts
+        continued = scale.reported(accuracy).copy()
+        continued[:, 0, chosen[0]] = run.accuracy
+        at_longer = {gaps[0].name: proportion_difference(twin_exact, run.exact, paired=True),
+                     gaps[1].name: claim.bootstrap(continued, gap)}
+        longer = [convergence_check(g, at_longer[g.name], scale.steps(model_name))
+                  for g in gaps if g.status != INCONCLUSIVE]
+    claim.record(
+        [
+            *gaps, *longer,
             Check.of(f"fraction of the trained model's prompts passing S3's success test ({best[0]} setting)",
                      success, "fraction of prompts", ">", SUCCESS_MAJORITY, SUCCESS_DERIVATION, role="control"),
         ],
@@ -141,7 +155,8 @@ def test_training_makes_inversion_worse(model_name, subject, group_twins, invers
             f"{runs[twin.name, 'source'].steps} steps. Two settings per model: {SOURCE_DESCRIPTION} and "
             f"{ADAPTED_DESCRIPTION}; each model's statistic is its {scale.headline_label}'s. Restricted vocabulary "
             "as S3.2; "
-            "−inf masking."
+            "−inf masking. "
+            + continues("a gap", "the trained model's headline descent (the twin's stays at S3's N = 200)", holds=True)
         ),
         scaled=" ".join(filter(None, [
             "S3 compares trained and untrained GPT-2 (768 wide) on one prompt, trained N = 20000; here "
