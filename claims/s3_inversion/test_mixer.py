@@ -27,12 +27,13 @@ only mean the transformer does worse than chance.
 import numpy as np
 import pytest
 
+from claims.s3_inversion.convergence import continues, convergence_check
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, first_prompt
 from claims.s3_inversion.scope import SMALL_TRAINED, UNTRAINED_INVERTS, works_control
 from latent_instruments.stats import proportion_difference
 from models.evaluation import held_out_bits_per_character
 from reports.plots import series
-from reports.checks import Check
+from reports.checks import INCONCLUSIVE, Check
 
 
 MASKED = 1  # [:, 1:, :]
@@ -65,7 +66,8 @@ def _best(units: np.ndarray, scale) -> int:
     return int(scale.chosen(units[:, 1]))
 
 
-@pytest.mark.claim("S3.12", version=6)  # 6: untrained pair's recovery a control; 5: paired score interval
+# 7: the trained pair's decided ordering continued to 5N (it rests on the transformer's failure to recover the token)
+@pytest.mark.claim("S3.12", version=7)  # 6: untrained pair's recovery a control; 5: paired score interval
 @pytest.mark.models("mixer", twin=True)
 def test_a_masked_mixer_carries_more_non_self_information(model_name, group, group_twins, inversions, claim,
                                                           settings, corpus):
@@ -96,11 +98,17 @@ def test_a_masked_mixer_carries_more_non_self_information(model_name, group, gro
                          + SMALL_TRAINED)
             continue
         mixer_found, transformer_found = (units[m.name, BLOCK][:, 0] for m in (pair[1], pair[0]))  # 0/1 per prompt
-        checks.append(Check.of(
+        ordering = Check.of(
             f"masked first token recovered, {pair[1].name} minus {pair[0].name} (block {BLOCK}, [:, 1:, :])",
             proportion_difference(mixer_found, transformer_found, paired=True),  # the same prompts, 0/1 each
             "fraction of prompts", ">", 0.0,
-            DERIVATION[kind]))
+            DERIVATION[kind])
+        checks.append(ordering)
+        if kind == "trained" and ordering.status != INCONCLUSIVE:  # both masked descents continued to 5N
+            found = [inversions.runs_of(m.name, m, [(BLOCK - 1, DESCENT_SETTINGS[chosen[m.name, BLOCK]])],
+                                        masked=MASKED, continued=True)[0].hits[:, :MASKED].mean(1) for m in pair]
+            checks.append(convergence_check(ordering, proportion_difference(found[1], found[0], paired=True),
+                                            inversions.scale.steps(pair[0].name)))
         checks.append(Check.of(
             f"masked first token recovered by {pair[1].name} minus chance (block {BLOCK})",
             claim.bootstrap(units[pair[1].name, BLOCK][:, [0, 2]], lambda u: float(u[:, 0].mean() - u[:, 1].mean())),
@@ -120,7 +128,9 @@ def test_a_masked_mixer_carries_more_non_self_information(model_name, group, gro
             f"the {inversions.scale.headline_label} deciding (on a CPU the one that recovers more unmasked tokens). "
             "The masked token is recovered where the first "
             f"choice at position 1 is it. Models: {transformer.name} (GPT-2) and {mixer.name} (models.mixer: "
-            "causal convolution over positions, no position embedding), the same recipe and width."
+            "causal convolution over positions, no position embedding), the same recipe and width. "
+            + continues("the trained pair's ordering", "both models' masked block-" + str(BLOCK) + " descents",
+                        holds=True)
         ),
         scaled=" ".join(filter(None, [
             f"S3: mixers 64-2048 wide and a 256-wide 8-block transformer on TinyStories; here {transformer.d_model} "
