@@ -37,15 +37,23 @@ LOADED_FIRST = (("model.safetensors", "model.safetensors.index.json"), ("pytorch
 def weight_files(folder: Path) -> list[Path]:
     """The weight files a model is loaded from, in file-name order (what :func:`folder_sha256` hashes).
 
-    As ``from_pretrained`` chooses (issue 67, case 10): ``model.safetensors``, else the shards its index names,
-    else ``pytorch_model.bin``, else the shards of that index; so a ``.bin`` lying beside a ``model.safetensors``
+    As ``from_pretrained`` chooses (issue 67, case 10): the file (or index) ``config.json``'s ``transformers_weights``
+    names, else ``model.safetensors``, else the shards its index names, else ``pytorch_model.bin``, else the shards of
+    that index; so a ``.bin`` lying beside a ``model.safetensors``
     is not part of what was tested. A folder with none of these names: every ``*.safetensors`` and ``*.bin``.
 
     Raises:
         ValueError: if an index file is not JSON with a ``weight_map``.
     """
-    for single, index in LOADED_FIRST:
-        if (folder / single).is_file():
+    try:  # transformers reads the file config.json names first (its ``transformers_weights``)
+        named = json.loads((folder / "config.json").read_text()).get("transformers_weights")
+    except (OSError, ValueError, AttributeError):
+        named = None
+    preferred = ((named, named),) if isinstance(named, str) and named else ()
+    for single, index in (*preferred, *LOADED_FIRST):
+        if single.endswith(".json"):  # an index named by config.json
+            single = ""
+        if single and (folder / single).is_file():
             return [folder / single]
         if (folder / index).is_file():
             try:

@@ -83,6 +83,9 @@ def render_journal(path: str, report_dir: str | None) -> int:
         print(f"error: {err}", file=sys.stderr)
         print(err.folder)
         return 1
+    except OSError as err:
+        print(f"error: cannot write the report under {report_dir or Path(path).parent}: {err}", file=sys.stderr)
+        return 2
     print(folder)
     return 0
 

@@ -6,7 +6,7 @@ that fail the run. Report-side analysis of records is in ``reports.records``.
 """
 
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 
 from latent_instruments.stats import MIN_BOOTSTRAP_UNITS, Estimate, undecidable
 from reports.node_ids import function_of
@@ -245,13 +245,25 @@ class ClaimRecord:
     def unconverged(self) -> list[Check]:
         """The convergence controls (``Check.convergence``) that did not pass: a longer descent reverses or blurs the
         decision of the claim check it continues (a failure, or since issue 64 a hold resting on a failure to
-        recover), so the record is inconclusive ("unconverged"), neither red nor a hold."""
+        recover), so the record is inconclusive ("unconverged"), neither red nor a hold. Empty where a claim check's
+        failure is confirmed (it has no convergence control, or its control passed): a failure that stays decides,
+        whatever a hold beside it does."""
+        failed = self._with_status("claim", FAILED)
+        if any(self._control_of(c) is None or self._control_of(c).status == PASSED for c in failed):
+            return []
         return [c for c in self.checks if c.convergence and c.status != PASSED]
 
+    def _control_of(self, check: Check) -> Check | None:
+        """The convergence control that continues ``check`` (its name, then ", after ..."), or None."""
+        return next((c for c in self.checks if c.convergence and c.name.startswith(f"{check.name}, after ")), None)
+
     def longest(self, check: Check) -> Check:
-        """The convergence control that continues ``check`` (its name, then ", after ..."), else ``check``: the value
-        after the longest descent, which is what decided the record (issue 64: S3.7's headline was the N value)."""
-        return next((c for c in self.checks if c.convergence and c.name.startswith(f"{check.name}, after ")), check)
+        """``check`` at its longest descent: where a convergence control continues it, that control's value and
+        interval compared as ``check`` is (a failure's control compares the other way), else ``check``; what decided
+        the record (issue 64: S3.7's headline was the N value, the N check stays in ``checks``)."""
+        control = self._control_of(check)
+        return check if control is None else replace(control, comparison=check.comparison, role=check.role,
+                                                      convergence=False, guards_pass=False)
 
     def failed(self, role: str) -> list[Check]:
         """The checks of ``role`` ("claim" or "control") that failed decisively: the whole interval on the failing

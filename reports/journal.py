@@ -4,7 +4,8 @@ without a word (SIGKILL: the OOM killer on a GPU machine) keeps what it measured
 The process that writes the report (the xdist controller, or a serial run) opens
 ``<report dir>/journal-<UTC start>-<pid>.jsonl`` at its first record. Its first line is the run's facts
 (``{"kind": "run", "doc": results.json without records}``), each further line one record
-(``{"kind": "record", "record": ...}`` as results.json stores it); every line is one ``os.write`` to a file opened
+(``{"kind": "record", "record": ...}`` as results.json stores it), each followed in a serial run by the loaded
+models' facts (``{"kind": "models", "models": ...}``, weights digests included); every line is one ``os.write`` to a file opened
 with ``O_APPEND``, so a kill leaves whole lines and at most a torn last one. When the report is written the journal
 is removed: results.json holds every record. ``python -m reports journal FILE`` renders a left-over journal as a
 run folder, marked interrupted.
@@ -16,6 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from reports.document import RunDocument
+from reports.records import zoo_build_of
 from reports.writer import finite_json
 
 KILLED = "killed: rendered from its journal {name}; the process ended without writing its report"
@@ -77,11 +79,15 @@ def read(path: Path) -> RunDocument:
             continue  # the line the kill tore
     if not entries or entries[0].get("kind") != "run":
         raise ValueError(f"{path}: not a latent-claims journal (its first line is not the run's facts)")
-    records = {}
+    records, models = {}, {}
     for entry in entries[1:]:
         if entry.get("kind") == "record":
             records[entry["record"]["test"]] = entry["record"]
-    doc = RunDocument.from_json({**entries[0]["doc"], "records": list(records.values())})
+        elif entry.get("kind") == "models":  # the pool's facts as of each record: the latest of each model
+            models.update(entry["models"])
+    doc = RunDocument.from_json({**entries[0]["doc"], "records": list(records.values()),
+                                 "models": dict(sorted(models.items()))})
     doc.interrupted, doc.exit_status = True, max(int(doc.exit_status or 0), 2)
+    doc.zoo_build = zoo_build_of(doc.models)
     doc.incomplete = [*doc.incomplete, KILLED.format(name=path.name)]
     return doc

@@ -98,8 +98,16 @@ def _code_version(run: Run) -> str:
 def replay_option(run: "Run", flag: str, default: str | None = None) -> str | None:
     """The value of ``flag`` in a run's replay line (the only place results.json keeps ``--inconclusive`` and
     ``--ledger``), else ``default``."""
-    words = shlex.split(run.doc.replay or "")
+    words = _words(run)
     return words[words.index(flag) + 1] if flag in words[:-1] else default
+
+
+def _words(run: "Run") -> list[str]:
+    """A run's replay line as shell words (an older, unquoted line with a quote in a path: split on spaces)."""
+    try:
+        return shlex.split(run.doc.replay or "")
+    except ValueError:
+        return (run.doc.replay or "").split()
 
 
 # (field as results.json names it, the option or meaning that sets it, how two values are compared)
@@ -187,7 +195,7 @@ def whole_run(runs: list["Run"]) -> str | None:
     subject: their merge replays the whole zoo."""
     if not runs[0].doc.replay:
         return None
-    words, base, subjects = shlex.split(runs[0].doc.replay), [], {}
+    words, base, subjects = _words(runs[0]), [], {}
     pairs = iter(range(len(words)))
     for i in pairs:
         if words[i] in SUBJECT_OPTIONS and i + 1 < len(words):
@@ -195,7 +203,7 @@ def whole_run(runs: list["Run"]) -> str | None:
         else:
             base.append(words[i])
     for run in runs:
-        said = shlex.split(run.doc.replay or "")
+        said = _words(run)
         for flag, value in zip(said, said[1:]):
             if flag in ("--model", "--group"):
                 subjects.setdefault((flag, value), None)

@@ -249,6 +249,7 @@ def test_a_run_stopped_early_or_narrowed_by_last_failed_says_so_and_is_no_previo
     narrowed = run("--lf")
     assert narrowed.replay == whole.replay and len(narrowed.records) < 13
     assert narrowed.incomplete == ["--lf: only the tests that failed in the last run"]
+    assert not list((tmp_path / "reports").glob("journal-*.jsonl"))  # a written report removes its journal
     earlier = history.runs(tmp_path / "reports")
     assert history.previous_run(earlier, whole.replay).run_id not in (stopped.run_id, narrowed.run_id)
 
@@ -278,6 +279,7 @@ def test_a_killed_run_leaves_a_journal_that_renders_what_it_measured(tmp_path):
     doc = json.loads((runs / "latest" / "results.json").read_text())
     assert doc["interrupted"] is True and doc["incomplete"][-1].startswith("killed: rendered from its journal")
     assert [(r["claim"], r["model"]) for r in doc["records"]] == [("S4.2", "tiny-w96")]
+    assert doc["models"]["tiny-w96"]["weights_sha256"] and doc["zoo_build"] == "shipped"
 
 
 def test_the_journal_leaves_no_file_once_the_report_is_written_and_skips_a_torn_line(tmp_path):
@@ -296,3 +298,25 @@ def test_the_journal_leaves_no_file_once_the_report_is_written_and_skips_a_torn_
     assert [r.model for r in doc.records] == ["tiny-w96", "tiny-w128"] and doc.interrupted
     journal.remove()
     assert not list((tmp_path / "runs").iterdir())
+
+
+def test_the_digest_follows_the_weights_file_config_json_names(tmp_path):
+    """transformers reads config.json's ``transformers_weights`` first: the digest is of that file (review)."""
+    from models.identity import weight_files
+
+    folder = save_hf_folder(tmp_path / "m", arch="gpt2")
+    shutil.copy(folder / "model.safetensors", folder / "other.safetensors")
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "transformers_weights": "other.safetensors"}))
+    assert weight_files(folder) == [folder / "other.safetensors"]
+
+
+def test_a_merge_of_an_older_replay_line_with_a_quote_in_a_path_is_not_a_traceback(tmp_path):
+    from reports.merge import merge
+    from tests.test_merge import edit, load, machine
+
+    a = machine(tmp_path, "machine-a", {"tiny-w128": 128})
+    b = machine(tmp_path, "machine-b", {"tiny-w96": 96})
+    edit(b, replay=load(b)["replay"] + " --model /m/o'k")
+    folder, _ = merge([a, b], tmp_path / "merged")
+    assert "--model tiny-w96" in load(folder)["replay"]

@@ -47,7 +47,7 @@ CASES = textwrap.dedent('''
         value = {"holds": 1.0, "listed-holds": 1.0, "listed-control": 1.0, "nan": float("nan"), "straddles": 0.05,
                  "listed-straddles": 0.05, "straddling-control": 0.05}.get(case, -1.0)
         control = {"listed-control": -1.0, "straddling-control": 0.05, "straddling-control-claim-fails": 0.05}.get(case, 1.0)
-        longer = [Check.of("statistic at 5N", Estimate(0.3, 0.2, 0.4, 0.95, 16), "unit", "<", 0.0, "derivation",
+        longer = [Check.of("statistic, after 5N", Estimate(0.3, 0.2, 0.4, 0.95, 16), "unit", "<", 0.0, "derivation",
                            role="control", convergence=True)] if case == "listed-unconverged" else []
         claim.record([check(value), check(control, role="control"), *longer])
 ''')

@@ -455,10 +455,10 @@ def test_a_convergence_control_turns_a_failure_a_longer_descent_removes_into_unc
     def rec(claim_value: float, longer: float) -> ClaimRecord:
         return ClaimRecord("S3.7", 1, "m", "t", {}, [
             Check("claim", claim_value, claim_value - 0.01, claim_value + 0.01, "x", ">", 0.0, "d"),
-            Check("claim at 5N", longer, longer - 0.01, longer + 0.01, "x", "<", 0.0, "d", role="control",
+            Check("claim, after 5N", longer, longer - 0.01, longer + 0.01, "x", "<", 0.0, "d", role="control",
                   convergence=True)], outcome="inconclusive")
-    assert [c.name for c in rec(-0.5, 0.3).unconverged()] == ["claim at 5N"]  # the longer descent passes the claim
-    assert [c.name for c in rec(-0.5, 0.005).unconverged()] == ["claim at 5N"]  # it blurs the failure
+    assert [c.name for c in rec(-0.5, 0.3).unconverged()] == ["claim, after 5N"]  # the longer descent passes the claim
+    assert [c.name for c in rec(-0.5, 0.005).unconverged()] == ["claim, after 5N"]  # it blurs the failure
     assert rec(-0.5, -0.4).unconverged() == []  # the failure stays: it is the model's
 
     def held(longer: float) -> ClaimRecord:  # a hold and its control, compared as it holds
@@ -469,8 +469,22 @@ def test_a_convergence_control_turns_a_failure_a_longer_descent_removes_into_unc
     assert held(0.3).unconverged() == [] and held(0.3).failed("control") == []  # the hold stays
     assert [c.name for c in held(0.005).unconverged()] == ["claim, after 5N = 1000 steps"]  # blurred: unconverged
     assert held(0.005).headline.name == "claim, after 5N = 1000 steps"
+
+    def failed_beside_a_reversed_hold(stays: bool) -> ClaimRecord:  # a failure confirmed at 5N decides (review)
+        longer = -0.4 if stays else 0.3
+        return ClaimRecord("S3.11", 1, "m", "t", {}, [
+            Check("kept", 0.5, 0.49, 0.51, "x", ">", 0.0, "d"),
+            Check("kept, after 5N = 1000 steps", -0.5, -0.51, -0.49, "x", ">", 0.0, "d", role="control",
+                  convergence=True),
+            Check("twin", -0.5, -0.51, -0.49, "x", ">", 0.0, "d"),
+            Check("twin, after 5N = 1000 steps", longer, longer - 0.01, longer + 0.01, "x", "<", 0.0, "d",
+                  role="control", convergence=True)], outcome="inconclusive")
+    assert failed_beside_a_reversed_hold(stays=True).unconverged() == []  # the confirmed failure stands
+    assert len(failed_beside_a_reversed_hold(stays=False).unconverged()) == 2
+    head = rec(-0.5, -0.4).longest(rec(-0.5, -0.4).checks[0])  # a failure at 5N, compared as the claim is
+    assert head.value == -0.4 and head.comparison == ">" and head.status == "failed" and head.role == "claim"
     assert rec(-0.5, 0.3).failed("control") == [] and rec(-0.5, 0.3).inconclusive("control") == []
-    assert tables.cell(rec(-0.5, 0.3)).startswith("inconclusive (unconverged: claim at 5N)")
+    assert tables.cell(rec(-0.5, 0.3)).startswith("inconclusive (unconverged: claim, after 5N)")
     raw = rec(-0.5, 0.3).to_json()["checks"][1]
     assert raw["convergence"] is True and Check.from_json(raw).convergence
     with pytest.raises(ValueError, match="convergence"):

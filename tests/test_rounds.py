@@ -262,7 +262,7 @@ def test_an_unconverged_record_takes_no_further_look_and_an_undecided_one_does()
             self.stash = {RECORD_KEY: record}
 
     failing = Check("claim", -0.5, -0.6, -0.4, "x", ">", 0.0, "d")
-    removed = Check("claim at 5N", 0.3, 0.2, 0.4, "x", "<", 0.0, "d", role="control", convergence=True)
+    removed = Check("claim, after 5N", 0.3, 0.2, 0.4, "x", "<", 0.0, "d", role="control", convergence=True)
     straddling = Check("claim", 0.05, -0.05, 0.15, "x", ">", 0.0, "d")
     assert not _another_look(Item(ClaimRecord("S3.11", 8, "m", "t", {}, [failing, removed], outcome="inconclusive")),
                              last=False)

@@ -60,7 +60,7 @@ def continues(decided: str, descents: str, holds: bool = False) -> str:
     with ``holds``, where it holds), ``descents`` (which ones, in words) continue to LONGER·N steps."""
     return (f"Where {decided} {'is decided (holds or fails)' if holds else 'fails'}, {descents} continue from where "
             f"they ended to {LONGER}N steps (the convergence control, claims.s3_inversion.convergence): the verdict "
-            f"stands only if it stays. {SCHEDULE} {UNTRAINED_PAST_N}")
+            f"stands only if it stays. {SCHEDULE}")
 
 
 SCHEDULE = ("The continuation runs the setting's schedule anew from the found inputs (η from its start value down "

@@ -44,7 +44,7 @@ import numpy as np
 import pytest
 import torch
 
-from claims.s3_inversion.convergence import continues, convergence_check, further_steps
+from claims.s3_inversion.convergence import UNTRAINED_PAST_N, continues, convergence_check, further_steps
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, TOP_K, examples, first_prompt, layer_output, setting
 from claims.s3_inversion.scope import SMALL_TRAINED, UNTRAINED_INVERTS, works_control
 from latent_instruments.inversion import invert
@@ -268,7 +268,7 @@ def test_recovery_falls_sharply_with_output_features(model_name, subject, invers
             f"{len(curve(d))}); "
             "decoded by argmax of a_g·W_E⁺ over the whole vocabulary. k on a grid of quarters of d_model, then by "
             f"bisection to the crossing; {len(ks)} values of k evaluated. "
-            + continues("the jump", "the descents at k* and k* − 1")
+            + continues("the jump", "the descents at k* and k* − 1") + " " + UNTRAINED_PAST_N
         ),
         scaled=" ".join(filter(None, [
             f"S3: trained Llama-7B, 4096 features, one prompt; here {model_name}, {d} features. S3's "

@@ -33,7 +33,7 @@ the record is inconclusive (``claims.s3_inversion.convergence``).
 import numpy as np
 import pytest
 
-from claims.s3_inversion.convergence import continues, convergence_check
+from claims.s3_inversion.convergence import UNTRAINED_PAST_N, continues, convergence_check
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, first_prompt
 from claims.s3_inversion.scale import Scale
 from claims.s3_inversion.scope import SMALL_TRAINED, UNTRAINED_INVERTS, works_control
@@ -141,7 +141,7 @@ def test_attention_residual_carries_self_token_identity(model_name, subject, gro
             f"model and variant its {scale.headline_label}. Chance is the random start's "
             "accuracy. Statistic: (removed − chance) / (intact − chance). "
             + continues("a share (the trained model's also where it holds)",
-                        "that model's headline descents, intact and removed")
+                        "that model's headline descents, intact and removed") + " " + UNTRAINED_PAST_N
         ),
         scaled=" ".join(filter(None, [
             f"S3: trained and untrained Llama-7B (4096 wide), one prompt each; here {model_name} "

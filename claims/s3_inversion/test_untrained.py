@@ -17,7 +17,7 @@ import pytest
 from claims.s3_inversion.convergence import continues, convergence_check
 from claims.s3_inversion.inversions import ADAPTED_DESCRIPTION, DESCENT_SETTINGS, SOURCE_DESCRIPTION, SOURCE_PROMPT
 from latent_instruments.stats import proportion_difference
-from reports.checks import INCONCLUSIVE, Check
+from reports.checks import FAILED, INCONCLUSIVE, Check
 
 
 # S3.2: S3's one prompt is recovered exactly at N = 200; one success fixes no rate, so "recovers" is read as
@@ -135,11 +135,15 @@ def test_training_makes_inversion_worse(model_name, subject, group_twins, invers
                      "also recovers fewer tokens, not only fewer whole prompts; ordering, low end above 0"),
     ]
     longer = []
-    if any(g.status != INCONCLUSIVE for g in gaps):  # the trained descent continued; the twin stays at S3's N = 200
+    if any(g.status != INCONCLUSIVE for g in gaps):  # the trained descent continued; the twin's only for a failure
         [run] = inversions.runs_of(model_name, subject, [(0, best[0])], continued=True)  # the reported prompts
         continued = scale.reported(accuracy).copy()
         continued[:, 0, chosen[0]] = run.accuracy
-        at_longer = {gaps[0].name: proportion_difference(twin_exact, run.exact, paired=True),
+        twin_longer = twin_exact
+        if any(g.status == FAILED for g in gaps):  # more trained steps only deepen a failure: the twin's may end it
+            [twin_run] = inversions.runs_of(twin.name, twin, [(0, best[1])], continued=True)
+            continued[:, 1, chosen[1]], twin_longer = twin_run.accuracy, twin_run.exact
+        at_longer = {gaps[0].name: proportion_difference(twin_longer, run.exact, paired=True),
                      gaps[1].name: claim.bootstrap(continued, gap)}
         longer = [convergence_check(g, at_longer[g.name], scale.steps(model_name))
                   for g in gaps if g.status != INCONCLUSIVE]
@@ -156,7 +160,8 @@ def test_training_makes_inversion_worse(model_name, subject, group_twins, invers
             f"{ADAPTED_DESCRIPTION}; each model's statistic is its {scale.headline_label}'s. Restricted vocabulary "
             "as S3.2; "
             "−inf masking. "
-            + continues("a gap", "the trained model's headline descent (the twin's stays at S3's N = 200)", holds=True)
+            + continues("a gap", "the trained model's headline descent (the twin's stays at S3's N = 200, except where "
+                        "a gap fails: more trained steps can only deepen a failure, the twin's may end it)", holds=True)
         ),
         scaled=" ".join(filter(None, [
             "S3 compares trained and untrained GPT-2 (768 wide) on one prompt, trained N = 20000; here "

@@ -1,5 +1,5 @@
 """S4.5's checks as a pure function of its estimates: the claim test (``test_layernorm.py``) measures, this decides,
-and the self-test (``tests/test_final_norm_checks.py``) drives the same function to fail each check.
+and the self-tests (``tests/test_s4_checks.py``) drive the same function to fail each check.
 
 S4 Appendix III: "The LayerNorm will remove substantial differences in input norms. Norms of the outputs from the
 LayerNorm will vary a little depending on how closely aligned the input vectors were." Since version 8 the claim
@@ -47,8 +47,8 @@ class FinalNormEstimates:
 
 
 def final_norm_checks(e: FinalNormEstimates) -> list[Check]:
-    """S4.5's checks: the deciding bound on "a little" first (the record's headline), S4's ordering, then the three
-    controls. Pure: the same estimates give the same checks.
+    """S4.5's checks: the bound on "a little" first, S4's ordering, then the three controls (the record's headline is
+    the claim check of smallest margin, often the ordering). Pure: the same estimates give the same checks.
 
     Returns:
         two claim checks and three controls, in that order.
