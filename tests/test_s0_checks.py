@@ -415,3 +415,17 @@ def test_s0_6s_calibration_table_is_rewritten_between_its_markers_only(tmp_path)
     assert "values = [0.1, 0.2]" in text and "margin = 0.2" in text
     with pytest.raises(ValueError, match="no S0.6 calibration markers for 2048"):
         write({"positions": 2048, "sequences": 64, "seeds": [], "values": [], "quantile": 0.95, "margin": 0}, catalogue)
+
+
+def test_s0_6_on_an_init_the_margin_was_calibrated_on_is_not_informative(tmp_path):
+    """Issue 64, item 2: judged by its own sample the check could not fail, so ref-opt-125m at a calibration seed is
+    not informative and says why."""
+    import json
+
+    from tests.helpers import pytest_inprocess
+
+    done = pytest_inprocess("claims/s0_spectra/test_residuals.py", "-m", "gpu", "--claim", "S0.6", "--model",
+                            "ref-opt-125m", "--seed", "1001", "--report-dir", str(tmp_path), "-p", "no:cacheprovider")
+    assert done.returncode == 0, (done.stdout + done.stderr)[-2000:]
+    [record] = json.loads((tmp_path / "latest" / "results.json").read_text())["records"]
+    assert record["outcome"] == "not informative" and "calibrated on" in record["message"], record["message"]
