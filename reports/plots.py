@@ -102,7 +102,28 @@ def lines(plot: dict) -> str:
     return _png(fig)
 
 
-KINDS = {"loglog": loglog, "bars": bars, "lines": lines}  # every figure is one of these; a new claim adds none
+def beside(plot: dict) -> bytes:
+    """Figures of the kinds above drawn next to each other in one image (S0.6: its spectra and the out-of-sample
+    calibration of its margin).
+
+    plot: {"figures": [plot, ...]}, each a plot of another kind (not ``beside``).
+
+    Raises:
+        KeyError: for an unknown or nested kind.
+    """
+    images = [Image.open(io.BytesIO(_KINDS_ALONE[p["kind"]](p))).convert("RGB") for p in plot["figures"]]
+    joined = Image.new("RGB", (sum(i.width for i in images), max(i.height for i in images)), "white")
+    x = 0
+    for image in images:
+        joined.paste(image, (x, 0))
+        x += image.width
+    out = io.BytesIO()
+    joined.quantize(COLOURS, method=Image.Quantize.MEDIANCUT).save(out, format="PNG", optimize=True)
+    return out.getvalue()
+
+
+_KINDS_ALONE = {"loglog": loglog, "bars": bars, "lines": lines}
+KINDS = {**_KINDS_ALONE, "beside": beside}  # every figure is one of these; a new claim adds none
 
 
 def render(plot: dict) -> bytes:

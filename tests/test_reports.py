@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from fixtures.catalogue import catalogue_json
+from fixtures.catalogue import catalogue_json, load_catalogue
 from fixtures.settings import Settings
 from reports import baseline, render, tables, writer
 from latent_instruments.stats import Estimate
@@ -86,6 +86,23 @@ def test_a_whole_runs_figures_drawn_in_processes_are_the_bytes_drawn_one_by_one(
     assert list(in_processes) == list(one_by_one) and len(in_processes) == 4
     assert in_processes == one_by_one
     assert isinstance(in_processes[render.figure_name(3, doc.records[3])], str)
+
+
+def test_s0_6s_figure_shows_its_spectra_beside_the_out_of_sample_calibration_of_its_margin():
+    """Issue 64, item 2: S0.6's figure draws the catalogue's K calibration values, their margin, and the record's
+    statistic with its interval, next to the spectra, in one PNG wider than the spectra alone."""
+    from PIL import Image
+    import io
+    from claims.s0_spectra.bends import calibration_figure
+    from reports import plots
+    calibration = next(iter(load_catalogue().claims["S0.6"].calibrations))
+    panel = calibration_figure(calibration, Estimate(0.05, 0.04, 0.06, 0.95, 128), "ref-opt-125m")
+    assert sorted(calibration.values) == panel["series"]["calibration inits (sorted)"]["value"]
+    assert [calibration.margin] * 2 == next(s["value"] for k, s in panel["series"].items() if k.startswith("margin"))
+    alone, both = plots.render(SPECTRA), plots.render({"kind": "beside", "figures": [SPECTRA, panel]})
+    assert Image.open(io.BytesIO(both)).width > Image.open(io.BytesIO(alone)).width
+    with pytest.raises(KeyError):
+        plots.render({"kind": "beside", "figures": [{"kind": "beside", "figures": []}]})
 
 
 def test_report_files_are_readable_by_others_under_the_usual_umask(tmp_path):
@@ -349,7 +366,7 @@ def test_a_source_number_that_is_not_a_number_or_repeats_a_quantity_is_refused(t
 def test_a_measured_value_stands_beside_the_sources_number_and_an_unknown_quantity_is_refused():
     """Issue 56, item 1: a record keeps its value beside the catalogue's number of the same quantity, and the report's
     table shows the source's number, where it is in the source, and each subject's value ("—" where not measured)."""
-    from fixtures.catalogue import catalogue_json
+    from fixtures.catalogue import catalogue_json, load_catalogue
     from fixtures.recording import source_beside
     from reports.source_numbers import source_rows
 

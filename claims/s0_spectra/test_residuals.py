@@ -41,7 +41,7 @@ import pytest
 from claims.s0_spectra.conftest import (
     SPECTRA_NEEDS, beyond_null, early_blocks, loglog_panels, mean_fit,
 )
-from claims.s0_spectra.bends import bends, largest_later_bend, straight_bends
+from claims.s0_spectra.bends import bends, calibration_figure, largest_later_bend, straight_bends
 from fixtures.catalogue import load_catalogue
 from models.zoo import resolve
 from latent_instruments.clean_law import CLEAN_LAW_QUANTILE, clean_law_scatter, periodograms_averaged
@@ -232,7 +232,8 @@ def test_untrained_attention_residuals_are_nearly_straight(model_name, spectra, 
                  "scatter about the power law by block (decades)": dict(zip(_blocks(spectra.n_blocks), map(float, deviation))),
                  "reading: a clean law's scatter by block (decades; version 4's tolerance, which shrinks as the "
                  "sample grows)": dict(zip(_blocks(spectra.n_blocks), map(float, tolerance)))},
-        plot=_figure(model_name, "attention residuals (S0 Fig 4)", bins, attn),
+        plot={"kind": "beside", "figures": [_figure(model_name, "attention residuals (S0 Fig 4)", bins, attn),
+                                                  calibration_figure(calibration, later, model_name)]},
     )
 
 
