@@ -39,7 +39,7 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from claims.s3_inversion.convergence import deepens
+from claims.s3_inversion.convergence import LONGER, SCHEDULE, convergence_check, deepens
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, first_prompt, layer_output, setting
 from claims.s3_inversion.scope import SMALL_TRAINED, UNTRAINED_INVERTS, works_control
 from latent_instruments.inversion import invert
@@ -49,7 +49,7 @@ from models.adapters import adapter_for
 from models.forwards import side_by_side
 from models.loading import LoadedModel
 from reports.plots import series
-from reports.checks import Check
+from reports.checks import PASSED, Check
 
 
 MASKED = 1  # S3's usual [:, 1:, :]: the first position's output left out
@@ -62,7 +62,7 @@ SOME = 0.1  # control: the wide layers' inversion recovers some unmasked tokens 
 CPU_WIDTHS, CPU_SEEDS = (256, 512), 5  # S3's ratio of widths and head size, at widths a CPU inverts in seconds
 
 
-@pytest.mark.claim("S3.9", version=7, sample="prompts")  # 7: twin control, S3's scope quoted; 6: exact masked rates
+@pytest.mark.claim("S3.9", version=8, sample="prompts")  # 8: a hold continued to 5N; 7: twin control; 6: exact rates
 @pytest.mark.models("trained", "hf", twin=True)
 def test_later_positions_do_not_identify_a_masked_token(model_name, subject, group_twins, inversions, claim,
                                                         settings):
@@ -92,9 +92,7 @@ def test_later_positions_do_not_identify_a_masked_token(model_name, subject, gro
             f"tokens, not most (> {HALF}), where it recovers those of the untrained twin ({twin_works.value:.3f} of "
             f"its prompts, the control): a missed masked token would say nothing about the information between "
             f"positions. {SMALL_TRAINED}", details={"masked first token recovered": masked.value})
-    claim.record(
-        [
-            Check.of("fraction of prompts whose masked first token is recovered (restricted vocabulary)", masked,
+    masked_check = Check.of("fraction of prompts whose masked first token is recovered (restricted vocabulary)", masked,
                      "fraction of prompts", "<", RAREST,
                      "S3: trained Llama 7B-65B, Llama-2 70B and Mistral 7B never identify the masked first token "
                      "from [:, 1:, :] of block 1 (none of 6 models; none of the top-5 in its examples), while "
@@ -102,9 +100,15 @@ def test_later_positions_do_not_identify_a_masked_token(model_name, subject, gro
                      "per width), 'more than 4/5ths' of 8192-wide ones. 'Do not identify' is read as rarer than "
                      f"S3's rarest untrained rate, fewer than {RAREST:.1f} of the prompts by the interval's high end "
                      "(version 2 took one half, which a model finding the token in 2 of 5 prompts passed; S3's own "
-                     "figure is none, which S3's 6 models bound only to below 0.46 at 95 %)"),
-            twin_works,
-        ],
+                     "figure is none, which S3's 6 models bound only to below 0.46 at 95 %)")
+    longer = []
+    if masked_check.status == PASSED:  # a hold rests on the masked token not coming back at N: continued (issue 64)
+        [continued] = inversions.runs_of(model_name, subject, [(0, DESCENT_SETTINGS[best])], masked=MASKED,
+                                         continued=True)
+        longer = [convergence_check(masked_check, proportion(continued.hits[:, :MASKED].mean(1)),
+                                    scale.steps(model_name))]
+    claim.record(
+        [masked_check, twin_works, *longer],
         procedure=(
             f"{own.shape[0]} held-out prompts ({reported.shape[0]} reported) of {problem.tokens} tokens (S3.2's problem: restricted vocabulary of "
             "the continuation), inverted together from block 1's output at positions 2 onwards ([:, 1:, :]), "
@@ -112,6 +116,9 @@ def test_later_positions_do_not_identify_a_masked_token(model_name, subject, gro
             f"N = {run.steps}). The masked token counts as recovered where the first choice at position 1 is it. "
             + deepens("it fails where the masked token comes back on too many prompts; a longer descent fits the "
                       "later positions' outputs closer and can only find it more often")
+            + f" A hold rests on the masked token not coming back at N, which a longer descent could reverse: where "
+            f"it holds, the headline descent continues from where it ended to {LONGER}N steps on the same prompts "
+            f"(the convergence control), and the hold stands only if it stays. {SCHEDULE}"
         ),
         scaled=" ".join(filter(None, [f"S3: trained Llama 7B-65B (4096-8192 wide), a few prompts; here {model_name} "
                                       f"({subject.d_model} wide).", inversions.scale.note()])),
