@@ -14,9 +14,8 @@ from claims.s0_spectra.test_residuals import (
     BEND_MARGIN, CLOSER, PRETTY_CLOSE, S0_BLOCK1_BEND, _outlier, _spikes, apart_over_clean_law, bends, clean_law_tolerance,
     closeness_ratio, early_over_late, flattest_law, largest_later_bend, spikes_over_null,
 )
-from claims.s0_spectra.test_straightening import (
-    S0_BAND_DECADES, SPAN_LOW, learned_straightening, straightening,
-)
+from claims.s0_spectra.straightening_checks import S0_BAND_DECADES, SPAN_LOW
+from claims.s0_spectra.test_straightening import learned_straightening, straightening
 from latent_instruments.spectra import LogBins, fit_power_law, power_spectral_density
 from reports.checks import Check
 

@@ -15,15 +15,10 @@ from scipy import stats
 
 from claims.s0_spectra.conftest import SPECTRA_NEEDS, beyond_null, loglog_panels, mean_fit
 from reports.plots import series
-from reports.checks import Check
-
-
-# S0 (text under Fig 2): "the transformer output's power law only spans ~1 OOM" over rfftfreq(2048)'s band,
-# 1/2048 .. 1/2 cycles/token = 3.0 decades: an exponent of about -1/3. "About" is taken as a factor of two
-# either way in span (0.5 .. 2 decades), so the exponent lies in [-2/3.0, -0.5/3.0]; images' ~5 OOM
-# (exponent about -1.7) fall far outside.
-S0_BAND_DECADES = np.log10(1024)  # rfftfreq(2048): 1/2048 .. 1/2
-SPAN_LOW, SPAN_HIGH = 0.5, 2.0
+from claims.s0_spectra.straightening_checks import (
+    S0_BAND_DECADES, LearnedEstimates, SpanEstimates, StraighteningEstimates, learned_checks, span_checks,
+    straightening_checks,
+)
 
 
 def _deviation_by_layer(bins, units: np.ndarray) -> np.ndarray:
@@ -66,32 +61,7 @@ def test_power_law_straightens_with_depth(model_name, spectra, claim, settings):
     deviation = mean_fit(bins, hidden).deviation
     deviation_hann = mean_fit(bins, spectra.hidden_hann).deviation
     claim.record(
-        [
-            Check.of(f"trend: Spearman correlation of power-law scatter with depth, {labels[start]} to {labels[-1]}",
-                     trend, "ρ", "<", 0.0,
-                     "S0 Fig 2: 'the power law progressively straighten[s] out as the representation passes through "
-                     "the 12 transformer blocks'; layer by layer, so the rank correlation of scatter with depth must "
-                     "be negative (interval below 0). S0 gives no figure for a margin"),
-            Check.of(f"straightening: scatter at {labels[-1]} minus at {labels[start]}", drop, "decades", "<", 0.0,
-                     "S0 Fig 2: the last block's spectrum is straighter than the tok+pos embeddings'; the interval "
-                     "must lie below 0"),
-            Check.of(f"into a power law: exponent at {labels[-1]}", slope, "log-log slope", "<", 0.0,
-                     "a white spectrum is straight too; 'power law' needs power falling with frequency (S0.4 tests "
-                     "its size)"),
-            Check.of(f"leakage check: straightening of the Hann-windowed spectra, {labels[-1]} minus "
-                     f"{labels[start]}", windowed, "decades", "<", 0.0,
-                     "without a window a slow drift leaks ~f⁻² power over the whole band and passes for a power "
-                     "law; the windowed, mean-removed spectra must straighten too. A claim check, not a control: "
-                     "a straightening that only leakage shows is the claim failing (a finding), and as a control "
-                     "it would turn every model that does not straighten into 'control failed'"),
-            Check.of(f"straightening, {labels[-1]} minus {labels[start]}, minus that of the position-shuffled "
-                     "stream", ordered, "decades", "<", 0.0,
-                     "control: the straightening is of structure along the sequence. With positions shuffled (the "
-                     "same tokens' states, white by construction) the scatter is the estimator's noise; where that "
-                     "noise alone falls with depth (a few outlier tokens early, even states late) the claim checks "
-                     "pass with no law at all. The real stream must straighten more (paired bootstrap)",
-                     role="control", guards_pass=True),
-        ],
+        straightening_checks(StraighteningEstimates(trend, drop, slope, windowed, ordered), labels[start], labels[-1]),
         procedure=(f"{hidden.shape[0]} held-out sequences of {spectra.positions} tokens (S0: 8 × 2048 of C4), first "
                    "token dropped, |rfft|² averaged over d_model then sequences (S0's procedure, no window); "
                    f"least-squares line through {bins.centers.size} log-spaced bins ({bins.band_decades:.2f} decades; "
@@ -121,24 +91,10 @@ def test_final_power_law_spans_about_one_decade(model_name, spectra, claim):
     bins, hidden, labels = spectra.bins, spectra.hidden, spectra.labels
     slope = claim.bootstrap(hidden[:, -1], lambda u: float(mean_fit(bins, u).slope))
     windowed = claim.bootstrap(spectra.hidden_hann[:, -1], lambda u: float(mean_fit(bins, u).slope))
-    steep, shallow = -SPAN_HIGH / S0_BAND_DECADES, -SPAN_LOW / S0_BAND_DECADES
     by_layer = [claim.bootstrap(hidden[:, i], lambda u: float(mean_fit(bins, u).slope))
                 for i in range(len(labels))]
-    derivation = ("S0 under Fig 2: the output's law 'only spans ~1 OOM' (images: ~5) over rfftfreq(2048)'s 3.0 "
-                  f"decades: exponent ≈ −0.33. 'About' = a factor of two in span, 0.5 to 2 decades: exponent in "
-                  f"[{steep:.3f}, {shallow:.3f}]; the interval must lie inside")
     claim.record(
-        [
-            Check.of(f"exponent at {labels[-1]}, steeper than half a decade per 3.0", slope, "log-log slope", "<",
-                     shallow, derivation),
-            Check.of(f"exponent at {labels[-1]}, shallower than two decades per 3.0", slope, "log-log slope", ">",
-                     steep, derivation),
-            Check.of(f"exponent at {labels[-1]}, Hann-windowed with the mean removed", windowed, "log-log slope", "<",
-                     0.0, "control: without a window a slow drift along the sequence leaks ~f⁻² power over the whole "
-                     "band and passes for a law of any span; a law of the states survives the window, leakage does "
-                     "not, so the windowed spectrum must still fall with frequency", role="control",
-                     guards_pass=True),
-        ],
+        span_checks(SpanEstimates(slope, windowed), labels[-1]),
         beside_source={"span of the final layers' power law": abs(slope.value) * S0_BAND_DECADES},
         procedure=(f"{hidden.shape[0]} held-out sequences of {spectra.positions} tokens, S0's procedure; exponent of "
                    f"the least-squares line through {bins.centers.size} log-spaced bins of the last block's "
@@ -185,19 +141,7 @@ def test_straightening_is_learned(model_name, spectra, twin_spectra, claim, sett
     with_positions = np.stack([spectra.hidden, twin_spectra.hidden], axis=1)
     start = spectra.start
     claim.record(
-        [
-            Check.of(f"straightening from block 1 to {spectra.labels[-1]}, positions removed: trained minus twin",
-                     learned, "decades", "<", 0.0,
-                     "S0 Fig 3: the randomly initialised OPT-125m's spectra do not straighten ('the hidden layers "
-                     "have learned to straighten out the power law'); the trained model's drop in scatter must "
-                     "exceed the twin's (paired bootstrap over sequences); no figure for a margin. The learned "
-                     "position embedding is subtracted at every layer, so its bump (S0.2) cannot stand for it"),
-            Check.of("the same difference minus that of the position-shuffled streams", ordered, "decades", "<", 0.0,
-                     "control: a difference the two models' position-shuffled states show as well (white, every "
-                     "token's state kept) is a difference in the estimator's noise, not in a law along the "
-                     "sequence; the real difference must be the larger (paired bootstrap)", role="control",
-                     guards_pass=True),
-        ],
+        learned_checks(LearnedEstimates(learned, ordered), spectra.labels[-1]),
         procedure=(f"{spectra.hidden.shape[0]} held-out sequences of {spectra.positions} tokens through the model "
                    "and its untrained twin (same config, seeded random init); each layer's state minus the model's "
                    "own position embedding (where learned), spectra as in S0.3, straightening = scatter at the last "

@@ -1,0 +1,133 @@
+"""S0.3, S0.4 and S0.5's checks as pure functions of their estimates: ``test_straightening.py`` measures, these
+decide, and the self-tests (``tests/cases_s0.py``) drive the same functions to hold and to fail each check.
+
+S0 (text under Fig 2): "the transformer output's power law only spans ~1 OOM" over rfftfreq(2048)'s band, 1/2048 ..
+1/2 cycles/token = 3.0 decades: an exponent of about -1/3. "About" is taken as a factor of two either way in span
+(0.5 .. 2 decades), so the exponent lies in [-2/3.0, -0.5/3.0]; images' ~5 OOM (exponent about -1.7) fall far
+outside.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from latent_instruments.stats import Estimate
+from reports.checks import Check
+
+S0_BAND_DECADES = np.log10(1024)  # rfftfreq(2048): 1/2048 .. 1/2
+SPAN_LOW, SPAN_HIGH = 0.5, 2.0
+
+
+@dataclass(frozen=True)
+class StraighteningEstimates:
+    """What S0.3's test measures on a trained model's hidden-state spectra, each over sequences (the bootstrap unit).
+
+    Attributes:
+        trend: Spearman correlation of the power-law scatter with depth, start layer to last block (ρ).
+        drop: scatter at the last block minus at the start layer (decades).
+        slope: the last block's power-law exponent (log-log slope).
+        windowed: ``drop`` of the Hann-windowed, mean-removed spectra (decades).
+        ordered: ``drop`` minus that of the position-shuffled stream (decades, paired).
+    """
+
+    trend: Estimate
+    drop: Estimate
+    slope: Estimate
+    windowed: Estimate
+    ordered: Estimate
+
+
+def straightening_checks(e: StraighteningEstimates, start: str, last: str) -> list[Check]:
+    """S0.3's checks: four claim checks (trend, straightening, a power law, the leakage check) and the
+    position-shuffled control guarding a pass; ``start`` and ``last`` name the layers compared ("embed",
+    "block 6")."""
+    return [
+        Check.of(f"trend: Spearman correlation of power-law scatter with depth, {start} to {last}",
+                 e.trend, "ρ", "<", 0.0,
+                 "S0 Fig 2: 'the power law progressively straighten[s] out as the representation passes through "
+                 "the 12 transformer blocks'; layer by layer, so the rank correlation of scatter with depth must "
+                 "be negative (interval below 0). S0 gives no figure for a margin"),
+        Check.of(f"straightening: scatter at {last} minus at {start}", e.drop, "decades", "<", 0.0,
+                 "S0 Fig 2: the last block's spectrum is straighter than the tok+pos embeddings'; the interval "
+                 "must lie below 0"),
+        Check.of(f"into a power law: exponent at {last}", e.slope, "log-log slope", "<", 0.0,
+                 "a white spectrum is straight too; 'power law' needs power falling with frequency (S0.4 tests "
+                 "its size)"),
+        Check.of(f"leakage check: straightening of the Hann-windowed spectra, {last} minus "
+                 f"{start}", e.windowed, "decades", "<", 0.0,
+                 "without a window a slow drift leaks ~f⁻² power over the whole band and passes for a power "
+                 "law; the windowed, mean-removed spectra must straighten too. A claim check, not a control: "
+                 "a straightening that only leakage shows is the claim failing (a finding), and as a control "
+                 "it would turn every model that does not straighten into 'control failed'"),
+        Check.of(f"straightening, {last} minus {start}, minus that of the position-shuffled "
+                 "stream", e.ordered, "decades", "<", 0.0,
+                 "control: the straightening is of structure along the sequence. With positions shuffled (the "
+                 "same tokens' states, white by construction) the scatter is the estimator's noise; where that "
+                 "noise alone falls with depth (a few outlier tokens early, even states late) the claim checks "
+                 "pass with no law at all. The real stream must straighten more (paired bootstrap)",
+                 role="control", guards_pass=True),
+    ]
+
+
+@dataclass(frozen=True)
+class SpanEstimates:
+    """What S0.4's test measures on the last block's spectrum, over sequences.
+
+    Attributes:
+        slope: its power-law exponent (log-log slope).
+        windowed: the exponent of its Hann-windowed, mean-removed spectrum.
+    """
+
+    slope: Estimate
+    windowed: Estimate
+
+
+def span_checks(e: SpanEstimates, last: str) -> list[Check]:
+    """S0.4's checks: the exponent inside S0's span of about one decade over 3.0 (two claim checks), and the
+    Hann-window control guarding a pass; ``last`` names the last block."""
+    steep, shallow = -SPAN_HIGH / S0_BAND_DECADES, -SPAN_LOW / S0_BAND_DECADES
+    derivation = ("S0 under Fig 2: the output's law 'only spans ~1 OOM' (images: ~5) over rfftfreq(2048)'s 3.0 "
+                  f"decades: exponent ≈ −0.33. 'About' = a factor of two in span, 0.5 to 2 decades: exponent in "
+                  f"[{steep:.3f}, {shallow:.3f}]; the interval must lie inside")
+    return [
+        Check.of(f"exponent at {last}, steeper than half a decade per 3.0", e.slope, "log-log slope", "<",
+                 shallow, derivation),
+        Check.of(f"exponent at {last}, shallower than two decades per 3.0", e.slope, "log-log slope", ">",
+                 steep, derivation),
+        Check.of(f"exponent at {last}, Hann-windowed with the mean removed", e.windowed, "log-log slope", "<",
+                 0.0, "control: without a window a slow drift along the sequence leaks ~f⁻² power over the whole "
+                 "band and passes for a law of any span; a law of the states survives the window, leakage does "
+                 "not, so the windowed spectrum must still fall with frequency", role="control",
+                 guards_pass=True),
+    ]
+
+
+@dataclass(frozen=True)
+class LearnedEstimates:
+    """What S0.5's test measures on a trained model and its untrained twin, positions removed, paired over sequences.
+
+    Attributes:
+        learned: straightening from block 1 to the last block, trained minus twin (decades).
+        ordered: that difference minus the position-shuffled streams' (decades).
+    """
+
+    learned: Estimate
+    ordered: Estimate
+
+
+def learned_checks(e: LearnedEstimates, last: str) -> list[Check]:
+    """S0.5's checks: the trained model straightens more than its twin (claim check), by more than the shuffled
+    streams do (control guarding a pass); ``last`` names the last block."""
+    return [
+        Check.of(f"straightening from block 1 to {last}, positions removed: trained minus twin",
+                 e.learned, "decades", "<", 0.0,
+                 "S0 Fig 3: the randomly initialised OPT-125m's spectra do not straighten ('the hidden layers "
+                 "have learned to straighten out the power law'); the trained model's drop in scatter must "
+                 "exceed the twin's (paired bootstrap over sequences); no figure for a margin. The learned "
+                 "position embedding is subtracted at every layer, so its bump (S0.2) cannot stand for it"),
+        Check.of("the same difference minus that of the position-shuffled streams", e.ordered, "decades", "<", 0.0,
+                 "control: a difference the two models' position-shuffled states show as well (white, every "
+                 "token's state kept) is a difference in the estimator's noise, not in a law along the "
+                 "sequence; the real difference must be the larger (paired bootstrap)", role="control",
+                 guards_pass=True),
+    ]
