@@ -300,7 +300,8 @@ def test_s0_2_control_fails_a_tilt_that_only_the_sequence_start_gives():
 def test_s0_2_a_genuine_failure_reads_as_a_finding_not_a_failed_control():
     """Positions with no low-frequency structure (a high-frequency pattern alone): the tilt fails and so does its
     Hann control, which guards the pass only; the record fails on its claim check (a finding)."""
-    from claims.s0_spectra.test_embeddings import _tilt, tilt_checks
+    from claims.s0_spectra.embedding_checks import TiltEstimates, tilt_checks
+    from claims.s0_spectra.test_embeddings import _tilt
     from reports.checks import ClaimRecord
 
     t = torch.arange(128, dtype=torch.float32)
@@ -310,7 +311,7 @@ def test_s0_2_a_genuine_failure_reads_as_a_finding_not_a_failed_control():
                for w in (None, "hann")}
     bins = LogBins.of(np.fft.rfftfreq(127))
     tilt = {w: estimate(u, lambda v: _tilt(bins, v[:, 1], v[:, 0]), seed=0) for w, u in spectra.items()}
-    rec = ClaimRecord("S0.2", 4, "m", "t", {}, tilt_checks(tilt[None], tilt[None], tilt["hann"]))
+    rec = ClaimRecord("S0.2", 4, "m", "t", {}, tilt_checks(TiltEstimates(tilt[None], tilt[None], tilt["hann"])))
     assert [c.status for c in rec.checks] == ["failed", "failed", "failed"]
     assert rec.failed("control") == [] and len(rec.failed("claim")) == 2
 

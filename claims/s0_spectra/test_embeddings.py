@@ -8,13 +8,7 @@ import numpy as np
 import pytest
 
 from claims.s0_spectra.conftest import SPECTRA_NEEDS, mean_fit
-from latent_instruments.stats import Estimate
-from reports.checks import Check
-
-
-# S0 Fig 2: the final layers' law spans about one decade of power over the 3.0 decades of frequency of 2047
-# positions, an exponent of about -1/3. "Flat" (uniform power) is taken as an exponent within a third of that:
-FLAT_SLOPE = 0.1
+from claims.s0_spectra.embedding_checks import FlatEstimates, TiltEstimates, flat_checks, tilt_checks
 
 
 @pytest.mark.claim("S0.1", version=2, sample="prompts")  # 2: more prompts while inconclusive (fixtures.rounds)
@@ -32,21 +26,8 @@ def test_token_embeddings_have_a_flat_spectrum(model_name, spectra, claim):
     bins, embed = spectra.bins, spectra.hidden[:, spectra.labels.index("embed")]  # (batch, n_freq)
     slope = claim.bootstrap(embed, lambda u: float(mean_fit(bins, u).slope))
     shuffled = claim.bootstrap(spectra.shuffled_embed, lambda u: abs(float(mean_fit(bins, u).slope)))
-    derivation = (f"S0 Fig 2/3: 'uniform power across frequency just after the initial token embeddings'. S0 gives "
-                  f"no number; flat is read as an exponent within ±{FLAT_SLOPE}, a third of the about −1/3 of the "
-                  "final layers' law in the same figure (one decade over 3.0 decades of frequency, S0.4), so flat "
-                  "and power law cannot be confused; the interval must lie inside the band")
     claim.record(
-        [
-            Check.of("token-embedding exponent, above the lower edge", slope, "log-log slope", ">", -FLAT_SLOPE,
-                     derivation),
-            Check.of("token-embedding exponent, below the upper edge", slope, "log-log slope", "<", FLAT_SLOPE,
-                     derivation),
-            Check.of("shuffled-position control: magnitude of the shuffled embeddings' exponent", shuffled,
-                     "log-log slope", "<", FLAT_SLOPE, "tokens shuffled within each sequence have a white spectrum "
-                     "in expectation; a larger exponent means the instrument tilts spectra, and a flat verdict "
-                     "would mean nothing", role="control"),
-        ],
+        flat_checks(FlatEstimates(slope, shuffled)),
         procedure=(f"{embed.shape[0]} held-out sequences of {spectra.positions} tokens (S0: 8 × 2048 of C4), first "
                    f"token dropped, |rfft|² averaged over d_model then sequences; power-law fit over "
                    f"{bins.centers.size} log-spaced bins ({bins.band_decades:.2f} decades of frequency)."),
@@ -61,29 +42,6 @@ def _tilt(bins, pos: np.ndarray, tok: np.ndarray) -> float:
     """Low-band gain minus high-band gain, in decades, of tok+pos over tok; pos, tok (batch, n_freq)."""
     p, t = pos.mean(axis=0), tok.mean(axis=0)
     return float(np.log10(p[bins.low].mean() / t[bins.low].mean()) - np.log10(p[bins.high].mean() / t[bins.high].mean()))
-
-
-def tilt_checks(trained: Estimate, learned: Estimate, hann: Estimate) -> list[Check]:
-    """S0.2's claim checks (the tilt, and the trained model's over its twin's) and its Hann-window control.
-
-    The control guards the pass (``guards_pass``): it is the claim's own tilt through another window, so where the
-    tilt genuinely fails it fails too, and the record must read as the claim failing (a finding), not as a failed
-    control.
-    """
-    return [
-        Check.of("low-frequency tilt added by the position embeddings", trained, "decades", ">", 0.0,
-                 "S0 Fig 2: 'an increase in low frequencies after the position embeddings get added'; no number "
-                 "is given, so the threshold is the claim's sign, cleared by the low end of the interval"),
-        Check.of("tilt of the trained model minus its untrained twin's", learned, "decades", ">", 0.0,
-                 "S0 Fig 3: 'at initialization the position embeddings are flat'; the rise must be learned, so "
-                 "the trained tilt must exceed the twin's on the same token ids (paired bootstrap)"),
-        Check.of("the same tilt, Hann-windowed with each sequence's mean removed", hann, "decades", ">", 0.0,
-                 "control: S0's unwindowed periodogram leaks power from the sequence's ends and slow drifts into "
-                 "the low band (as S0.3's and S0.10's controls); position embeddings that differ at the first "
-                 "few positions, or drift, would tilt it with no low-frequency structure along the sequence. "
-                 "The tilt must survive a Hann window (which tapers the ends), by the interval's low end",
-                 role="control", guards_pass=True),
-    ]
 
 
 @pytest.mark.claim("S0.2", version=4, sample="prompts")  # 4: the Hann control guards the pass (3: it, 2: more prompts)
@@ -108,7 +66,7 @@ def test_learned_positions_raise_low_frequencies(model_name, spectra, twin_spect
     twin = _tilt(bins, paired[:, 1, 1], paired[:, 1, 0])
     hann = claim.bootstrap(spectra.hidden_hann[:, [i_tok, i_pos]], lambda u: _tilt(bins, u[:, 1], u[:, 0]))
     claim.record(
-        tilt_checks(trained, learned, hann),
+        tilt_checks(TiltEstimates(trained, learned, hann)),
         procedure=(f"{spectra.hidden.shape[0]} held-out sequences of {spectra.positions} tokens; mean power over the "
                    "lowest and the top third of the non-zero band in log frequency, of the token embeddings and of "
                    "token + position embeddings (the first block's input)."),

@@ -1,0 +1,83 @@
+"""S0.1 and S0.2's checks as pure functions of their estimates: ``test_embeddings.py`` measures, these decide, and the
+self-tests (``tests/cases_s0.py``, ``tests/test_s0_checks.py``) drive the same functions to hold and to fail.
+
+S0 Fig 2: the final layers' law spans about one decade of power over the 3.0 decades of frequency of 2047
+positions, an exponent of about -1/3. "Flat" (uniform power) is taken as an exponent within a third of that
+(``FLAT_SLOPE``).
+"""
+
+from dataclasses import dataclass
+
+from latent_instruments.stats import Estimate
+from reports.checks import Check
+
+FLAT_SLOPE = 0.1
+
+
+@dataclass(frozen=True)
+class FlatEstimates:
+    """What S0.1's test measures on the token-embedding states, over sequences.
+
+    Attributes:
+        slope: the power-law exponent of their mean spectrum (log-log slope).
+        shuffled: the magnitude of that exponent with positions shuffled within each sequence (white by construction).
+    """
+
+    slope: Estimate
+    shuffled: Estimate
+
+
+def flat_checks(e: FlatEstimates) -> list[Check]:
+    """S0.1's checks: the exponent inside ±``FLAT_SLOPE`` (two claim checks) and the shuffled-position control."""
+    derivation = (f"S0 Fig 2/3: 'uniform power across frequency just after the initial token embeddings'. S0 gives "
+                  f"no number; flat is read as an exponent within ±{FLAT_SLOPE}, a third of the about −1/3 of the "
+                  "final layers' law in the same figure (one decade over 3.0 decades of frequency, S0.4), so flat "
+                  "and power law cannot be confused; the interval must lie inside the band")
+    return [
+        Check.of("token-embedding exponent, above the lower edge", e.slope, "log-log slope", ">", -FLAT_SLOPE,
+                 derivation),
+        Check.of("token-embedding exponent, below the upper edge", e.slope, "log-log slope", "<", FLAT_SLOPE,
+                 derivation),
+        Check.of("shuffled-position control: magnitude of the shuffled embeddings' exponent", e.shuffled,
+                 "log-log slope", "<", FLAT_SLOPE, "tokens shuffled within each sequence have a white spectrum "
+                 "in expectation; a larger exponent means the instrument tilts spectra, and a flat verdict "
+                 "would mean nothing", role="control"),
+    ]
+
+
+@dataclass(frozen=True)
+class TiltEstimates:
+    """What S0.2's test measures, over sequences: low-band minus high-band gain of tok+pos over tok (decades).
+
+    Attributes:
+        trained: the trained model's tilt.
+        learned: its tilt minus its untrained twin's, paired on the same token ids.
+        hann: the trained model's tilt, Hann-windowed with each sequence's mean removed.
+    """
+
+    trained: Estimate
+    learned: Estimate
+    hann: Estimate
+
+
+def tilt_checks(e: TiltEstimates) -> list[Check]:
+    """S0.2's claim checks (the tilt, and the trained model's over its twin's) and its Hann-window control.
+
+    The control guards the pass (``guards_pass``): it is the claim's own tilt through another window, so where the
+    tilt genuinely fails it fails too, and the record must read as the claim failing (a finding), not as a failed
+    control.
+    """
+    return [
+        Check.of("low-frequency tilt added by the position embeddings", e.trained, "decades", ">", 0.0,
+                 "S0 Fig 2: 'an increase in low frequencies after the position embeddings get added'; no number "
+                 "is given, so the threshold is the claim's sign, cleared by the low end of the interval"),
+        Check.of("tilt of the trained model minus its untrained twin's", e.learned, "decades", ">", 0.0,
+                 "S0 Fig 3: 'at initialization the position embeddings are flat'; the rise must be learned, so "
+                 "the trained tilt must exceed the twin's on the same token ids (paired bootstrap)"),
+        Check.of("the same tilt, Hann-windowed with each sequence's mean removed", e.hann, "decades", ">", 0.0,
+                 "control: S0's unwindowed periodogram leaks power from the sequence's ends and slow drifts into "
+                 "the low band (as S0.3's and S0.10's controls); position embeddings that differ at the first "
+                 "few positions, or drift, would tilt it with no low-frequency structure along the sequence. "
+                 "The tilt must survive a Hann window (which tapers the ends), by the interval's low end",
+                 role="control", guards_pass=True),
+    ]
