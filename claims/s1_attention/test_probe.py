@@ -17,11 +17,11 @@ import pytest
 import torch
 
 from claims.s1_attention.conftest import per_layer
+from claims.s1_attention.probe_checks import ProbeEstimates, probe_checks
 from latent_instruments.probes import layer_probe, majority_rate, shuffled_null, time_pooled
 from models.capture import run_with_cache
 from models.corpus import NoPlaysError, corpus_works
 from reports.plots import series
-from reports.checks import Check
 
 
 WINDOWS_PER_PLAY = 12  # 37 plays × 12 = 444 windows; each fold trains on about 10 per play
@@ -112,34 +112,11 @@ def test_pooled_features_are_linearly_separable_by_play(model_name, subject, cor
     genre = np.array([g for g in genres if g is not None])
     genre_correct = layer_probe(features[with_genre], genre, settings.seed)
     chance, n = majority_rate(plays), len(plays)
-    noise = 4 * np.sqrt(chance * (1 - chance) / n)
     accuracy = per_layer(correct, lambda u: float(u.mean()), settings.seed)
     last = correct.shape[1] - 1
     best_minus_last = claim.bootstrap(correct, lambda u: float(u[:, 1:].mean(axis=0).max() - u[:, -1].mean()))
     claim.record(
-        [
-            Check.of("cross-validated accuracy of the best block's pooled features (37 plays)",
-                     claim.bootstrap(correct, _best_block), "fraction", ">", null.high,
-                     "S1: a linear layer on 'context-pooled' features is useful for classification, i.e. the class is "
-                     "linearly decodable from the time average; S1 gives no accuracy, so the threshold is the claim's "
-                     f"own bound: the same probe with the play labels shuffled, mean of {SHUFFLES} shufflings at the "
-                     f"same block, by the high end of its 95 % interval over windows ({null.value:.4f} "
-                     f"[{null.low:.4f}, {null.high:.4f}]; the majority rate is {chance:.4f}), cleared by the low end "
-                     "of the probe's own interval. The best block, since S1 says middle layers may be the useful "
-                     "ones; the selection among blocks is inside the bootstrap"),
-            Check.of(f"the same with the play labels shuffled, mean of {SHUFFLES} shufflings (the claim's best block)",
-                     null, "fraction", "<", chance + noise,
-                     "control: with labels permuted at random no probe can beat chance, so a probe that did would be "
-                     "reading overlap between training and test windows, not the class; the threshold is the "
-                     f"majority rate plus 4 binomial standard errors of an n = {n} chance accuracy "
-                     f"({chance + noise:.4f}), cleared by the high end of the interval. Taken at the block the claim "
-                     f"picks (on the whole sample) and averaged over {SHUFFLES} shufflings (a window's unit is its "
-                     "mean correctness over them). Version 1 took one shuffling and the best of the blocks: that "
-                     "statistic's own noise and selection, with the interval's width on top, come within reach of the "
-                     "bound with no leak at all (one build of tiny-w192: 0.043 [0.029, 0.065] against 0.058). The "
-                     "same shufflings are the claim's null",
-                     role="control"),
-        ],
+        probe_checks(ProbeEstimates(claim.bootstrap(correct, _best_block), null, chance, n, SHUFFLES)),
         procedure=(
             f"{n} windows of {length} tokens, {WINDOWS_PER_PLAY} per play from each play's text after its first "
             f"{SKIP_FRACTION:.0%} (title and cast list), one per equal segment, none overlapping; features: the mean "

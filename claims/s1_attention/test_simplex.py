@@ -22,7 +22,9 @@ from latent_instruments.attention_fit import pattern_fit
 from latent_instruments.stats import per_unit
 from models.attention_forms import module_inputs, output_projection, score_form
 from models.capture import run_with_cache
-from reports.checks import Check
+from claims.s1_attention.identity_checks import (
+    ConvexEstimates, OddsRatioEstimates, SimplexEstimates, convex_checks, odds_ratio_checks, simplex_checks,
+)
 
 
 PATTERNS = "blocks.*.attn.hook_pattern"
@@ -53,27 +55,8 @@ def test_attention_rows_lie_on_the_simplex(model_name, activations, claim, setti
     zero = torch.finfo(dtype).smallest_normal
     blocks = list(range(1, len(patterns) + 1))
     claim.record(
-        [
-            Check.of("worst |Σ_j p_ij − 1| over prompts, blocks, heads, rows", per_unit(row_sum, "max"),
-                     "probability", "<", sum_tolerance,
-                     "S1: 'all of the rows of S are vectors lying in the (T−1)-simplex', exact in real arithmetic; "
-                     f"the bound is the rounding of a {settings.dtype_name} softmax over {n_keys} keys: ε/2 of the dtype "
-                     f"for the output plus (n + 2)·ε of its accumulation type for exp, the row sum (Higham's γ_n) and "
-                     f"the division, = {sum_tolerance:.3g} (ε is twice the unit roundoff: a factor 2 to spare)"),
-            Check.of("worst probability on a future key (j > i)", per_unit(future, "max"),
-                     "probability", "<", zero,
-                     "S1: 'only really looking at causally appropriate indices' — the causal mask M adds the dtype's "
-                     "most negative number (or −inf) before the softmax, so exp underflows to exactly 0; the threshold "
-                     f"is the dtype's smallest normal number ({zero:.3g}): anything larger is a mask that leaked"),
-            Check.of("worst negative entry, max(−p_ij)", per_unit(negative, "max"),
-                     "probability", "<", zero,
-                     "a softmax is a ratio of exponentials, ≥ 0 in any rounding; the same smallest-normal threshold"),
-            Check.of("largest probability the future check finds in the transposed pattern",
-                     per_unit(leak, "max"), "probability", ">", zero,
-                     "control: the transpose moves each row's past weights onto future keys, a leak the future check "
-                     "must see; it fails if the check reads the wrong triangle, or if every head attends only to its "
-                     "own position (the zero-future check would then test nothing)", role="control"),
-        ],
+        simplex_checks(SimplexEstimates(per_unit(row_sum, "max"), per_unit(future, "max"), per_unit(negative, "max"),
+                                        per_unit(leak, "max")), settings.dtype_name, n_keys, sum_tolerance, zero),
         procedure=(
             f"The eager attention pattern (output_attentions) of {row_sum.shape[0]} held-out prompts of {n_keys} "
             f"tokens, every block and head, read in float64; the model ran in {settings.dtype_name}."
@@ -141,29 +124,10 @@ def test_attention_is_a_gaussian_odds_ratio(model_name, subject, activations, cl
             f"{control.min():.3g} ≤ 1): the identity cannot be resolved at this precision; run with --dtype float32",
             details={"worst ratio to bound": float(ratio.max()), "σ² = 2/s: smallest ratio": float(control.min())})
     blocks = list(range(1, len(forms) + 1))
-    checks = [
-        Check.of("worst |p − p̂| / rounding bound over prompts, blocks, heads, rows, keys",
-                 per_unit(ratio, "max"), "ratio", "<", 1.0,
-                 "S1's S_ij ∝ N(q_i|k_j) / (N(q_i|0) N(k_j|0)) is an identity, exact in real arithmetic, so the "
-                 "threshold is the rounding of the model's own computation: each score is off by at most "
-                 "Δ = s·max‖q_i‖‖k_j‖·[(d + 2)·ε_acc + 6·ε] (γ_d of the dot product and the max subtraction in the "
-                 f"accumulation type, six roundings to {settings.dtype_name}: rotary, score, scaling), which moves p "
-                 "by a factor within e^{±2Δ}, plus the softmax's own rounding; the ratio to that bound must stay below 1 "
-                 "(the worst case: the claim is an identity, asserted of every entry and decided on each)"),
-        Check.of("smallest ratio with σ² = 2/s (Gaussians twice as wide) over prompts and blocks",
-                 per_unit(control, "min"), "ratio", ">", 1.0,
-                 "control: a scaling off by a factor 2 must be detected in every block of every prompt, or the check "
-                 "could pass because the patterns are too flat to tell one scale from another (the near-uniform "
-                 "attention of a random init); the same bound, now to be exceeded by the lower interval end",
-                 role="control"),
-    ]
-    if unrotated:
-        unrotated_units = np.stack([u.numpy() for u in unrotated], axis=1)
-        checks.append(Check.of(
-            "smallest ratio without the rotary embedding over prompts and blocks",
-            per_unit(unrotated_units, "min"), "ratio", ">", 1.0,
-            "control (rotary models): the same form on the unrotated q and k must miss the pattern in every block of "
-            "every prompt, or the rotary handling would be untested: a pass that did not need it", role="control"))
+    unrotated_units = np.stack([u.numpy() for u in unrotated], axis=1) if unrotated else None
+    checks = odds_ratio_checks(OddsRatioEstimates(
+        per_unit(ratio, "max"), per_unit(control, "min"),
+        None if unrotated_units is None else per_unit(unrotated_units, "min")), settings.dtype_name)
     details = {
         "score form": _forms_table(forms),
         "per_block": {f"block {b}": {"worst ratio to bound": float(ratio[:, i].max()),
@@ -220,20 +184,7 @@ def test_head_outputs_are_convex_combinations_of_values(model_name, subject, pro
     n_keys = prompts.shape[1]
     blocks = list(range(1, len(attentions) + 1))
     claim.record(
-        [
-            Check.of("worst |y − Σ_j p_ij v_j| / rounding bound over prompts, blocks, heads, positions, dims",
-                     per_unit(ratio, "max"), "ratio", "<", 1.0,
-                     "S1: 'Y = SV ... Y_t = Vᵀ S_t', exact in real arithmetic (the rows S_t are barycentric "
-                     "coordinates by S1.1), so the threshold is the rounding of the model's matmul: Higham's "
-                     f"|fl(Σ p v) − Σ p v| ≤ γ_n Σ_j p_ij|v_j| with n = {n_keys} keys in the accumulation type, plus "
-                     f"half an ulp of {settings.dtype_name} for the result; the worst ratio to it must stay below 1"),
-            Check.of("smallest worst ratio over prompts and blocks with uniform causal weights 1/(i+1)",
-                     per_unit(uniform, "min"), "ratio", ">", 1.0,
-                     "control: the outputs must depend on the pattern's own weights, not merely on the values being "
-                     "alike (an untrained head's near-uniform attention, or values constant over positions, would "
-                     "make any weights fit); averaging the values uniformly must leave a deviation beyond the "
-                     "bound in every block of every prompt", role="control"),
-        ],
+        convex_checks(ConvexEstimates(per_unit(ratio, "max"), per_unit(uniform, "min")), settings.dtype_name, n_keys),
         procedure=(
             f"One forward pass of {ratio.shape[0]} held-out prompts of {n_keys} tokens capturing the eager pattern, "
             "the values (grouped-query values repeated per head) and, by a forward pre-hook, the input of each "

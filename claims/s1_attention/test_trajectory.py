@@ -26,8 +26,8 @@ import pytest
 import torch
 
 from claims.s1_attention.conftest import per_layer
+from claims.s1_attention.trajectory_checks import TrajectoryEstimates, trajectory_checks
 from reports.plots import series
-from reports.checks import Check
 
 
 NEEDS = ("hook_embed", "blocks.*.hook_resid_post")
@@ -138,31 +138,10 @@ def test_final_state_is_closest_to_the_next_token(model_name, subject, pool, act
     labels = ["embed"] + [f"block {i}" for i in range(1, excess["W_U"].shape[1])]
     paired = np.stack([excess["W_U"][:, -1], twin_excess["W_U"][:, -1]], axis=1)  # (batch, 2)
 
-    def gain_check(key: str, what: str, space: str) -> Check:
-        return Check.of(
-            f"{what}: final block's excess closeness minus max(earlier layers', 0)",
-            claim.bootstrap(excess[key], _final_gain), "cosine", ">", 0.0,
-            f"S1: 'z⁽ᴸ⁾_t ≈ e_(t+1)' at the end of the trajectory 'e_t, z⁽¹⁾_t, …, z⁽ᴸ⁾_t'; read against {what} with "
-            f"{space}. Excess closeness is cos(state, row of τ_(t+1)) − cos(state, row of a shuffled next token), so "
-            "the threshold 0 says both halves of the claim: the final state is closer to the next token's row than "
-            "every earlier state is, and closer to it than to other tokens' rows (the shuffled targets must be "
-            "farther). S1 is an argument, not an experiment: no figure to take a margin from; the low end of a "
-            "bootstrap interval over prompts must clear 0")
-
     input_row = claim.bootstrap(excess["W_E"], _final_gain)  # a reading beside the claim (version 3)
     claim.record(
-        [
-            gain_check("W_U", "the unembedding row W_U[τ_(t+1)]", "the final norm applied at every depth (logit lens)"),
-            Check.of("final-layer excess closeness to W_U[τ_(t+1)], model minus its untrained twin",
-                     claim.bootstrap(paired, over_twin),
-                     "cosine", ">", 0.0,
-                     "control: the untrained twin (same architecture, random weights, the same prompts) must not show "
-                     "it. A trained model's logits ⟨ln_f(z⁽ᴸ⁾), W_U[τ]⟩ single out the next token far better than "
-                     "its twin's, so its final state must be the more specific to W_U[τ_(t+1)]; if not, the "
-                     "measurement (target alignment t → t+1, the norm, the rows) is broken, or the closeness is "
-                     "architecture, not learning. Independent of the trajectory's order, so a failed claim stays a "
-                     "finding", role="control"),
-        ],
+        trajectory_checks(TrajectoryEstimates(claim.bootstrap(excess["W_U"], _final_gain),
+                                              claim.bootstrap(paired, over_twin))),
         procedure=(
             f"{excess['W_U'].shape[0]} held-out prompts of {activations.input_ids.shape[1]} tokens; every position t "
             "but the last; states e_t (token embedding, before positions) and each block's resid_post. W_U reading: "

@@ -1,0 +1,28 @@
+"""S1's claims' checks functions with estimates on which each claim holds (``tests/check_cases.py``)."""
+
+from claims.s1_attention.identity_checks import (
+    ConvexEstimates, OddsRatioEstimates, SimplexEstimates, convex_checks, odds_ratio_checks, simplex_checks,
+)
+from claims.s1_attention.probe_checks import ProbeEstimates, probe_checks
+from claims.s1_attention.trajectory_checks import TrajectoryEstimates, trajectory_checks
+from latent_instruments.stats import Estimate
+from tests.check_cases import Case, estimate
+
+
+def exact(value: float, n: int = 8) -> Estimate:
+    """A per-unit estimate (the worst of n units, no interval)."""
+    return Estimate(value, value, value, 1.0, n, "per unit")
+
+
+ZERO = 1.1754943508222875e-38  # float32's smallest normal number
+CASES = [
+    Case("S1.1", simplex_checks, SimplexEstimates(exact(2e-7), exact(0.0), exact(-0.0, 9), exact(0.9)),
+         {"dtype_name": "float32", "n_keys": 128, "sum_tolerance": 1e-5, "zero": ZERO}),
+    Case("S1.2", odds_ratio_checks, OddsRatioEstimates(exact(0.2), exact(40.0)), {"dtype_name": "float32"}),
+    Case("S1.2", odds_ratio_checks, OddsRatioEstimates(exact(0.2), exact(40.0), exact(300.0)),
+         {"dtype_name": "float32"}, label="rotary"),
+    Case("S1.3", convex_checks, ConvexEstimates(exact(0.1), exact(50.0)), {"dtype_name": "float32", "n_keys": 128}),
+    Case("S1.4", trajectory_checks, TrajectoryEstimates(gain=estimate(0.1), over_twin=estimate(0.2))),
+    Case("S1.5", probe_checks, ProbeEstimates(best=estimate(0.4, 0.05), null=estimate(0.03, 0.005), chance=0.04,
+                                              n=370, shuffles=8)),
+]
