@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
+from claims.s2_residual.analogy_checks import AnalogyEstimates, analogy_checks
 from latent_instruments.analogies import Analogy, analogy_ranks, crossed_analogies, word_token
 from models.zoo import resolve
 from reports.plots import series
-from reports.checks import Check
 
 
 # (male, female) word pairs, fixed for every model; each model keeps those whose two words are single tokens
@@ -25,7 +25,6 @@ PAIRS = (
 )
 CANONICAL = ("king", "man", "woman", "queen")  # S2's example
 MIN_PAIRS = 3  # 3 pairs: 12 analogies over 3 target pairs, the bootstrap's units
-LANDS_NEXT_TO = 0.5  # top-1 rate: the typical (median) analogy lands at rank 1
 SAME_NORMS = 1e-3  # relative spread of row norms below which cosine and Euclidean rankings coincide
 
 
@@ -84,25 +83,7 @@ def test_analogies_land_on_the_sphere(model_name, subject, pool, claim):
     canonical = next((i for i, a in enumerate(analogies) if a.words == CANONICAL), None)
     labels = [f"{x}/{y}" for x, y in kept]
     claim.record(
-        [
-            Check.of("top-1 rate under cosine on normalised embeddings", lands, "fraction of analogies", ">",
-                     LANDS_NEXT_TO,
-                     "S2 gives no figure: Fig 1 is an AI-generated illustration, not a measurement. The threshold is "
-                     "the claim's own words, 'king − man + woman and queen are neighbors' on the sphere: the target "
-                     "is the nearest token to the query (rank 1), for the typical analogy of the list, i.e. a "
-                     "top-1 rate above one half (median rank 1), cleared by the low end of a 95 % bootstrap interval "
-                     "over target pairs"),
-            Check.of("mean reciprocal rank, cosine (normalised) minus Euclidean (raw)", misleads, "MRR", ">", 0.0,
-                     "S2: 'if we compare them using standard distance, a loud vector will seem far away from a quiet "
-                     "one, even if they mean the same thing' — raw distances mislead. The threshold is that the raw "
-                     "Euclidean ranking puts the target lower than the cosine one: a positive paired difference of "
-                     "mean reciprocal rank over the same analogies; no margin, as S2 offers none"),
-            Check.of("untrained twin: top-1 rate under cosine", twin_lands, "fraction of analogies", "<",
-                     LANDS_NEXT_TO,
-                     "control: the same measurement on the randomly initialised twin's embeddings (same tokenizer, "
-                     "same analogies) must not land; if it did, the ranking would be finding targets by something "
-                     "other than learned meaning (e.g. token ids or a leak of the query words)", role="control"),
-        ],
+        analogy_checks(AnalogyEstimates(lands, misleads, twin_lands)),
         procedure=(
             f"{len(analogies)} analogies from {n} of the {len(PAIRS)} listed (male, female) pairs whose words are "
             "single tokens in running text (after 'the ', e.g. ' king'), every ordered pair of pairs crossed, both "

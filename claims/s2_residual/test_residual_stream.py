@@ -26,7 +26,9 @@ from scipy import stats
 
 from latent_instruments.geometry import consecutive_cosines, cross_token_cosine, fit_log_growth, growth_per_layer, mean_norm_by_layer, mismatched_consecutive_cosines, token_norm_ratio
 from reports.plots import series
-from reports.checks import Check
+from claims.s2_residual.stream_checks import (
+    COSINE_FLOOR, DirectionEstimates, GrowthEstimates, direction_checks, growth_checks,
+)
 
 
 RESIDUAL_NEEDS = ("blocks.0.hook_resid_pre", "blocks.*.hook_resid_post")
@@ -40,8 +42,6 @@ SOURCE_RATIO, SOURCE_LAYERS = 90.0, 32
 SOURCE_FACTOR = SOURCE_RATIO ** (1 / SOURCE_LAYERS)
 RATE_LOW, RATE_HIGH = (SOURCE_RATIO / 2) ** (1 / SOURCE_LAYERS), (SOURCE_RATIO * 2) ** (1 / SOURCE_LAYERS)
 
-# S2 Table 1: the cosine between consecutive layers "stabilizes quickly above 0.88" (text: "often bigger than 0.9")
-COSINE_FLOOR = 0.88
 
 
 def residual_stream(captured) -> tuple[list[str], list[torch.Tensor]]:
@@ -119,19 +119,7 @@ def test_hidden_state_norm_grows_with_depth(model_name, activations, twin_activa
     mean, twin_mean = _mean(norms), _mean(twin_norms)
     fit, twin_fit = fit_log_growth(torch.from_numpy(mean)), fit_log_growth(torch.from_numpy(twin_mean))
     claim.record(
-        [
-            Check.of("smallest step ratio of mean norm, layer l + 1 / layer l", keeps_growing, "ratio", ">", 1.0,
-                     "S2: 'if we measure the magnitude of the generated embeddings vector after each transformer "
-                     "layer, we see that it keeps growing' (Table 1, Mistral-7B). The threshold is the claim's own "
-                     "bound: a ratio above 1 at every step, the embedding → block 1 step included, cleared by the low "
-                     "end of a bootstrap interval over prompts"),
-            Check.of(f"median token's norm ratio, {labels[-1]} / {labels[1]}", typical, "ratio", ">", 1.0,
-                     "control: the mean norm can grow because a few tokens' states grow (massive activations, "
-                     "attention sinks beyond the first token) while most do not; then the claim checks pass on a "
-                     "stream whose typical state does not grow. The median token must grow over the same blocks "
-                     "(ratio above 1, the claim's own bound; bootstrap over prompts)", role="control",
-                     guards_pass=True),
-        ],
+        growth_checks(GrowthEstimates(keeps_growing, typical), labels[1], labels[-1]),
         beside_source={"norm growth, last layer over first": float(mean[-1] / mean[0])},
         procedure=(
             f"{norms.shape[0]} held-out prompts of {activations.input_ids.shape[1]} tokens; L2 norm of the residual "
@@ -220,22 +208,7 @@ def test_consecutive_layers_point_the_same_way(model_name, activations, twin_act
     per_twin = per_column(twin_consecutive)
     steps = [f"{labels[i]} → {labels[i + 1]}" for i in range(n_blocks)]
     claim.record(
-        [
-            Check.of(f"smallest consecutive-layer cosine, {steps[1]} .. {steps[-1]}", floor, "cosine", ">", COSINE_FLOOR,
-                     "S2 Table 1 (Mistral-7B): the cosine between consecutive layers 'stabilizes quickly above 0.88' "
-                     "(text: 'often bigger than 0.9'). The threshold is that floor, 0.88, with no margin, for every "
-                     "transition after the first block's: only the embedding → block 1 step may still be settling "
-                     "(1 of 32 steps on Mistral, 1 of L here); the low end of a bootstrap interval over prompts "
-                     "must clear it"),
-            Check.of("smallest margin of the consecutive cosine over the mismatched-token null", above_null, "cosine",
-                     ">", 0.0,
-                     "control: a stream that points one way for every token would pass the cosine floor with no "
-                     "token keeping its own direction (Ethayarajh 2019, S2's citation, finds such anisotropy). The "
-                     "null is the same two layers with the tokens mismatched, cos(h_l[t], h_(l+1)[s]) over t ≠ s: "
-                     "without token directions a state is as close to another token's next state as to its own. "
-                     "The paired difference (bootstrap over prompts) must lie above 0 on every counted transition",
-                     role="control"),
-        ],
+        direction_checks(DirectionEstimates(floor, above_null), f"{steps[1]} .. {steps[-1]}"),
         beside_source={"smallest consecutive-layer cosine": floor.value},
         procedure=(
             f"{consecutive.shape[0]} held-out prompts of {activations.input_ids.shape[1]} tokens; residual stream at "
