@@ -1,5 +1,6 @@
 """S4's claims' checks functions with estimates on which each claim holds (``tests/check_cases.py``)."""
 
+from claims.s4_ffn.ffn_path_checks import FfnPathEstimates, ffn_path_checks
 from claims.s4_ffn.ffn_output_checks import FfnOutputEstimates, ffn_output_checks
 from claims.s4_ffn.final_norm_checks import FinalNormEstimates, final_norm_checks
 from latent_instruments.stats import Estimate
@@ -9,6 +10,13 @@ CASES = [
     Case("S4.3", ffn_output_checks, FfnOutputEstimates(
         ratios=[estimate(1.6), estimate(1.8)], cosines=[estimate(0.3), estimate(0.2)],
         excess=[estimate(0.25), estimate(0.15)], above_twin=estimate(0.1))),
+    Case("S4.4", ffn_path_checks, FfnPathEstimates(
+        ratio=estimate(0.7), cos=estimate(0.95), excess=estimate(0.8), input_cos=estimate(0.5),
+        readout=Estimate(1e-5, 1e-5, 1e-5, 1.0, 32, "per unit"))),
+    Case("S4.4", ffn_path_checks, FfnPathEstimates(
+        ratio=estimate(0.7), cos=estimate(0.95), excess=estimate(0.8), input_cos=estimate(0.5),
+        readout=Estimate(1e-5, 1e-5, 1e-5, 1.0, 32, "per unit"), below_siblings=estimate(-0.02), siblings=1),
+         label="siblings"),
     Case("S4.5", final_norm_checks, FinalNormEstimates(
         turned=estimate(0.02, 0.005), turned_excess=estimate(0.01, 0.002), worst_scale=Estimate(1e-5, 1e-5, 1e-5, 1.0, 60),
         examples=60, unnormalised=Estimate(9.0, 9.0, 9.0, 1.0, 256, "per unit"), concentrated=estimate(0.2, 0.02))),

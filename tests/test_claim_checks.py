@@ -25,7 +25,7 @@ INLINE_LEFT = {
     "claims/s3_inversion/test_depth.py", "claims/s3_inversion/test_layers.py", "claims/s3_inversion/test_mixer.py",
     "claims/s3_inversion/test_residual.py", "claims/s3_inversion/test_round_trip.py",
     "claims/s3_inversion/test_untrained.py", "claims/s3_inversion/test_vocabulary.py",
-    "claims/s3_inversion/test_width.py", "claims/s4_ffn/test_feedforward.py", "claims/s4_ffn/test_ffn_path.py",
+    "claims/s3_inversion/test_width.py", "claims/s4_ffn/test_feedforward.py",
     "claims/s4_ffn/test_parameters.py", "claims/s4_ffn/test_similar_strings.py",
     "claims/s4_ffn/test_token_subspaces.py",
 }

@@ -425,7 +425,7 @@ def test_s4_8_a_genuine_failure_reads_as_a_finding_not_a_failed_control():
 def test_s4_4s_readout_control_fails_a_readout_that_misses_a_step_on_one_prompt():
     """The readout control is asserted of every prompt (``per_unit``): one prompt whose recomputed readout is off by
     more than the tolerance fails it; a readout that matches everywhere (H = 0 on every prompt) passes."""
-    from claims.s4_ffn.test_ffn_path import READOUT_TOLERANCE
+    from claims.s4_ffn.ffn_path_checks import READOUT_TOLERANCE
     from latent_instruments.stats import per_unit
 
     def control(h):
@@ -457,7 +457,8 @@ def test_s4_4s_excess_control_fails_where_every_final_state_points_one_way_and_p
     'quite different directions' (0.5178). States that all share one direction give a cosine of 0.9 to their own and
     0.88 to another prompt's: the cosine check would pass, the excess (≈ 0.17) fails; a state whose own cosine (0.92)
     is far above the shared 0.3 passes."""
-    from claims.s4_ffn.test_ffn_path import EXCESS_FLOOR, _excess
+    from claims.s4_ffn.ffn_path_checks import EXCESS_FLOOR
+    from claims.s4_ffn.test_ffn_path import _excess
 
     rng = np.random.default_rng(0)
 

@@ -21,37 +21,29 @@ is a reading of S4's words, not a figure S4 gives for this sum: the details show
 the plausible range of that reading, from S4's "quite close" (0.9967) to its "quite different" (0.5178).
 """
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
 
 from claims.s4_ffn.conftest import FIRST_POSITION, mean_cosine, mean_norm_ratio
+from claims.s4_ffn.ffn_path_checks import NEARLY_SAME_WAY, FfnPathEstimates, ffn_path_checks
 from latent_instruments.distances import hellinger_distance
 from latent_instruments.errors import require_finite
 from latent_instruments.geometry import excess_over_baseline
 from latent_instruments.stats import per_unit
 from reports.plots import series
-from reports.checks import Check
 
 
 NEEDS = ("blocks.0.hook_resid_pre", "blocks.*.hook_attn_out", "blocks.*.hook_mlp_out", "blocks.*.hook_resid_post",
          "logits")
-# S4 Appendix III: cosine 0.9967 is "not perfectly aligned in direction, though still quite close" (4.7°);
-# 0.5178 gives "quite different directions" (58.8°). "Nearly the same way" is taken as nearer in angle to
-# the first than to the second: below the mid-angle, 31.7°.
-NEARLY_SAME_WAY = float(np.cos((np.arccos(0.9967) + np.arccos(0.5178)) / 2))  # 0.851
 # S4 Appendix II: H between the main model and three seed siblings on 20,000 prompts, 0.1064, 0.1057, 0.1053:
 # "~0.11 is probably a reasonable lower bound for the threshold Hellinger distance" of a meaningful change.
 # A model with seed siblings in the zoo is judged against its own floor, measured on the same prompts (since version
 # 4 no other model is: S4's floor is shown beside, not used).
 SOURCE_SIBLING_FLOOR = (0.1064 + 0.1057 + 0.1053) / 3
 READINGS = (0.9967, 0.95, 0.9, NEARLY_SAME_WAY, 0.8, 0.7, 0.6, 0.5178)  # S4's "quite close" ... "quite different"
-# Control (version 6): the cosine above what any two final states share, (c − b) / (1 − b), must clear the cosine S4 calls
-# "quite different directions" (Appendix III, 0.5178): discounting the shared direction, the FFN-only state is not
-# "quite different" from its own final state. (Until version 5 the floor was 0.5, "as S2.2's control", which S2.2
-# no longer has: its control is the mismatched-token null since its version 3.)
-EXCESS_FLOOR = 0.5178
-READOUT_TOLERANCE = 1e-3  # control: H between the model's logits and the final norm + head applied to its final state
 CHUNK_ELEMENTS = 1 << 24  # logits read out at once (positions × vocabulary): ~130 MB as float64
 
 
@@ -179,47 +171,10 @@ def test_ffn_only_state_is_shorter_and_aligned(model_name, subject, pool, activa
     cos, ratio, h = est(r["cos"][:, last]), est(r["ratio"][:, last]), est(r["H"])
     paired = np.stack([r["cos"][:, last], r["cross"]], axis=1)
     excess = claim.bootstrap(paired, _excess)
-    no_impact = ("S4: the shorter length 'would have no impact on the transformer's final output' because of the "
-                 "final LayerNorm. 'No impact' is read as: no farther from the model's prediction than a model of the "
-                 "same recipe and another seed is (S4 Appendix II's floor: 0.1064, 0.1057, 0.1053)")
     floor = sibling_floor(siblings, activations.input_ids, activations.cache.logits) if siblings else None
-    floor_checks = [] if floor is None else [Check.of(
-        "mean H(prediction from input + Σ FFN outputs, model's) − mean H(seed siblings', model's)",
-        claim.bootstrap(np.stack([r["H"], floor], axis=1), _difference), "Hellinger", "<", 0.0,
-        "a reading, stricter than S4's words (versions 4-6 decided on it). " + no_impact
-        + f"; here this model's own floor, its {len(siblings)} seed siblings on the same prompts and positions, "
-        "paired per prompt. S4's sentence is about the norm, which the final LayerNorm removes by construction, and S4 "
-        "measured no prediction from this sum", role="reading")]
-    checks = [
-        Check.of("‖input + Σ FFN outputs‖ / ‖final state‖", ratio, "ratio", "<", 1.0,
-                 "S4: the FFN-only sum 'results in an output vector that is shorter (has a smaller norm) than the "
-                 "original output'; 'shorter' is ratio 1, the claim's own bound (its 2D figure for query 57 gives "
-                 "0.62), cleared by the high end of a bootstrap interval over prompts"),
-        Check.of("cos(input + Σ FFN outputs, final state) (a reading of S4's words: see the details for others)", cos,
-                 "cosine", ">", NEARLY_SAME_WAY,
-                 "a reading, not a figure of S4's: S4 says 'points in roughly the same direction' / 'quite closely "
-                 "aligned' and gives no 384-d figure for this sum (its 2D figure shows 0.997 by construction). Its "
-                 "Appendix III calls cosine 0.9967 'still quite close' (4.7°) and 0.5178 'quite different directions' "
-                 "(58.8°); 'nearly the same way' is taken as nearer in angle to the first: below the mid-angle 31.7°, "
-                 "cosine > 0.851. The check's status at other readings between the two is in the details"),
-        *floor_checks,
-        Check.of("cosine excess over the cross-token baseline, (c − b) / (1 − b)", excess, "fraction", ">",
-                 EXCESS_FLOOR,
-                 "control: if all final states point one way, the cosine check passes for any pairing. Discounting "
-                 "what the FFN-only state shares with another prompt's final state at the same position (b), its "
-                 "cosine to its own, rescaled to the headroom above b, must clear the cosine S4 Appendix III calls "
-                 f"'quite different directions' ({EXCESS_FLOOR}), by the interval's low end", role="control"),
-        Check.of("cos(input alone, final state)", est(r["input_cos"]), "cosine", "<", NEARLY_SAME_WAY,
-                 "control: where the blocks barely turn the stream (an untrained model, whose block outputs are "
-                 "small), the input alone already points 'nearly the same way' as the final state and the cosine "
-                 "check passes for any sum of outputs; the input alone must stay below the same bound, 0.851",
-                 role="control"),
-        Check.of("largest H(final norm + head applied to the captured final state, model's logits) over the prompts",
-                 per_unit(r["readout_H"], "max"), "Hellinger", "<", READOUT_TOLERANCE,
-                 "control: the readout the H check uses must reproduce the model's own prediction from its final "
-                 "state; a missed step (a logit soft-cap, a projection after the norm) moves H by far more than "
-                 "1e-3, a hundredth of the floor. An implementation check, asserted of every prompt", role="control"),
-    ]
+    checks = ffn_path_checks(FfnPathEstimates(
+        ratio, cos, excess, est(r["input_cos"]), per_unit(r["readout_H"], "max"),
+        None if floor is None else claim.bootstrap(np.stack([r["H"], floor], axis=1), _difference), len(siblings or [])))
     per_depth = {f"block {i + 1}": {"cos": float(r["cos"][:, i].mean()), "norm ratio": float(r["ratio"][:, i].mean()),
                                     "twin cos": float(t["cos"][:, i].mean()),
                                     "twin norm ratio": float(t["ratio"][:, i].mean())}
@@ -238,7 +193,7 @@ def test_ffn_only_state_is_shorter_and_aligned(model_name, subject, pool, activa
                                                                    else float("nan")},
         "S4 sibling floor (Appendix II)": {"H": SOURCE_SIBLING_FLOOR},
     }
-    readings = {f"cosine > {b:.4g}": Check.of("cos", cos, "cosine", ">", b, "reading").status for b in READINGS}
+    readings = {f"cosine > {b:.4g}": replace(checks[1], threshold=b).status for b in READINGS}  # the cosine check
     blocks = list(range(1, last + 2))
     claim.record(
         checks,
