@@ -1,5 +1,6 @@
 """S4's claims' checks functions with estimates on which each claim holds (``tests/check_cases.py``)."""
 
+from claims.s4_ffn.feedforward_checks import FeedforwardEstimates, feedforward_checks
 from claims.s4_ffn.ffn_path_checks import FfnPathEstimates, ffn_path_checks
 from claims.s4_ffn.ffn_output_checks import FfnOutputEstimates, ffn_output_checks
 from claims.s4_ffn.final_norm_checks import FinalNormEstimates, final_norm_checks
@@ -7,6 +8,8 @@ from latent_instruments.stats import Estimate
 from tests.check_cases import Case, estimate
 
 CASES = [
+    Case("S4.2", feedforward_checks, FeedforwardEstimates([estimate(3.0), estimate(1.5)], estimate(0.4), estimate(0.05))),
+    Case("S4.2", feedforward_checks, FeedforwardEstimates([estimate(3.0)], None, estimate(0.05)), label="one block"),
     Case("S4.3", ffn_output_checks, FfnOutputEstimates(
         ratios=[estimate(1.6), estimate(1.8)], cosines=[estimate(0.3), estimate(0.2)],
         excess=[estimate(0.25), estimate(0.15)], above_twin=estimate(0.1))),

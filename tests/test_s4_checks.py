@@ -372,7 +372,8 @@ def test_vectors_sharing_a_mean_fail_the_twin_guard_and_isotropic_ones_pass():
 
 
 def test_s4_2s_control_fails_an_attention_ablation_that_changed_nothing():
-    from claims.s4_ffn.test_feedforward import DEAD_ABLATION, weakest_attention_ablation
+    from claims.s4_ffn.feedforward_checks import DEAD_ABLATION
+    from claims.s4_ffn.test_feedforward import weakest_attention_ablation
 
     def control(dead_block: int | None) -> str:
         h = _distances([0.10, 0.05, 0.08], [0.5, 0.5, 0.5])

@@ -32,11 +32,11 @@ import numpy as np
 import pytest
 import torch
 
+from claims.s4_ffn.feedforward_checks import FeedforwardEstimates, feedforward_checks
 from latent_instruments.distances import hellinger_distance
-from latent_instruments.stats import bootstrap
+from latent_instruments.stats import Estimate, bootstrap
 from models.forwards import ablated_logits
 from reports.plots import series
-from reports.checks import Check
 
 
 # S4 Appendix IV, mean Hellinger distance to the full model per block (1..6).
@@ -44,11 +44,8 @@ SOURCE_NO_ATTN = [0.11, 0.07, 0.09, 0.06, 0.04, 0.03]
 SOURCE_NO_FFN = [0.70, 0.19, 0.15, 0.13, 0.14, 0.17]
 SOURCE_RATIO = [f / a for f, a in zip(SOURCE_NO_FFN, SOURCE_NO_ATTN)]  # 6.36, 2.71, 1.67, 2.17, 3.50, 5.67
 SOURCE_WEAKEST = min(SOURCE_RATIO)  # 1.67, block 3: S4's smallest ratio, a magnitude reading beside the checks
-LARGER = 1.0  # "always has the larger impact": H(no FFN) / H(no attention) above 1 in every block
-MOST_PRONOUNCED = 0.0  # "most pronounced in the first block": block 1's difference minus every later block's, above 0
 PROMPT_TOKENS = 10  # S4: 10-character prompts, H at the last position
 PROMPTS = 512  # per look (S4: 20,000); the sequential test doubles it while a block is undecided
-DEAD_ABLATION = 1e-3  # control: H of an ablation that changed nothing is float rounding, ~1e-7
 
 
 def ablation_distances(subject, captured) -> np.ndarray:
@@ -126,35 +123,24 @@ def block_one_lead(units: np.ndarray) -> float:
     return float(difference[0] - difference[1:].max())
 
 
-def s4_2_checks(h: np.ndarray, seed: int) -> list:
-    """S4.2's claim checks on per-prompt ablation distances ``h`` (prompts, blocks, 2): every block's ratio above 1,
-    and block 1's difference ahead of every later block's (where there is one).
+def s4_2_estimates(h: np.ndarray, seed: int, floor: Estimate | None = None) -> FeedforwardEstimates:
+    """S4.2's estimates from per-prompt ablation distances ``h`` (prompts, blocks, 2): each block's ratio, block 1's
+    lead (where there is a later block), and ``floor`` (default: the same bootstrap of the weakest attention
+    ablation).
 
     Raises:
         ValueError: for ``h`` not of shape (prompts, blocks, 2).
     """
     if h.ndim != 3 or h.shape[2] != 2:
         raise ValueError(f"ablation distances must be (prompts, blocks, 2), got {h.shape}")
-    checks = [
-        Check.of(f"block {b + 1}: H(no FFN) / H(no attention), last position", bootstrap(h, _ratio(b), seed=seed),
-                 "ratio", ">", LARGER,
-                 "S4 Appendix IV: 'the feed-forward network output always has the larger impact': dropping the FFN "
-                 "output moves the prediction further than dropping the attention output, a ratio above 1 in every "
-                 "block, by the low end of each block's own interval. S4's own ratios (6.36, 2.71, 1.67, 2.17, 3.50, "
-                 "5.67) are magnitudes shown beside, not the bound: a bound at its smallest, 1.67, would test more "
-                 "than the sentence says")
-        for b in range(h.shape[1])
-    ]
-    if h.shape[1] > 1:
-        checks.append(Check.of(
-            "block 1's H(no FFN) − H(no attention) minus the largest later block's", bootstrap(h, block_one_lead,
-                                                                                             seed=seed),
-            "Hellinger", ">", MOST_PRONOUNCED,
-            "S4 Appendix IV: 'The effect is most pronounced in the first block ... Across the rest of the layers, the "
-            "difference is less dramatic': block 1's difference (S4: 0.70 − 0.11 = 0.59) above every later block's "
-            "(S4: 0.06 to 0.14), by the low end of the interval. The difference is the source's own measure; by "
-            "ratio its block 1 (6.36) and block 6 (5.67) nearly tie"))
-    return checks
+    return FeedforwardEstimates([bootstrap(h, _ratio(b), seed=seed) for b in range(h.shape[1])],
+                                bootstrap(h, block_one_lead, seed=seed) if h.shape[1] > 1 else None,
+                                floor or bootstrap(h, weakest_attention_ablation, seed=seed))
+
+
+def s4_2_checks(h: np.ndarray, seed: int) -> list:
+    """S4.2's claim checks (``feedforward_checks`` of :func:`s4_2_estimates`, the control left out)."""
+    return [c for c in feedforward_checks(s4_2_estimates(h, seed)) if c.role == "claim"]
 
 
 # 6: the source's words (ratio > 1 in every block, block 1's difference the largest); 5: prompts that are text;
@@ -181,12 +167,7 @@ def test_ffn_output_dominates_each_block(model_name, subject, pool, activations,
     floor = claim.bootstrap(h, weakest_attention_ablation)
     source = n_blocks == len(SOURCE_RATIO)  # the source's row sits beside ours only where the depths agree
 
-    checks = s4_2_checks(h, seed)
-    checks.append(Check.of(
-        "min over blocks of H(no attention)", floor, "Hellinger", ">", DEAD_ABLATION,
-        "control: an ablation hook that silently did nothing would give H ≈ 1e-7 (float32 rounding) and make the "
-        "ratios meaningless; the source's smallest attention-ablation H is 0.03 ± 0.03 (block 6), so 1e-3 separates "
-        "a real ablation from a dead one", role="control"))
+    checks = feedforward_checks(s4_2_estimates(h, seed, floor))
 
     table = {}
     for b in range(n_blocks):
