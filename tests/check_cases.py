@@ -96,11 +96,12 @@ def failing(case: Case, check: Check):
     return moved
 
 
-def problems(case: Case, checks: Callable[..., list[Check]] | None = None) -> list[str]:
+def problems(case: Case, checks: Callable[..., list[Check]] | None = None, own: list[Check] | None = None
+             ) -> list[str]:
     """What the case shows wrong with ``checks`` (default: the case's own; a mutant of it): a check that does not
     pass on the holding estimates, a check that does not fail on estimates moved past the case's own threshold of
     it (:func:`failing` of the case's function, so that a mutant's threshold does not move them), a NaN; [] where
-    none."""
+    none. ``own``: the case's own checks on the holding estimates, where a mutant is in place of a helper."""
     checks = checks or case.checks
     if not is_dataclass(case.holding):
         return [f"{case.id}: the holding estimates are not a dataclass"]
@@ -110,7 +111,7 @@ def problems(case: Case, checks: Callable[..., list[Check]] | None = None) -> li
         return [f"{case.id}: raised {type(err).__name__}: {err}"]
     found = [f"{case.id}: {c.name!r} is {c.status} on the holding estimates" for c in held if c.status != PASSED]
     found += [f"{case.id}: {c.name!r} is not finite" for c in held if not c.finite]
-    own = case.checks(case.holding, **case.context)
+    own = own if own is not None else case.checks(case.holding, **case.context)
     if len(own) != len(held):
         return [*found, f"{case.id}: {len(held)} checks where the claim's function gives {len(own)}"]
     for i, check in enumerate(own):
@@ -183,19 +184,39 @@ def mutants(module: types.ModuleType) -> Iterator[tuple[str, types.ModuleType]]:
             yield f"{module.__name__}:{call.lineno} {what}", mutant
 
 
-def survivors(cases: list[Case]) -> tuple[int, list[str]]:
-    """(mutants tried, the ones no case kills) over the modules of ``cases``' checks functions: a mutant is killed
-    where :func:`problems` finds anything for a case, run with the mutant's function of the same name."""
-    by_module: dict[str, list[Case]] = {}
-    for case in cases:
-        by_module.setdefault(case.checks.__module__, []).append(case)
+def survivors(cases: list[Case], helpers: tuple[types.ModuleType, ...] = ()) -> tuple[int, list[str]]:
+    """(mutants tried, the ones no case kills) over the modules of ``cases``' checks functions and the ``helpers``
+    modules whose functions they call (``claims.s3_inversion.convergence``' check, ``scope``'s control): a mutant is
+    killed where :func:`problems` finds anything for a case run with the mutant's functions in place of the module's
+    (the checks function itself, or the helpers it imported by name).
+    """
+    modules = {c.checks.__module__: sys.modules[c.checks.__module__] for c in cases}
+    modules.update({m.__name__: m for m in helpers})
     tried, alive = 0, []
-    for module_name, its_cases in by_module.items():
-        for what, mutant in mutants(sys.modules[module_name]):
+    for module in modules.values():
+        for what, mutant in mutants(module):
             tried += 1
-            if not any(problems(c, getattr(mutant, c.checks.__name__)) for c in its_cases):
+            if not any(_killed(case, module, mutant) for case in cases):
                 alive.append(what)
     return tried, alive
+
+
+def _killed(case: Case, module: types.ModuleType, mutant: types.ModuleType) -> bool:
+    """Whether ``case`` notices ``mutant`` of ``module``: its checks function run with every function of ``module``
+    that its own module's namespace names replaced by the mutant's."""
+    own = case.checks(case.holding, **case.context)
+    if case.checks.__module__ == module.__name__:
+        return bool(problems(case, getattr(mutant, case.checks.__name__), own))
+    space = case.checks.__globals__
+    swapped = {name: value for name, value in space.items() if isinstance(value, types.FunctionType)
+               and value.__module__ == module.__name__ and hasattr(mutant, name)}
+    if not swapped:
+        return False  # the case does not reach the module
+    try:
+        space.update({name: getattr(mutant, name) for name in swapped})
+        return bool(problems(case, case.checks, own))
+    finally:
+        space.update(swapped)
 
 
 def estimate(value: float, half: float = 0.01, n: int = 64, method: str = "BCa bootstrap, 1000 resamples") -> Estimate:

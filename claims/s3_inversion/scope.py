@@ -17,7 +17,7 @@ own, and S3.7's gate quotes S3 in its message.
 
 import numpy as np
 
-from latent_instruments.stats import proportion
+from latent_instruments.stats import Estimate, proportion
 from reports.checks import Check
 
 MOST = 0.5  # a control's floor: the inversion works on most prompts, by the low end of the exact interval
@@ -47,10 +47,16 @@ def works_control(works: np.ndarray, name: str, derivation: str) -> Check:
         name: what is counted, e.g. "prompts of tiny-w96:untrained whose unmasked tokens mostly come back".
         derivation: the source sentence that says the inversion works there.
     Returns:
-        A check of role "control", comparison ">" ``MOST``.
+        A check of role "control", comparison ">" ``MOST`` (:func:`works_check`).
     Raises:
         ValueError: as ``proportion`` (no prompts, units that are not 0/1).
     """
-    return Check.of(f"fraction of {name}", proportion(np.asarray(works, dtype=bool)), "fraction of prompts", ">",
+    return works_check(proportion(np.asarray(works, dtype=bool)), name, derivation)
+
+
+def works_check(fraction: Estimate, name: str, derivation: str) -> Check:
+    """:func:`works_control`'s check from its estimate: ``fraction`` of prompts (an exact interval) above ``MOST``.
+    Pure: the claims' checks functions call it with their estimates."""
+    return Check.of(f"fraction of {name}", fraction, "fraction of prompts", ">",
                     MOST, f"control: {derivation}; on most prompts (> {MOST}) by the low end of the exact interval",
                     role="control")

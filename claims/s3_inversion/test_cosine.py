@@ -41,7 +41,10 @@ import numpy as np
 import pytest
 import torch
 
-from claims.s3_inversion.convergence import continues, convergence_check, deepens, further_steps
+from claims.s3_inversion.convergence import continues, deepens, further_steps
+from claims.s3_inversion.cosine_checks import (
+    BUDGETS, MINIMISED, RECOVERS, SHORT_TOKENS, CosineEstimates, LayerNormEstimates, cosine_checks, layer_norm_checks,
+)
 from claims.s3_inversion.inversions import (
     ADAPTED_DESCRIPTION, TOP_K, examples, first_prompt, layer_output, setting,
 )
@@ -51,17 +54,13 @@ from latent_instruments.decoding import direct_fit_decode, pseudo_inverse
 from latent_instruments.stats import bootstrap, per_unit
 from models.forwards import frozen, side_by_side
 from reports.plots import series
-from reports.checks import FAILED, Check
+from reports.checks import FAILED
 
 
 LONG_PROMPT = "Boba Fett was a legendary bounty hunter in the outer rim"  # S3.7's prompt that succeeds
-SHORT_TOKENS = 5  # S3.13: "as long as the input is not too long (>5 tokens)"
-RECOVERS = 0.5  # S3.7's control: most one-token inputs recovered by the indirect cosine inversion
 CONTROL_INPUTS = 64  # one-token inputs of S3.7's control at every scale: 16 leave its interval ±0.23 wide
 CONTROL_SETTING = {False: "better of S3's setting and the adapted one", True: "S3's setting"}  # by Scale.source
 CODE_RATE = (0.01, 0.001)  # η of S3's published direct-inversion code (GPT2_direct_representation.py: 0.01 → /10)
-MINIMISED = 0.1  # S3.13: "minimised" = the cosine distance ends below a tenth of where it started
-BUDGETS = (1, 5, 25)  # S3.13: N, 5N, 25N steps, the first at which the descent minimises without norms
 
 
 def _mean(u: np.ndarray) -> float:
@@ -153,45 +152,19 @@ def test_cosine_direct_inversion_fails_on_one_token(model_name, subject, inversi
 
     descent = per_unit(_numpy(l2.token_accuracy), "min")  # the optimiser works: asserted of every input
     difference = lambda u: float(u[:, 0].mean() - u[:, 1].mean())  # noqa: E731 - long minus one-token, per prompt
-    ordering = Check.of(f"token accuracy, {long_tokens}-token minus one-token inputs (direct, cosine loss)",
-                        claim.bootstrap(units, difference), "fraction of tokens", ">", 0.0,
-                        "S3: under the cosine loss, direct representation recovers the 11-word 'Boba Fett was a "
-                        "legendary bounty hunter in the outer rim' but one token, while 'nearly every one-word target "
-                        "input gives very inaccurate input representations' ('George', 'The', 'when' all give 'que'). "
-                        "No rate is given: the threshold is the ordering, long above one-token by the low end of the "
-                        "95 % interval of the difference over prompts (a one-token input is each prompt's first "
-                        "token, so the two share their first position)")
-    longer, converged = [], {}
-    if ordering.status == FAILED:  # the same two descents continued on the same prompts: does the failure stay?
+    estimates = CosineEstimates(claim.bootstrap(units, difference), per[2], descent)
+    context = (long_tokens, CONTROL_SETTING[scale.source], CONTROL_INPUTS, steps)
+    converged = {}
+    if cosine_checks(estimates, *context)[0].status == FAILED:  # the same two descents continued: does it stay?
         more = side_by_side(subject.model, [
             partial(_cosine_inversion, subject, x, "direct", further_steps(steps), settings.seed, start=r.inputs)
             for x, r in ((ids, long), (ids[:, :1], one))])
         continued = np.column_stack([_numpy(r.token_accuracy) for r, _ in more])
-        longer = [convergence_check(ordering, claim.bootstrap(continued, difference), steps)]
+        estimates = replace(estimates, longer=claim.bootstrap(continued, difference))
         converged = {f"token accuracy after {steps + further_steps(steps)} steps (convergence control)": {
             f"{long_tokens}-token, direct": float(continued[:, 0].mean()), "one-token, direct": float(continued[:, 1].mean())}}
     claim.record(
-        [
-            ordering, *longer,
-            Check.of("token accuracy of one-token inputs, indirect (embedding) representation, cosine loss "
-                     f"({CONTROL_SETTING[scale.source]})",
-                     per[2], "fraction of tokens", ">", RECOVERS,
-                     "control: S3 contrasts 'gradient descent on the input embedding, where cosine similarity yields "
-                     "accurate representations even for one-word inputs'. If the embedding representation also fails "
-                     "on one token, the one-token target carries too little to invert at all, and the direct "
-                     f"representation's failure says nothing about it; most tokens (> {RECOVERS}) must come back, by "
-                     f"the low end of the exact binomial interval over the reported of {CONTROL_INPUTS} one-token inputs (version 1 took the claim's "
-                     "16 on a CPU: an interval about ±0.23 wide, which a model recovering 0.69 of them failed)",
-                     role="control"),
-            Check.of(f"least token accuracy of the {long_tokens}-token inputs, direct, L2 loss (the same descent)",
-                     descent,
-                     "fraction of tokens", ">", RECOVERS,
-                     "control: the claim is about the cosine loss, so the same direct descent (start, N, schedule) "
-                     "must recover the long inputs under a loss that does not discard the output's scale, or a "
-                     "cosine failure is a failed optimiser, not a finding. S3 gives no rate for it: most tokens "
-                     f"(> {RECOVERS}) of every input's tokens. Where even an exact fit cannot decode the tokens "
-                     "(direct_fit_decode) the claim is not informative before this control is run", role="control"),
-        ],
+        cosine_checks(estimates, *context),
         procedure=(
             f"{n} held-out prompts of {long_tokens} tokens (S3's {LONG_PROMPT!r} in this tokenizer) and their "
             f"first tokens alone. Direct representation: a vector over the vocabulary per position, times W_E (the "
@@ -286,35 +259,9 @@ def check_layer_norm(model_name, subject, inversions, pool, claim, settings) -> 
         "without norms, distance reached over its start, by N": tried}
     one = claim.bootstrap(units, lambda u: _ratio(u, 4, 5))
     claim.record(
-        [
-            Check.of(f"cosine distance reached with layer norms, over its start ({SHORT_TOKENS}-token inputs)",
-                     claim.bootstrap(units, lambda u: _ratio(u, 0, 2)), "ratio", ">", MINIMISED,
-                     "S3: with an untrained Llama block's layer norms, 'when more than one token is present in the "
-                     "input this [minimising cos(φ)] is no longer possible'. Not minimised is read as ending above a "
-                     f"tenth of the random start's distance ({MINIMISED}, the same line as the control's), by the "
-                     "interval's low end, at the budget where the same descent without norms gets below it"),
-            Check.of(f"cosine distance reached, with layer norms minus without ({SHORT_TOKENS}-token inputs)",
-                     claim.bootstrap(units, lambda u: float(u[:, 0].mean() - u[:, 1].mean())),
-                     "1 − cos", ">", 0.0,
-                     "S3: 'removing the layer normalizations allows minimization ... as long as the input is not too "
-                     "long (>5 tokens)'. S3 gives no distances: the threshold is the ordering, the paired difference "
-                     "of the distance reached above 0 by the low end of its 95 % interval over prompts"),
-            Check.of("cosine distance reached without layer norms, over its start", minimised,
-                     "ratio", "<", MINIMISED,
-                     "control: S3 says the descent minimises the distance once the norms are removed; if it does not "
-                     "at this budget the descent has stalled, and a distance left with norms says nothing about "
-                     f"them. 'Minimised' is read as below a tenth of the random start's distance ({MINIMISED}), by "
-                     f"the interval's high end, at the first of N × {', '.join(map(str, BUDGETS))} steps that gets "
-                     "there (version 1 ran S3.2's N = 200 only, where the tiny twins stalled at 0.24-0.36 with or "
-                     "without norms)", role="control"),
-            Check.of("cosine distance reached by one-token inputs with layer norms, over its start", one, "ratio", "<",
-                     MINIMISED,
-                     "control: S3 says 'for one-token inputs gradient descent is able to minimize cos(φ) on the "
-                     "output of any given transformer block' with the norms in place; where it does not, the optimiser "
-                     "fails on this block whatever the norms do, and a distance left with norms says nothing about "
-                     f"them. Below a tenth of the start ({MINIMISED}) by the interval's high end (version 4; before, "
-                     "a gate that made the claim not informative, which hid a failed descent)", role="control"),
-        ],
+        layer_norm_checks(LayerNormEstimates(
+            claim.bootstrap(units, lambda u: _ratio(u, 0, 2)),
+            claim.bootstrap(units, lambda u: float(u[:, 0].mean() - u[:, 1].mean())), minimised, one)),
         procedure=(
             f"{n} held-out prompts of {SHORT_TOKENS} tokens, inverted in the direct representation (a vector over the "
             "vocabulary per position, times W_E, as S3's InputGPT; the target vector 10 at the token's index, 0 "

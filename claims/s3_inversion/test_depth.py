@@ -18,19 +18,20 @@ source scale, the better of the two on a CPU).
 """
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from claims.s3_inversion.convergence import continues, convergence_check
+from claims.s3_inversion.convergence import continues
+from claims.s3_inversion.depth_checks import FIRST_WORKS, DepthEstimates, depth_checks
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, SOURCE_PROMPT, first_prompt
-from claims.s3_inversion.scope import SMALL_TRAINED, UNTRAINED_INVERTS, works_control
-from latent_instruments.stats import bootstrap
+from claims.s3_inversion.scope import SMALL_TRAINED, UNTRAINED_INVERTS, works_check
+from latent_instruments.stats import bootstrap, proportion
 from reports.plots import series
-from reports.checks import INCONCLUSIVE, Check
+from reports.checks import INCONCLUSIVE
 
 
-SUCCESS_MAJORITY = 0.5  # control: most prompts at the deepest block reach S3's success test
 
 
 def depths(n_blocks: int) -> list[int]:
@@ -89,9 +90,8 @@ def check_depth(model_name, subject, inversions, claim, settings) -> None:
     per_depth = [claim.bootstrap(scale.reported(accuracy[:, i]), lambda u, c=c: float(scale.headline(u, c))) for i, c in enumerate(chosen)]
     by_block = {f"token accuracy by block ({scale.headline_label})": {f"block {b}": e.value for b, e in zip(blocks, per_depth)}}
     untrained = subject.entry.random_init
-    first_works = works_control(scale.reported(accuracy[:, 0, chosen[0]] > start),
-                                "prompts on which block 1 recovers more tokens than the random start (chance)",
-                                UNTRAINED_INVERTS)
+    works = proportion(scale.reported(accuracy[:, 0, chosen[0]] > start))
+    first_works = works_check(works, FIRST_WORKS, UNTRAINED_INVERTS)
     if untrained and not first_works.passed:  # S3 says an untrained block 1 inverts: the descent failed
         claim.record([first_works], procedure=f"{accuracy.shape[0]} held-out prompts inverted from block 1's output; "
                      "the descent must beat chance on an untrained block 1 before depth can degrade it",
@@ -109,34 +109,19 @@ def check_depth(model_name, subject, inversions, claim, settings) -> None:
     best = [DESCENT_SETTINGS[i] for i in chosen]
     deepest = best[-1]
     success = scale.reported_fraction(runs[blocks[-1], deepest].success)
-    drop_check = Check.of(f"token accuracy, block 1 minus block {blocks[-1]} (each its {scale.headline_label})", drop,
-                     "fraction of tokens", ">", 0.0,
-                     "S3: a trained GPT-2 inverts from 1 block, from 4 with tuning, rarely from 12; Llama-7B is much "
-                     "poorer at block 12 than at 1; untrained small models only for one or two blocks. S3 gives "
-                     "decoded examples, no rates, so the threshold is the ordering: recovery from the first block "
-                     "above recovery from the last, by the low end of the interval of the paired difference. "
-                     "The middle depth is shown, not thresholded (S3's GPT-2 recovers at 4 blocks as at 1). "
-                     + scale.headline_reading)
-    longer = []
-    if not untrained and drop_check.status != INCONCLUSIVE:  # a hold rests on the deepest block's failure to recover
+    estimates = DepthEstimates(drop, success, works if untrained else None)
+    context = (blocks[-1], scale.headline_label, scale.headline_reading, deepest, scale.steps(model_name))
+    if not untrained and depth_checks(estimates, *context)[0].status != INCONCLUSIVE:  # a hold rests on the deepest
+        # block's failure to recover, a failure on the first's: both continued
         first, last = inversions.runs_of(model_name, subject, [(blocks[0] - 1, best[0]), (blocks[-1] - 1, deepest)],
                                          continued=True)
         continued = scale.reported(accuracy).copy()
         continued[:, 0, chosen[0]], continued[:, -1, chosen[-1]] = first.accuracy, last.accuracy
-        longer = [convergence_check(drop_check, claim.bootstrap(continued, first_minus_last), scale.steps(model_name))]
+        estimates = replace(estimates, longer=claim.bootstrap(continued, first_minus_last))
     source_setting = _by_depth(accuracy[..., DESCENT_SETTINGS.index("source")], _mean, settings.seed)
     adapted_setting = _by_depth(accuracy[..., DESCENT_SETTINGS.index("adapted")], _mean, settings.seed)
     claim.record(
-        [
-            drop_check, *longer,
-            Check.of(f"fraction of prompts passing S3's success test at block {blocks[-1]} ({deepest} setting)",
-                     success, "fraction of prompts", ">", SUCCESS_MAJORITY,
-                     "control: S3 decodes once ‖O(a_g) − O(a)‖ < ‖O(a′) − O(a)‖ (a′ = a + noise/20); if most "
-                     "prompts at the deepest block do not reach it, the optimisation stopped short and the drop "
-                     f"could be the optimiser's rather than the model's. Floor {SUCCESS_MAJORITY}, by the low end",
-                     role="control"),
-            *([first_works] if untrained else []),
-        ],
+        depth_checks(estimates, *context),
         procedure=(
             f"{accuracy.shape[0]} held-out prompts of {problem.tokens} tokens (S3's {SOURCE_PROMPT!r} in this "
             f"tokenizer), inverted together from the output of blocks {', '.join(map(str, blocks))} (S3: 1, 4, 12 "

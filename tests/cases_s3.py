@@ -1,0 +1,31 @@
+"""S3's claims' checks functions with estimates on which each claim holds (``tests/check_cases.py``)."""
+
+from claims.s3_inversion.cosine_checks import CosineEstimates, LayerNormEstimates, cosine_checks, layer_norm_checks
+from claims.s3_inversion.depth_checks import DepthEstimates, depth_checks
+from latent_instruments.stats import Estimate
+from tests.check_cases import Case, estimate
+
+
+def exact(value: float, n: int = 16, half: float = 0.1) -> Estimate:
+    """An exact binomial interval's shape: ``value`` ± ``half`` over n prompts."""
+    return Estimate(value, value - half, value + half, 0.95, n, "exact binomial (Clopper–Pearson)")
+
+
+def per_unit(value: float, n: int = 16) -> Estimate:
+    return Estimate(value, value, value, 1.0, n, "per unit")
+
+
+COSINE = {"long_tokens": 12, "control_setting": "S3's setting", "control_inputs": 64, "steps": 200}
+DEPTH = {"last_block": 6, "headline_label": "better setting", "headline_reading": "", "deepest": "source",
+         "steps": 200}
+CASES = [
+    Case("S3.7", cosine_checks, CosineEstimates(estimate(0.5, 0.1), exact(0.9, 64), per_unit(0.95)), COSINE),
+    Case("S3.7", cosine_checks, CosineEstimates(estimate(0.5, 0.1), exact(0.9, 64), per_unit(0.95), estimate(0.45)),
+         COSINE, label="continued"),
+    Case("S3.13", layer_norm_checks, LayerNormEstimates(estimate(0.4), estimate(0.2), estimate(0.02, 0.005),
+                                                        estimate(0.03, 0.005))),
+    Case("S3.4", depth_checks, DepthEstimates(estimate(0.5, 0.1), exact(0.8), longer=estimate(0.4, 0.1)), DEPTH,
+         label="trained"),
+    Case("S3.4", depth_checks, DepthEstimates(estimate(0.5, 0.1), exact(0.8), first_works=exact(0.85)), DEPTH,
+         label="untrained"),
+]
