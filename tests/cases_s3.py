@@ -2,6 +2,7 @@
 
 from claims.s3_inversion.cosine_checks import CosineEstimates, LayerNormEstimates, cosine_checks, layer_norm_checks
 from claims.s3_inversion.depth_checks import DepthEstimates, depth_checks
+from claims.s3_inversion.untrained_checks import GapEstimates, RecoveryEstimates, gap_checks, recovery_checks
 from latent_instruments.stats import Estimate
 from tests.check_cases import Case, estimate
 
@@ -18,7 +19,15 @@ def per_unit(value: float, n: int = 16) -> Estimate:
 COSINE = {"long_tokens": 12, "control_setting": "S3's setting", "control_inputs": 64, "steps": 200}
 DEPTH = {"last_block": 6, "headline_label": "better setting", "headline_reading": "", "deepest": "source",
          "steps": 200}
+HEADLINE = {"headline_label": "better setting", "headline_reading": ""}
 CASES = [
+    Case("S3.2", recovery_checks, RecoveryEstimates(exact(0.8), estimate(0.1), exact(0.85, 16, 0.12)),
+         {**HEADLINE, "best": "source"}),
+    Case("S3.3", gap_checks, GapEstimates(exact(0.5, 16, 0.2), estimate(0.3, 0.05), exact(0.8)),
+         {**HEADLINE, "best": "source", "steps": 200}),
+    Case("S3.3", gap_checks, GapEstimates(exact(0.5, 16, 0.2), estimate(0.3, 0.05), exact(0.8), exact(0.45, 16, 0.2),
+                                          estimate(0.25, 0.05)), {**HEADLINE, "best": "source", "steps": 200},
+         label="continued"),
     Case("S3.7", cosine_checks, CosineEstimates(estimate(0.5, 0.1), exact(0.9, 64), per_unit(0.95)), COSINE),
     Case("S3.7", cosine_checks, CosineEstimates(estimate(0.5, 0.1), exact(0.9, 64), per_unit(0.95), estimate(0.45)),
          COSINE, label="continued"),

@@ -11,30 +11,16 @@ target input after N = 200 steps". The prompts, allowed vocabularies and setting
 vocabulary is the distinct tokens of the held-out text that continues it to the length of S3's sentence.
 """
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from claims.s3_inversion.convergence import continues, convergence_check
+from claims.s3_inversion.convergence import continues
 from claims.s3_inversion.inversions import ADAPTED_DESCRIPTION, DESCENT_SETTINGS, SOURCE_DESCRIPTION, SOURCE_PROMPT
+from claims.s3_inversion.untrained_checks import GapEstimates, RecoveryEstimates, gap_checks, recovery_checks
 from latent_instruments.stats import proportion_difference
-from reports.checks import FAILED, INCONCLUSIVE, Check
-
-
-# S3.2: S3's one prompt is recovered exactly at N = 200; one success fixes no rate, so "recovers" is read as
-# "exact recovery is the typical outcome": most prompts, by the interval's low end.
-EXACT_MAJORITY = 0.5
-START_CEILING = 0.5  # control: the random start decoded with the same vocabulary is near chance, far below this
-SUCCESS_MAJORITY = 0.5  # control: S3 decodes once ‖O(a_g) − O(a)‖ < ‖O(a′) − O(a)‖; most prompts must reach it
-
-START_DERIVATION = (
-    "control: the random start a₀ decoded with the same restricted vocabulary must be far from the prompt "
-    "(chance is 1/|allowed|, about 1/10 to 1/25 here); a vocabulary so narrow that any input decodes to the "
-    f"prompt would pass the claim vacuously and fail this ceiling of {START_CEILING}")
-SUCCESS_DERIVATION = (
-    "control: S3 decodes an a_g once its output is closer to O(a) than the output of the shifted input "
-    "a′ = a + noise/20 is ('iterating such that ‖O(a_g) − O(a)‖ < ‖O(a′) − O(a)‖'); if most prompts do "
-    "not reach that, the optimisation stopped short and a failure to recover is the optimiser's, not the "
-    f"model's. Floor {SUCCESS_MAJORITY}: most prompts, by the interval's low end")
+from reports.checks import FAILED, INCONCLUSIVE
 
 
 @pytest.mark.claim("S3.2", version=5, sample="prompts")  # 5: exact binomial intervals; 24 CPU prompts, a third choose
@@ -51,19 +37,7 @@ def test_an_untrained_block_recovers_its_input(model_name, subject, inversions, 
     start = claim.bootstrap(np.stack([runs[s].start_accuracy for s in DESCENT_SETTINGS], -1), lambda u: float(u.mean(0).max()))
     success = scale.reported_fraction(runs[best].success)  # the prompts that did not choose it
     claim.record(
-        [
-            Check.of(f"fraction of prompts recovered exactly (restricted vocabulary, {scale.headline_label})", exact,
-                     "fraction of prompts", ">", EXACT_MAJORITY,
-                     "S3: 'the same model before training is capable of recovering the target input after N=200 "
-                     "steps' (untrained GPT-2, block 1, the words of a 13-token sentence allowed for a 5-token "
-                     "prompt). S3 shows one prompt, recovered exactly; one success fixes no rate, so the "
-                     f"threshold reads 'recovers' as the typical outcome: more than {EXACT_MAJORITY} of prompts "
-                     f"exactly, by the low end of the interval. {scale.headline_reading}"),
-            Check.of("token accuracy of the random start a₀ (restricted vocabulary, the higher of the two settings)", start,
-                     "fraction of tokens", "<", START_CEILING, START_DERIVATION, role="control"),
-            Check.of(f"fraction of prompts passing S3's success test ({best} setting)", success,
-                     "fraction of prompts", ">", SUCCESS_MAJORITY, SUCCESS_DERIVATION, role="control"),
-        ],
+        recovery_checks(RecoveryEstimates(exact, start, success), scale.headline_label, scale.headline_reading, best),
         procedure=(
             f"{exact_units.shape[0]} held-out prompts of {problem.tokens} tokens (S3's {SOURCE_PROMPT!r} in this "
             f"tokenizer), inverted together from block 1's output; each prompt's allowed vocabulary is the "
@@ -120,21 +94,9 @@ def test_training_makes_inversion_worse(model_name, subject, group_twins, invers
     token_gap = claim.bootstrap(scale.reported(accuracy), gap)
     success = scale.reported_fraction(runs[model_name, best[0]].success)
     problem = inversions.problem(model_name, subject)
-    gaps = [
-            Check.of(f"exact-recovery rate, untrained twin minus trained (each its {scale.headline_label})", exact_gap,
-                     "fraction of prompts", ">", 0.0,
-                     "S3: the untrained GPT-2 block recovers 'The sky is blue.' exactly at N = 200 where the "
-                     "trained one gives 'day or day blue or' at N = 20000 (same allowed vocabulary): the trained "
-                     "model fails where the twin succeeds. S3 gives one prompt each, no rate, so the threshold "
-                     "is the ordering itself: the paired difference of exact-recovery rates above 0 by the low "
-                     "end of its interval (Newcombe's score interval for paired proportions: the same prompts "
-                     f"invert in both models). {scale.headline_reading}"),
-            Check.of(f"token accuracy, untrained twin minus trained (each its {scale.headline_label})", token_gap,
-                     "fraction of tokens", ">", 0.0,
-                     "S3's trained block recovers 1 of 5 tokens ('blue'), the untrained 5 of 5: the trained model "
-                     "also recovers fewer tokens, not only fewer whole prompts; ordering, low end above 0"),
-    ]
-    longer = []
+    estimates = GapEstimates(exact_gap, token_gap, success)
+    context = (scale.headline_label, scale.headline_reading, best[0], scale.steps(model_name))
+    gaps = gap_checks(estimates, *context)[:2]
     if any(g.status != INCONCLUSIVE for g in gaps):  # the trained descent continued; the twin's only for a failure
         [run] = inversions.runs_of(model_name, subject, [(0, best[0])], continued=True)  # the reported prompts
         continued = scale.reported(accuracy).copy()
@@ -143,16 +105,12 @@ def test_training_makes_inversion_worse(model_name, subject, group_twins, invers
         if any(g.status == FAILED for g in gaps):  # more trained steps only deepen a failure: the twin's may end it
             [twin_run] = inversions.runs_of(twin.name, twin, [(0, best[1])], continued=True)
             continued[:, 1, chosen[1]], twin_longer = twin_run.accuracy, twin_run.exact
-        at_longer = {gaps[0].name: proportion_difference(twin_longer, run.exact, paired=True),
-                     gaps[1].name: claim.bootstrap(continued, gap)}
-        longer = [convergence_check(g, at_longer[g.name], scale.steps(model_name))
-                  for g in gaps if g.status != INCONCLUSIVE]
+        at_longer = [proportion_difference(twin_longer, run.exact, paired=True), claim.bootstrap(continued, gap)]
+        estimates = replace(estimates, **{name: more for name, more, g in zip(("exact_longer", "token_longer"),
+                                                                               at_longer, gaps)
+                                          if g.status != INCONCLUSIVE})
     claim.record(
-        [
-            *gaps, *longer,
-            Check.of(f"fraction of the trained model's prompts passing S3's success test ({best[0]} setting)",
-                     success, "fraction of prompts", ">", SUCCESS_MAJORITY, SUCCESS_DERIVATION, role="control"),
-        ],
+        gap_checks(estimates, *context),
         procedure=(
             f"{exact.shape[0]} held-out prompts of {problem.tokens} tokens, the same for both models, inverted "
             f"from block 1's output; trained N = {runs[model_name, 'source'].steps}, twin N = "
