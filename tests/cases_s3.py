@@ -2,6 +2,7 @@
 
 from claims.s3_inversion.cosine_checks import CosineEstimates, LayerNormEstimates, cosine_checks, layer_norm_checks
 from claims.s3_inversion.depth_checks import DepthEstimates, depth_checks
+from claims.s3_inversion.residual_checks import ResidualEstimates, residual_checks
 from claims.s3_inversion.untrained_checks import GapEstimates, RecoveryEstimates, gap_checks, recovery_checks
 from latent_instruments.stats import Estimate
 from tests.check_cases import Case, estimate
@@ -20,7 +21,14 @@ COSINE = {"long_tokens": 12, "control_setting": "S3's setting", "control_inputs"
 DEPTH = {"last_block": 6, "headline_label": "better setting", "headline_reading": "", "deepest": "source",
          "steps": 200}
 HEADLINE = {"headline_label": "better setting", "headline_reading": ""}
+RESIDUAL = {"model": "tiny-w96", "twin": "tiny-w96:untrained", "headline_reading": "", "source": False, "steps": 200,
+            "twin_steps": 200}
 CASES = [
+    Case("S3.11", residual_checks, ResidualEstimates(estimate(0.1, 0.1), estimate(0.9, 0.1), exact(0.8),
+                                                     exact(0.85, 16, 0.12)), RESIDUAL),
+    Case("S3.11", residual_checks, ResidualEstimates(estimate(0.1, 0.1), estimate(0.9, 0.1), exact(0.8),
+                                                     exact(0.85, 16, 0.12), estimate(0.15, 0.1), estimate(0.85, 0.1)),
+         RESIDUAL, label="continued"),
     Case("S3.2", recovery_checks, RecoveryEstimates(exact(0.8), estimate(0.1), exact(0.85, 16, 0.12)),
          {**HEADLINE, "best": "source"}),
     Case("S3.3", gap_checks, GapEstimates(exact(0.5, 16, 0.2), estimate(0.3, 0.05), exact(0.8)),

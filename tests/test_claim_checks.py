@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 INLINE_LEFT = {
     "claims/s0_spectra/test_residuals.py", "claims/s3_inversion/test_attribution.py",
     "claims/s3_inversion/test_bandwidth.py", "claims/s3_inversion/test_between_tokens.py",
-    "claims/s3_inversion/test_layers.py", "claims/s3_inversion/test_mixer.py", "claims/s3_inversion/test_residual.py",
+    "claims/s3_inversion/test_layers.py", "claims/s3_inversion/test_mixer.py",
     "claims/s3_inversion/test_round_trip.py", "claims/s3_inversion/test_vocabulary.py",
     "claims/s3_inversion/test_width.py", "claims/s4_ffn/test_parameters.py", "claims/s4_ffn/test_similar_strings.py",
     "claims/s4_ffn/test_token_subspaces.py",

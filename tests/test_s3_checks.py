@@ -216,7 +216,7 @@ def test_norms_that_do_not_impede_fail_the_claim():
 
 def test_a_descent_that_does_not_reach_the_output_fails_the_success_control():
     """No steps: the random start a₀ is far from the target, so S3's success test fails on every prompt."""
-    from claims.s3_inversion.test_residual import MATCHED
+    from claims.s3_inversion.residual_checks import MATCHED
 
     weight = torch.randn(20, 16, generator=torch.Generator().manual_seed(0))
     ids = torch.randint(0, 20, (12, 5), generator=torch.Generator().manual_seed(1))

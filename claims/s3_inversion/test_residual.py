@@ -30,20 +30,22 @@ Convergence control (version 8): where a share fails, that model's headline desc
 the record is inconclusive (``claims.s3_inversion.convergence``).
 """
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from claims.s3_inversion.convergence import UNTRAINED_PAST_N, continues, convergence_check
+from claims.s3_inversion.convergence import UNTRAINED_PAST_N, continues
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, first_prompt
 from claims.s3_inversion.scale import Scale
-from claims.s3_inversion.scope import SMALL_TRAINED, UNTRAINED_INVERTS, works_control
+from claims.s3_inversion.residual_checks import ResidualEstimates, residual_checks, twin_works_check
+from claims.s3_inversion.scope import SMALL_TRAINED
+from latent_instruments.stats import proportion
 from reports.plots import series
-from reports.checks import FAILED, PASSED, Check
+from reports.checks import FAILED, PASSED
 
 
 REMOVED = "attention residual removed"
-HALF = 0.5  # "destroys" (keeps less than half) against "little change" (keeps more than half)
-MATCHED = 0.5  # control: most prompts pass S3's success test without the residual
 VARIANTS = ("", REMOVED)
 
 
@@ -84,9 +86,8 @@ def test_attention_residual_carries_self_token_identity(model_name, subject, gro
     accuracy = {name: [claim.bootstrap(scale.reported(u[:, i, :-1]), lambda v, c=chosen[name][i]: float(scale.headline(v, c))) for i in range(2)]
                 for name, u in units.items()}
     intact = {"token accuracy, intact": {n: a[0].value for n, a in accuracy.items()}}
-    twin_works = works_control(scale.reported(units[twin.name][:, 0, chosen[twin.name][0]] > units[twin.name][:, 0, -1]),
-                               f"prompts on which {twin.name}'s intact block 1 recovers more tokens than the random "
-                               "start (chance)", UNTRAINED_INVERTS)
+    works = proportion(scale.reported(units[twin.name][:, 0, chosen[twin.name][0]] > units[twin.name][:, 0, -1]))
+    twin_works = twin_works_check(works, twin.name)
     if not twin_works.passed:  # S3 says an untrained block 1 inverts: the descent failed, which must show
         claim.record([twin_works], procedure=f"{units[twin.name].shape[0]} held-out prompts inverted from the intact "
                      "block 1 of the untrained twin; the descent must beat chance there before a removal can be "
@@ -95,21 +96,12 @@ def test_attention_residual_carries_self_token_identity(model_name, subject, gro
         claim.not_informative(f"{model_name} recovers no more than chance from block 1 even intact "
                               f"({accuracy[model_name][0].value:.3f}); there is nothing for the removal to destroy. "
                               f"{SMALL_TRAINED}", details=intact)
-    shares = {
-        model_name: Check.of(f"share of {model_name}'s recovery above chance kept without the attention residual",
-                             kept[model_name], "fraction", "<", HALF,
-                             "S3: in trained Llama-7B, removing the residual across self-attention 'is alone capable "
-                             "of preventing even a single input token from being correctly identified (given complete "
-                             f"outputs)'. 'Destroys' is read as keeping less than half ({HALF}) of the intact "
-                             "recovery above chance, by the interval's high end (S3's own figure is none kept). "
-                             + scale.headline_reading),
-        twin.name: Check.of(f"share of {twin.name}'s recovery above chance kept without the attention residual",
-                            kept[twin.name], "fraction", ">", HALF,
-                            "S3: in untrained Llama-7B the removal 'results in little change in input representation "
-                            "ability' (6 of 7 tokens alike in its example). 'Little change' is read as keeping more "
-                            f"than half ({HALF}) of the intact recovery above chance, by the interval's low end; it is "
-                            "also the control that the removal itself does not break every model")}
-    longer = []
+    estimates = ResidualEstimates(kept[model_name], kept[twin.name],
+                                  scale.reported_fraction(success[model_name], scale.chosen(success[model_name])), works)
+    context = (model_name, twin.name, scale.headline_reading, scale.source, scale.steps(model_name),
+               scale.steps(twin.name))
+    shares = dict(zip(models, residual_checks(estimates, *context)[:2]))
+    longer = {}
     for name, check in shares.items():  # a failed share, or the trained one's hold: its headline descents continued
         if check.status == FAILED or (name == model_name and check.status == PASSED):
             continued = scale.reported(units[name]).copy()  # the headline columns replaced by the continued descents'
@@ -117,22 +109,10 @@ def test_attention_residual_carries_self_token_identity(model_name, subject, gro
                 how = DESCENT_SETTINGS[int(chosen[name][i])]
                 [run] = inversions.runs_of(name, models[name], [(0, how)], v, continued=True)  # reported prompts
                 continued[:, i, chosen[name][i]] = run.accuracy
-            steps = scale.steps(name)
-            longer.append(convergence_check(check, claim.bootstrap(
-                continued, lambda v, c=chosen[name]: _kept(v, scale, c)), steps))
+            longer["kept_longer" if name == model_name else "twin_longer"] = claim.bootstrap(
+                continued, lambda v, c=chosen[name]: _kept(v, scale, c))
     claim.record(
-        [
-            *shares.values(), *longer,
-            Check.of(f"fraction of {model_name}'s prompts passing S3's success test without the attention residual "
-                     + ("(S3's setting)" if scale.source else "(the setting that passes more)"),
-                     scale.reported_fraction(success[model_name], scale.chosen(success[model_name])),
-                     "fraction of prompts", ">", MATCHED,
-                     "control: a recovery lost because the ablated block is harder to descend on is no finding about "
-                     "the residual. S3's success test ‖O(a_g) − O(a)‖₁ < ‖O(a′) − O(a)‖₁ (a′ = a + N(0, 1/20²) per "
-                     f"element) on most prompts ({MATCHED}), by the interval's low end: the output is matched, so the "
-                     "tokens it does not identify are missing from it", role="control"),
-            twin_works,
-        ],
+        residual_checks(replace(estimates, **longer), *context),
         procedure=(
             f"{units[model_name].shape[0]} held-out prompts (S3.2's problem: S3's prompt length, the restricted "
             "vocabulary of its continuation), inverted together from block 1's whole output, intact and with "

@@ -1,0 +1,80 @@
+"""S3.11's checks as a pure function of its estimates: ``test_residual.py`` measures, this decides, and the
+self-tests (``tests/cases_s3.py``) drive the same function to hold and to fail each check.
+"""
+
+from dataclasses import dataclass
+
+from claims.s3_inversion.convergence import convergence_check
+from claims.s3_inversion.scope import UNTRAINED_INVERTS, works_check
+from latent_instruments.stats import Estimate
+from reports.checks import Check
+
+HALF = 0.5  # "destroys" (keeps less than half) against "little change" (keeps more than half)
+MATCHED = 0.5  # control: most prompts pass S3's success test without the residual
+
+
+@dataclass(frozen=True)
+class ResidualEstimates:
+    """What S3.11's test measures on a trained model and its untrained twin, block 1, over the reported prompts.
+
+    Attributes:
+        kept: the share of the trained model's recovery above chance kept without the attention residual,
+            (removed − chance) / (intact − chance) (fraction).
+        twin_kept: the same of its untrained twin.
+        success: fraction of the trained model's prompts passing S3's success test without the residual (exact).
+        twin_works: fraction of prompts on which the twin's intact block 1 beats chance (exact).
+        kept_longer, twin_longer: the shares after the headline descents continued to 5N (None where not
+            continued: the trained share where decided, the twin's where it fails).
+    """
+
+    kept: Estimate
+    twin_kept: Estimate
+    success: Estimate
+    twin_works: Estimate
+    kept_longer: Estimate | None = None
+    twin_longer: Estimate | None = None
+
+
+def twin_works_check(twin_works: Estimate, twin: str) -> Check:
+    """The control that the twin's intact block 1 inverts above chance, as S3 says an untrained block does."""
+    return works_check(twin_works, f"prompts on which {twin}'s intact block 1 recovers more tokens than the random "
+                       "start (chance)", UNTRAINED_INVERTS)
+
+
+def residual_checks(e: ResidualEstimates, model: str, twin: str, headline_reading: str, source: bool,
+                    steps: int, twin_steps: int) -> list[Check]:
+    """S3.11's two claim checks (the trained share under half, the twin's over), their convergence controls where
+    a longer value is given, the success-test control and the twin's block-1 control.
+
+    Args:
+        model, twin: the two models' names; headline_reading: ``Scale``'s words; source: whether S3's own setting
+            is the headline (``Scale.source``); steps, twin_steps: their N.
+    """
+    shares = [
+        Check.of(f"share of {model}'s recovery above chance kept without the attention residual",
+                 e.kept, "fraction", "<", HALF,
+                 "S3: in trained Llama-7B, removing the residual across self-attention 'is alone capable "
+                 "of preventing even a single input token from being correctly identified (given complete "
+                 f"outputs)'. 'Destroys' is read as keeping less than half ({HALF}) of the intact "
+                 "recovery above chance, by the interval's high end (S3's own figure is none kept). "
+                 + headline_reading),
+        Check.of(f"share of {twin}'s recovery above chance kept without the attention residual",
+                 e.twin_kept, "fraction", ">", HALF,
+                 "S3: in untrained Llama-7B the removal 'results in little change in input representation "
+                 "ability' (6 of 7 tokens alike in its example). 'Little change' is read as keeping more "
+                 f"than half ({HALF}) of the intact recovery above chance, by the interval's low end; it is "
+                 "also the control that the removal itself does not break every model"),
+    ]
+    longer = [convergence_check(check, more, n) for check, more, n in
+              zip(shares, (e.kept_longer, e.twin_longer), (steps, twin_steps)) if more is not None]
+    return [
+        *shares, *longer,
+        Check.of(f"fraction of {model}'s prompts passing S3's success test without the attention residual "
+                 + ("(S3's setting)" if source else "(the setting that passes more)"),
+                 e.success, "fraction of prompts", ">", MATCHED,
+                 "control: a recovery lost because the ablated block is harder to descend on is no finding about "
+                 "the residual. S3's success test ‖O(a_g) − O(a)‖₁ < ‖O(a′) − O(a)‖₁ (a′ = a + N(0, 1/20²) per "
+                 f"element) on most prompts ({MATCHED}), by the interval's low end: the output is matched, so the "
+                 "tokens it does not identify are missing from it", role="control"),
+        twin_works_check(e.twin_works, twin),
+    ]
