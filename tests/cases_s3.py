@@ -4,6 +4,7 @@ from claims.s3_inversion.cosine_checks import CosineEstimates, LayerNormEstimate
 from claims.s3_inversion.depth_checks import DepthEstimates, depth_checks
 from claims.s3_inversion.residual_checks import ResidualEstimates, residual_checks
 from claims.s3_inversion.untrained_checks import GapEstimates, RecoveryEstimates, gap_checks, recovery_checks
+from claims.s3_inversion.vocabulary_checks import VocabularyEstimates, vocabulary_checks
 from latent_instruments.stats import Estimate
 from tests.check_cases import Case, estimate
 
@@ -24,6 +25,12 @@ HEADLINE = {"headline_label": "better setting", "headline_reading": ""}
 RESIDUAL = {"model": "tiny-w96", "twin": "tiny-w96:untrained", "headline_reading": "", "source": False, "steps": 200,
             "twin_steps": 200}
 CASES = [
+    Case("S3.6", vocabulary_checks, VocabularyEstimates(estimate(0.5, 0.1), estimate(0.3, 0.1), estimate(0.2, 0.1),
+                                                        estimate(0.6, 0.1)), {"steps": 200}),
+    Case("S3.6", vocabulary_checks, VocabularyEstimates(estimate(0.5, 0.1), estimate(0.3, 0.1), estimate(0.2, 0.1),
+                                                        estimate(0.6, 0.1), (estimate(0.45, 0.1), None,
+                                                                             estimate(0.15, 0.1))),
+         {"steps": 200}, label="continued"),
     Case("S3.11", residual_checks, ResidualEstimates(estimate(0.1, 0.1), estimate(0.9, 0.1), exact(0.8),
                                                      exact(0.85, 16, 0.12)), RESIDUAL),
     Case("S3.11", residual_checks, ResidualEstimates(estimate(0.1, 0.1), estimate(0.9, 0.1), exact(0.8),

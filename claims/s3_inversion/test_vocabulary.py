@@ -20,13 +20,16 @@ does not produce the recovery: the random start a₀, decoded the same way, stay
 −inf decodings and how often a masked 0 wins are reported beside.
 """
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from claims.s3_inversion.convergence import continues, convergence_check
+from claims.s3_inversion.convergence import continues
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, SOURCE_PROMPT, first_prompt
+from claims.s3_inversion.vocabulary_checks import VocabularyEstimates, vocabulary_checks
 from reports.plots import series
-from reports.checks import INCONCLUSIVE, Check
+from reports.checks import INCONCLUSIVE
 
 
 SATURATED = 0.99  # full-vocabulary accuracy from which a restriction has nothing left to improve
@@ -62,42 +65,20 @@ def test_restricting_the_vocabulary_improves_recovery(model_name, subject, inver
             f"the whole-vocabulary decoding is already exact ({estimates[0].value:.3f}): a restriction has nothing "
             "to improve here", details={"token accuracy by decoding": dict(zip(DECODINGS, (e.value for e in estimates)))})
     distractors = problem.allowed.sum(1).float().mean().item() - problem.prompt_allowed.sum(1).float().mean().item()
-    gains = [
-            Check.of("token accuracy, prompt-only minus whole-vocabulary decoding",
-                     claim.bootstrap(counts, _difference(2, 0, tokens)), "fraction of tokens", ">", 0.0,
-                     "S3: a trained GPT-2 block's a_g is rare tokens over the whole vocabulary and 'The sky is blue.' "
-                     "exactly with only the prompt's words allowed. S3 gives one prompt, no rate: the threshold is "
-                     "the strict gain itself, the paired difference above 0 by the low end of its interval. Under "
-                     "S3's 0/1 mask it can be negative (a masked 0 beats an answer scoring below zero)"),
-            Check.of("token accuracy, prompt + distractors minus whole-vocabulary decoding",
-                     claim.bootstrap(counts, _difference(1, 0, tokens)), "fraction of tokens", ">", 0.0,
-                     "S3: GPT-J's first block gives 'The skyeton resp cease' over the whole vocabulary and 'The sky "
-                     "is blue of' over the 13 tokens of 'The sky is blue or red depending on the time of day.': a "
-                     "restriction that keeps distractors still improves; strict gain, low end above 0"),
-            Check.of("token accuracy, prompt-only minus prompt + distractors decoding",
-                     claim.bootstrap(counts, _difference(2, 1, tokens)), "fraction of tokens", ">", 0.0,
-                     "S3: 'even a very small expansion of the allowed vocabulary results in a trained GPT-2 block "
-                     "being unable to accurately recognize the input' (exact with the prompt's words, 'day or day "
-                     "blue or' with the sentence's): the distractors are chosen; strict gain, low end above 0"),
-    ]
-    longer = []
+    pairs = ((2, 0), (1, 0), (2, 1))  # the three gains: prompt-only, distractors, narrowing (columns of counts)
+    vocabulary = VocabularyEstimates(*(claim.bootstrap(counts, _difference(*pair, tokens)) for pair in pairs),
+                                     above_start=claim.bootstrap(counts, _difference(2, 3, tokens)))
+    steps = inversions.scale.steps(model_name)
+    gains = vocabulary_checks(vocabulary, steps)[:3]
     if any(g.status != INCONCLUSIVE for g in gains):  # the same a_g after a 5N descent, decoded the same three ways
         [more] = inversions.runs_of(model_name, subject, [(0, how)], continued=True)  # the reported prompts
         more_counts = np.rint(np.column_stack([more.full_accuracy, more.zero_accuracy, more.zero_prompt_accuracy])
                               .astype(np.float64) * tokens).astype(np.int64)
-        pairs = dict(zip((g.name for g in gains), ((2, 0), (1, 0), (2, 1))))
-        longer = [convergence_check(g, claim.bootstrap(more_counts, _difference(*pairs[g.name], tokens)),
-                                    inversions.scale.steps(model_name)) for g in gains if g.status != INCONCLUSIVE]
+        vocabulary = replace(vocabulary, longer=tuple(
+            claim.bootstrap(more_counts, _difference(*pair, tokens)) if g.status != INCONCLUSIVE else None
+            for g, pair in zip(gains, pairs)))
     claim.record(
-        [
-            *gains, *longer,
-            Check.of("token accuracy over the prompt's own tokens, found input minus random start a₀",
-                     claim.bootstrap(counts, _difference(2, 3, tokens)), "fraction of tokens", ">", 0.0,
-                     "control: the narrowest vocabulary must not make the recovery by itself. The random start "
-                     "decoded with the prompt's own tokens scores chance (about one over the number of distinct "
-                     "prompt tokens); a found input no better than that would pass the claim vacuously",
-                     role="control"),
-        ],
+        vocabulary_checks(vocabulary, steps),
         procedure=(
             f"{units.shape[0]} held-out prompts of {problem.tokens} tokens (S3's {SOURCE_PROMPT!r} in this "
             f"tokenizer), inverted together from block 1's output ({how} setting: {inversions.scale.headline_label}, "
