@@ -2,6 +2,7 @@
 
 from claims.s3_inversion.cosine_checks import CosineEstimates, LayerNormEstimates, cosine_checks, layer_norm_checks
 from claims.s3_inversion.depth_checks import DepthEstimates, depth_checks
+from claims.s3_inversion.mixer_checks import PairEstimates, TwinsEstimates, pair_checks, works_checks
 from claims.s3_inversion.residual_checks import ResidualEstimates, residual_checks
 from claims.s3_inversion.untrained_checks import GapEstimates, RecoveryEstimates, gap_checks, recovery_checks
 from claims.s3_inversion.vocabulary_checks import VocabularyEstimates, vocabulary_checks
@@ -24,7 +25,18 @@ DEPTH = {"last_block": 6, "headline_label": "better setting", "headline_reading"
 HEADLINE = {"headline_label": "better setting", "headline_reading": ""}
 RESIDUAL = {"model": "tiny-w96", "twin": "tiny-w96:untrained", "headline_reading": "", "source": False, "steps": 200,
             "twin_steps": 200}
+PAIR = {"transformer": "tiny-w96", "mixer": "tiny-mixer-w96", "steps": 200}
+
+
 CASES = [
+    Case("S3.12", pair_checks, PairEstimates(exact(0.4, 16, 0.2), estimate(0.5, 0.1)), {"kind": "trained", **PAIR}),
+    Case("S3.12", pair_checks, PairEstimates(exact(0.4, 16, 0.2), estimate(0.5, 0.1), exact(0.35, 16, 0.2)),
+         {"kind": "trained", **PAIR}, label="continued"),
+    Case("S3.12", pair_checks, PairEstimates(exact(0.4, 16, 0.2), estimate(0.5, 0.1)),
+         {"kind": "untrained twins", **PAIR},
+         label="untrained"),
+    Case("S3.12", works_checks, TwinsEstimates([exact(0.8), exact(0.9, 16, 0.05)]),
+         {"names": ["tiny-w96:untrained", "tiny-mixer-w96:untrained"]}, label="twins"),
     Case("S3.6", vocabulary_checks, VocabularyEstimates(estimate(0.5, 0.1), estimate(0.3, 0.1), estimate(0.2, 0.1),
                                                         estimate(0.6, 0.1)), {"steps": 200}),
     Case("S3.6", vocabulary_checks, VocabularyEstimates(estimate(0.5, 0.1), estimate(0.3, 0.1), estimate(0.2, 0.1),

@@ -24,32 +24,22 @@ chance (the random start's hits over the same restricted vocabulary), else "more
 only mean the transformer does worse than chance.
 """
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from claims.s3_inversion.convergence import continues, convergence_check
+from claims.s3_inversion.convergence import continues
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, first_prompt
-from claims.s3_inversion.scope import SMALL_TRAINED, UNTRAINED_INVERTS, works_control
-from latent_instruments.stats import proportion_difference
+from claims.s3_inversion.mixer_checks import BLOCK, HALF, PairEstimates, TwinsEstimates, pair_checks, works_checks
+from claims.s3_inversion.scope import SMALL_TRAINED
+from latent_instruments.stats import proportion, proportion_difference
 from models.evaluation import held_out_bits_per_character
 from reports.plots import series
-from reports.checks import INCONCLUSIVE, Check
+from reports.checks import INCONCLUSIVE
 
 
 MASKED = 1  # [:, 1:, :]
-BLOCK = 2  # S3: "the output [:, 1:, :] of the second mixer ... block" (1-based)
-HALF = 0.5
-DERIVATION = {
-    "trained": "S3: a trained flat masked mixer represents the masked first token from [:, 1:, :] of its second "
-               "block, 'more accurate than that obtained from a similarly sized transformer' ('pictureario, ...'). "
-               "S3 shows examples, no rate: the threshold is the ordering, the paired difference of recovery rates "
-               "above 0 by the low end of its interval over prompts (Newcombe's score interval for paired "
-               "proportions)",
-    "untrained twins": "S3: untrained flat mixers find the masked first token from [:, 1:, :] ('Mario, the Idea, "
-                       "versus Mario, the Man' at 512 wide), while untrained transformers of 4096 wide rarely do "
-                       "(S3.9: about 1/5 of initialisations). The threshold is the ordering at equal width, paired "
-                       "over prompts, low end above 0",
-}
 
 
 def _masked_and_unmasked(inversions, model, block: int) -> np.ndarray:
@@ -84,8 +74,8 @@ def test_a_masked_mixer_carries_more_non_self_information(model_name, group, gro
     checks, gated = [], []
     for pair, kind in ((group, "trained"), (group_twins, "untrained twins")):
         if kind == "untrained twins":  # S3 says untrained blocks invert: a descent failing there is a control, red
-            works = [works_control(units[m.name, BLOCK][:, 1] > HALF, f"prompts of {m.name} whose unmasked tokens "
-                                   f"mostly come back (> {HALF}, block {BLOCK})", UNTRAINED_INVERTS) for m in pair]
+            works = works_checks(TwinsEstimates([proportion(units[m.name, BLOCK][:, 1] > HALF) for m in pair]),
+                                 [m.name for m in pair])
             checks.extend(works)
             if not all(c.passed for c in works):
                 continue
@@ -98,24 +88,15 @@ def test_a_masked_mixer_carries_more_non_self_information(model_name, group, gro
                          + SMALL_TRAINED)
             continue
         mixer_found, transformer_found = (units[m.name, BLOCK][:, 0] for m in (pair[1], pair[0]))  # 0/1 per prompt
-        ordering = Check.of(
-            f"masked first token recovered, {pair[1].name} minus {pair[0].name} (block {BLOCK}, [:, 1:, :])",
-            proportion_difference(mixer_found, transformer_found, paired=True),  # the same prompts, 0/1 each
-            "fraction of prompts", ">", 0.0,
-            DERIVATION[kind])
-        checks.append(ordering)
-        if kind == "trained" and ordering.status != INCONCLUSIVE:  # both masked descents continued to 5N
-            found = [inversions.runs_of(m.name, m, [(BLOCK - 1, DESCENT_SETTINGS[chosen[m.name, BLOCK]])],
+        mixer_above = claim.bootstrap(units[pair[1].name, BLOCK][:, [0, 2]],
+                                      lambda u: float(u[:, 0].mean() - u[:, 1].mean()))
+        estimates = PairEstimates(proportion_difference(mixer_found, transformer_found, paired=True), mixer_above)
+        context = (kind, pair[0].name, pair[1].name, inversions.scale.steps(pair[0].name))
+        if kind == "trained" and pair_checks(estimates, *context)[0].status != INCONCLUSIVE:  # both masked descents
+            found = [inversions.runs_of(m.name, m, [(BLOCK - 1, DESCENT_SETTINGS[chosen[m.name, BLOCK]])],  # to 5N
                                         masked=MASKED, continued=True)[0].hits[:, :MASKED].mean(1) for m in pair]
-            checks.append(convergence_check(ordering, proportion_difference(found[1], found[0], paired=True),
-                                            inversions.scale.steps(pair[0].name)))
-        checks.append(Check.of(
-            f"masked first token recovered by {pair[1].name} minus chance (block {BLOCK})",
-            claim.bootstrap(units[pair[1].name, BLOCK][:, [0, 2]], lambda u: float(u[:, 0].mean() - u[:, 1].mean())),
-            "fraction of prompts", ">", 0.0,
-            "control: the mixer must recover the masked token above chance, the random start's hit rate over the "
-            "same restricted vocabulary, by the low end of the paired difference's 95 % interval; else the "
-            "ordering would only say that the transformer does worse than chance", role="control"))
+            estimates = replace(estimates, longer=proportion_difference(found[1], found[0], paired=True))
+        checks.extend(pair_checks(estimates, *context))
     if not any(c.role == "claim" for c in checks) and all(c.passed for c in checks):
         claim.not_informative("; ".join(gated),
                               details={"masked first token recovered": masked, "unmasked tokens recovered": recovered})

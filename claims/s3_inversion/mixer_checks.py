@@ -1,0 +1,72 @@
+"""S3.12's checks as pure functions of its estimates: ``test_mixer.py`` measures, these decide, and the self-tests
+(``tests/cases_s3.py``) drive the same functions to hold and to fail each check.
+"""
+
+from dataclasses import dataclass
+
+from claims.s3_inversion.convergence import convergence_check
+from claims.s3_inversion.scope import UNTRAINED_INVERTS, works_check
+from latent_instruments.stats import Estimate
+from reports.checks import Check
+
+BLOCK = 2  # S3: "the output [:, 1:, :] of the second mixer ... block" (1-based)
+HALF = 0.5
+DERIVATION = {
+    "trained": "S3: a trained flat masked mixer represents the masked first token from [:, 1:, :] of its second "
+               "block, 'more accurate than that obtained from a similarly sized transformer' ('pictureario, ...'). "
+               "S3 shows examples, no rate: the threshold is the ordering, the paired difference of recovery rates "
+               "above 0 by the low end of its interval over prompts (Newcombe's score interval for paired "
+               "proportions)",
+    "untrained twins": "S3: untrained flat mixers find the masked first token from [:, 1:, :] ('Mario, the Idea, "
+                       "versus Mario, the Man' at 512 wide), while untrained transformers of 4096 wide rarely do "
+                       "(S3.9: about 1/5 of initialisations). The threshold is the ordering at equal width, paired "
+                       "over prompts, low end above 0",
+}
+
+
+@dataclass(frozen=True)
+class TwinsEstimates:
+    """Per untrained twin, the fraction of prompts whose unmasked tokens mostly come back from block ``BLOCK``
+    (exact intervals)."""
+
+    works: list[Estimate]
+
+
+def works_checks(e: TwinsEstimates, names: list[str]) -> list[Check]:
+    """The untrained twins' controls: each twin's block-``BLOCK`` inversion gives back most unmasked tokens on most
+    prompts, as S3 says untrained blocks do; ``names``: the twins'."""
+    return [works_check(w, f"prompts of {name} whose unmasked tokens mostly come back (> {HALF}, block {BLOCK})",
+                        UNTRAINED_INVERTS) for w, name in zip(e.works, names)]
+
+
+@dataclass(frozen=True)
+class PairEstimates:
+    """What S3.12's test measures on one compared pair (a transformer and the mixer of its width and recipe), from
+    block ``BLOCK``'s output without the first position, over the reported prompts.
+
+    Attributes:
+        ordering: masked first token recovered, mixer minus transformer (paired score interval).
+        above_chance: the mixer's masked-token recovery minus chance (the random start's hits), paired.
+        longer: ``ordering`` after both masked descents continued to 5N (None where not continued).
+    """
+
+    ordering: Estimate
+    above_chance: Estimate
+    longer: Estimate | None = None
+
+
+def pair_checks(e: PairEstimates, kind: str, transformer: str, mixer: str, steps: int) -> list[Check]:
+    """S3.12's claim check for one pair (``kind``: "trained" or "untrained twins", whose derivations differ), its
+    convergence control where ``longer`` is given, and the above-chance control; ``steps``: the transformer's N."""
+    ordering = Check.of(
+        f"masked first token recovered, {mixer} minus {transformer} (block {BLOCK}, [:, 1:, :])", e.ordering,
+        "fraction of prompts", ">", 0.0, DERIVATION[kind])
+    return [
+        ordering, *([] if e.longer is None else [convergence_check(ordering, e.longer, steps)]),
+        Check.of(
+            f"masked first token recovered by {mixer} minus chance (block {BLOCK})", e.above_chance,
+            "fraction of prompts", ">", 0.0,
+            "control: the mixer must recover the masked token above chance, the random start's hit rate over the "
+            "same restricted vocabulary, by the low end of the paired difference's 95 % interval; else the "
+            "ordering would only say that the transformer does worse than chance", role="control"),
+    ]
