@@ -3,6 +3,7 @@
 from claims.s3_inversion.cosine_checks import CosineEstimates, LayerNormEstimates, cosine_checks, layer_norm_checks
 from claims.s3_inversion.depth_checks import DepthEstimates, depth_checks
 from claims.s3_inversion.mixer_checks import PairEstimates, TwinsEstimates, pair_checks, works_checks
+from claims.s3_inversion.round_trip_checks import RoundTripEstimates, round_trip_checks
 from claims.s3_inversion.residual_checks import ResidualEstimates, residual_checks
 from claims.s3_inversion.untrained_checks import GapEstimates, RecoveryEstimates, gap_checks, recovery_checks
 from claims.s3_inversion.vocabulary_checks import VocabularyEstimates, vocabulary_checks
@@ -29,6 +30,7 @@ PAIR = {"transformer": "tiny-w96", "mixer": "tiny-mixer-w96", "steps": 200}
 
 
 CASES = [
+    Case("S3.1", round_trip_checks, RoundTripEstimates(per_unit(1.0), per_unit(0.0), 16, 5)),
     Case("S3.12", pair_checks, PairEstimates(exact(0.4, 16, 0.2), estimate(0.5, 0.1)), {"kind": "trained", **PAIR}),
     Case("S3.12", pair_checks, PairEstimates(exact(0.4, 16, 0.2), estimate(0.5, 0.1), exact(0.35, 16, 0.2)),
          {"kind": "trained", **PAIR}, label="continued"),

@@ -423,7 +423,7 @@ def test_s3_14s_share_fails_where_the_layers_together_close_the_gap_and_its_floo
 def test_s3_1_round_trip_fails_on_one_wrong_token_in_any_prompt_and_the_shuffle_control_on_one_recovered_prompt():
     """S3.1 (version 3) is asserted of every prompt: one wrong token in one of 24 prompts fails it; the control
     fails where one prompt's shuffled decode recovers most of its tokens."""
-    from claims.s3_inversion.test_round_trip import EXACT, PERMUTED_CEILING
+    from claims.s3_inversion.round_trip_checks import EXACT, PERMUTED_CEILING
     from latent_instruments.stats import per_unit
 
     every = np.ones(24)

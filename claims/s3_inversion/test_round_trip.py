@@ -15,13 +15,11 @@ import pytest
 import torch
 
 from claims.s3_inversion.inversions import SOURCE_PROMPT, examples
+from claims.s3_inversion.round_trip_checks import RoundTripEstimates, round_trip_checks
 from latent_instruments.decoding import PseudoInverse, decode_top_k
 from latent_instruments.stats import per_unit
-from reports.checks import Check
 
 
-EXACT = 0.999  # S3: the round trip gives the prompt back exactly, every token (see the derivation)
-PERMUTED_CEILING = 0.5  # control: the same embeddings decoded with W_E's rows shuffled must not give the prompt
 SOURCE_RATIO = 10.0  # S3: the true index holds ~1e-2, the others ≤ 1e-3: a ratio of about 10 (reported)
 SHIFT_STD = 0.05  # S3's shifted input a′ = a + 0.05·noise, said to tokenize as a (reported)
 
@@ -59,21 +57,7 @@ def test_the_pseudo_inverse_recovers_the_tokens(model_name, subject, inversions,
     control = per_unit(permuted, "max")
 
     claim.record(
-        [
-            Check.of("least token accuracy of argmax(W_E[ids]·W_E⁺) over the prompts", recovered, "fraction of tokens",
-                     ">", EXACT,
-                     "S3 (Direct Input Representation): the pseudo-inverse round trip gives the prompt back, the "
-                     "true index holding ~1e-2 where the others hold ≤ 1e-3; 'exactly' admits no wrong token. "
-                     f"The threshold {EXACT} is that, with room for rounding only, asserted of every one of the "
-                     f"{len(accuracy)} prompts of {ids.shape[1]} tokens (S3 verifies its prompt comes back): one "
-                     "wrong token in any prompt fails it"),
-            Check.of("largest token accuracy over the prompts with W_E's rows shuffled", control, "fraction of tokens",
-                     "<", PERMUTED_CEILING,
-                     "control: decoding the same embeddings with the pseudo-inverse of a row-shuffled W_E must give "
-                     "other tokens (only fixed points of the shuffle, about 1/vocab, match); a decode that did not "
-                     f"read W_E's rows, or returned its input ids, would score 1. Ceiling {PERMUTED_CEILING}: far "
-                     "above chance, far below a vacuous pass; asserted of every prompt", role="control"),
-        ],
+        round_trip_checks(RoundTripEstimates(recovered, control, len(accuracy), ids.shape[1])),
         procedure=(
             f"{len(accuracy)} held-out prompts of {ids.shape[1]} tokens (the length of S3's prompt "
             f"{SOURCE_PROMPT!r} in this tokenizer); argmax over the vocabulary of W_E[ids]·W_E⁺, W_E⁺ the "
