@@ -7,6 +7,7 @@ from claims.s3_inversion.round_trip_checks import RoundTripEstimates, round_trip
 from claims.s3_inversion.residual_checks import ResidualEstimates, residual_checks
 from claims.s3_inversion.untrained_checks import GapEstimates, RecoveryEstimates, gap_checks, recovery_checks
 from claims.s3_inversion.vocabulary_checks import VocabularyEstimates, vocabulary_checks
+from claims.s3_inversion.width_checks import WidthEstimates, width_checks
 from latent_instruments.stats import Estimate
 from tests.check_cases import Case, estimate
 
@@ -30,6 +31,10 @@ PAIR = {"transformer": "tiny-w96", "mixer": "tiny-mixer-w96", "steps": 200}
 
 
 CASES = [
+    Case("S3.5", width_checks, WidthEstimates(
+        {(1337, 1): estimate(0.2), (1337, 2): estimate(0.15), (99, 1): estimate(0.25), (99, 2): estimate(0.1)},
+        {1337: exact(0.8), 99: exact(0.85, 16, 0.12)}, {1337: [96, 128, 192], 99: [96, 192]}),
+         {"headline_label": "better setting"}),
     Case("S3.1", round_trip_checks, RoundTripEstimates(per_unit(1.0), per_unit(0.0), 16, 5)),
     Case("S3.12", pair_checks, PairEstimates(exact(0.4, 16, 0.2), estimate(0.5, 0.1)), {"kind": "trained", **PAIR}),
     Case("S3.12", pair_checks, PairEstimates(exact(0.4, 16, 0.2), estimate(0.5, 0.1), exact(0.35, 16, 0.2)),

@@ -58,14 +58,15 @@ def beyond(check: Check, like: Estimate) -> Estimate:
     return replace(like, value=centre, low=centre - step / 2, high=centre + step / 2)
 
 
-def _estimates(holding) -> Iterator[tuple[str, int | None, Estimate]]:
-    """(field, index or None, Estimate) of every Estimate in a dataclass of estimates."""
+def _estimates(holding) -> Iterator[tuple[str, Any, Estimate]]:
+    """(field, index or key or None, Estimate) of every Estimate in a dataclass of estimates: a field, or an item
+    of a list, tuple or dict field."""
     for f in fields(holding):
         value = getattr(holding, f.name)
         if isinstance(value, Estimate):
             yield f.name, None, value
-        elif isinstance(value, list | tuple):
-            for i, item in enumerate(value):
+        elif isinstance(value, list | tuple | dict):
+            for i, item in (value.items() if isinstance(value, dict) else enumerate(value)):
                 if isinstance(item, Estimate):
                     yield f.name, i, item
 
@@ -87,6 +88,8 @@ def failing(case: Case, check: Check):
         found, new = True, beyond(check, estimate)
         if index is None:
             moved = replace(moved, **{name: new})
+        elif isinstance(getattr(moved, name), dict):
+            moved = replace(moved, **{name: {**getattr(moved, name), index: new}})
         else:
             items = list(getattr(moved, name))
             items[index] = new

@@ -24,8 +24,8 @@ REPO = Path(__file__).resolve().parents[1]
 INLINE_LEFT = {
     "claims/s0_spectra/test_residuals.py", "claims/s3_inversion/test_attribution.py",
     "claims/s3_inversion/test_bandwidth.py", "claims/s3_inversion/test_between_tokens.py",
-    "claims/s3_inversion/test_layers.py", "claims/s3_inversion/test_width.py", "claims/s4_ffn/test_parameters.py",
-    "claims/s4_ffn/test_similar_strings.py", "claims/s4_ffn/test_token_subspaces.py",
+    "claims/s3_inversion/test_layers.py", "claims/s4_ffn/test_parameters.py", "claims/s4_ffn/test_similar_strings.py",
+    "claims/s4_ffn/test_token_subspaces.py",
 }
 
 

@@ -370,7 +370,7 @@ def test_a_users_ladder_reaching_4096_runs_s3_5s_checks_and_the_zoos_ladders_sto
 
 def test_a_narrowest_rung_that_rarely_passes_the_success_test_fails_the_control():
     from claims.s3_inversion.scale import Scale
-    from claims.s3_inversion.test_width import SUCCESS_MAJORITY
+    from claims.s3_inversion.width_checks import SUCCESS_MAJORITY
     def status(passing: tuple[int, int]) -> str:
         success = np.column_stack([np.r_[np.ones(k), np.zeros(16 - k)] for k in passing])  # (prompts, settings)
         success = np.concatenate([success[:8], success])  # 8 choosing prompts, then the 16 reported

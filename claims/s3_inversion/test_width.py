@@ -35,22 +35,14 @@ import pytest
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, SOURCE_PROMPT, first_prompt
 from claims.s3_inversion.scale import Scale
 from claims.s3_inversion.test_depth import depths
+from claims.s3_inversion.width_checks import WidthEstimates, width_checks
 from models.evaluation import held_out_bits_per_character
 from models.zoo import resolve
 from reports.plots import series
-from reports.checks import Check
 
 
 GAIN_ONSET = 4096  # S3: gains appear from 4096 wide (GPT-J, Llama-7B); 768 -> 1600 is "no noticeably better"
-SUCCESS_MAJORITY = 0.5  # control: most of the narrowest rung's prompts reach S3's success test
 LOSS_TOLERANCE = 0.0  # bits per character a wider rung may end above a narrower one (none: the ordering itself)
-DERIVATION = (
-    "S3 gives an ordering of decoded examples, no rate: trained GPT-2 (768 wide) fails from block 1, GPT-2 XL "
-    "(1600) is 'no noticeably better', gains appear from 4096 wide (GPT-J recovers part), and Llama-13B/30B come "
-    "close without recovering exactly ('The sky is blue'', 'blue<s>'). The threshold is that ordering on our "
-    "ladder: the widest rung's token accuracy above the narrowest's, by the low end of the 95 % bootstrap "
-    "interval of the paired difference over prompts; no margin is derivable from the source. The ladder "
-    "(2x in width, 96 to 192) extrapolates a claim S3 makes between 1600 and 4096+ wide models")
 
 
 def _accuracy(inversions, rung, block: int, vocabulary: str) -> np.ndarray:
@@ -143,22 +135,7 @@ def test_wider_models_invert_better(model_name, variant, group, inversions, clai
                 for key, u in units.items()}
 
     widths = {seed: [m.d_model for m in rungs] for seed, rungs in seeds.items()}
-    checks = [
-        Check.of(f"token accuracy, d_model {widths[seed][-1]} minus {widths[seed][0]}, block {b}, seed {seed} "
-                 f"(each rung its {scale.headline_label})", gain, "fraction of tokens", ">", 0.0,
-                 DERIVATION + ("" if b == 1 else f"; block {b} is S3's 'also from deeper layers' (4 of GPT-2's 12 "
-                                                 "blocks, at the same depth fraction)")
-                 + "; every seed must hold (stability across training seeds)")
-        for (seed, b), gain in gains.items()
-    ] + [
-        Check.of(f"fraction of the narrowest rung's prompts passing S3's success test (block 1, seed {seed}, "
-                 f"{scale.headline_label})", est, "fraction of prompts", ">", SUCCESS_MAJORITY,
-                 "control: S3 decodes once ‖O(a_g) − O(a)‖₁ < ‖O(a′) − O(a)‖₁ with a′ = a + N(0, 1/20²) per element "
-                 "(S3's shift); if most of the narrowest rung's prompts do not reach it, its lower accuracy is the "
-                 f"optimiser stopping short, not the width. Floor {SUCCESS_MAJORITY}, by the interval's low end",
-                 role="control")
-        for seed, est in success.items()
-    ]
+    checks = width_checks(WidthEstimates(gains, success, widths), scale.headline_label)
     example_rungs = [seeds[next(iter(seeds))][i] for i in (0, -1)]
     claim.record(
         checks,
