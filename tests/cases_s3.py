@@ -1,5 +1,6 @@
 """S3's claims' checks functions with estimates on which each claim holds (``tests/check_cases.py``)."""
 
+from claims.s3_inversion.attribution_checks import AgreementEstimates, agreement_checks
 from claims.s3_inversion.cosine_checks import CosineEstimates, LayerNormEstimates, cosine_checks, layer_norm_checks
 from claims.s3_inversion.depth_checks import DepthEstimates, depth_checks
 from claims.s3_inversion.mixer_checks import PairEstimates, TwinsEstimates, pair_checks, works_checks
@@ -31,6 +32,7 @@ PAIR = {"transformer": "tiny-w96", "mixer": "tiny-mixer-w96", "steps": 200}
 
 
 CASES = [
+    Case("S3.8", agreement_checks, AgreementEstimates(estimate(0.8, 0.05), estimate(0.1, 0.1))),
     Case("S3.5", width_checks, WidthEstimates(
         {(1337, 1): estimate(0.2), (1337, 2): estimate(0.15), (99, 1): estimate(0.25), (99, 2): estimate(0.1)},
         {1337: exact(0.8), 99: exact(0.85, 16, 0.12)}, {1337: [96, 128, 192], 99: [96, 192]}),

@@ -232,30 +232,34 @@ def test_a_descent_that_does_not_reach_the_output_fails_the_success_control():
 
 def test_attributions_that_barely_agree_fail_the_claim():
     """Version 1 asked ρ > 0: a weak agreement of 0.2 passed it; ρ > ½ does not."""
-    from claims.s3_inversion.test_attribution import agreement_checks
+    from claims.s3_inversion.attribution_checks import agreement_checks
+    from claims.s3_inversion.test_attribution import agreement_estimates
     rng = np.random.default_rng(0)
     rho, twin = 0.2 + 0.05 * rng.standard_normal(64), 0.05 * rng.standard_normal(64)
-    claim, control = agreement_checks(rho, twin, seed=0)
+    claim, control = agreement_checks(agreement_estimates(rho, twin, seed=0))
     assert claim.status == "failed" and control.status == "passed"
 
 
 def test_a_twin_whose_gradients_agree_as_well_fails_the_control():
     """If the untrained twin's gradients rank the tokens as occlusion does, the agreement is not the model's."""
-    from claims.s3_inversion.test_attribution import agreement_checks
+    from claims.s3_inversion.attribution_checks import agreement_checks
+    from claims.s3_inversion.test_attribution import agreement_estimates
     rng = np.random.default_rng(0)
     rho = 0.8 + 0.05 * rng.standard_normal(64)
-    claim, control = agreement_checks(rho, rho - 0.05, seed=0)
+    claim, control = agreement_checks(agreement_estimates(rho, rho - 0.05, seed=0))
     assert claim.status == "passed" and control.status == "failed"
 
 
 def test_attributions_that_follow_position_alone_agree_for_any_weights():
     """Gradient×input and occlusion that both rank by recency agree whatever the weights: the twin's do too."""
-    from claims.s3_inversion.test_attribution import agreement_checks, rank_agreement
+    from claims.s3_inversion.attribution_checks import agreement_checks
+    from claims.s3_inversion.test_attribution import agreement_estimates, rank_agreement
     rng = np.random.default_rng(0)
     recency = np.tile(np.arange(7.0), (32, 1))
     noisy = lambda: recency + 0.5 * rng.standard_normal(recency.shape)  # noqa: E731
     occluded = noisy()
-    _, control = agreement_checks(rank_agreement(noisy(), occluded), rank_agreement(noisy(), occluded), seed=0)
+    _, control = agreement_checks(agreement_estimates(rank_agreement(noisy(), occluded),
+                                                       rank_agreement(noisy(), occluded), seed=0))
     assert control.status == "failed"
 
 

@@ -30,13 +30,12 @@ import torch
 from captum.attr import FeatureAblation, InputXGradient
 from scipy.stats import spearmanr
 
+from claims.s3_inversion.attribution_checks import AgreementEstimates, agreement_checks
 from models.forwards import frozen
 from latent_instruments.stats import bootstrap
-from reports.checks import Check
 
 
 SOURCE_PROMPT = "The wipers on the bus go swish swish"  # S3.8's example
-AGREES = 0.5  # the two attributions agree: mean per-prompt Spearman ρ above ½ (derivation at the check)
 
 
 def _logits_fn(model):
@@ -115,24 +114,10 @@ def _constant(attribution: np.ndarray) -> int:
     return int((np.ptp(attribution, axis=1) == 0).sum())
 
 
-def agreement_checks(rho: np.ndarray, twin_rho: np.ndarray, seed: int) -> list[Check]:
-    """S3.8's claim check and its broken-instrument control, from per-prompt ρ of defined prompts, (prompts,)."""
-    return [
-        Check.of("mean Spearman ρ(gradient×input, occlusion) over positions",
-                 bootstrap(rho, lambda u: float(u.mean()), seed=seed), "rank correlation", ">", AGREES,
-                 "S3 uses gradient×input and occlusion as two measures of the same token importance (it combines "
-                 "them linearly for short inputs) and shows them highlighting the earlier 'swish' for 'sw'; it gives "
-                 "no figure. Agreement is read as most of the ranking shared: the mean per-prompt rank correlation "
-                 f"above {AGREES} (the middle of ρ's positive range), by the low end of the 95 % interval over "
-                 "prompts"),
-        Check.of("mean Spearman ρ(untrained twin's gradient×input, occlusion)",
-                 bootstrap(twin_rho, lambda u: float(u.mean()), seed=seed), "rank correlation", "<", AGREES,
-                 "control: a broken instrument, gradient×input of the untrained twin (the same method and prompts, "
-                 "less any where the twin's ρ is undefined, on weights that learned nothing) against this model's "
-                 "occlusion, must fail the claim's check, "
-                 f"its high end below {AGREES}. An agreement that the twin's gradients also reach comes from the "
-                 "positions or the tokens, not from what the model computes", role="control"),
-    ]
+def agreement_estimates(rho: np.ndarray, twin_rho: np.ndarray, seed: int) -> AgreementEstimates:
+    """S3.8's estimates from per-prompt ρ of defined prompts, (prompts,) each: the means, bootstrapped."""
+    return AgreementEstimates(bootstrap(rho, lambda u: float(u.mean()), seed=seed),
+                              bootstrap(twin_rho, lambda u: float(u.mean()), seed=seed))
 
 
 @pytest.mark.claim("S3.8", version=3)  # 3: 24 CPU prompts; 2: agreement ρ > ½ decides; the twin's gradients as control
@@ -165,7 +150,7 @@ def test_gradient_times_input_agrees_with_occlusion(model_name, subject, pool, i
     pieces = [tokenizer.decode([t]) for t in example[0].tolist()]
     random = np.random.default_rng(settings.seed).random(grad_input.shape)
     claim.record(
-        agreement_checks(rho[defined], twin_rho[twin_defined], settings.seed),
+        agreement_checks(agreement_estimates(rho[defined], twin_rho[twin_defined], settings.seed)),
         procedure=(
             f"{n} held-out prompts of {tokens} tokens (S3's {SOURCE_PROMPT!r} in this tokenizer); "
             f"{why_undefined if undefined or twin_undefined else 'every prompt has a defined rank correlation'}. "

@@ -1,0 +1,43 @@
+"""S3.8's checks as a pure function of its estimates: ``test_attribution.py`` measures, this decides, and the
+self-tests (``tests/cases_s3.py``, ``tests/test_s3_checks.py``) drive the same function to hold and to fail.
+"""
+
+from dataclasses import dataclass
+
+from latent_instruments.stats import Estimate
+from reports.checks import Check
+
+AGREES = 0.5  # the two attributions agree: mean per-prompt Spearman ρ above ½ (derivation at the check)
+
+
+@dataclass(frozen=True)
+class AgreementEstimates:
+    """What S3.8's test measures over the prompts whose rank correlation is defined (rank correlation units).
+
+    Attributes:
+        agreement: mean Spearman ρ over positions of gradient×input and occlusion.
+        twin: the same with the untrained twin's gradient×input (a broken-instrument control).
+    """
+
+    agreement: Estimate
+    twin: Estimate
+
+
+def agreement_checks(e: AgreementEstimates) -> list[Check]:
+    """S3.8's claim check and its broken-instrument control."""
+    return [
+        Check.of("mean Spearman ρ(gradient×input, occlusion) over positions",
+                 e.agreement, "rank correlation", ">", AGREES,
+                 "S3 uses gradient×input and occlusion as two measures of the same token importance (it combines "
+                 "them linearly for short inputs) and shows them highlighting the earlier 'swish' for 'sw'; it gives "
+                 "no figure. Agreement is read as most of the ranking shared: the mean per-prompt rank correlation "
+                 f"above {AGREES} (the middle of ρ's positive range), by the low end of the 95 % interval over "
+                 "prompts"),
+        Check.of("mean Spearman ρ(untrained twin's gradient×input, occlusion)",
+                 e.twin, "rank correlation", "<", AGREES,
+                 "control: a broken instrument, gradient×input of the untrained twin (the same method and prompts, "
+                 "less any where the twin's ρ is undefined, on weights that learned nothing) against this model's "
+                 "occlusion, must fail the claim's check, "
+                 f"its high end below {AGREES}. An agreement that the twin's gradients also reach comes from the "
+                 "positions or the tokens, not from what the model computes", role="control"),
+    ]
