@@ -1,6 +1,9 @@
 """S3's claims' checks functions with estimates on which each claim holds (``tests/check_cases.py``)."""
 
 from claims.s3_inversion.attribution_checks import AgreementEstimates, agreement_checks
+from claims.s3_inversion.bandwidth_checks import (
+    BandwidthEstimates, CrossingEstimates, bandwidth_checks, crossing_checks,
+)
 from claims.s3_inversion.cosine_checks import CosineEstimates, LayerNormEstimates, cosine_checks, layer_norm_checks
 from claims.s3_inversion.depth_checks import DepthEstimates, depth_checks
 from claims.s3_inversion.mixer_checks import PairEstimates, TwinsEstimates, pair_checks, works_checks
@@ -32,6 +35,12 @@ PAIR = {"transformer": "tiny-w96", "mixer": "tiny-mixer-w96", "steps": 200}
 
 
 CASES = [
+    Case("S3.10", crossing_checks, CrossingEstimates(per_unit(40.0), exact(0.9)), {"d_model": 96}),
+    Case("S3.10", bandwidth_checks, BandwidthEstimates(estimate(0.8, 0.1), estimate(0.4, 0.05), exact(0.8)),
+         {"k_star": 40, "d_model": 96, "steps": 200}, label="trained"),
+    Case("S3.10", bandwidth_checks, BandwidthEstimates(estimate(0.8, 0.1), estimate(0.4, 0.05), exact(0.8),
+                                                       exact(0.9, 16, 0.05), estimate(0.75, 0.1)),
+         {"k_star": 40, "d_model": 96, "steps": 200}, label="untrained, continued"),
     Case("S3.8", agreement_checks, AgreementEstimates(estimate(0.8, 0.05), estimate(0.1, 0.1))),
     Case("S3.5", width_checks, WidthEstimates(
         {(1337, 1): estimate(0.2), (1337, 2): estimate(0.15), (99, 1): estimate(0.25), (99, 2): estimate(0.1)},

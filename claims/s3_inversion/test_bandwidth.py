@@ -44,9 +44,12 @@ import numpy as np
 import pytest
 import torch
 
-from claims.s3_inversion.convergence import UNTRAINED_PAST_N, continues, convergence_check, further_steps
+from claims.s3_inversion.bandwidth_checks import (
+    EVERY, BandwidthEstimates, CrossingEstimates, bandwidth_checks, crossing_checks, full_works_check,
+)
+from claims.s3_inversion.convergence import UNTRAINED_PAST_N, continues, further_steps
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, TOP_K, examples, first_prompt, layer_output, setting
-from claims.s3_inversion.scope import SMALL_TRAINED, UNTRAINED_INVERTS, works_control
+from claims.s3_inversion.scope import SMALL_TRAINED
 from latent_instruments.inversion import invert
 from latent_instruments.stats import Estimate, proportion
 from models.forwards import descents_at_once, frozen, side_by_side
@@ -55,12 +58,7 @@ from reports.checks import FAILED, Check
 
 
 SOURCE_PROMPT = "Mario the man versus Mario the idea"  # S3.10's prompt
-SHARP = 0.5  # the one-feature jump must carry most of the transition (S3: all of it, 1.0)
-EVERY = 0.9  # full-output accuracy from which the model "recovers every token"
 GRID = 4  # first pass: k at quarters of d_model
-MATCHED = 0.5  # control: S3's success test holds for most prompts just below the crossing
-SOURCE_FRACTION = 2202 / 4096  # S3: Llama-7B's crossing, as a fraction of its width (0.54)
-BELOW_WIDTH = (SOURCE_FRACTION + 1) / 2  # k*/d_model must stay below this (0.77): halfway from S3's to the width
 
 
 class Curve:
@@ -173,14 +171,9 @@ def crossing_fraction(units: np.ndarray, ks: list[int], d_model: int) -> float:
 
 
 def threshold_within(k_star: int, prompts: int) -> Check:
-    """S3.10's claim check that the crossing k* lies above the first feature (an exact count: no interval): at
-    k* = 1 one feature already recovers half the full output's accuracy, and there is no threshold within the
-    output, sharp or not, which S3's 2202 of 4096 features is."""
-    return Check.of("crossing k* in features, above the first", Estimate(float(k_star), float(k_star), float(k_star),
-                                                                           1.0, prompts), "features", ">", 1.0,
-                    "S3: every token from 2202 features, none from 2201: a threshold inside the output. Where the "
-                    "first feature alone gives half the full output's accuracy (k* = 1) there is none: the claim's "
-                    "own bound, k* > 1 (an exact count)")
+    """S3.10's crossing check (``crossing_checks``) of the count ``k_star`` over ``prompts`` (exact: no interval)."""
+    return crossing_checks(CrossingEstimates(Estimate(float(k_star), float(k_star), float(k_star), 1.0, prompts)),
+                           0)[0]
 
 
 # 9: convergence control; 8: k* = 1 and k* = d decided, no longer gates; 7: untrained full output a control
@@ -204,8 +197,8 @@ def test_recovery_falls_sharply_with_output_features(model_name, subject, invers
     full = claim.bootstrap(curve(d), lambda u: float(u.mean()))
     by_setting = {"token accuracy, full output, by setting": {h: c.mean(d) for h, c in curves.items()}}
     untrained = subject.entry.random_init
-    full_works = works_control(curve(d) >= EVERY, f"prompts whose tokens the full output ({d} features) recovers "
-                               f"(≥ {EVERY} of them)", UNTRAINED_INVERTS)
+    works = proportion(curve(d) >= EVERY)
+    full_works = full_works_check(works, d)
     if untrained and not full_works.passed:  # S3 says this block inverts: the descent failed, which must show
         claim.record([full_works], procedure=f"{n} held-out prompts inverted from block 1's whole output ({how} "
                      "setting); the descent must recover the untrained block's input before any feature is removed",
@@ -216,7 +209,8 @@ def test_recovery_falls_sharply_with_output_features(model_name, subject, invers
             f"not every token (≥ {EVERY}): there is no level to fall from. {SMALL_TRAINED}", details=by_setting)
     k_star = crossing(curve, d, full.value / 2)
     if k_star == 1:  # no one-feature jump to measure below the first feature: the crossing check decides alone
-        claim.record([threshold_within(k_star, len(curve(d))), *([full_works] if untrained else [])],
+        k = Estimate(float(k_star), float(k_star), float(k_star), 1.0, len(curve(d)))
+        claim.record(crossing_checks(CrossingEstimates(k, works if untrained else None), d),
                      procedure=f"{len(curve(d))} held-out prompts inverted from the first k features of block 1's output "
                      f"({how} setting): the first feature alone recovers {curve.mean(1):.3f} of tokens, half the full "
                      "output's", details={"token accuracy by k": {str(k): round(curve.mean(k), 4) for k in sorted(curve.points)}})
@@ -229,37 +223,12 @@ def test_recovery_falls_sharply_with_output_features(model_name, subject, invers
     above = min(k for k in ks if means[k] >= 0.9 * full.value)
     per_k = [claim.bootstrap(curve(k), lambda u: float(u.mean())) for k in ks]
     fraction = claim.bootstrap(np.column_stack([curve(k) for k in ks]), lambda u: crossing_fraction(u, ks, d))
-    sharp = Check.of(f"token accuracy from the first {k_star} features minus the first {k_star - 1}", jump,
-                     "fraction of tokens", ">", SHARP,
-                     "S3: Llama-7B recovers every token of 'Mario the man versus Mario the idea' from the first "
-                     "2202 of 4096 features and none from 2201: a one-feature jump of 1.0. 'Sharp' is read as most "
-                     f"of the transition in one feature: a jump above {SHARP} at the crossing k* (the fewest "
-                     "features giving half the full output's accuracy), by the low end of the 95 % interval of the "
-                     "paired difference over prompts; the margin from 1.0 to 0.5 is taken because S3 shows one "
-                     "prompt on one model")
-    longer = []
-    if sharp.status == FAILED:  # the two descents either side of the crossing continued: does the failure stay?
-        paired = lambda u: float(u[:, 0].mean() - u[:, 1].mean())  # noqa: E731
-        longer = [convergence_check(sharp, claim.bootstrap(curve.continued(k_star, k_star - 1), paired), steps)]
+    estimates = BandwidthEstimates(jump, fraction, matched, works if untrained else None)
+    if bandwidth_checks(estimates, k_star, d, steps)[0].status == FAILED:  # the two descents either side of the
+        paired = lambda u: float(u[:, 0].mean() - u[:, 1].mean())  # noqa: E731  (crossing continued: does it stay?)
+        estimates = replace(estimates, longer=claim.bootstrap(curve.continued(k_star, k_star - 1), paired))
     claim.record(
-        [
-            sharp, *longer,
-            Check.of("crossing k* as a fraction of d_model", fraction, "fraction of d_model", "<", BELOW_WIDTH,
-                     f"S3: the threshold lies at 2202 of Llama-7B's 4096 features ({SOURCE_FRACTION:.2f} of the width); "
-                     "at k* = d_model the output is needed whole (since version 8 that fails here, a finding, where it "
-                     f"was a not-informative gate). 'Well below the width' is read as k*/d_model < {BELOW_WIDTH:.2f}, "
-                     "halfway from S3's fraction to 1, by "
-                     "the high end of the 95 % interval of the crossing recomputed on prompts resampled (over the k "
-                     "evaluated)"),
-            Check.of(f"fraction of prompts passing S3's success test on the first {k_star - 1} features", matched,
-                     "fraction of prompts", ">", MATCHED,
-                     "control: a jump also appears where the descent breaks down below some width, which is no "
-                     "bandwidth. One feature below the crossing, the found input must still match the features it "
-                     "was given better than S3's shifted input a' = a + noise/20 does (S3's success test), for most "
-                     f"prompts (> {MATCHED}) by the interval's low end; the lost tokens are then missing "
-                     "information, not a failed optimisation", role="control"),
-            *([full_works] if untrained else []),
-        ],
+        bandwidth_checks(estimates, k_star, d, steps),
         procedure=(
             f"{n} held-out prompts of {tokens} tokens (S3's {SOURCE_PROMPT!r} in this tokenizer), inverted from "
             f"the first k features of block 1's output ([:, :, :k], S3's slicing) in embedding space, L1 loss, "

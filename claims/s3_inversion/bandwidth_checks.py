@@ -1,0 +1,95 @@
+"""S3.10's checks as pure functions of its estimates: ``test_bandwidth.py`` measures, these decide, and the
+self-tests (``tests/cases_s3.py``, ``tests/test_s3_checks.py``) drive the same functions to hold and to fail.
+"""
+
+from dataclasses import dataclass
+
+from claims.s3_inversion.convergence import convergence_check
+from claims.s3_inversion.scope import UNTRAINED_INVERTS, works_check
+from latent_instruments.stats import Estimate
+from reports.checks import Check
+
+SHARP = 0.5  # the one-feature jump must carry most of the transition (S3: all of it, 1.0)
+EVERY = 0.9  # full-output accuracy from which the model "recovers every token"
+MATCHED = 0.5  # control: S3's success test holds for most prompts just below the crossing
+SOURCE_FRACTION = 2202 / 4096  # S3: Llama-7B's crossing, as a fraction of its width (0.54)
+BELOW_WIDTH = (SOURCE_FRACTION + 1) / 2  # k*/d_model must stay below this (0.77): halfway from S3's to the width
+
+
+def full_works_check(full_works: Estimate, d_model: int) -> Check:
+    """The control, on an untrained block, that the full output gives its prompts back (S3 says it does):
+    ``full_works`` the fraction of prompts of which at least ``EVERY`` of the tokens come back (exact)."""
+    return works_check(full_works, f"prompts whose tokens the full output ({d_model} features) recovers "
+                       f"(≥ {EVERY} of them)", UNTRAINED_INVERTS)
+
+
+@dataclass(frozen=True)
+class CrossingEstimates:
+    """S3.10 where the crossing is the first feature: ``k_star`` an exact count (features); ``full_works`` as in
+    :class:`BandwidthEstimates` (None on a trained model)."""
+
+    k_star: Estimate
+    full_works: Estimate | None = None
+
+
+def crossing_checks(e: CrossingEstimates, d_model: int) -> list[Check]:
+    """S3.10's claim check that the crossing k* lies above the first feature (an exact count: no interval): at
+    k* = 1 one feature already recovers half the full output's accuracy, and there is no threshold within the
+    output, sharp or not, which S3's 2202 of 4096 features is. With the untrained block's control."""
+    return [
+        Check.of("crossing k* in features, above the first", e.k_star, "features", ">", 1.0,
+                 "S3: every token from 2202 features, none from 2201: a threshold inside the output. Where the "
+                 "first feature alone gives half the full output's accuracy (k* = 1) there is none: the claim's "
+                 "own bound, k* > 1 (an exact count)"),
+        *([] if e.full_works is None else [full_works_check(e.full_works, d_model)]),
+    ]
+
+
+@dataclass(frozen=True)
+class BandwidthEstimates:
+    """What S3.10's test measures on block 1's output cut to its first k features, over the reported prompts.
+
+    Attributes:
+        jump: token accuracy from the first k* features minus the first k* − 1, paired.
+        fraction: the crossing k* as a fraction of d_model, recomputed on resampled prompts.
+        matched: fraction of prompts passing S3's success test on the first k* − 1 features (exact).
+        full_works: on an untrained block, the fraction of prompts the full output gives back (exact); else None.
+        longer: ``jump`` after the descents at k* and k* − 1 continued to 5N (None where not continued).
+    """
+
+    jump: Estimate
+    fraction: Estimate
+    matched: Estimate
+    full_works: Estimate | None = None
+    longer: Estimate | None = None
+
+
+def bandwidth_checks(e: BandwidthEstimates, k_star: int, d_model: int, steps: int) -> list[Check]:
+    """S3.10's two claim checks (a sharp jump at k*, k* well below the width), the jump's convergence control where
+    ``longer`` is given, the success-test control below the crossing, and on an untrained block its control."""
+    sharp = Check.of(f"token accuracy from the first {k_star} features minus the first {k_star - 1}", e.jump,
+                     "fraction of tokens", ">", SHARP,
+                     "S3: Llama-7B recovers every token of 'Mario the man versus Mario the idea' from the first "
+                     "2202 of 4096 features and none from 2201: a one-feature jump of 1.0. 'Sharp' is read as most "
+                     f"of the transition in one feature: a jump above {SHARP} at the crossing k* (the fewest "
+                     "features giving half the full output's accuracy), by the low end of the 95 % interval of the "
+                     "paired difference over prompts; the margin from 1.0 to 0.5 is taken because S3 shows one "
+                     "prompt on one model")
+    return [
+        sharp, *([] if e.longer is None else [convergence_check(sharp, e.longer, steps)]),
+        Check.of("crossing k* as a fraction of d_model", e.fraction, "fraction of d_model", "<", BELOW_WIDTH,
+                 f"S3: the threshold lies at 2202 of Llama-7B's 4096 features ({SOURCE_FRACTION:.2f} of the width); "
+                 "at k* = d_model the output is needed whole (since version 8 that fails here, a finding, where it "
+                 f"was a not-informative gate). 'Well below the width' is read as k*/d_model < {BELOW_WIDTH:.2f}, "
+                 "halfway from S3's fraction to 1, by "
+                 "the high end of the 95 % interval of the crossing recomputed on prompts resampled (over the k "
+                 "evaluated)"),
+        Check.of(f"fraction of prompts passing S3's success test on the first {k_star - 1} features", e.matched,
+                 "fraction of prompts", ">", MATCHED,
+                 "control: a jump also appears where the descent breaks down below some width, which is no "
+                 "bandwidth. One feature below the crossing, the found input must still match the features it "
+                 "was given better than S3's shifted input a' = a + noise/20 does (S3's success test), for most "
+                 f"prompts (> {MATCHED}) by the interval's low end; the lost tokens are then missing "
+                 "information, not a failed optimisation", role="control"),
+        *([] if e.full_works is None else [full_works_check(e.full_works, d_model)]),
+    ]
