@@ -4,6 +4,9 @@ from claims.s3_inversion.attribution_checks import AgreementEstimates, agreement
 from claims.s3_inversion.bandwidth_checks import (
     BandwidthEstimates, CrossingEstimates, bandwidth_checks, crossing_checks,
 )
+from claims.s3_inversion.between_tokens_checks import (
+    MaskedEstimates, WideLayerEstimates, masked_checks, wide_layer_checks,
+)
 from claims.s3_inversion.cosine_checks import CosineEstimates, LayerNormEstimates, cosine_checks, layer_norm_checks
 from claims.s3_inversion.depth_checks import DepthEstimates, depth_checks
 from claims.s3_inversion.mixer_checks import PairEstimates, TwinsEstimates, pair_checks, works_checks
@@ -35,6 +38,12 @@ PAIR = {"transformer": "tiny-w96", "mixer": "tiny-mixer-w96", "steps": 200}
 
 
 CASES = [
+    Case("S3.9", masked_checks, MaskedEstimates(exact(0.05, 16, 0.05), exact(0.85, 16, 0.1)),
+         {"twin": "tiny-w96:untrained", "steps": 200}),
+    Case("S3.9", masked_checks, MaskedEstimates(exact(0.05, 16, 0.05), exact(0.85, 16, 0.1), exact(0.06, 16, 0.06)),
+         {"twin": "tiny-w96:untrained", "steps": 200}, label="continued"),
+    Case("S3.9", wide_layer_checks, WideLayerEstimates(exact(0.6, 10, 0.3), exact(0.9, 10, 0.1), per_unit(0.3, 10)),
+         {"widths": (256, 512), "seeds": 5}, label="wide layers"),
     Case("S3.10", crossing_checks, CrossingEstimates(per_unit(40.0), exact(0.9)), {"d_model": 96}),
     Case("S3.10", bandwidth_checks, BandwidthEstimates(estimate(0.8, 0.1), estimate(0.4, 0.05), exact(0.8)),
          {"k_star": 40, "d_model": 96, "steps": 200}, label="trained"),

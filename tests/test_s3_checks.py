@@ -12,7 +12,7 @@ import torch
 
 from claims.s3_inversion.bandwidth_checks import BELOW_WIDTH
 from claims.s3_inversion.test_bandwidth import crossing, crossing_fraction
-from claims.s3_inversion.test_between_tokens import RAREST
+from claims.s3_inversion.between_tokens_checks import RAREST
 from claims.s3_inversion.test_cosine import MINIMISED, RECOVERS, _ratio
 from claims.s3_inversion.test_vocabulary import _difference
 from latent_instruments.inversion import DIRECT_TARGET, InversionConfig, invert

@@ -39,9 +39,12 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from claims.s3_inversion.convergence import LONGER, SCHEDULE, convergence_check, deepens
+from claims.s3_inversion.between_tokens_checks import (
+    HALF, MaskedEstimates, WideLayerEstimates, masked_checks, twin_works_check, wide_layer_checks,
+)
+from claims.s3_inversion.convergence import LONGER, SCHEDULE, deepens
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, first_prompt, layer_output, setting
-from claims.s3_inversion.scope import SMALL_TRAINED, UNTRAINED_INVERTS, works_control
+from claims.s3_inversion.scope import SMALL_TRAINED
 from latent_instruments.inversion import invert
 from latent_instruments.decoding import pseudo_inverse
 from latent_instruments.stats import per_unit, proportion, proportion_difference
@@ -49,16 +52,13 @@ from models.adapters import adapter_for
 from models.forwards import side_by_side
 from models.loading import LoadedModel
 from reports.plots import series
-from reports.checks import PASSED, Check
+from reports.checks import PASSED
 
 
 MASKED = 1  # S3's usual [:, 1:, :]: the first position's output left out
-HALF = 0.5
-RAREST = 1 / 5  # S3: untrained 4096-wide layers find the masked token in "perhaps 1/5ths" of initialisations
 WIDE_PROMPT = "Mario the man versus Mario the idea"  # S3's prompt for the 8192-wide layer
 HEADS = 32  # S3's layers': LlamaConfig's default (its config's 'num_heads': 64 is no LlamaConfig field)
 SOURCE_WIDTHS, SOURCE_SEEDS = (4096, 8192), 10  # S3's fractions are fifths ("1/5ths ... more than 4/5ths")
-SOME = 0.1  # control: the wide layers' inversion recovers some unmasked tokens (S3's own example: a quarter to a half)
 CPU_WIDTHS, CPU_SEEDS = (256, 512), 5  # S3's ratio of widths and head size, at widths a CPU inverts in seconds
 
 
@@ -83,32 +83,22 @@ def test_later_positions_do_not_identify_a_masked_token(model_name, subject, gro
     twin_best = scale.chosen(units[twin.name][:, 1])
     twin_masked = scale.reported_fraction(units[twin.name][:, 0], twin_best)
     run = inversions.run(model_name, subject, 0, DESCENT_SETTINGS[best], masked=MASKED)
-    twin_works = works_control(scale.reported(units[twin.name][:, 1, int(twin_best)]) > HALF,
-                               f"prompts of {twin.name} whose unmasked tokens mostly come back (> {HALF})",
-                               UNTRAINED_INVERTS)
+    works = proportion(scale.reported(units[twin.name][:, 1, int(twin_best)]) > HALF)
+    twin_works = twin_works_check(works, twin.name)
     if unmasked.low <= HALF and twin_works.passed:
         claim.not_informative(
             f"the inversion recovers {unmasked.value:.3f} [{unmasked.low:.3f}, {unmasked.high:.3f}] of the unmasked "
             f"tokens, not most (> {HALF}), where it recovers those of the untrained twin ({twin_works.value:.3f} of "
             f"its prompts, the control): a missed masked token would say nothing about the information between "
             f"positions. {SMALL_TRAINED}", details={"masked first token recovered": masked.value})
-    masked_check = Check.of("fraction of prompts whose masked first token is recovered (restricted vocabulary)", masked,
-                     "fraction of prompts", "<", RAREST,
-                     "S3: trained Llama 7B-65B, Llama-2 70B and Mistral 7B never identify the masked first token "
-                     "from [:, 1:, :] of block 1 (none of 6 models; none of the top-5 in its examples), while "
-                     "untrained layers do: 'perhaps 1/5ths' of 4096-wide initialisations (S3's fifths: about 5 "
-                     "per width), 'more than 4/5ths' of 8192-wide ones. 'Do not identify' is read as rarer than "
-                     f"S3's rarest untrained rate, fewer than {RAREST:.1f} of the prompts by the interval's high end "
-                     "(version 2 took one half, which a model finding the token in 2 of 5 prompts passed; S3's own "
-                     "figure is none, which S3's 6 models bound only to below 0.46 at 95 %)")
-    longer = []
-    if masked_check.status == PASSED:  # a hold rests on the masked token not coming back at N: continued (issue 64)
+    estimates = MaskedEstimates(masked, works)
+    if masked_checks(estimates, twin.name, scale.steps(model_name))[0].status == PASSED:  # a hold rests on the
+        # masked token not coming back at N: continued (issue 64)
         [continued] = inversions.runs_of(model_name, subject, [(0, DESCENT_SETTINGS[best])], masked=MASKED,
                                          continued=True)
-        longer = [convergence_check(masked_check, proportion(continued.hits[:, :MASKED].mean(1)),
-                                    scale.steps(model_name))]
+        estimates = replace(estimates, longer=proportion(continued.hits[:, :MASKED].mean(1)))
     claim.record(
-        [masked_check, twin_works, *longer],
+        masked_checks(estimates, twin.name, scale.steps(model_name)),
         procedure=(
             f"{own.shape[0]} held-out prompts ({reported.shape[0]} reported) of {problem.tokens} tokens (S3.2's problem: restricted vocabulary of "
             "the continuation), inverted together from block 1's output at positions 2 onwards ([:, 1:, :]), "
@@ -196,27 +186,8 @@ def test_wide_untrained_layers_identify_a_masked_token(model_name, subject, scal
     found = outcomes[..., 0].astype(bool)  # (seeds, widths): one 0/1 unit per initialisation
     fraction = [proportion(found[:, i]) for i in range(len(widths))]  # exact binomial over the seeds
     claim.record(
-        [
-            Check.of(f"fraction of initialisations finding the masked token, width {widths[1]} minus {widths[0]}",
-                     proportion_difference(found[:, 1], found[:, 0], paired=False),  # independent layers
-                     "fraction of initialisations", ">", 0.0,
-                     "S3: 'perhaps 1/5ths of models with a hidden dimension of 4096 ... but more than 4/5ths of "
-                     "models with a hidden dim of 8192'. The threshold is the ordering: the wider layers' fraction "
-                     "above the narrower's, by the low end of Newcombe's score interval for two independent "
-                     "proportions (each width's layers are their own initialisations)"),
-            Check.of(f"fraction of width-{widths[1]} initialisations finding the masked token", fraction[1],
-                     "fraction of initialisations", ">", HALF,
-                     f"S3: 'more than 4/5ths' at 8192 wide: 'often do'. Read as most initialisations (> {HALF}), by "
-                     "the low end; the margin from 4/5 is taken for S3's unstated number of models"),
-            Check.of(f"least token accuracy at the unmasked positions over the width-{widths[1]} initialisations",
-                     per_unit(outcomes[:, 1, 1], "min"),
-                     "fraction of tokens", ">", SOME,
-                     "control: the inversion must recover unmasked tokens of the wider layers, else a found masked "
-                     "token is luck of a failed optimisation. S3's own 8192-wide example recovers a quarter to a half "
-                     "of them ('Mario the thecenwijні the'); the floor is a tenth, by the low end, far above chance "
-                     f"(one over the vocabulary); asserted of every one of the {seeds} initialisations (too few "
-                     "for a bootstrap)", role="control"),
-        ],
+        wide_layer_checks(WideLayerEstimates(proportion_difference(found[:, 1], found[:, 0], paired=False),  # apart
+                                             fraction[1], per_unit(outcomes[:, 1, 1], "min")), widths, seeds),
         procedure=(
             f"One untrained Llama layer per width ({', '.join(map(str, widths))}; {HEADS} heads, FFN 4 × "
             f"width, the Llama reference's other settings and vocabulary of {vocab}: a W_E⁺ decoding needs vocab ≫ "

@@ -1,0 +1,90 @@
+"""S3.9's checks as pure functions of their estimates: ``test_between_tokens.py`` measures, these decide, and the
+self-tests (``tests/cases_s3.py``) drive the same functions to hold and to fail each check.
+"""
+
+from dataclasses import dataclass
+
+from claims.s3_inversion.convergence import convergence_check
+from claims.s3_inversion.scope import UNTRAINED_INVERTS, works_check
+from latent_instruments.stats import Estimate
+from reports.checks import Check
+
+HALF = 0.5
+RAREST = 1 / 5  # S3: untrained 4096-wide layers find the masked token in "perhaps 1/5ths" of initialisations
+SOME = 0.1  # control: the wide layers' inversion recovers some unmasked tokens (S3's own example: a quarter to a half)
+
+
+@dataclass(frozen=True)
+class MaskedEstimates:
+    """What S3.9's test measures on a trained model and its twin, from block 1's output without the first position,
+    over the reported prompts (exact intervals).
+
+    Attributes:
+        masked: fraction of prompts whose masked first token is recovered.
+        twin_works: fraction of the twin's prompts whose unmasked tokens mostly come back.
+        longer: ``masked`` after the headline descent continued to 5N (None where not continued).
+    """
+
+    masked: Estimate
+    twin_works: Estimate
+    longer: Estimate | None = None
+
+
+def twin_works_check(twin_works: Estimate, twin: str) -> Check:
+    """The control that the same descent gives back most of the untrained twin's unmasked tokens."""
+    return works_check(twin_works, f"prompts of {twin} whose unmasked tokens mostly come back (> {HALF})",
+                       UNTRAINED_INVERTS)
+
+
+def masked_checks(e: MaskedEstimates, twin: str, steps: int) -> list[Check]:
+    """S3.9's claim check (the masked token rarely comes back), the twin's control, and the convergence control
+    where ``longer`` is given; ``steps``: N."""
+    masked = Check.of("fraction of prompts whose masked first token is recovered (restricted vocabulary)", e.masked,
+                      "fraction of prompts", "<", RAREST,
+                      "S3: trained Llama 7B-65B, Llama-2 70B and Mistral 7B never identify the masked first token "
+                      "from [:, 1:, :] of block 1 (none of 6 models; none of the top-5 in its examples), while "
+                      "untrained layers do: 'perhaps 1/5ths' of 4096-wide initialisations (S3's fifths: about 5 "
+                      "per width), 'more than 4/5ths' of 8192-wide ones. 'Do not identify' is read as rarer than "
+                      f"S3's rarest untrained rate, fewer than {RAREST:.1f} of the prompts by the interval's high end "
+                      "(version 2 took one half, which a model finding the token in 2 of 5 prompts passed; S3's own "
+                      "figure is none, which S3's 6 models bound only to below 0.46 at 95 %)")
+    return [masked, twin_works_check(e.twin_works, twin),
+            *([] if e.longer is None else [convergence_check(masked, e.longer, steps)])]
+
+
+@dataclass(frozen=True)
+class WideLayerEstimates:
+    """What S3.9's second test measures on single untrained Llama layers of two widths, over initialisations.
+
+    Attributes:
+        wider_more: fraction finding the masked token, wider minus narrower (Newcombe, independent proportions).
+        wider: the wider layers' fraction finding it (exact).
+        unmasked: the least unmasked-token accuracy over the wider layers (per unit).
+    """
+
+    wider_more: Estimate
+    wider: Estimate
+    unmasked: Estimate
+
+
+def wide_layer_checks(e: WideLayerEstimates, widths: tuple[int, int], seeds: int) -> list[Check]:
+    """S3.9's untrained claim checks (wider finds more; most wide layers find it) and the unmasked-token control."""
+    return [
+        Check.of(f"fraction of initialisations finding the masked token, width {widths[1]} minus {widths[0]}",
+                 e.wider_more, "fraction of initialisations", ">", 0.0,
+                 "S3: 'perhaps 1/5ths of models with a hidden dimension of 4096 ... but more than 4/5ths of "
+                 "models with a hidden dim of 8192'. The threshold is the ordering: the wider layers' fraction "
+                 "above the narrower's, by the low end of Newcombe's score interval for two independent "
+                 "proportions (each width's layers are their own initialisations)"),
+        Check.of(f"fraction of width-{widths[1]} initialisations finding the masked token", e.wider,
+                 "fraction of initialisations", ">", HALF,
+                 f"S3: 'more than 4/5ths' at 8192 wide: 'often do'. Read as most initialisations (> {HALF}), by "
+                 "the low end; the margin from 4/5 is taken for S3's unstated number of models"),
+        Check.of(f"least token accuracy at the unmasked positions over the width-{widths[1]} initialisations",
+                 e.unmasked, "fraction of tokens", ">", SOME,
+                 "control: the inversion must recover unmasked tokens of the wider layers, else a found masked "
+                 "token is luck of a failed optimisation. S3's own 8192-wide example recovers a quarter to a half "
+                 "of them ('Mario the thecenwijні the'); the floor is a tenth, by the low end, far above chance "
+                 f"(one over the vocabulary); asserted of every one of the {seeds} initialisations (too few "
+                 "for a bootstrap)", role="control"),
+    ]
