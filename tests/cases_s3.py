@@ -9,6 +9,7 @@ from claims.s3_inversion.between_tokens_checks import (
 )
 from claims.s3_inversion.cosine_checks import CosineEstimates, LayerNormEstimates, cosine_checks, layer_norm_checks
 from claims.s3_inversion.depth_checks import DepthEstimates, depth_checks
+from claims.s3_inversion.layers_checks import LayersEstimates, layers_checks
 from claims.s3_inversion.mixer_checks import PairEstimates, TwinsEstimates, pair_checks, works_checks
 from claims.s3_inversion.round_trip_checks import RoundTripEstimates, round_trip_checks
 from claims.s3_inversion.residual_checks import ResidualEstimates, residual_checks
@@ -38,6 +39,10 @@ PAIR = {"transformer": "tiny-w96", "mixer": "tiny-mixer-w96", "steps": 200}
 
 
 CASES = [
+    Case("S3.14", layers_checks, LayersEstimates(estimate(0.1, 0.1), estimate(0.3, 0.05)),
+         {"headline_reading": "", "steps": 200}),
+    Case("S3.14", layers_checks, LayersEstimates(estimate(0.1, 0.1), estimate(0.3, 0.05), estimate(0.15, 0.1)),
+         {"headline_reading": "", "steps": 200}, label="continued"),
     Case("S3.9", masked_checks, MaskedEstimates(exact(0.05, 16, 0.05), exact(0.85, 16, 0.1)),
          {"twin": "tiny-w96:untrained", "steps": 200}),
     Case("S3.9", masked_checks, MaskedEstimates(exact(0.05, 16, 0.05), exact(0.85, 16, 0.1), exact(0.06, 16, 0.06)),

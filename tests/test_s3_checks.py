@@ -392,7 +392,7 @@ def test_a_narrowest_rung_that_rarely_passes_the_success_test_fails_the_control(
 def test_s3_14s_gap_control_is_undecided_where_the_gap_may_be_nothing():
     """S3.14's share is a fraction of block 1's advantage over block 3: a gap whose interval holds 0 decides nothing
     (the record is inconclusive, control undecided), a positive one passes."""
-    from claims.s3_inversion.test_layers import gap_check
+    from claims.s3_inversion.layers_checks import gap_check
     from latent_instruments.stats import Estimate
 
     assert gap_check(Estimate(0.02, -0.01, 0.05, 0.95, 16)).status == "inconclusive"
@@ -404,7 +404,8 @@ def test_s3_14s_share_fails_where_the_layers_together_close_the_gap_and_its_floo
     """The share of block 1's advantage recovered by blocks 1-3 together: near 1 fails the claim (< ½), far below 0
     (the concatenation far worse than block 3 alone) fails the floor control (> −½)."""
     from claims.s3_inversion.scale import Scale
-    from claims.s3_inversion.test_layers import HALF, recovered_share
+    from claims.s3_inversion.layers_checks import HALF
+    from claims.s3_inversion.test_layers import recovered_share
 
     rng = np.random.default_rng(0)
 
@@ -484,7 +485,7 @@ def test_s3s_works_control_fails_a_descent_that_misses_an_untrained_blocks_input
 def test_s3_14s_gap_of_zero_on_every_prompt_is_undecided_not_a_gate():
     """Block 1 and block 3 equal on all 16 prompts give a zero-width bootstrap gap: it decides nothing, so the record
     is inconclusive (control undecided), not "not informative" (version 7)."""
-    from claims.s3_inversion.test_layers import gap_check
+    from claims.s3_inversion.layers_checks import gap_check
 
     gap = bootstrap(np.zeros(16), lambda u: float(u.mean()), seed=0)
     assert (gap.low, gap.high) == (0.0, 0.0)

@@ -36,18 +36,18 @@ the same prompts and the share measured again; a failure that does not stay is t
 inconclusive (``claims.s3_inversion.convergence``).
 """
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from claims.s3_inversion.convergence import continues, convergence_check
+from claims.s3_inversion.convergence import continues
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, first_prompt
-from latent_instruments.stats import Estimate
+from claims.s3_inversion.layers_checks import LAYERS, LayersEstimates, gap_check, layers_checks
 from reports.plots import series
-from reports.checks import FAILED, INCONCLUSIVE, Check
+from reports.checks import FAILED, INCONCLUSIVE
 
 
-LAYERS = 3  # S3's "first three layers"
-HALF = 0.5  # "no better": less than half of block 1's advantage over the last block is recovered
 
 
 def recovered_share(units: np.ndarray, scale, chosen: np.ndarray) -> float:
@@ -62,22 +62,6 @@ def recovered_share(units: np.ndarray, scale, chosen: np.ndarray) -> float:
     best = scale.headline(units, chosen)
     gap = best[0] - best[1]
     return float((best[2] - best[1]) / gap) if gap > 0 else 0.0
-
-
-def gap_check(advantage: Estimate) -> Check:
-    """The control that the share has a gap to be a fraction of: block 1's token accuracy minus block 3's, > 0 by
-    the interval's low end. An interval that contains 0, or has zero width (the same gap on every prompt: a
-    bootstrap that cannot show its spread, ``latent_instruments.stats.undecidable``), leaves the record inconclusive
-    (control undecided); a whole interval at or below 0 fails it (no share can be measured; version 8).
-
-    Args:
-        advantage: bootstrap estimate of block 1's minus block 3's token accuracy (fraction of tokens).
-    """
-    return Check.of(f"block 1's advantage over block {LAYERS} (the gap the share is a fraction of)", advantage,
-                    "fraction of tokens", ">", 0.0,
-                    f"control: the share is defined only where block 1 alone inverts better than block {LAYERS} "
-                    "alone (S3.4); a gap whose interval contains 0 leaves the share, and so the claim, undecided "
-                    "and a gap wholly at or below 0 fails it: there is no share to measure", role="control")
 
 
 # not sample="prompts": the share is a ratio whose denominator, block 1's advantage over block 3, is within noise
@@ -111,35 +95,19 @@ def test_several_layers_do_not_improve_inversion(model_name, subject, inversions
 
     share = claim.bootstrap(reported, lambda u: recovered_share(u, scale, chosen))
     best = {label: DESCENT_SETTINGS[int(i)] for label, i in zip(targets, chosen)}
-    no_better = Check.of(f"share of block 1's advantage over block {LAYERS} recovered by blocks 1-{LAYERS} together",
-                         share, "fraction of the gap", "<", HALF,
-                         "S3: the concatenated outputs of the first three layers give representations 'no better than "
-                         "before', with 'the same ability ... as simply taking the output of the last (in this case "
-                         "the third) block'. The concatenation holds block 1's output, which alone inverts better; "
-                         f"'no better' is read as closing less than half ({HALF}) of block 1's advantage over block "
-                         f"{LAYERS}, by the high end of the interval. S3 gives no figure, hence no further margin. "
-                         + scale.headline_reading)
-    longer, steps = [], runs["block 1", "source"].steps
-    if no_better.status != INCONCLUSIVE:  # decided (issue 64: a hold too, which more steps on the concatenated
-        # target could reverse): each target's headline descent continued on the same prompts: does it stay?
+    estimates = LayersEstimates(share, advantage)
+    steps = runs["block 1", "source"].steps
+    if layers_checks(estimates, scale.headline_reading, steps)[0].status != INCONCLUSIVE:  # decided (issue 64: a
+        # hold too, which more steps on the concatenated target could reverse): each target's headline descent
+        # continued on the same prompts: does it stay?
         more = inversions.runs_of(model_name, subject, [(targets[label], best[label]) for label in targets],
                                   continued=True)
         continued = reported.copy()  # the headline columns replaced by the continued descents' (reported prompts)
         for i, run in enumerate(more):
             continued[:, i, chosen[i]] = run.accuracy
-        longer = [convergence_check(no_better, claim.bootstrap(continued, lambda u: recovered_share(u, scale, chosen)),
-                                    steps)]
+        estimates = replace(estimates, longer=claim.bootstrap(continued, lambda u: recovered_share(u, scale, chosen)))
     claim.record(
-        [
-            no_better, *longer,
-            Check.of(f"the same share, as a floor: blocks 1-{LAYERS} together not far below block {LAYERS} alone",
-                     share, "fraction of the gap", ">", -HALF,
-                     f"control: the concatenation holds block {LAYERS}'s output, so a descent that works on the "
-                     f"longer target recovers at least about block {LAYERS}'s accuracy; losing more than half of "
-                     f"the gap below block {LAYERS} (a share under −{HALF}, by the low end) means the descent broke "
-                     "on the concatenated target, which would pass the claim vacuously", role="control"),
-            gap_check(advantage),
-        ],
+        layers_checks(estimates, scale.headline_reading, steps),
         procedure=(
             f"{units.shape[0]} held-out prompts of {ids.shape[1]} tokens, the same for every target, inverted in "
             f"embedding space against the L1 distance of the target (N = {steps}), under "

@@ -1,0 +1,66 @@
+"""S3.14's checks as pure functions of its estimates: ``test_layers.py`` measures, these decide, and the self-tests
+(``tests/cases_s3.py``) drive the same functions to hold and to fail each check.
+"""
+
+from dataclasses import dataclass
+
+from claims.s3_inversion.convergence import convergence_check
+from latent_instruments.stats import Estimate
+from reports.checks import Check
+
+LAYERS = 3  # S3's "first three layers"
+HALF = 0.5  # "no better": less than half of block 1's advantage over the last block is recovered
+
+
+def gap_check(advantage: Estimate) -> Check:
+    """The control that the share has a gap to be a fraction of: block 1's token accuracy minus block 3's, > 0 by
+    the interval's low end. An interval that contains 0, or has zero width (the same gap on every prompt: a
+    bootstrap that cannot show its spread, ``latent_instruments.stats.undecidable``), leaves the record inconclusive
+    (control undecided); a whole interval at or below 0 fails it (no share can be measured; version 8).
+
+    Args:
+        advantage: bootstrap estimate of block 1's minus block 3's token accuracy (fraction of tokens).
+    """
+    return Check.of(f"block 1's advantage over block {LAYERS} (the gap the share is a fraction of)", advantage,
+                    "fraction of tokens", ">", 0.0,
+                    f"control: the share is defined only where block 1 alone inverts better than block {LAYERS} "
+                    "alone (S3.4); a gap whose interval contains 0 leaves the share, and so the claim, undecided "
+                    "and a gap wholly at or below 0 fails it: there is no share to measure", role="control")
+
+
+@dataclass(frozen=True)
+class LayersEstimates:
+    """What S3.14's test measures over the reported prompts (each target its headline setting).
+
+    Attributes:
+        share: the share of block 1's advantage over block 3 that blocks 1-3 together recover (fraction of the gap).
+        advantage: block 1's token accuracy minus block 3's.
+        longer: ``share`` after each target's headline descent continued to 5N (None where not continued).
+    """
+
+    share: Estimate
+    advantage: Estimate
+    longer: Estimate | None = None
+
+
+def layers_checks(e: LayersEstimates, headline_reading: str, steps: int) -> list[Check]:
+    """S3.14's claim check (the share under half), its convergence control where ``longer`` is given, the floor
+    control (the concatenated descent did not break) and the gap control; ``steps``: N."""
+    no_better = Check.of(f"share of block 1's advantage over block {LAYERS} recovered by blocks 1-{LAYERS} together",
+                         e.share, "fraction of the gap", "<", HALF,
+                         "S3: the concatenated outputs of the first three layers give representations 'no better than "
+                         "before', with 'the same ability ... as simply taking the output of the last (in this case "
+                         "the third) block'. The concatenation holds block 1's output, which alone inverts better; "
+                         f"'no better' is read as closing less than half ({HALF}) of block 1's advantage over block "
+                         f"{LAYERS}, by the high end of the interval. S3 gives no figure, hence no further margin. "
+                         + headline_reading)
+    return [
+        no_better, *([] if e.longer is None else [convergence_check(no_better, e.longer, steps)]),
+        Check.of(f"the same share, as a floor: blocks 1-{LAYERS} together not far below block {LAYERS} alone",
+                 e.share, "fraction of the gap", ">", -HALF,
+                 f"control: the concatenation holds block {LAYERS}'s output, so a descent that works on the "
+                 f"longer target recovers at least about block {LAYERS}'s accuracy; losing more than half of "
+                 f"the gap below block {LAYERS} (a share under −{HALF}, by the low end) means the descent broke "
+                 "on the concatenated target, which would pass the claim vacuously", role="control"),
+        gap_check(e.advantage),
+    ]
