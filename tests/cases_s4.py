@@ -3,11 +3,21 @@
 from claims.s4_ffn.feedforward_checks import FeedforwardEstimates, feedforward_checks
 from claims.s4_ffn.ffn_path_checks import FfnPathEstimates, ffn_path_checks
 from claims.s4_ffn.ffn_output_checks import FfnOutputEstimates, ffn_output_checks
+from claims.s4_ffn.parameters_checks import ParameterEstimates, parameters_checks
+from claims.s4_ffn.similar_strings_checks import (
+    ApproximationEstimates, GainEstimates, SiblingEstimates, approximation_checks, gain_checks, sibling_checks,
+)
 from claims.s4_ffn.final_norm_checks import FinalNormEstimates, final_norm_checks
 from latent_instruments.stats import Estimate
 from tests.check_cases import Case, estimate
 
 CASES = [
+    Case("S4.6", approximation_checks, ApproximationEstimates(estimate(0.02), estimate(0.3, 0.02), estimate(0.03),
+                                                              floor_sd=0.08)),
+    Case("S4.7", sibling_checks, SiblingEstimates({"tiny-w96-seed88": estimate(0.05), "tiny-w96-seed99999":
+                                                   estimate(0.06)})),
+    Case("S4.8", gain_checks, GainEstimates(estimate(0.05), estimate(0.03))),
+    Case("S4.1", parameters_checks, ParameterEstimates(Estimate(0.66, 0.66, 0.66, 1.0, 1), Estimate(0.0, 0.0, 0.0, 1.0, 1))),
     Case("S4.2", feedforward_checks, FeedforwardEstimates([estimate(3.0), estimate(1.5)], estimate(0.4), estimate(0.05))),
     Case("S4.2", feedforward_checks, FeedforwardEstimates([estimate(3.0)], None, estimate(0.05)), label="one block"),
     Case("S4.3", ffn_output_checks, FfnOutputEstimates(

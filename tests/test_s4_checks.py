@@ -412,12 +412,14 @@ def test_s4_8s_control_fails_a_gain_that_another_prompts_approximation_shows_as_
 def test_s4_8_a_genuine_failure_reads_as_a_finding_not_a_failed_control():
     """All blocks worse than the first (H rises), on the prompt's own approximations as on another's: the gain
     fails and so does the control, which guards the pass only; the record fails on its claim check (a finding)."""
-    from claims.s4_ffn.test_similar_strings import _difference, gain_checks, gain_over_shuffled
+    from claims.s4_ffn.similar_strings_checks import GainEstimates, gain_checks
+    from claims.s4_ffn.test_similar_strings import _difference, gain_over_shuffled
     from reports.checks import ClaimRecord
 
     rng = np.random.default_rng(0)
     u = np.column_stack([m + rng.normal(0, 0.05, 200) for m in (0.3, 0.5, 0.3, 0.4)])
-    checks = gain_checks(bootstrap(u[:, :2], _difference, seed=0), bootstrap(u, gain_over_shuffled, seed=0))
+    checks = gain_checks(GainEstimates(bootstrap(u[:, :2], _difference, seed=0),
+                                       bootstrap(u, gain_over_shuffled, seed=0)))
     rec = ClaimRecord("S4.8", 4, "m", "t", {}, checks)
     assert [c.status for c in rec.checks] == ["failed", "failed"]
     assert rec.failed("control") == [] and len(rec.failed("claim")) == 1
@@ -489,7 +491,8 @@ def test_s4_5s_identity_control_is_exact_and_decides_where_a_bootstrap_could_not
 def test_s4_6s_reading_against_s4s_own_floor_fails_an_approximation_far_above_it():
     """S4.6's reading (issue 56): in-sample H minus S4's floor (0.106) under S4's floor SD (0.082). An approximation
     at H ≈ 0.30 fails it; one at S4's own 0.1677 passes, as S4's sentence says of its model."""
-    from claims.s4_ffn.test_similar_strings import SOURCE_FLOOR, SOURCE_FLOOR_SD, _mean
+    from claims.s4_ffn.similar_strings_checks import SOURCE_FLOOR, SOURCE_FLOOR_SD
+    from claims.s4_ffn.test_similar_strings import _mean
 
     floor, sd = float(np.mean(SOURCE_FLOOR)), float(np.mean(SOURCE_FLOOR_SD))
     rng = np.random.default_rng(0)

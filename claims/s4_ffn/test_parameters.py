@@ -16,13 +16,11 @@ import torch
 from torch import nn
 from transformers import GPT2Config, GPT2LMHeadModel
 
+from claims.s4_ffn.parameters_checks import SOURCE_FFN, ParameterEstimates, parameters_checks
 from latent_instruments.stats import Estimate
 from models.adapters import Adapter, adapter_for
-from reports.checks import Check
 
 
-SOURCE_TOTAL, SOURCE_FFN = 10_788_929, 7_089_408  # S4 Appendix I
-MOST = 0.5  # "most": more than half
 # The FFN's modules where the adapter's ``mlp`` names only the summand module: OPT's FFN is inline (fc1, fc2),
 # BLOOM's and Gemma 2's summand is the FFN's last linear / post-norm, their FFN is "mlp". Norms before or after
 # the FFN are not FFN parameters (S4 counts its ``ffwd`` Sequential: the two linears and their biases).
@@ -166,16 +164,7 @@ def test_ffn_holds_most_parameters(model_name, subject, claim):
     gpt2 = s4_shape_as_gpt2()
     gpt2_count = count_parameters(gpt2, adapter_for(gpt2))
     claim.record(
-        [
-            Check.of("FFN parameters / all parameters", _exact(count.ffn_share), "fraction", ">", MOST,
-                     f"S4 Appendix I: {SOURCE_FFN:,} of {SOURCE_TOTAL:,} ({100 * SOURCE_FFN / SOURCE_TOTAL:.2f} %), "
-                     f"'over 65 %'; the claim's word is 'most', a majority, share > {MOST} (S4's model clears it by "
-                     f"{SOURCE_FFN / SOURCE_TOTAL - MOST:.3f}). An exact count: no interval, no margin"),
-            Check.of(f"FFN parameters the same count finds in S4's shape built as the zoo's GPT-2, minus {SOURCE_FFN:,}",
-                     _exact(abs(gpt2_count.ffn - SOURCE_FFN)), "parameters", "<", 0.5,
-                     "control: the per-architecture count (adapter paths, tied weights once) must reproduce S4's own "
-                     "FFN figure exactly on S4's shape, or the share above counts the wrong modules", role="control"),
-        ],
+        parameters_checks(ParameterEstimates(_exact(count.ffn_share), _exact(abs(gpt2_count.ffn - SOURCE_FFN)))),
         procedure=(
             "Parameters of the loaded model by module: FFN = every block's FFN modules (" + ", ".join(
                 ffn_modules(subject.adapter)) + "), embeddings = token (+ learned position) embedding, head = the "

@@ -11,16 +11,14 @@ import numpy as np
 import pytest
 
 from claims.s4_ffn.approximation import STRING_LENGTH, TEXT_CHARS, Approximation
-from latent_instruments.stats import Estimate
+from claims.s4_ffn.similar_strings_checks import (
+    S4_FLOOR, SOURCE_APPROXIMATION_H, SOURCE_FLOOR, ApproximationEstimates, GainEstimates, SiblingEstimates,
+    approximation_checks, gain_checks, sibling_checks,
+)
 from reports.plots import series
-from reports.checks import Check
 
 
-SOURCE_APPROXIMATION_H = 0.1677  # S4: mean H of the approximation to the model over 20,000 prompts (± 0.1215 per prompt)
-SOURCE_FLOOR = (0.1064, 0.1057, 0.1053)  # S4 Appendix II: mean H between the model and each seed sibling
 SOURCE_TOP1 = 0.806  # S4's repository (widening_similar_space): argmax agreement on the same 20,000 prompts
-SOURCE_FLOOR_SD = (0.0823, 0.0817, 0.0828)  # S4 Appendix II: the per-prompt SD of each of those distances
-DISTINCT_MODELS = 1e-3  # control: siblings closer than this are the same model (a seed that was not applied)
 HISTOGRAM_BINS = np.linspace(0, 1, 11)
 
 
@@ -91,28 +89,8 @@ def test_similar_strings_approximate_the_prediction(model_name, approximation, c
     over_ngram = claim.bootstrap(np.stack([h, ngram], axis=1), _difference)
     shuffled_over_floor = claim.bootstrap(np.stack([shuffled, floor], axis=1), _difference)
     in_sample = a.variants["source"].distance(a.probs("source"))[half]  # S4's procedure, values tuned to the model
-    s4_floor, s4_floor_sd = float(np.mean(SOURCE_FLOOR)), float(np.mean(SOURCE_FLOOR_SD))
-    checks = [
-        Check.of("mean H(approximation, model) − mean H(seed siblings, model), held-out prompts", over_floor,
-                 "Hellinger", "<", floor_sd,
-                 "S4: its 0.1677 is 'a little higher than 0.11, but within a standard deviation' of the seed-sibling "
-                 f"floor (0.106 ± 0.082 per prompt). Here: within one per-prompt SD of this model's own floor, "
-                 f"{floor_sd:.4f} measured on the same prompts; the interval's high end must clear it. Decided on "
-                 "held-out prompts (validation text), whose continuations are not in the strings the approximation "
-                 "looks up; S4's own, in-sample, variant (prompts drawn from the strings) is reported beside"),
-        Check.of("mean H(another prompt's approximation, model) − floor", shuffled_over_floor, "Hellinger", ">",
-                 floor_sd,
-                 "control: the first check must fail for an approximation unrelated to the prompt (each prompt given "
-                 "the previous prompt's); otherwise any smooth distribution would be 'within a standard deviation'",
-                 role="control"),
-        Check.of(f"mean H(approximation, model), S4's in-sample prompts, − S4's floor ({s4_floor:.4f})",
-                 claim.bootstrap(in_sample - s4_floor, _mean), "Hellinger", "<", s4_floor_sd,
-                 "a reading beside the verdict: S4's sentence against S4's own floor (0.106 ± 0.082 per prompt, "
-                 "Appendix II) rather than this model's, with S4's procedure (prompts drawn from the strings, "
-                 "thresholds and weights tuned to the model as S4 tuned its own). Where it passes and the check above fails, the verdict comes from this model's siblings "
-                 "agreeing more closely than S4's did (the source-vs-measured table gives both floors), not from the "
-                 "approximation", role="reading"),
-    ]
+    checks = approximation_checks(ApproximationEstimates(over_floor, shuffled_over_floor,
+                                                         claim.bootstrap(in_sample - S4_FLOOR, _mean), floor_sd))
     rows = {}
     for variant in ("source", "held-out"):
         v = a.variants[variant]
@@ -164,23 +142,18 @@ def test_seed_siblings_differ_little(model_name, approximation, claim):
     """S4.7: each seed sibling's mean H to the model is below S4's approximation distance, and above zero."""
     a = approximation
     v = a.variants["source"]
-    checks, rows = [], {}
+    distances, rows = {}, {}
     for name, probs in zip(a.siblings, v.sibling_probs):
         d = v.distance(probs)
-        est = claim.bootstrap(d, _mean)
-        checks.append(Check.of(f"mean H(model, {name})", est, "Hellinger", "<", SOURCE_APPROXIMATION_H,
-                               "'small' as S4 uses the floor: below the distance it calls 'fairly close' but not as "
-                               "close as the siblings, its approximation's 0.1677 (its floor: 0.1053-0.1064)"))
-        checks.append(Check.of(f"mean H(model, {name}) — distinct models", est, "Hellinger", ">", DISTINCT_MODELS,
-                               "control: a sibling whose seed was not applied would be the model itself and pass "
-                               "trivially; a distinct model differs by more than 1e-3", role="control"))
+        est = distances[name] = claim.bootstrap(d, _mean)
         held = a.variants["held-out"].distance(a.variants["held-out"].sibling_probs[a.siblings.index(name)])
         rows[name] = {"mean H": est.value, "SD H": float(d.std()), "min": float(d.min()), "max": float(d.max()),
                       "held-out prompts mean H": float(held.mean())}
     for i, value in enumerate(SOURCE_FLOOR):
         rows[f"S4 alternate {i + 1}"] = {"mean H": value}
     claim.record(
-        checks, procedure=_procedure(a) + " S4.7 reads all prompts of the source variant.",
+        sibling_checks(SiblingEstimates(distances)),
+        procedure=_procedure(a) + " S4.7 reads all prompts of the source variant.",
         details={"model against each seed sibling": rows},
         plot={"kind": "bars", "title": f"S4.7: H between {a.model} and its seed siblings",
               "categories": list(a.siblings), "xlabel": "sibling", "ylabel": "mean H",
@@ -199,29 +172,6 @@ def gain_over_shuffled(u: np.ndarray) -> float:
     return float((u[:, 0] - u[:, 1]).mean() - (u[:, 2] - u[:, 3]).mean())
 
 
-def gain_checks(gain: Estimate, own: Estimate) -> list[Check]:
-    """S4.8's claim check (the first block's mean H minus all blocks') and its prompt-shuffled control.
-
-    The control guards the pass (``guards_pass``): it is the claim's own gain over a null, so where the gain
-    genuinely fails it fails too, and the record must read as the claim failing (a finding), not as a failed control.
-    """
-    return [Check.of("mean H(first block alone) − mean H(all blocks), held-out prompts", gain, "Hellinger", ">", 0.0,
-                     "S4 shows 'hing tremb' going from 0.63 to 0.02 and 'And only l' from 0.071 to 0.073 (slightly "
-                     "worse), and gives no aggregate; 'using all blocks improves' is read as a lower mean H over "
-                     "prompts, the interval clearing 0. Scored on held-out prompts (validation text, not among "
-                     "the corpus strings, and the other half from the one the thresholds and weights were fitted "
-                     "on), where adding blocks can make the approximation worse; S4's 96 % reduction on one prompt "
-                     "is not its claim (its other prompt gets worse), so the ordering is the threshold and the "
-                     "relative reduction is reported beside"),
-              Check.of("the same gain on each prompt's own approximations minus on another prompt's", own,
-                       "Hellinger", ">", 0.0,
-                       "control: the later blocks could lower H for every prompt alike, by pulling the approximation "
-                       "towards the text's common next tokens; then the gain says nothing about the blocks matching "
-                       "this prompt's similar strings. Paired with another prompt's approximations (prompt-shuffled), "
-                       "that common part remains; the gain on the prompt's own must exceed it, the paired difference "
-                       "above 0 by the low end of its interval", role="control", guards_pass=True)]
-
-
 @pytest.mark.claim("S4.8", version=4)  # 4: the control guards the pass (3: it is the prompt's own gain; 2: held-out)
 @pytest.mark.models("siblings")
 def test_all_blocks_beat_the_first(model_name, approximation, claim):
@@ -235,7 +185,7 @@ def test_all_blocks_beat_the_first(model_name, approximation, claim):
     other = np.roll(np.arange(a.n_prompts), 1)  # prompt i paired with prompt i − 1's approximations
     shuffled = [v.distance(a.probs("held-out", blocks=b)[other])[half] for b in (slice(0, 1), slice(None))]
     own = claim.bootstrap(np.stack([first, every, *shuffled], axis=1), gain_over_shuffled)
-    checks = gain_checks(gain, own)
+    checks = gain_checks(GainEstimates(gain, own))
 
     rows = {}
     for variant in ("source", "held-out"):

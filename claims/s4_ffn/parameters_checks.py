@@ -1,0 +1,38 @@
+"""S4.1's checks as a pure function of its estimates: ``test_parameters.py`` counts, this decides, and the
+self-tests (``tests/cases_s4.py``) drive the same function to hold and to fail each check.
+"""
+
+from dataclasses import dataclass
+
+from latent_instruments.stats import Estimate
+from reports.checks import Check
+
+SOURCE_TOTAL, SOURCE_FFN = 10_788_929, 7_089_408  # S4 Appendix I
+MOST = 0.5  # "most": more than half
+
+
+@dataclass(frozen=True)
+class ParameterEstimates:
+    """What S4.1's test counts (exact: no interval).
+
+    Attributes:
+        ffn_share: FFN parameters / all parameters of the model (fraction).
+        source_miss: |FFN parameters of S4's shape built as the zoo's GPT-2 − S4's figure| (parameters).
+    """
+
+    ffn_share: Estimate
+    source_miss: Estimate
+
+
+def parameters_checks(e: ParameterEstimates) -> list[Check]:
+    """S4.1's claim check (the FFN share above one half) and the count's control (S4's own figure comes back)."""
+    return [
+        Check.of("FFN parameters / all parameters", e.ffn_share, "fraction", ">", MOST,
+                 f"S4 Appendix I: {SOURCE_FFN:,} of {SOURCE_TOTAL:,} ({100 * SOURCE_FFN / SOURCE_TOTAL:.2f} %), "
+                 f"'over 65 %'; the claim's word is 'most', a majority, share > {MOST} (S4's model clears it by "
+                 f"{SOURCE_FFN / SOURCE_TOTAL - MOST:.3f}). An exact count: no interval, no margin"),
+        Check.of(f"FFN parameters the same count finds in S4's shape built as the zoo's GPT-2, minus {SOURCE_FFN:,}",
+                 e.source_miss, "parameters", "<", 0.5,
+                 "control: the per-architecture count (adapter paths, tied weights once) must reproduce S4's own "
+                 "FFN figure exactly on S4's shape, or the share above counts the wrong modules", role="control"),
+    ]
