@@ -7,11 +7,19 @@ from claims.s4_ffn.parameters_checks import ParameterEstimates, parameters_check
 from claims.s4_ffn.similar_strings_checks import (
     ApproximationEstimates, GainEstimates, SiblingEstimates, approximation_checks, gain_checks, sibling_checks,
 )
+from claims.s4_ffn.token_subspace_checks import (
+    SubspaceEstimates, TokenEmbeddingEstimates, subspace_checks, token_embedding_checks,
+)
 from claims.s4_ffn.final_norm_checks import FinalNormEstimates, final_norm_checks
 from latent_instruments.stats import Estimate
 from tests.check_cases import Case, estimate
 
 CASES = [
+    Case("S4.9", token_embedding_checks, TokenEmbeddingEstimates(
+        Estimate(0.999, 0.999, 0.999, 1.0, 65, "per unit"), Estimate(1.0, 1.0, 1.0, 1.0, 65, "census"),
+        Estimate(0.001, 0.001, 0.001, 1.0, 8, "per unit"), continued=8, steps=2000)),
+    Case("S4.10", subspace_checks, SubspaceEstimates(estimate(0.8, 0.05), [estimate(0.6), estimate(0.55)],
+                                                     [estimate(0.4)])),
     Case("S4.6", approximation_checks, ApproximationEstimates(estimate(0.02), estimate(0.3, 0.02), estimate(0.03),
                                                               floor_sd=0.08)),
     Case("S4.7", sibling_checks, SiblingEstimates({"tiny-w96-seed88": estimate(0.05), "tiny-w96-seed99999":

@@ -264,7 +264,8 @@ def test_s4_2_fails_where_a_later_block_leads_or_attention_dominates_one_block()
 def test_a_ranking_biased_towards_frequent_tokens_passes_the_old_chance_and_fails_the_null():
     """Every FFN output ranks the same few frequent tokens on top, whatever the prompt: the rate is far above the
     analytic chance C(V/2, n)/C(V, n) but no higher than with another prompt's tokens, so the excess is 0."""
-    from claims.s4_ffn.test_token_subspaces import FAR_ABOVE_NULL, excess_over_null, prompt_shuffled
+    from claims.s4_ffn.test_token_subspaces import excess_over_null, prompt_shuffled
+    from claims.s4_ffn.token_subspace_checks import FAR_ABOVE_NULL
     from latent_instruments.token_subspaces import chance_in_top_half, in_top_half
 
     vocab, prompts = 20, 256  # 256: the null's spread is wide, a tenth of the prompts would not exclude 0.40
@@ -279,7 +280,8 @@ def test_a_ranking_biased_towards_frequent_tokens_passes_the_old_chance_and_fail
 
 
 def test_ffn_outputs_that_track_their_own_tokens_pass_the_null():
-    from claims.s4_ffn.test_token_subspaces import FAR_ABOVE_NULL, excess_over_null, prompt_shuffled
+    from claims.s4_ffn.test_token_subspaces import excess_over_null, prompt_shuffled
+    from claims.s4_ffn.token_subspace_checks import FAR_ABOVE_NULL
     from latent_instruments.token_subspaces import in_top_half
 
     vocab, prompts = 20, 64
@@ -305,7 +307,8 @@ def _norm_readout():
 
 
 def test_an_optimisation_stopped_after_two_steps_fails_the_convergence_control():
-    from claims.s4_ffn.test_token_subspaces import CONVERGED, LR, RESTARTS, continued
+    from claims.s4_ffn.test_token_subspaces import LR, RESTARTS, continued
+    from claims.s4_ffn.token_subspace_checks import CONVERGED
     from latent_instruments.token_subspaces import learn_token_embeddings
 
     readout = _norm_readout()
@@ -333,7 +336,8 @@ def test_s4_9s_null_fails_vectors_that_share_one_direction_across_tokens():
 
 
 def test_a_converged_optimisation_passes_the_convergence_control():
-    from claims.s4_ffn.test_token_subspaces import CONVERGED, LR, RESTARTS, STEPS, continued
+    from claims.s4_ffn.test_token_subspaces import LR, RESTARTS, STEPS, continued
+    from claims.s4_ffn.token_subspace_checks import CONVERGED
     from latent_instruments.token_subspaces import learn_token_embeddings
 
     readout = _norm_readout()
@@ -443,7 +447,8 @@ def test_s4_9s_fraction_is_a_census_of_a_whole_vocabulary_and_exact_over_drawn_t
     """S4.9's "the first direction predicts" (version 4): over every token of the vocabulary the fraction is a
     census (deterministic); over 32 drawn tokens its exact interval cannot clear 0.99 (32 of 32: [0.89, 1]), and one
     token in 84 that is not predicted fails the census."""
-    from claims.s4_ffn.test_token_subspaces import EVERY_TOKEN, _fraction_of_tokens
+    from claims.s4_ffn.test_token_subspaces import _fraction_of_tokens
+    from claims.s4_ffn.token_subspace_checks import EVERY_TOKEN
 
     def status(predicts, vocab):
         return Check.of("predicts", _fraction_of_tokens(np.asarray(predicts), vocab), "", ">", EVERY_TOKEN,

@@ -10,6 +10,10 @@ import numpy as np
 import pytest
 import torch
 
+from claims.s4_ffn.token_subspace_checks import (
+    SOURCE_CHANCE, SOURCE_SATISFIED, SOURCE_SPECIFIC, SubspaceEstimates, TokenEmbeddingEstimates,
+    subspace_checks, token_embedding_checks,
+)
 from fixtures.memory import large_blocks_reused
 from latent_instruments.similar_strings import mass_tokens
 from models.forwards import logits_from_block_input_fn
@@ -17,7 +21,6 @@ from latent_instruments.stats import Estimate, per_unit, proportion
 from latent_instruments.token_subspaces import (chance_in_top_half, first_directions, in_top_half,
                                                 learn_token_embeddings, singular_values, subspace_scores)
 from reports.plots import series
-from reports.checks import Check
 
 
 RESTARTS = 100  # S4: 100 embeddings per token
@@ -25,28 +28,10 @@ ALL_TOKENS_UP_TO = 128  # a vocabulary up to this size: every token (S4: all 65)
 DRAWN_TOKENS = 32  # a larger one: this many, a seeded draw (the readout's cost grows with tokens × R × vocabulary)
 STEPS, LR = 300, 0.2  # Adam; S4's AdamW at 3e-4 took 14,000-50,000 steps. On tiny-w96 and tiny-bpe-w96 every token's
 # mean p is where 1,000 steps at lr 0.2 and 6,000 at lr 0.05 leave it (to 1e-4): the readout's plateau
-PROBABILITY_NEAR_ONE = 0.99  # S4 stops at mean NLL 1e-4 (p ≳ 0.9999); its worst tokens, '$' and '&', end at 0.9995
 ONE_DIRECTION = 6.0  # S4 Appendix V: 'the first singular value is much larger (over 6x) than the next' (token 'a')
-EVERY_TOKEN = 0.99  # "for every token", up to one in a hundred
 SCALES = (0.1, 10.0, 100.0)  # positive scales along the direction (S4: 'any vector along its span')
-CONVERGED = 0.01  # S4.9's control: more steps from the learned vectors raise no token's mean p by this much
 CONTINUED_TOKENS = 8  # the least predicted tokens, whose mean p decides the "≈ 1" check, are continued
 MASS = 0.9  # S4.10: the tokens carrying 90 % of the approximation's mass
-# S4.10's final-layer subspaces at blocks 6..1: 81.78, 68.26, 58.15, 57.34, 52.02, 49.71 % against chance
-# 20.76, 20.55, 18.37, 18.20, 17.04, 16.31 %: block 1's is what S4 still calls far above chance.
-SOURCE_SATISFIED = (49.71, 52.02, 57.34, 58.15, 68.26, 81.78)
-SOURCE_CHANCE = (16.31, 17.04, 18.20, 18.37, 20.55, 20.76)
-# Block-specific subspaces (learned at the input of the block after, through the later blocks): blocks 6, 5, 4 give
-# 81.78, 50.71, 38.80 % against the same chance levels.
-SOURCE_SPECIFIC = {6: (81.78, 20.76), 5: (50.71, 20.55), 4: (38.80, 18.37)}
-# S4.10 since version 2: the excess over a null, (rate − null) / (1 − null), where the null is the same criterion with each
-# prompt's FFN output paired with another prompt's tokens (prompt-shuffled): it keeps the ranking's bias towards frequent
-# tokens and large subspaces, which the analytic chance C(V/2, n)/C(V, n) does not. The bound is S4's own excess over its
-# (analytic) chance at its weakest block, block 1: (49.71 − 16.31) / (100 − 16.31) = 0.40; block-specific, block 4:
-# (38.80 − 18.37) / (100 − 18.37) = 0.25. The shuffled null is at least the analytic chance where the ranking is biased,
-# so reading S4's excess as the bound for ours asks at least as much as S4 showed.
-FAR_ABOVE_NULL = min((s - c) / (100 - c) for s, c in zip(SOURCE_SATISFIED, SOURCE_CHANCE))  # 0.40
-SPECIFIC_ABOVE_NULL = min((s - c) / (100 - c) for s, c in SOURCE_SPECIFIC.values())  # 0.25
 
 
 def token_embeddings(subject, seed: int, every_token: bool = False, block: int | None = None):
@@ -153,22 +138,8 @@ def test_token_embeddings_lie_along_one_direction(model_name, subject, pool, cla
     shuffled = per_unit(shuffled_ratios(learned.vectors, seed).astype(np.float64), "min")
     more = continued(learned, readout, subject.input_device, seed)
     gain = per_unit(more["after"] - more["before"], "max")  # (continued tokens,)
-    checks = [
-        Check.of("least mean p(token) of a token's learned vectors", est["p"], "probability", ">", PROBABILITY_NEAR_ONE,
-                 "S4: the learned embeddings give the token probability ≈ 1; S4 stops at mean NLL 1e-4 (p ≳ 0.9999) and "
-                 "its two worst tokens end at 0.9995; '≈ 1' is taken as above 0.99 for every token (the minimum over "
-                 "tokens, decided token by token)"),
-        Check.of("fraction of tokens whose first singular direction alone predicts them (argmax)", est["predicts"],
-                 "fraction", ">", EVERY_TOKEN,
-                 "S4: 'that direction alone predicts the token', shown for 'a'; for every token, up to one in a hundred"),
-        Check.of(f"largest gain in mean p of the {len(more['token'])} least predicted tokens from {STEPS} more steps",
-                 gain, "probability", "<", CONVERGED,
-                 "control: a token whose learned vectors stop short of p ≈ 1 is a finding about the model only if the "
-                 "optimisation had converged (the final norm fixes the input's length, so the logits' margin, and p, "
-                 "can be capped); if more steps from where it ended still raise its mean p by 0.01 or more, the "
-                 "optimiser stopped early and the p check says nothing. Decided token by token: the largest gain",
-                 role="control"),
-    ]
+    checks = token_embedding_checks(TokenEmbeddingEstimates(est["p"], est["predicts"], gain, len(more["token"]),
+                                                            STEPS))
     one_direction = {  # S4 gives 6× for one token; required of every token it would be a claim S4 does not make
         "why a reading": "S4 Appendix V: 'the first singular value is much larger (over 6x) than the next' for the "
                          "token 'a' only; of the other tokens it says 'the first right singular vector forms a good "
@@ -267,17 +238,12 @@ def test_ffn_outputs_point_to_predicted_tokens(model_name, approximation, pool, 
     vocab = directions.shape[0]
     v = a.variants["source"]
     half = a.eval_half
-    checks, rows, fractions, chances = [], {}, [], []
+    rows, fractions, chances = {}, [], []
     model_tokens = mass_tokens(v.model_probs[half], MASS)  # the model's own 90 %-mass tokens
     final_scores = subspace_scores(v.final[half], directions)
     control = np.stack([in_top_half(final_scores, model_tokens), in_top_half(final_scores, prompt_shuffled(model_tokens))],
                        axis=1).astype(np.float64)
-    checks.append(Check.of("final state: excess over the prompt-shuffled null, the model's own 90 %-mass tokens",
-                           claim.bootstrap(control, excess_over_null), "fraction", ">", FAR_ABOVE_NULL,
-                           "control: the subspaces and the ranking must place the model's own predicted tokens near the "
-                           "state they are read from (the final norm's input, where they were learned), above the "
-                           "prompt-shuffled null by at least S4's weakest excess (0.40), as S4.10 requires of FFN "
-                           "outputs; else the instrument, not the FFN outputs, fails the claim", role="control"))
+    final_state, excesses, specifics = claim.bootstrap(control, excess_over_null), [], []
     for b in range(a.n_blocks):
         tokens = mass_tokens(v.single_block(b, a.fitted_thresholds[b])[half], MASS)
         sizes = np.array([len(x) for x in tokens])
@@ -288,15 +254,7 @@ def test_ffn_outputs_point_to_predicted_tokens(model_name, approximation, pool, 
             scores = subspace_scores(v.ffn[b][half], directions, signed)
             satisfied[signed], null[signed] = in_top_half(scores, tokens), in_top_half(scores, shuffled)
         excess = claim.bootstrap(np.stack([satisfied[False], null[False]], axis=1).astype(np.float64), excess_over_null)
-        checks.append(Check.of(f"block {b + 1}: excess over the prompt-shuffled null (final-layer subspaces, |cos|)",
-                               excess, "fraction", ">", FAR_ABOVE_NULL,
-                               "S4.10: final-layer subspaces 'work at earlier blocks too', far above chance, read as S4's "
-                               "own smallest excess over its chance, block 1: (49.71 − 16.31) / (100 − 16.31) = 0.40. "
-                               "The null is measured the same way, each prompt's FFN output against another prompt's "
-                               "tokens, so the ranking's bias towards frequent tokens and large subspaces cancels "
-                               "(version 1 divided by C(V/2, n)/C(V, n), which assumes no bias). |cos| as S4's code "
-                               "(cos(P_t f, f) for the projection P_t onto the token's subspace is |cos(v_t, f)|); the "
-                               "signed cosine, S4's prose ('oriented towards'), is reported beside"))
+        excesses.append(excess)
         row = {"satisfied (|cos|)": float(satisfied[False].mean()), "null (|cos|)": float(null[False].mean()),
                "excess (|cos|)": excess.value, "satisfied (signed cos)": float(satisfied[True].mean()),
                "null (signed cos)": float(null[True].mean()),
@@ -310,12 +268,7 @@ def test_ffn_outputs_point_to_predicted_tokens(model_name, approximation, pool, 
             hit = in_top_half(specific_scores, tokens)
             own = claim.bootstrap(np.stack([hit, in_top_half(specific_scores, shuffled)], axis=1).astype(np.float64),
                             excess_over_null)
-            checks.append(Check.of(f"block {b + 1}: excess over the prompt-shuffled null (block-specific subspaces, "
-                                   "|cos|)", own, "fraction", ">", SPECIFIC_ABOVE_NULL,
-                                   f"S4.10: block-specific subspaces, learned at block {b + 2}'s input through the later "
-                                   "blocks (where block's FFN output is added), far above chance, read as S4's own "
-                                   "smallest excess with them, block 4 of 6: (38.80 − 18.37) / (100 − 18.37) = 0.25, "
-                                   "against the same prompt-shuffled null"))
+            specifics.append(own)
             row["satisfied, block-specific (|cos|)"] = float(hit.mean())
         fractions.append(claim.bootstrap(satisfied[False].astype(np.float64), _fraction))
         chances.append(float(chance.mean()))
@@ -327,7 +280,7 @@ def test_ffn_outputs_point_to_predicted_tokens(model_name, approximation, pool, 
             rows[f"S4 block {i + 1} (of 6)"]["satisfied, block-specific (|cos|)"] = SOURCE_SPECIFIC[i + 1][0] / 100
     blocks = list(range(1, a.n_blocks + 1))
     claim.record(
-        checks,
+        subspace_checks(SubspaceEstimates(final_state, excesses, specifics)),
         procedure=(f"Per block: the block's own approximation (its fitted threshold {a.fitted_thresholds}, one block, as "
                    "S4.10 uses), the fewest tokens carrying more than 90 % of it; the block's FFN output at the last "
                    "position ranked against every token's first singular direction learned at the final norm's input "
