@@ -1,12 +1,25 @@
 """S0's claims' checks functions with estimates on which each claim holds (``tests/check_cases.py``)."""
 
 from claims.s0_spectra.embedding_checks import FlatEstimates, TiltEstimates, flat_checks, tilt_checks
+from claims.s0_spectra.residual_checks import (
+    AttentionSpikeEstimates, BendEstimates, ClosenessEstimates, LowBandEstimates, MlpSpikeEstimates,
+    attention_spike_checks, bend_checks, closeness_checks, low_band_checks, mlp_spike_checks,
+)
 from claims.s0_spectra.straightening_checks import (
     LearnedEstimates, SpanEstimates, StraighteningEstimates, learned_checks, span_checks, straightening_checks,
 )
+from fixtures.catalogue import load_catalogue
 from tests.check_cases import Case, estimate
 
+CALIBRATION = next(c for c in load_catalogue().claims["S0.6"].calibrations if c.positions == 128)
 CASES = [
+    Case("S0.6", bend_checks, BendEstimates(estimate(0.02, 0.005), estimate(0.1), estimate(-0.5, 0.1)),
+         {"calibration": CALIBRATION}),
+    Case("S0.7", closeness_checks, ClosenessEstimates(estimate(0.3, 0.05), estimate(0.2, 0.05))),
+    Case("S0.8", attention_spike_checks, AttentionSpikeEstimates(estimate(0.3), estimate(0.2), estimate(0.1),
+                                                                 estimate(0.15)), {"early_blocks": 2}),
+    Case("S0.9", mlp_spike_checks, MlpSpikeEstimates(estimate(0.4), estimate(0.3))),
+    Case("S0.10", low_band_checks, LowBandEstimates(estimate(0.3), estimate(0.2)), {"early_blocks": 2}),
     Case("S0.1", flat_checks, FlatEstimates(slope=estimate(0.02), shuffled=estimate(0.03))),
     Case("S0.2", tilt_checks, TiltEstimates(trained=estimate(0.3), learned=estimate(0.2), hann=estimate(0.25))),
     Case("S0.3", straightening_checks, StraighteningEstimates(

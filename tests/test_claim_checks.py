@@ -19,11 +19,6 @@ from tests.check_cases import problems, survivors
 CASES = [*S0, *S1, *S2, *S3, *S4]
 HELPERS = (convergence, scope)  # modules of checks the claims' checks functions call
 REPO = Path(__file__).resolve().parents[1]
-# Claim test files whose checks are still written inline (issue 65, item 1: each moves to a checks module of its
-# family with a case here). The list only shrinks: a file that gains inline checks, or loses them, fails below.
-INLINE_LEFT = {
-    "claims/s0_spectra/test_residuals.py",
-}
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
@@ -38,14 +33,39 @@ def test_every_mutant_of_every_registered_checks_module_is_killed():
     assert tried >= 3 * len(CASES) and alive == [], f"{len(alive)} of {tried} mutants survive: {alive}"
 
 
-def test_claim_test_files_with_inline_checks_are_the_listed_ones():
-    inline = {p.relative_to(REPO).as_posix() for p in REPO.glob("claims/*/test_*.py")
-              if re.search(r"\bCheck\.of\(|\bCheck\(", p.read_text(encoding="utf-8"))}
-    assert inline == INLINE_LEFT, (f"checks written inline, not in a checks module: {sorted(inline - INLINE_LEFT)}; "
-                                   f"no longer inline (remove from INLINE_LEFT): {sorted(INLINE_LEFT - inline)}")
+def test_no_claim_test_writes_its_checks_inline():
+    """Issue 65, item 1: a claim test measures and wires; its checks are a function of a checks module of its family
+    (with a case in tests/cases_<family>.py), never ``Check.of`` or ``Check(...)`` in the test file."""
+    inline = sorted(p.relative_to(REPO).as_posix() for p in REPO.glob("claims/*/test_*.py")
+                    if re.search(r"\bCheck\.of\(|\bCheck\(", p.read_text(encoding="utf-8")))
+    assert inline == [], f"checks written inline, not in a checks module: {inline}"
 
 
 def test_every_checks_module_has_a_case():
     modules = {p.relative_to(REPO).with_suffix("").as_posix().replace("/", ".")
                for p in REPO.glob("claims/*/*_checks.py")}
     assert modules <= {c.checks.__module__ for c in CASES}, modules - {c.checks.__module__ for c in CASES}
+
+
+def test_a_check_that_cannot_fail_or_does_not_hold_is_named():
+    """The harness itself: a checks function that ignores its estimates (a hard-coded measurement) cannot be driven
+    to fail, and one whose constructed estimates do not hold says so."""
+    from dataclasses import dataclass
+
+    from latent_instruments.stats import Estimate
+    from reports.checks import Check
+    from tests.check_cases import Case, estimate
+
+    @dataclass(frozen=True)
+    class One:
+        x: Estimate
+
+    def hard_coded(e: One) -> list[Check]:
+        return [Check.of("x", estimate(1.0), "u", ">", 0.0, "d")]
+
+    def honest(e: One) -> list[Check]:
+        return [Check.of("x", e.x, "u", ">", 0.0, "d")]
+
+    assert problems(Case("T", hard_coded, One(estimate(2.0)))) != []
+    assert problems(Case("T", honest, One(estimate(2.0)))) == []
+    assert any("is failed on the holding" in p for p in problems(Case("T", honest, One(estimate(-2.0)))))

@@ -10,9 +10,10 @@ import pytest
 import torch
 
 from claims.s0_spectra.conftest import beyond_null, early_blocks, estimate
+from claims.s0_spectra.residual_checks import BEND_MARGIN, CLOSER, S0_BLOCK1_BEND
 from claims.s0_spectra.test_residuals import (
-    BEND_MARGIN, CLOSER, PRETTY_CLOSE, S0_BLOCK1_BEND, _outlier, _spikes, apart_over_clean_law, bends, clean_law_tolerance,
-    closeness_ratio, early_over_late, flattest_law, largest_later_bend, spikes_over_null,
+    PRETTY_CLOSE, _outlier, _spikes, apart_over_clean_law, bends, clean_law_tolerance, closeness_ratio, early_over_late,
+    flattest_law, largest_later_bend, spikes_over_null,
 )
 from claims.s0_spectra.straightening_checks import S0_BAND_DECADES, SPAN_LOW
 from claims.s0_spectra.test_straightening import learned_straightening, straightening

@@ -41,28 +41,18 @@ import pytest
 from claims.s0_spectra.conftest import (
     SPECTRA_NEEDS, beyond_null, early_blocks, loglog_panels, mean_fit,
 )
+from claims.s0_spectra.residual_checks import (
+    AttentionSpikeEstimates, BendEstimates, ClosenessEstimates, LowBandEstimates,
+    MlpSpikeEstimates, attention_spike_checks, bend_checks, closeness_checks, low_band_checks, mlp_spike_checks,
+)
 from claims.s0_spectra.bends import bends, calibration_figure, largest_later_bend, straight_bends
 from fixtures.catalogue import load_catalogue
 from models.zoo import resolve
 from latent_instruments.clean_law import CLEAN_LAW_QUANTILE, clean_law_scatter, periodograms_averaged
 from latent_instruments.spectra import largest_excess, low_band_share
 from reports.plots import series
-from reports.checks import Check
 
 
-# "Nearly straight" (S0 Fig 4) and "pretty close" (Fig 5) have no number; S0's own contrast gives the scale.
-# S0.6: "this isn't a completely straight line, but it's pretty close (layer 1 is our outlier friend)": block 1 is
-# the bent one. Its bend (latent_instruments.spectra.power_law_bend, the fitted curvature in log-log, which an
-# estimator's noise does not inflate, less the bend a straight law of its slope shows through the same cut:
-# straight_law_bend) on S0's subject at S0's scale, a random-init OPT-125m (ref-opt-125m) at 8 × 2048, is
-# S0_BLOCK1_BEND; a later block is "pretty close" to straight when it is nearer straight than that outlier, bending
-# less than half as much.
-# The margin is fixed: version 4 took an exactly straight law's scatter at the measurement's length, which falls
-# as the sample grows (0.031 decades at 100 averaged periodograms, 0.003 at 10,000), so more data could only fail
-# S0.6; S0.7 held on ref-opt-125m at 32 × 128 and failed at S0's 8 × 2048.
-S0_BLOCK1_BEND = 0.11  # decades per decade²: block 1 of ref-opt-125m at --prompts 8x2048 (its looks: 16 × 2048),
-# 0.119 measured, less 0.009 for a straight law of its slope (−0.95) through 2047 positions
-BEND_MARGIN = S0_BLOCK1_BEND / 2  # S0.6 v5's bound, a reading since v6: less than half as much as S0's outlier
 # S0.6 v7: "pretty close" calibrated out of sample (issue 64): the 95 % point of S0.6's statistic over 16 random inits of
 # S0's subject's architecture (OPT-125m) at seeds no run uses, on training-split windows no run's prompts come from
 # (claims/s0_spectra/calibrate_pretty_close.py writes them into the catalogue's [[claims.calibrations]]). Version 6
@@ -71,17 +61,6 @@ BEND_MARGIN = S0_BLOCK1_BEND / 2  # S0.6 v5's bound, a reading since v6: less th
 # not informative.
 CALIBRATIONS = {c.positions: c for c in load_catalogue().claims["S0.6"].calibrations if c.name == "pretty close"}
 PRETTY_CLOSE = {positions: c.margin for positions, c in CALIBRATIONS.items()}  # tokens per sequence → margin
-# S0.7: "the initial MLP residuals are pretty close to the initial hidden states", after Fig 4 shows the attention
-# residuals as a law of their own. The contrast sets the scale: the MLP residuals' shape distance to the hidden
-# states must be less than half the attention residuals' (a reading: "pretty close" is more than "closer").
-CLOSER = 0.5
-# Version 4's tolerance, kept as a reading beside S0.6/S0.7's verdicts: an exactly straight law's scatter at this
-# length, Gaussian sequences with the spectrum's own fitted law through the same rfft, bins and fit, as many
-# independent periodograms averaged as the measured mean is worth (latent_instruments.clean_law.clean_law_scatter).
-CLEAN_LAW = (f"A clean law at this length: the {CLEAN_LAW_QUANTILE:.0%} point of the scatter about its line of Gaussian "
-             "sequences whose power is exactly the spectrum's fitted power law, through the same rfft, bins and fit, "
-             "averaged over as many independent periodograms as the measured mean is worth (read off the same states "
-             "with positions shuffled); whatever scatter it has is the estimator's, so more than it is the law's")
 
 
 def clean_law_tolerance(bins, units: np.ndarray, shuffled: np.ndarray, seed: int) -> np.ndarray:
@@ -187,7 +166,6 @@ def test_untrained_attention_residuals_are_nearly_straight(model_name, spectra, 
         claim.not_informative(
             f"this init of OPT-125m (seed {settings.seed}) is one of the {len(calibration.seeds)} the margin was "
             "calibrated on: judged by its own sample, the check could not fail. Run with another --seed")
-    margin = calibration.margin
     straight = straight_bends(bins, attn)  # what leakage alone bends, per block
     later = claim.bootstrap(attn, lambda u: largest_later_bend(bins, u, straight))
     outlier = claim.bootstrap(attn, lambda u: _outlier(np.abs(bends(bins, u, straight))))
@@ -195,30 +173,7 @@ def test_untrained_attention_residuals_are_nearly_straight(model_name, spectra, 
     tolerance = clean_law_tolerance(bins, attn, spectra.shuffled.attn, settings.seed)
     deviation = mean_fit(bins, attn).deviation
     claim.record(
-        [
-            Check.of("largest |bend| of blocks 2..L beyond a straight law's (curvature in log-log)", later,
-                     "decades per decade²", "<", margin,
-                     "S0 Fig 4: 'not a completely straight line, but it's pretty close (layer 1 is our outlier "
-                     "friend)', said of a random-init OPT-125m. Calibrated out of sample on that subject class at "
-                     f"this length, {spectra.positions} tokens: the {calibration.quantile:.0%} point of the statistic "
-                     f"over {len(calibration.seeds)} other inits (seeds {calibration.seeds[0]}-{calibration.seeds[-1]},"
-                     f" training-split windows), rounded up, {margin:.3f}: no more bent than all but the most bent "
-                     "twentieth of what S0 calls pretty close, a margin fixed whatever the sample. Each bend is net of the bend a straight law of the block's slope shows through the same cut "
-                     "(leakage). Equivalence: the high end of the interval (paired bootstrap over sequences) below it"),
-            Check.of("largest |bend| of blocks 2..L, against half S0's block 1's", later, "decades per decade²", "<",
-                     BEND_MARGIN,
-                     "a reading, stricter than S0's words (version 5 decided on it, and failed S0's own subject): "
-                     f"S0's block 1 on S0's subject at 8 × 2048 bends by {S0_BLOCK1_BEND:.3f}; nearer straight than "
-                     f"that outlier, bending less than half as much ({BEND_MARGIN:.3f})", role="reading"),
-            Check.of("block 1's |bend| minus the largest of blocks 2..L", outlier, "decades per decade²", ">", 0.0,
-                     "S0 Fig 4: 'layer 1 is our outlier friend': block 1 bends more than any later block"),
-            Check.of("flattest exponent of blocks 2..L minus that of their position-shuffled states", not_white,
-                     "log-log slope", "<", 0.0,
-                     "control: a white spectrum is straight too, so white residuals would pass vacuously; S0's are a "
-                     "law falling with frequency. The same residuals with positions shuffled are white with every "
-                     "token's state kept: even the flattest of blocks 2..L must fall more steeply",
-                     role="control", guards_pass=True),
-        ],
+        bend_checks(BendEstimates(later, outlier, not_white), calibration),
         procedure=_procedure(spectra, "each block's attention residual (attn_out)")
         + " Bend: the curvature c of a parabola fitted to each block's log-binned mean spectrum in log10-log10, less "
         "the curvature a straight law of its fitted slope shows through the same cut (leakage; "
@@ -286,21 +241,7 @@ def test_untrained_mlp_residuals_match_hidden_states(model_name, spectra, claim,
     apart = claim.bootstrap(np.concatenate([spectra.attn, hidden], axis=1),
                             lambda u: apart_over_clean_law(bins, u, n, clean))
     claim.record(
-        [
-            Check.of("shape distance, MLP residual to hidden state, as a fraction of the attention residual's (means "
-                     "over blocks)", close, "ratio", "<", CLOSER,
-                     "S0 Fig 5: 'the initial MLP residuals are pretty close to the initial hidden states', after Fig 4 "
-                     "shows the untrained attention residuals as a law of their own. S0's contrast sets the scale: "
-                     f"'pretty close' is read as less than {CLOSER:g} of the attention residuals' distance from the "
-                     "same hidden states (a reading; S0 gives no number), a margin that does not shrink as the sample "
-                     "grows. Equivalence: the high end of the interval (paired bootstrap over sequences) below it"),
-            Check.of("shape distance, attention residual to hidden state (mean over blocks), minus a clean law's "
-                     "scatter", apart, "decades", ">", 0.0,
-                     "control: the distance must tell spectra apart, or the ratio would compare two noise floors; "
-                     f"the attention residuals, S0's contrast, must differ from the hidden states by more than an "
-                     f"exactly straight law scatters at this length. {CLEAN_LAW}; the hidden states' laws, mean over "
-                     "blocks", role="control"),
-        ],
+        closeness_checks(ClosenessEstimates(close, apart)),
         procedure=_procedure(spectra, "each block's MLP and attention residuals and output (resid_post)")
         + f" Reading beside the verdict (version 4's tolerance): a clean law's scatter ({CLEAN_LAW_QUANTILE:.0%} "
         f"point) with each block output's fitted exponent, mean over blocks, {clean:.4f} decades; the MLP residuals' "
@@ -345,22 +286,7 @@ def test_trained_attention_residual_spikes(model_name, spectra, claim):
                            lambda u: spikes_over_null(bins, u, [slice(0, e), slice(-1, None)]))
     size, freq = _spikes(bins, attn)
     claim.record(
-        [
-            Check.of(f"spike of blocks 1..{e} minus the middle blocks' (mean)", early, "decades", ">", 0.0,
-                     "S0 Fig 6: 'the first three layers have some spikes, and then the representations smoothen "
-                     "out'; first three of 12 = the first quarter here"),
-            Check.of("spike of the last block minus the middle blocks' (mean)", last, "decades", ">", 0.0,
-                     "S0 Fig 6: 'until the final layer has another low frequency spike'"),
-            Check.of("last block: largest excess in the low band minus largest elsewhere", low, "decades", ">", 0.0,
-                     "'low frequency' spike = the largest rise above the law lies in the low band (the lowest third "
-                     "of the band in log frequency)"),
-            Check.of(f"spike minus its position-shuffled null, smaller of blocks 1..{e} (mean) and the last block",
-                     above_noise, "decades", ">", 0.0,
-                     "control: the largest rise above a fitted law is never 0, even for white noise; the spikes must "
-                     "be structure along the sequence, not the estimator's noise or single tokens' states, so the "
-                     "same residuals with positions shuffled must spike less, in the early blocks and in the last",
-                     role="control", guards_pass=True),
-        ],
+        attention_spike_checks(AttentionSpikeEstimates(early, last, low, above_noise), e),
         procedure=_procedure(spectra, "each block's attention residual (attn_out)"),
         details={"spikes by block": {b: {"size (decades)": float(s), "at (cycles/token)": float(f)}
                                      for b, s, f in zip(_blocks(n), size, freq)}},
@@ -382,15 +308,7 @@ def test_trained_mlp_residual_spike_in_block_one(model_name, spectra, claim):
                            lambda u: spikes_over_null(bins, u, [slice(0, 1)]))
     size, freq = _spikes(bins, mlp)
     claim.record(
-        [
-            Check.of("block 1's spike minus the largest of blocks 2..L", first, "decades", ">", 0.0,
-                     "S0 Fig 7: 'the first layer here has a big spike again, and then things smoothen out with no "
-                     "spike at the end': block 1's spike exceeds every later block's"),
-            Check.of("block 1's spike minus its position-shuffled null", above_noise, "decades", ">", 0.0,
-                     "control: 'a big spike' is structure along the sequence: the same residual with positions "
-                     "shuffled (white, every token's state kept) must spike less, or block 1 stands out only by "
-                     "its noise (fewer effective dimensions) or by single tokens", role="control", guards_pass=True),
-        ],
+        mlp_spike_checks(MlpSpikeEstimates(first, above_noise)),
         procedure=_procedure(spectra, "each block's MLP residual (mlp_out)"),
         details={"spikes by block": {b: {"size (decades)": float(s), "at (cycles/token)": float(f)}
                                      for b, s, f in zip(_blocks(spectra.n_blocks), size, freq)}},
@@ -419,17 +337,7 @@ def test_early_blocks_add_low_frequencies(model_name, spectra, claim):
     per_block = [claim.bootstrap(update[:, i], lambda u: float(low_band_share(bins, u.mean(axis=0))))
                  for i in range(n)]
     claim.record(
-        [
-            Check.of(f"log10 of the low-band share of blocks 1..{e}'s updates over later blocks'", ratio, "decades",
-                     ">", 0.0, "S0 after Fig 7: early layers 'disproportionately add smooth long range structure'; "
-                     "disproportionate = a larger share of the update's power in the low band (lowest third of log "
-                     "frequency) than later blocks give, i.e. a log ratio above 0; no figure for a margin"),
-            Check.of("the same log ratio of the Hann-windowed, mean-removed updates", windowed, "decades", ">", 0.0,
-                     "control: without a window, a slow drift or an offset along the sequence leaks power into the "
-                     "lowest frequencies; long-range structure survives the window, leakage does not, so the "
-                     "windowed updates must show the early blocks' larger share too", role="control",
-                     guards_pass=True),
-        ],
+        low_band_checks(LowBandEstimates(ratio, windowed), e),
         procedure=_procedure(spectra, "each block's update resid_post − resid_pre (attention + MLP residual)"),
         details={"low-band share by block": dict(zip(_blocks(n), (e_.value for e_ in per_block)))},
         plot={"kind": "bars", "title": f"S0.10 on {model_name}: low-band share of each block's update",
