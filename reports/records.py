@@ -17,6 +17,21 @@ def record_key(record: ClaimRecord, model: str | None = None) -> tuple[str, str,
     return record.claim, model or record.model, test_name(record), variant(record)
 
 
+def record_id(record: ClaimRecord) -> str:
+    """A record's identity as one string, "CLAIM|FUNCTION[PARAMETERS]" (e.g. "S0.6|test_untrained_attention_residuals_
+    are_nearly_straight[ref-opt-125m]"): its node id without the file path, so that moving a claim test to another
+    file keys the same shipped verdict (``reports.shipped_verdicts``); the ledger and the baselines key on the same
+    fields (:func:`record_key`)."""
+    return f"{record.claim}|{record.test.rsplit('::', 1)[-1]}"
+
+
+def path_free(key: str) -> str:
+    """A shipped-verdicts key of a file written before keys were path-free ("CLAIM|path::FUNCTION[...]") as
+    :func:`record_id` writes it; a path-free key unchanged."""
+    claim, _, test = key.partition("|")
+    return f"{claim}|{test.rsplit('::', 1)[-1]}"
+
+
 def test_name(record: ClaimRecord) -> str:
     """The test function of a record, e.g. "test_final_norm_removes_scale" (from the node id for a record made
     without ``function``)."""

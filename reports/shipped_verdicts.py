@@ -17,6 +17,7 @@ from pathlib import Path
 
 from reports.checks import FAILS, FAILS_AS_EXPECTED, HOLDS, HOLDS_UNEXPECTEDLY, ClaimRecord
 from reports.document import RunDocument
+from reports.records import path_free, record_id
 
 MEASURED = {FAILS_AS_EXPECTED: FAILS, HOLDS_UNEXPECTEDLY: HOLDS}  # an outcome without the ledger's expectation
 # The settings of `make claims` on a CPU, which the shipped verdicts and the ledger's whys were measured with
@@ -25,8 +26,6 @@ SHIPPED_SETTINGS = {"seed": 0, "prompts": [32, 128], "max_prompts": 128, "zoo": 
                     "source_scale": False}
 
 
-def _key(record: ClaimRecord) -> str:
-    return f"{record.claim}|{record.test}"
 
 
 def _headline(record: ClaimRecord) -> dict:
@@ -43,8 +42,9 @@ def measured(outcome: str) -> str:
 
 
 def snapshot(doc: RunDocument) -> dict:
-    """The verdicts file of a run on the shipped weights: its run id, commit and machine, and per record (keyed
-    "CLAIM|TEST ID") the procedure version, measured outcome and claim-check statistic.
+    """The verdicts file of a run on the shipped weights: its run id, commit and machine, and per record (keyed by
+    :func:`reports.records.record_id`, "CLAIM|FUNCTION[PARAMETERS]", no file path) the procedure version, measured
+    outcome and claim-check statistic.
 
     Raises:
         ValueError: for a run that did not test the shipped weights (``zoo_build`` other than "shipped"), or an
@@ -60,7 +60,7 @@ def snapshot(doc: RunDocument) -> dict:
         raise ValueError(f"run {doc.run_id} was interrupted: its verdicts are incomplete")
     machines = sorted({(m.get("build") or {}).get("cpu") or (m.get("build") or {}).get("gpu") or ""
                        for m in (doc.models or {}).values() if "error" not in m} - {""})
-    records = {_key(r): {"version": r.version, "outcome": measured(r.outcome), **_headline(r)} for r in doc.records}
+    records = {record_id(r): {"version": r.version, "outcome": measured(r.outcome), **_headline(r)} for r in doc.records}
     return {"run_id": doc.run_id, "git": doc.git, "machines": machines, "settings": doc.facts(),
             "torch": (doc.versions or {}).get("torch"), "records": records}
 
@@ -95,9 +95,11 @@ def load(path: Path | None = None) -> dict | None:
 
         path = VERDICTS
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        shipped = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    shipped["records"] = {path_free(key): kept for key, kept in (shipped.get("records") or {}).items()}
+    return shipped
 
 
 def against_shipped(records: list[ClaimRecord], shipped: dict | None) -> dict | None:
@@ -115,7 +117,7 @@ def against_shipped(records: list[ClaimRecord], shipped: dict | None) -> dict | 
         return {"shipped_run": None, "shipped_git": None, "compared": 0, "differ": [], "not_compared": len(records)}
     differ, compared = [], 0
     for r in records:
-        kept = shipped["records"].get(_key(r))
+        kept = shipped["records"].get(record_id(r))
         if kept is None or kept["version"] != r.version:
             continue
         compared += 1

@@ -195,6 +195,23 @@ def test_a_local_build_is_compared_with_the_shipped_verdicts():
     assert "fails on the shipped weights, holds on this machine's build" in "\n".join(lines(differ))
 
 
+def test_a_claim_test_moved_to_another_file_keys_the_same_shipped_verdict(tmp_path):
+    """Issue 65, item 3: a record's identity is its claim, test function and parameters, not its file, so splitting a
+    claim file (claims/s0_spectra/test_residuals.py) keeps every shipped verdict; a file written with path keys
+    reads the same."""
+    from reports.shipped_verdicts import load
+
+    kept = snapshot(_run("fails"))
+    assert list(kept["records"]) == ["S4.1|test_x[tiny-w96]"]
+    moved = _run("holds", "local")
+    moved.records[0].test = "claims/elsewhere/test_moved.py::test_x[tiny-w96]"
+    assert against_shipped(moved.records, kept)["compared"] == 1
+    old = tmp_path / "verdicts.json"
+    with_path = {"S4.1|claims/t.py::test_x[tiny-w96]": kept["records"]["S4.1|test_x[tiny-w96]"]}
+    old.write_text(json.dumps({**kept, "records": with_path}))
+    assert list(load(old)["records"]) == ["S4.1|test_x[tiny-w96]"]
+
+
 def test_the_shipped_verdicts_file_is_a_whole_run_on_the_shipped_weights():
     kept = json.loads(shipped_zoo.VERDICTS.read_text())
     assert len(kept["records"]) > 300 and kept["git"] and kept["machines"]
@@ -234,7 +251,7 @@ def test_python_m_reports_shipped_writes_the_verdicts_file_only_from_a_shipped_r
     monkeypatch.setattr(shipped_zoo, "VERDICTS", target)
     assert main(["shipped", str(run)]) == 0 and not target.exists()  # a dry run says what it would keep
     assert main(["shipped", str(run), "--write"]) == 0
-    assert json.loads(target.read_text())["records"]["S4.1|claims/t.py::test_x[tiny-w96]"]["outcome"] == "holds"
+    assert json.loads(target.read_text())["records"]["S4.1|test_x[tiny-w96]"]["outcome"] == "holds"
     run.write_text(json.dumps({**doc, "zoo_build": "local"}))
     assert main(["shipped", str(run), "--write"]) == 2 and "not the shipped weights" in capsys.readouterr().err
 
