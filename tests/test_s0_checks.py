@@ -11,10 +11,12 @@ import torch
 
 from claims.s0_spectra.conftest import beyond_null, early_blocks, estimate
 from claims.s0_spectra.residual_checks import BEND_MARGIN, CLOSER, S0_BLOCK1_BEND
-from claims.s0_spectra.test_residuals import (
-    PRETTY_CLOSE, _outlier, _spikes, apart_over_clean_law, bends, clean_law_tolerance, closeness_ratio, early_over_late,
-    flattest_law, largest_later_bend, spikes_over_null,
+from claims.s0_spectra.bends import bends, largest_later_bend
+from claims.s0_spectra.residual_spectra import (
+    PRETTY_CLOSE, apart_over_clean_law, clean_law_tolerance, closeness_ratio, early_over_late, flattest_law,
+    outlier_lead, spikes_over_null,
 )
+from claims.s0_spectra.residual_spectra import spikes as block_spikes
 from claims.s0_spectra.straightening_checks import S0_BAND_DECADES, SPAN_LOW
 from claims.s0_spectra.test_straightening import learned_straightening, straightening
 from latent_instruments.spectra import LogBins, fit_power_law, power_spectral_density
@@ -42,7 +44,7 @@ def layers(*spectra: np.ndarray) -> np.ndarray:
 
 def spikes(units: np.ndarray) -> np.ndarray:
     """Each block's spike, decades, as S0.8/S0.9 measure it; units (batch, n_blocks, n_freq)."""
-    return _spikes(BINS, units)[0]
+    return block_spikes(BINS, units)[0]
 
 
 def status(value, comparison: str, role: str = "claim") -> str:
@@ -167,10 +169,10 @@ def test_s0_6_outlier_check_fails_a_straight_block_1_and_the_control_fails_white
     shuffled = layers(*(spectrum(seed=10 + i) for i in range(4)))  # the same noise, white
     first_straight = np.stack([bent(0.0, 128, BATCH, 0), *(bent(0.2, 128, BATCH, s) for s in (1, 2))], axis=1)
     bins = LogBins.of(np.fft.rfftfreq(128))
-    outlier = estimate(first_straight, lambda u: _outlier(np.abs(bends(bins, u))), seed=0)
+    outlier = estimate(first_straight, lambda u: outlier_lead(np.abs(bends(bins, u))), seed=0)
     assert status(outlier, ">") == "failed"
     first_bent = np.stack([bent(0.2, 128, BATCH, 0), *(bent(0.0, 128, BATCH, s) for s in (1, 2))], axis=1)
-    assert status(estimate(first_bent, lambda u: _outlier(np.abs(bends(bins, u))), seed=0), ">") == "passed"
+    assert status(estimate(first_bent, lambda u: outlier_lead(np.abs(bends(bins, u))), seed=0), ">") == "passed"
     # white residuals are as straight as any law (the claim check does not fail them) but they are no law: the
     # control fails
     white = layers(*(spectrum(seed=i) for i in range(4)))
@@ -214,7 +216,7 @@ def test_s0_8_and_s0_9_controls_fail_spikes_that_are_noise_and_the_checks_fail_w
     S0.9's check passes; the shuffled residuals are as noisy, so the control fails. A real spike passes both."""
     noisy_first = layers(spectrum(-0.5, noise=3.0), *(spectrum(-0.5, noise=400.0, seed=i) for i in (1, 2, 3)))
     null = layers(spectrum(-0.5, noise=3.0, seed=7), *(spectrum(-0.5, noise=400.0, seed=i) for i in (8, 9, 10)))
-    first = estimate(noisy_first, lambda u: _outlier(spikes(u)), seed=0)
+    first = estimate(noisy_first, lambda u: outlier_lead(spikes(u)), seed=0)
     assert status(first, ">") == "passed"
     def block_one_over_null(real, shuffled):
         paired = np.stack([real, shuffled], axis=1)
@@ -234,7 +236,7 @@ def test_s0_8_and_s0_9_controls_fail_spikes_that_are_noise_and_the_checks_fail_w
     assert status(last, ">") == "failed"
     # S0.9's and S0.8's early checks fail where block 1 spikes less than the rest
     late_spikes = layers(spectrum(-0.5), *(spectrum(-0.5, bump=4.0, seed=i) for i in (1, 2, 3)))
-    assert status(estimate(late_spikes, lambda u: _outlier(spikes(u)), seed=0), ">") == "failed"
+    assert status(estimate(late_spikes, lambda u: outlier_lead(spikes(u)), seed=0), ">") == "failed"
     early = estimate(late_spikes, lambda u: float(spikes(u)[:e].mean() - spikes(u)[e:-1].mean()), seed=0)
     assert status(early, ">") == "failed"
     # and the control takes the smaller of the early and last groups: a noise-only last block fails it
@@ -391,7 +393,7 @@ def test_s0_6s_margin_is_calibrated_out_of_sample_on_s0s_subject_class():
     import math
 
     from claims.s0_spectra.calibrate_pretty_close import QUANTILE, SEEDS
-    from claims.s0_spectra.test_residuals import CALIBRATIONS
+    from claims.s0_spectra.residual_spectra import CALIBRATIONS
     from fixtures.catalogue import load_catalogue
     from models.recipes import PROFILES
 
@@ -425,7 +427,7 @@ def test_s0_6_on_an_init_the_margin_was_calibrated_on_is_not_informative(tmp_pat
 
     from tests.helpers import pytest_inprocess
 
-    done = pytest_inprocess("claims/s0_spectra/test_residuals.py", "-m", "gpu", "--claim", "S0.6", "--model",
+    done = pytest_inprocess("claims/s0_spectra/test_untrained_residuals.py", "-m", "gpu", "--claim", "S0.6", "--model",
                             "ref-opt-125m", "--seed", "1001", "--report-dir", str(tmp_path), "-p", "no:cacheprovider")
     assert done.returncode == 0, (done.stdout + done.stderr)[-2000:]
     [record] = json.loads((tmp_path / "latest" / "results.json").read_text())["records"]
