@@ -48,7 +48,7 @@ claims: setup
 	$(PY) -m models prepare --zoo $(ZOO)
 	$(PY) -m pytest claims -m gpu --zoo $(ZOO) $(PYTEST_ARGS)
 
-# The self-tests first (about 7 minutes on 2 cores): a failure stops make before the claims (about 19).
+# The self-tests first: a failure stops make before the claims (run times: the README's last fresh-clone measurement).
 test: setup
 	$(PY) -m models prepare --zoo tiny
 	$(PY) -m pytest tests $(PYTEST_ARGS)

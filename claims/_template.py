@@ -1,18 +1,52 @@
-"""TEMPLATE — copy to claims/<family folder>/test_<topic>.py and fill in (docs/new-claim.md).
+"""TEMPLATE — two files to fill in (docs/new-claim.md): the checks part below goes to
+claims/<family folder>/<topic>_checks.py, the test part to claims/<family folder>/test_<topic>.py, and a Case
+to tests/cases_<family>.py.
 
 SX.Y — the claim in one sentence, as claims/catalogue.toml states it.
 
-A claim test reads top to bottom: measure → estimate with interval → checks
-with derivations → record. It never loads models itself (the fixtures do),
-never hard-codes a measurement, and never tunes a threshold until it passes.
+A claim reads top to bottom: catalogue entry → measure → estimates with intervals → pure checks with derivations →
+record. It never loads models itself (the fixtures do), never hard-codes a measurement, and never tunes a threshold
+until it passes. tests/test_claim_checks.py refuses a Check.of written in a test file.
 """
+
+from dataclasses import dataclass
 
 import pytest
 
+from latent_instruments.stats import Estimate
 from reports.checks import Check
 
+# ---- <topic>_checks.py: the estimates and the checks, a pure function ------------------------------------------
 
 THRESHOLD = 1.0  # the source's figure this comes from (e.g. "S4 Appendix IV: smallest ratio 1.67"), margin taken
+
+
+@dataclass(frozen=True)
+class TopicEstimates:
+    """What SX.Y's test measures, over prompts (the bootstrap unit).
+
+    Attributes:
+        statistic: what it is, in its unit.
+        control: what would fail a vacuous pass, in its unit.
+    """
+
+    statistic: Estimate
+    control: Estimate
+
+
+def topic_checks(e: TopicEstimates) -> list[Check]:
+    """SX.Y's claim check and its control; a stricter reading of the source's words is a Check of role="reading":
+    recorded and shown, deciding nothing."""
+    return [
+        Check.of("what the statistic is", e.statistic, "unit", ">", THRESHOLD,
+                 f"the source's figure and the margin taken, in a sentence, its numbers formatted from the "
+                 f"constants the check uses ({THRESHOLD:g}), never retyped"),
+        Check.of("what would fail a vacuous pass", e.control, "unit", ">", 0.0,
+                 "why this control can fail, and what it rules out", role="control"),
+    ]
+
+
+# ---- test_<topic>.py: measure, then the checks -------------------------------------------------------------------
 
 
 # an id of claims/catalogue.toml; bump version when the procedure changes. sample="prompts": the statistic is a mean
@@ -27,23 +61,16 @@ def test_the_claim_in_words(model_name, activations, twin_activations, claim):
     per_prompt = activations.cache["blocks.0.hook_resid_post"].float().norm(dim=-1).mean(dim=1).cpu().numpy()
     twin_per_prompt = twin_activations.cache["blocks.0.hook_resid_post"].float().norm(dim=-1).mean(dim=1).cpu().numpy()
 
-    # estimate with interval (bootstrap over prompts, at the run's --seed)
-    statistic = claim.bootstrap(per_prompt, lambda u: float(u.mean()))
-    control = claim.bootstrap(twin_per_prompt, lambda u: float(u.mean()))
-
-    # checks with derivations; a claim that is an identity here ends with claim.not_informative("why")
+    # estimates with intervals (bootstrap over prompts, at the run's --seed); a claim that is an identity here ends
+    # with claim.not_informative("why")
+    estimates = TopicEstimates(claim.bootstrap(per_prompt, lambda u: float(u.mean())),
+                               claim.bootstrap(twin_per_prompt, lambda u: float(u.mean())))
     claim.record(
-        [
-            Check.of("what the statistic is", statistic, "unit", ">", THRESHOLD,
-                     f"the source's figure and the margin taken, in a sentence, its numbers formatted from the "
-                     f"constants the check uses ({THRESHOLD:g}), never retyped"),
-            Check.of("what would fail a vacuous pass", control, "unit", ">", 0.0,
-                     "why this control can fail, and what it rules out", role="control"),
-        ],
+        topic_checks(estimates),
         procedure="prompts, positions, layers used, and every difference from the source's procedure",
-        details={"per_layer": {"block 1": float(statistic.value)}},  # tables: {row: value} or {row: {column: value}}
+        details={"per_layer": {"block 1": float(estimates.statistic.value)}},  # tables: {row: value} or {row: {col: v}}
         # the same quantity as a number the source reports on its own subject (catalogue.toml's source_numbers)
-        beside_source={"the catalogue's quantity": float(statistic.value)},
+        beside_source={"the catalogue's quantity": float(estimates.statistic.value)},
     )
-    # A stricter reading of the source's words than the claim check (which must give the source's verdict where its
-    # statistic reproduces the source's numbers) is a Check of role="reading": recorded and shown, deciding nothing.
+
+# ---- tests/cases_<family>.py: Case("SX.Y", topic_checks, TopicEstimates(estimate(2.0), estimate(0.5))) -----------

@@ -517,6 +517,21 @@ def test_a_baseline_map_that_would_pair_records_twice_or_with_nothing_is_refused
         check_baseline_map(pairs, baseline, run)
 
 
+def test_a_baseline_map_takes_the_names_the_report_shows_where_they_are_unambiguous(tmp_path):
+    """Issue 65, item 7: the report and the summary name a folder by its base name; --baseline-map takes that name
+    too, and refuses one that two models share."""
+    from fixtures.path_checks import check_baseline_map
+
+    baseline = tmp_path / "results.json"
+    old = ["/ckpt/run1/step-1000", "/ckpt/run2/step-1000", "/ckpt/run1/step-500"]
+    baseline.write_text(json.dumps({"records": [{"claim": "S0.1", "model": m, "test": f"t[{m}]", "outcome": "holds",
+                                                 "checks": []} for m in old]}))
+    run = ("/ckpt/run3/step-2000",)
+    assert check_baseline_map(["step-500=step-2000"], baseline, run) == {"/ckpt/run1/step-500": "/ckpt/run3/step-2000"}
+    with pytest.raises(pytest.UsageError, match="2 models shown as 'step-1000'.*full path"):
+        check_baseline_map(["step-1000=step-2000"], baseline, run)
+
+
 def test_s3_8_on_a_llama_folder_whose_word_boundary_token_fills_runs_of_spaces(tmp_path):
     """Issue 20's case: a sub-word tokenizer whose "▁" stands for a space, on a corpus with long runs of spaces,
     made prompts of one repeated token, and S3.8 ended in error. Now those windows are redrawn and counted, and
