@@ -13,7 +13,9 @@ Changes are sorted by what caused them:
 - ``ledger_changes``: the outcome changed, every check's status is the same, and the ledger's expectation
   changed (e.g. "fails" became "fails as expected").
 - ``method_changed``: the claim test's procedure version changed: its numbers are not compared.
-- ``moved``: a statistic changed by more than the two runs' interval half-widths together.
+- ``moved``: a statistic changed by more than the two runs' interval half-widths together, and by more than float
+  noise (``FLOAT_NOISE`` of its size): an exact statistic (a zero-width interval) that differs in its seventh digit
+  has not moved.
 
 A baseline made with another seed, prompt batch, dtype, zoo or corpus is compared all the same, but
 ``differences`` names what differs and the report says so first.
@@ -22,9 +24,11 @@ A baseline made with another seed, prompt batch, dtype, zoo or corpus is compare
 import json
 from pathlib import Path
 
-from reports.checks import ClaimRecord
+from reports.checks import CONTROL_FAILED, ERROR, FAILED, INCONCLUSIVE, ClaimRecord
 from reports.document import FACTS, RunDocument
 from reports.records import record_key
+
+FLOAT_NOISE = 1e-5  # relative: float32 rounds at 6e-8, sums over a batch and another machine's kernels add a little
 
 
 def parse_map(pairs: list[str]) -> dict[str, str]:
@@ -49,8 +53,8 @@ def _outcome(record: ClaimRecord) -> str:
     """A record's outcome as this version would decide it from the same checks: a "control failed" whose controls
     all straddled (before schema 6) is "inconclusive" now."""
     controls = [c.status for c in record.checks if c.role == "control"]
-    if record.outcome == "control failed" and controls and "failed" not in controls:
-        return "inconclusive"
+    if record.outcome == CONTROL_FAILED and controls and FAILED not in controls:
+        return INCONCLUSIVE
     return record.outcome
 
 
@@ -122,7 +126,7 @@ def compare(baseline_path: Path, doc: RunDocument, mapping: dict[str, str] | Non
         if new.version != was.version:
             out["method_changed"].append({**where, "was": was.version, "now": new.version})
             continue
-        if was.outcome != "error" and not all(c.finite for c in was.checks):  # null numbers, yet an outcome
+        if was.outcome != ERROR and not all(c.finite for c in was.checks):  # null numbers, yet an outcome
             out["differences"].append(f"the baseline's {key[0]} on {key[1]} ({new.test}) has statistics that are "
                                       "not numbers (null) beside its outcome: not compared (a damaged file?)")
             continue
@@ -138,7 +142,8 @@ def compare(baseline_path: Path, doc: RunDocument, mapping: dict[str, str] | Non
             prior = old_checks.get(check.name)
             if prior is None or not (prior.finite and check.finite):
                 continue  # a NaN (stored as null) is an error of its run, not a movement
-            tolerance = (prior.ci_high - prior.ci_low) / 2 + (check.ci_high - check.ci_low) / 2
+            tolerance = max((prior.ci_high - prior.ci_low) / 2 + (check.ci_high - check.ci_low) / 2,
+                            FLOAT_NOISE * max(abs(prior.value), abs(check.value)))
             if abs(check.value - prior.value) > tolerance:
                 out["moved"].append({"claim": key[0], "model": key[1], "check": check.name,
                                      "was": prior.value, "now": check.value, "tolerance": tolerance})

@@ -7,15 +7,29 @@ that fail the run. Report-side analysis of records is in ``reports.records``.
 
 import math
 from dataclasses import asdict, dataclass, field, fields, replace
+from enum import StrEnum
 
 from latent_instruments.stats import MIN_BOOTSTRAP_UNITS, Estimate, undecidable
 from reports.node_ids import function_of
 
-HOLDS, FAILS, FAILS_AS_EXPECTED = "holds", "fails", "fails as expected"
+class Outcome(StrEnum):
+    """A record's outcome (docs/outcomes.md); a ``str``, so a value read back from results.json equals it."""
+
+    HOLDS = "holds"
+    FAILS = "fails"
+    FAILS_AS_EXPECTED = "fails as expected"
+    INCONCLUSIVE = "inconclusive"
+    HOLDS_UNEXPECTEDLY = "holds unexpectedly"
+    CONTROL_FAILED = "control failed"
+    NOT_INFORMATIVE = "not informative"
+    ERROR = "error"
+
+
+HOLDS, FAILS, FAILS_AS_EXPECTED = Outcome.HOLDS, Outcome.FAILS, Outcome.FAILS_AS_EXPECTED
 HOLDS_UNEXPECTEDLY, CONTROL_FAILED, NOT_INFORMATIVE, ERROR = (
-    "holds unexpectedly", "control failed", "not informative", "error")
-INCONCLUSIVE = "inconclusive"
-OUTCOMES = (HOLDS, FAILS, FAILS_AS_EXPECTED, INCONCLUSIVE, HOLDS_UNEXPECTEDLY, CONTROL_FAILED, NOT_INFORMATIVE, ERROR)
+    Outcome.HOLDS_UNEXPECTEDLY, Outcome.CONTROL_FAILED, Outcome.NOT_INFORMATIVE, Outcome.ERROR)
+INCONCLUSIVE = Outcome.INCONCLUSIVE
+OUTCOMES = tuple(Outcome)
 RED = frozenset({FAILS, HOLDS_UNEXPECTEDLY, CONTROL_FAILED, ERROR})  # INCONCLUSIVE too with --inconclusive=fail
 PASSED, FAILED = "passed", "failed"  # a check's status, with INCONCLUSIVE
 ROLES = ("claim", "control", "reading")  # a reading decides nothing: ``Check.role``

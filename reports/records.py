@@ -93,7 +93,7 @@ def ledger_build(record: ClaimRecord, models: dict) -> str | None:
         record: a record.
         models: results.json's ``models`` (name -> facts with ``weights_sha256``).
     """
-    if record.expected != "fails":
+    if record.expected != FAILS:
         return None
     measured = record.ledger_weights_sha256 or ""
     tested = (models.get(record.model, {}) or {}).get("weights_sha256") or ""

@@ -16,7 +16,7 @@ import os
 from joblib import Parallel, delayed
 
 from reports import plots, shipped_verdicts
-from reports.checks import ClaimRecord
+from reports.checks import FAILS_AS_EXPECTED, HOLDS, INCONCLUSIVE, NOT_INFORMATIVE, RED, ClaimRecord
 from reports.document import RunDocument
 from reports.records import count_outcomes, ledger_quotes_disagree
 from reports.source_numbers import NOTE as SOURCE_NOTE, provenance, source_rows
@@ -184,15 +184,14 @@ details{margin:.4em 0}summary{cursor:pointer;font-weight:600}.wide{overflow-x:au
 .wide th:first-child{background:#f3f3f3}"""
 
 
-def _cls(cell: str) -> str:
-    low = cell.lower()
-    if low.startswith(("fails", "holds unexpectedly", "control failed", "error")) and not low.startswith("fails as expected"):
-        return " class='red'"
-    if low.startswith("holds"):
-        return " class='ok'"
-    if low.startswith(("not informative", "fails as expected")):
-        return " class='na'"
-    return " class='undecided'" if low.startswith("inconclusive") else ""
+CELL_CLASS = {HOLDS: "ok", FAILS_AS_EXPECTED: "na", NOT_INFORMATIVE: "na", INCONCLUSIVE: "undecided",
+              **{outcome: "red" for outcome in RED}}  # a cell's colour, by the outcome it shows
+
+
+def _cls(cell) -> str:
+    """The class attribute of a cell that shows an outcome (``reports.tables.OutcomeCell``), else ""."""
+    outcome = getattr(cell, "outcome", None)
+    return f" class='{CELL_CLASS[outcome]}'" if outcome in CELL_CLASS else ""
 
 
 def html_table(header: list[str], rows: list[list[str]], groups: list[tuple[str, int]] | None = None,
@@ -209,7 +208,7 @@ def html_table(header: list[str], rows: list[list[str]], groups: list[tuple[str,
         if first and links:
             claim = str(c).split()[0]
             text = f"<a href='#{html.escape(claim)}'>{text}</a>"
-        return f"<td{_cls(str(c)) if colour else ''}>{text}</td>"
+        return f"<td{_cls(c) if colour else ''}>{text}</td>"
     above = ("<tr><th></th>" + "".join(f"<th colspan='{n}'>{html.escape(g)}</th>" for g, n in groups) + "</tr>"
              if groups else "")
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)

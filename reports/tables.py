@@ -9,7 +9,10 @@ catalogue, each claim's subject table and details. The tables of run facts (buil
 import math
 import re
 
-from reports.checks import FAILED, FAILS, FAILS_AS_EXPECTED, HOLDS, INCONCLUSIVE, RED, Check, ClaimRecord
+from reports.checks import (
+    CONTROL_FAILED, ERROR, FAILED, FAILS, FAILS_AS_EXPECTED, HOLDS, INCONCLUSIVE, NOT_INFORMATIVE, RED, Check, ClaimRecord,
+    Outcome,
+)
 from reports.document import RunDocument
 from reports.records import count_outcomes, ledger_build, ledger_quotes_disagree, test_name, variant
 
@@ -72,7 +75,24 @@ def deciding_check(record: ClaimRecord) -> Check | None:
     return record.longest(min(chosen, key=lambda c: c.margin))
 
 
-def cell(record: ClaimRecord) -> str:
+class OutcomeCell(str):
+    """A table cell's text with the outcome it shows: the HTML report colours the cell by ``outcome``
+    (``reports.render``), never by reading its words; elsewhere it is its text."""
+
+    outcome: Outcome
+
+    def __new__(cls, text: str, outcome: str) -> "OutcomeCell":
+        made = super().__new__(cls, text)
+        made.outcome = Outcome(outcome)
+        return made
+
+
+def cell(record: ClaimRecord) -> OutcomeCell:
+    """The matrix cell (:class:`OutcomeCell`) of :func:`cell_text`."""
+    return OutcomeCell(cell_text(record), record.outcome)
+
+
+def cell_text(record: ClaimRecord) -> str:
     """The matrix cell: the outcome with the deciding check's statistic (:func:`deciding_check`), or what went
     wrong."""
     head = deciding_check(record)
@@ -81,13 +101,13 @@ def cell(record: ClaimRecord) -> str:
     suffix = f" ({params})" if params else ""
     controls = {"failed": [c.name for c in record.failed("control")],
                 "inconclusive": [c.name for c in record.inconclusive("control")]}
-    if record.outcome == "control failed":
+    if record.outcome == CONTROL_FAILED:
         return f"CONTROL FAILED: {'; '.join(controls['failed'])}{suffix}"
     if record.outcome == INCONCLUSIVE and controls["inconclusive"]:
         return f"inconclusive (control undecided: {'; '.join(controls['inconclusive'])}){value}{suffix}"
     if record.outcome == INCONCLUSIVE and record.unconverged():
         return f"inconclusive (unconverged: {'; '.join(c.name for c in record.unconverged())}){value}{suffix}"
-    if record.outcome == "error":
+    if record.outcome == ERROR:
         first = record.message.strip().splitlines()[0] if record.message.strip() else ""
         return f"ERROR{': ' + first[:120] if first else ''}{'…' if len(first) > 120 else ''}{suffix}"
     word = record.outcome.upper() if record.outcome in RED else record.outcome
@@ -127,16 +147,20 @@ def matrix(doc: RunDocument) -> tuple[list[str], list[list[str]]]:
     edge shows as such rather than by the luck of one training."""
     claims = sorted({r.claim for r in doc.records}, key=claim_order)
     models = [m for _, members in column_groups(doc) for m in members]
-    cells: dict[tuple[str, str], list[str]] = {}
+    cells: dict[tuple[str, str], list[OutcomeCell]] = {}
     several = {c for c in claims if len({test_name(r) for r in doc.records if r.claim == c}) > 1}
     recipes = {(b["claim"], b["test"], b["params"], b["recipe"]): b["summary"] for b in doc.builds_agree or ()}
     for r in doc.records:
         suffix = f" — {test_name(r)}" if r.claim in several else ""
         recipe = recipes.get((r.claim, test_name(r), variant(r), r.model))
         builds = f" · recipe: {recipe}" if recipe else ""
-        cells.setdefault((r.claim, r.model), []).append(cell(r) + builds + suffix)
+        cells.setdefault((r.claim, r.model), []).append(OutcomeCell(cell_text(r) + builds + suffix, r.outcome))
     names = {c: c + (" (implementation check)" if is_implementation(doc, c) else "") for c in claims}
-    return ["claim"] + models, [[names[c]] + ["<br>".join(cells.get((c, m), ["·"])) for m in models] for c in claims]
+
+    def joined(shown: list[OutcomeCell]) -> OutcomeCell:  # a subject's records, coloured by the first one's outcome
+        return OutcomeCell("<br>".join(shown), shown[0].outcome)
+    return ["claim"] + models, [[names[c]] + [joined(cells[c, m]) if (c, m) in cells else "·" for m in models]
+                                for c in claims]
 
 
 NAMED = (FAILS, FAILS_AS_EXPECTED, INCONCLUSIVE)  # outcomes the summary names the subjects of (red ones too)
@@ -247,7 +271,7 @@ def subject_rows(records: list[ClaimRecord], models: dict) -> tuple[list[str], l
                         f"{num(c.ci_high, '.4g')}], needs {c.comparison} {fmt(c.threshold)}) {note}").strip()
         if r.scaled:
             note = f"scaled form: {r.scaled} {note}".strip()
-        if r.expected != "holds" and r.outcome != "fails as expected":
+        if r.expected != HOLDS and r.outcome != FAILS_AS_EXPECTED:
             note = f"{note} (ledger: {r.expected_reason})".strip()
         build = ledger_build(r, models)
         if build == "another build":
@@ -257,7 +281,7 @@ def subject_rows(records: list[ClaimRecord], models: dict) -> tuple[list[str], l
             note = f"{note} (the ledger's why does not match this run: {'; '.join(stale)})".strip()
         if len(r.looks) > 1:
             note = f"looked at {' → '.join(str(look['prompts']) for look in r.looks)} prompts. {note}".strip()
-        rows.append([label(r), test_name(r), r.outcome, head.name if head else "—", fmt(head and head.value),
+        rows.append([label(r), test_name(r), OutcomeCell(r.outcome, r.outcome), head.name if head else "—", fmt(head and head.value),
                      f"[{fmt(head.ci_low)}, {fmt(head.ci_high)}]{_level(head)}" if head else "—",
                      f"{head.comparison} {fmt(head.threshold)}" if head else "—",
                      num(head.margin, "+.4g") if head else "—", note[:400]])

@@ -27,7 +27,7 @@ from models.recipes import seed_builds
 from reports.document import RunDocument
 from reports.run_facts import REPO, device_facts, git_revision, lock_differences, versions
 from reports.records import builds_agree, test_name, zoo_build_of
-from reports.checks import RED, ClaimRecord
+from reports.checks import INCONCLUSIVE, NOT_INFORMATIVE, RED, ClaimRecord
 from reports.results_file import SCHEMA
 
 STARTED = time.perf_counter()
@@ -328,7 +328,7 @@ def summarize(terminal, records: list[ClaimRecord], folder: Path | None) -> None
         stat = f"{head.value:.4g} [{head.ci_low:.4g}, {head.ci_high:.4g}] ({head.name})" if head else ""
         line = f"{r.claim:6} {tables.label(r):30} {r.outcome:18} {stat} — {test_name(r)}"
         terminal.write_line(line, red=r.outcome in RED, bold=r.outcome in RED)
-        if r.outcome in RED or r.outcome in ("not informative", "inconclusive"):
+        if r.outcome in RED or r.outcome in (NOT_INFORMATIVE, INCONCLUSIVE):
             terminal.write_line(f"       {r.message[:300]}")
     if folder:
         terminal.write_line(f"report: {folder}/report.html (results.json, report.md beside it)")

@@ -105,6 +105,18 @@ def test_s0_6s_figure_shows_its_spectra_beside_the_out_of_sample_calibration_of_
         plots.render({"kind": "beside", "figures": [{"kind": "beside", "figures": []}]})
 
 
+def test_a_cells_colour_comes_from_its_records_outcome_not_from_its_words():
+    """Issue 65, item 5: the HTML report coloured a cell by parsing its text; now by the outcome the cell carries
+    (``reports.tables.OutcomeCell``), and an outcome is an enum whose value results.json keeps."""
+    from reports.checks import FAILS, Outcome
+    from reports.tables import OutcomeCell
+
+    assert render.html_table(["a"], [[OutcomeCell("holds? no: the words are not the outcome", FAILS)]]).count("red") == 1
+    assert "class=" not in render.html_table(["a"], [["fails, said in a details table"]])
+    assert json.dumps({"outcome": Outcome.FAILS_AS_EXPECTED}) == '{"outcome": "fails as expected"}'
+    assert Outcome("fails as expected") is Outcome.FAILS_AS_EXPECTED
+
+
 def test_report_files_are_readable_by_others_under_the_usual_umask(tmp_path):
     old = os.umask(0o022)
     try:
@@ -197,6 +209,20 @@ def test_baseline_lists_outcome_changes_and_moved_statistics(tmp_path):
     changes = compare(old, [record(-0.2), record(0.505, "tiny-w96")])
     assert [(c["model"], c["was"], c["now"]) for c in changes["verdict_changes"]] == [("tiny-w128", "holds", "fails")]
     assert [m["model"] for m in changes["moved"]] == ["tiny-w128"]  # 0.005 is inside the tolerance 0.02
+
+
+def test_an_exact_statistic_that_differs_by_float_noise_has_not_moved(tmp_path):
+    """Issue 65, item 5: after fine-tuning one of the zoo's checkpoints, an exact control (S4.5's 9 on every vector,
+    a zero-width interval) came back as 9.0000001 and was listed as "moved: 9 → 9 (tolerance 0)". Float noise is
+    no movement; a real change of the same statistic still is."""
+    def exact(value):
+        rec = record(0.2)
+        rec.checks[1] = Check("identity ratio", value, value, value, "fraction", ">", 1e-3, "exact", role="control")
+        return rec
+
+    old = write(settings_for(tmp_path), [exact(9.0)]) / "results.json"
+    assert compare(old, [exact(9.0000001)])["moved"] == []
+    assert [m["check"] for m in compare(old, [exact(9.5)])["moved"]] == ["identity ratio"]
 
 
 def test_a_schema_5_baseline_whose_control_straddled_is_no_measured_change(tmp_path):
