@@ -36,14 +36,14 @@ from dataclasses import replace
 import torch
 from tqdm.auto import tqdm
 
-from models.corpus import Corpus, CorpusError, load_corpus
+from models.corpus import CorpusError, load_corpus
 from models.batched_training import sibling_batches, train_batched
 from models.errors import ModelLoadError
 from models.recipes import PREPARED, PROFILES, Recipe
 from models.shipped import ship, shipped, verify
-from models.tokenization import corpus_tokenizer, train_bpe
-from models.progress import TrainingProgress, training_flops
-from models.trainer import check_checkpoint, checkpoint_dir, format_duration, measure_matmul_flops, recipe_n_params
+from models.tokenization import train_bpe
+from models.progress import TrainingProgress
+from models.trainer import check_checkpoint, checkpoint_dir, format_duration, measure_matmul_flops, work_to_train
 from models.zoo import UnknownModelError, fingerprint, resolve
 
 
@@ -63,13 +63,6 @@ def named_recipes(names: list[str]) -> list[Recipe]:
             if member.recipe not in recipes:
                 recipes.append(member.recipe)
     return recipes
-
-
-def work_to_train(recipes: list[Recipe], corpus: Corpus) -> dict[str, float]:
-    """{name: training FLOPs} of the recipes whose checkpoint is not cached, in order; empty when all are."""
-    todo = [r for r in recipes if not checkpoint_dir(r, corpus).exists()]
-    vocab = {r.tokenizer: corpus_tokenizer(r.tokenizer, corpus).vocab_size for r in todo}
-    return {r.name: training_flops(recipe_n_params(r, vocab[r.tokenizer]), r.steps, r.batch, r.context) for r in todo}
 
 
 def training_plan(work: dict[str, float], n_recipes: int, device: str, label: str) -> str | None:

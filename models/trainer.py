@@ -185,6 +185,13 @@ def measure_matmul_flops(device: str = "cpu", size: int | None = None, budget_se
     return 2.0 * size**3 * runs / (time.perf_counter() - started)
 
 
+def work_to_train(recipes: list[Recipe], corpus: Corpus) -> dict[str, float]:
+    """{name: training FLOPs} of the recipes whose checkpoint is not cached, in order; empty when all are."""
+    todo = [r for r in recipes if not checkpoint_dir(r, corpus).exists()]
+    vocab = {r.tokenizer: corpus_tokenizer(r.tokenizer, corpus).vocab_size for r in todo}
+    return {r.name: training_flops(recipe_n_params(r, vocab[r.tokenizer]), r.steps, r.batch, r.context) for r in todo}
+
+
 def recipe_n_params(recipe: Recipe, vocab_size: int) -> int:
     """Parameters of a recipe's model, counted on the meta device (nothing is allocated)."""
     with torch.device("meta"):

@@ -30,8 +30,6 @@ from reports.records import builds_agree, test_name, zoo_build_of
 from reports.checks import INCONCLUSIVE, NOT_INFORMATIVE, RED, ClaimRecord
 from reports.results_file import SCHEMA
 
-STARTED = time.perf_counter()
-
 
 def replay_command(settings) -> str:
     """The claims command that reproduces this run's numbers and its selection of tests on the same machine, each
@@ -106,7 +104,7 @@ def results(settings, records: list[ClaimRecord], models: dict, exitstatus: int,
         versions_off_lock=lock_differences(),
         git=git_revision(),
         device=device_facts(settings, gpu_peak),
-        wall_seconds=round(time.perf_counter() - STARTED, 1),
+        wall_seconds=round(time.perf_counter() - settings.started, 1),
         peak_rss_mib=peak_rss,
         models=models,
         catalogue=catalogue,
