@@ -13,6 +13,7 @@ the device, filtered by the threshold, and the hits reach the counts through a s
 
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 
@@ -23,7 +24,31 @@ from latent_instruments.errors import require_finite
 CHUNK = {"cpu": 2048, "cuda": 1 << 16}
 
 
-def similar_string_counts(queries: torch.Tensor, keys: torch.Tensor, next_counts: torch.Tensor,
+@dataclass(frozen=True)
+class Following:
+    """A table's next-token counts as the counting reads them: transposed and sparse, chunk by chunk, on the compute
+    device. Made once per table and device (:func:`following`) and read by every block's and threshold's pass.
+
+    Attributes:
+        chunks: one (vocab, chunk) CSR float32 matrix per chunk of strings (the last may be shorter).
+        chunk: strings per chunk; n_strings: strings in all.
+    """
+
+    chunks: tuple[torch.Tensor, ...]
+    chunk: int
+    n_strings: int
+
+
+def following(next_counts: torch.Tensor, chunk: int, device: torch.device) -> Following:
+    """:class:`Following` of ``next_counts`` (n_strings, vocab) in chunks of ``chunk`` strings on ``device``."""
+    with warnings.catch_warnings():  # "Sparse CSR tensor support is in beta state": CSR @ dense is all we use
+        warnings.simplefilter("ignore", UserWarning)
+        chunks = tuple(next_counts[start : start + chunk].to(device, torch.float32).T.contiguous().to_sparse_csr()
+                       for start in range(0, next_counts.shape[0], chunk))
+    return Following(chunks, chunk, next_counts.shape[0])
+
+
+def similar_string_counts(queries: torch.Tensor, keys: torch.Tensor, next_counts: "torch.Tensor | Following",
                           thresholds: Sequence[float], chunk: int | None = None) -> torch.Tensor:
     """Counts of the tokens that follow the strings whose directions are cosine-similar to each query (one block).
 
@@ -36,9 +61,10 @@ def similar_string_counts(queries: torch.Tensor, keys: torch.Tensor, next_counts
         queries: (batch, d_model) the prompts' FFN outputs (any norm; normalised here), on the compute device.
         keys: (n_strings, d_model) unit directions of the strings' FFN outputs (any float dtype, any device;
             moved chunk by chunk).
-        next_counts: (n_strings, vocab) next-token counts of the strings (``StringTable.next_counts``).
+        next_counts: (n_strings, vocab) next-token counts of the strings (``StringTable.next_counts``), or
+            :func:`following` of them, made once for the passes of several blocks (S4.6 runs one per block).
         thresholds: cosine thresholds in (-1, 1), each giving its own counts (one pass serves several).
-        chunk: strings per streamed chunk (default ``CHUNK`` of the queries' device type).
+        chunk: strings per streamed chunk (default ``CHUNK`` of the queries' device type; a ``Following``'s own).
     Returns:
         (n_thresholds, batch, vocab) float64 counts on the CPU.
     Raises:
@@ -47,28 +73,29 @@ def similar_string_counts(queries: torch.Tensor, keys: torch.Tensor, next_counts
     """
     if queries.dim() != 2 or keys.dim() != 2 or queries.shape[1] != keys.shape[1]:
         raise ValueError(f"queries (batch, d) and keys (n, d) must share d, got {tuple(queries.shape)}, {tuple(keys.shape)}")
-    if next_counts.shape[0] != keys.shape[0]:
-        raise ValueError(f"{keys.shape[0]} string directions but {next_counts.shape[0]} rows of next-token counts")
+    n_counted = next_counts.n_strings if isinstance(next_counts, Following) else next_counts.shape[0]
+    if n_counted != keys.shape[0]:
+        raise ValueError(f"{keys.shape[0]} string directions but {n_counted} rows of next-token counts")
     if not thresholds or any(not -1 < t < 1 for t in thresholds):
         raise ValueError(f"thresholds must lie in (-1, 1), got {list(thresholds)}")
     require_finite(queries, "prompt FFN outputs")
     device = queries.device
-    chunk = chunk or CHUNK.get(device.type, CHUNK["cuda"])
+    if not isinstance(next_counts, Following):
+        next_counts = following(next_counts, chunk or CHUNK.get(device.type, CHUNK["cuda"]), device)
+    chunk = next_counts.chunk
     q = queries.float()
     q = (q / q.norm(dim=-1, keepdim=True).clamp_min(1e-12)).T.contiguous()  # (d_model, batch)
-    counts = torch.zeros(len(thresholds), next_counts.shape[1], q.shape[1], dtype=torch.float32, device=device)
+    vocab = next_counts.chunks[0].shape[0]
+    counts = torch.zeros(len(thresholds), vocab, q.shape[1], dtype=torch.float32, device=device)
     cuts = [torch.tensor(t, dtype=torch.float32, device=device) for t in thresholds]  # compared in float32, as cos
     buffer = torch.empty(min(chunk, keys.shape[0]), q.shape[1], dtype=torch.float32, device=device)
-    for start in range(0, keys.shape[0], chunk):
+    for start, counted in zip(range(0, keys.shape[0], chunk), next_counts.chunks):
         k = keys[start : start + chunk].to(device, torch.float32, non_blocking=True)
-        with warnings.catch_warnings():  # "Sparse CSR tensor support is in beta state": CSR @ dense is all we use
-            warnings.simplefilter("ignore", UserWarning)
-            following = next_counts[start : start + chunk].to(device, torch.float32).T.contiguous().to_sparse_csr()
         sims = k @ q  # (chunk, batch): the stage's one dense matmul
         hits = buffer[: sims.shape[0]]
         for i, cut in enumerate(cuts):
             torch.gt(sims, cut, out=hits)  # 1.0 where cos > t, else 0.0: one pass, no new tensor
-            counts[i] += following @ hits  # (vocab, batch); exact: counts are integers far below 2**24
+            counts[i] += counted @ hits  # (vocab, batch); exact: counts are integers far below 2**24
     return counts.transpose(1, 2).double().cpu()
 
 

@@ -38,7 +38,14 @@ def cache_path(weights_sha256: str, table: StringTable) -> Path:
     return cache_root() / "string-ffn-outputs" / f"weights-{weights_sha256[:16]}-{digest.hexdigest()[:16]}.safetensors"
 
 
-def _compute(subject, table: StringTable, progress) -> torch.Tensor:
+def compute_directions(subject, table: StringTable, progress=lambda it: it) -> torch.Tensor:
+    """S4.6's table forward: every string of ``table`` through the model, ``STRINGS_PER_PASS`` at a time, its FFN
+    outputs at the last position kept as unit rows; uncached (:func:`string_directions` caches it). Its bound is a
+    bare forward pass of the same tokens (``benchmarks/test_similar_strings_speed.py``).
+
+    Returns:
+        (n_blocks, n_strings, d_model) float16 on the CPU.
+    """
     n_blocks = len(subject.adapter.block_list(subject.model))
     out = torch.empty(n_blocks, len(table), subject.d_model, dtype=STORED_DTYPE)  # filled in place: one copy of the table
     for start in progress(range(0, len(table), STRINGS_PER_PASS)):
@@ -65,7 +72,7 @@ def string_directions(subject, weights_sha256: str, table: StringTable, progress
     path = cache_path(weights_sha256, table)
     if path.exists():
         return load_file(path)["directions"]
-    directions = _compute(subject, table, progress)
+    directions = compute_directions(subject, table, progress)
     require_finite(directions, "FFN-output directions of the corpus strings")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

@@ -7,7 +7,7 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from latent_instruments.similar_strings import combine, mass_tokens, normalised, similar_string_counts
+from latent_instruments.similar_strings import combine, following, mass_tokens, normalised, similar_string_counts
 from latent_instruments.strings import StringTable, SuffixMatcher, string_codes
 
 
@@ -54,6 +54,10 @@ def test_similar_string_counts_equal_the_whole_similarity_matrix_thresholded():
     sims = (queries / queries.norm(dim=-1, keepdim=True)) @ keys.half().float().T
     for i, t in enumerate([0.2, 0.8]):
         assert torch.equal(got[i], ((sims > t).double() @ counts.double()))
+    prepared = following(counts, 7, torch.device("cpu"))  # once per table, as S4.6 reads it in every block's pass
+    assert torch.equal(similar_string_counts(queries, keys.half(), prepared, [0.2, 0.8]), got)
+    with pytest.raises(ValueError, match="50 string directions but 49 rows"):
+        similar_string_counts(queries, keys.half(), following(counts[:49], 7, torch.device("cpu")), [0.5])
 
 
 def test_a_cosine_equal_to_the_threshold_in_float32_is_no_hit_and_one_just_above_is():

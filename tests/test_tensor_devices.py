@@ -50,7 +50,7 @@ ALLOWED = {
     ("models/evaluation.py", "_bits_per_character"): MOVED_LATER,
     ("models/batched_training.py", "train_batched"): "the corpus's token ids; each stacked batch is moved with .to(device)",
     ("models/mixer.py", "__init__"): MODULE_INIT,
-    ("models/string_outputs.py", "_compute"): "the table of FFN outputs is stored on the host (hundreds of MB); "
+    ("models/string_outputs.py", "compute_directions"): "the table of FFN outputs is stored on the host (hundreds of MB); "
                                               "each chunk is computed on the device and copied in",
     ("models/trainer.py", "training_batches"): CPU_DRAW,
     ("models/trainer.py", "train"): "the corpus's token ids; each batch is moved with .to(device)",

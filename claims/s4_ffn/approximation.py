@@ -28,7 +28,7 @@ import scipy.optimize
 import torch
 
 from latent_instruments.distances import hellinger_distance
-from latent_instruments.similar_strings import combine, normalised, similar_string_counts
+from latent_instruments.similar_strings import CHUNK, combine, following, normalised, similar_string_counts
 from latent_instruments.strings import StringTable, SuffixMatcher
 from models.capture import run_with_cache
 from models.string_outputs import string_directions
@@ -201,12 +201,15 @@ def measure(pool, group_name: str, corpus, seed: int, profile: str) -> Approxima
     outputs = {name: _last_position(main, ids) for name, ids in prompts.items()}
     siblings = {name: [_last_position(pool.get(s), ids)[1] for s in out.siblings] for name, ids in prompts.items()}
 
+    device = outputs["source"][0].device
+    counted = following(table.next_counts, CHUNK.get(device.type, CHUNK["cuda"]), device)  # once for every pass
+
     def variant(name: str, thresholds_by_block: list[list[float]]) -> Variant:
         ids, (ffn, probs, final) = prompts[name], outputs[name]
         counts = {}
         for b, grid in enumerate(thresholds_by_block):
-            keys, following = directions[b].to(ffn.device), table.next_counts.to(ffn.device)  # once, not per chunk
-            per_t = similar_string_counts(ffn[b], keys, following, grid)
+            keys = directions[b].to(ffn.device)  # once, not per chunk
+            per_t = similar_string_counts(ffn[b], keys, counted, grid)
             counts.update({(t, b): per_t[i] for i, t in enumerate(grid)})
         suffix = {k: matcher.predict(ids.numpy(), k)[0] for k in range(1, STRING_LENGTH + 1)}
         return Variant(ids, probs, ffn.cpu(), final, siblings[name], counts, suffix, matcher.interpolated(ids.numpy()))
