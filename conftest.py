@@ -37,7 +37,7 @@ with nothing_measured_on_interrupt():  # a Ctrl-C during these ~10 s of imports:
     from models.capture import check_patterns  # noqa: E402
     from models.recipes import seed_builds  # noqa: E402
     from models.runtime import pin_cpu_threads  # noqa: E402
-    from models.zoo import ROLES, resolve  # noqa: E402
+    from models.zoo import ROLES, register_user_groups, resolve  # noqa: E402
     from reports import run_facts, writer  # noqa: E402
 
 pytest_plugins = ["fixtures.zoo", "fixtures.recording", "fixtures.rounds", "fixtures.signals"]
@@ -74,6 +74,7 @@ def pytest_configure(config: pytest.Config) -> None:
                                 "so each model is loaded once and every record is made as in a serial run); leave "
                                 "--dist out or write --dist load with -n N")
     config.stash[SETTINGS_KEY] = settings
+    register_user_groups(settings.groups)  # the run's own groups become subjects models.zoo.resolve knows
     config.stash[RECORDS_KEY] = []
     config.pluginmanager.register(Collector(config), "latent-claims-collector")
     pin_cpu_threads(int(getattr(config, "workerinput", {}).get("workercount", 1)))  # xdist: cores shared

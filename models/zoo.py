@@ -106,16 +106,29 @@ ZOO = _zoo_entries()
 USER_GROUPS: dict[str, ZooEntry] = {}  # the run's --group/--groups (``register_user_groups``), by name
 
 
-def register_user_groups(groups) -> None:
-    """Make a run's own groups (``models.user_groups.UserGroup``, checked) subjects that :func:`resolve` knows.
+def check_group_names(groups) -> None:
+    """That a run's own groups (``models.user_groups.UserGroup``) have names of their own; registers nothing.
 
     Raises:
         UnknownModelError: for a group named like a zoo model or group, or like another group of the run.
     """
+    seen: set[str] = set()
+    for g in groups:
+        if g.name in ZOO or g.name in seen:
+            raise UnknownModelError(f"group name {g.name!r} is taken (a zoo name or another --group); choose another")
+        seen.add(g.name)
+
+
+def register_user_groups(groups) -> None:
+    """Make a run's own groups (checked: ``models.user_groups.checked``, :func:`check_group_names`) subjects that
+    :func:`resolve` knows. The plugin calls it once, with the run's settings (``conftest.py``); no option check does.
+
+    Raises:
+        UnknownModelError: as :func:`check_group_names`.
+    """
+    check_group_names(groups)
     USER_GROUPS.clear()
     for g in groups:
-        if g.name in ZOO or g.name in USER_GROUPS:
-            raise UnknownModelError(f"group name {g.name!r} is taken (a zoo name or another --group); choose another")
         USER_GROUPS[g.name] = ZooEntry(g.name, g.kind, members=g.members, member_seeds=g.seeds, user=True)
 
 

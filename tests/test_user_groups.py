@@ -112,6 +112,19 @@ def test_a_registered_group_is_a_subject_and_its_members_are_each_others_sibling
     assert "mine" not in USER_GROUPS
 
 
+def test_checking_the_group_options_registers_nothing():
+    """Issue 65, item 6: the option check validates a group and its name; only the plugin's configure registers the
+    run's groups (``conftest.py``), so checking options leaves the zoo as it was."""
+    from fixtures.option_checks import check_groups
+
+    sibs = [folder(n) for n in ("tiny-w96", "tiny-w96-seed1442")]
+    register_user_groups(())
+    groups = check_groups(["siblings:checked-only=" + ",".join(sibs)], None)
+    assert [g.name for g in groups] == ["checked-only"] and "checked-only" not in USER_GROUPS
+    with pytest.raises(pytest.UsageError, match="is taken"):
+        check_groups(["siblings:tiny-ladder=" + ",".join(sibs)], None)
+
+
 def test_a_copied_folder_of_another_name_has_the_same_facts(tmp_path):
     """The rules compare what the folders hold, not their names: a copy of tiny-w96 is its sibling in every fact."""
     copy = shutil.copytree(SHIPPED / "tiny-w96", tmp_path / "my-run")
