@@ -14,7 +14,7 @@ from models.errors import ModelLoadError
 from models.identity import file_sha256, folder_sha256
 from models.loading import load
 from models.zoo import resolve
-from tests.test_zoo import TEXT, save_hf_folder
+from tests.builders import TEXT, save_hf_folder
 
 CORPUS = Corpus("toy", TEXT * 4, "0" * 64)
 
@@ -182,7 +182,7 @@ def test_the_replay_line_pastes_back_whole_with_spaces_and_accents_in_paths(tmp_
     from dataclasses import replace
 
     from reports.writer import replay_command
-    from tests.test_reports import settings_for
+    from tests.builders import settings_for
 
     folder = str(tmp_path / "my modèle's")
     replay = replay_command(replace(settings_for(tmp_path), models=(folder, "tiny-w96")))
@@ -193,9 +193,9 @@ def test_the_replay_line_pastes_back_whole_with_spaces_and_accents_in_paths(tmp_
 def test_the_ledger_command_says_when_no_entry_applies(tmp_path, capsys):
     """Case 12: `python -m reports ledger RUN` printed nothing when no entry applied."""
     from reports.__main__ import main
-    from tests.test_reports import _run_failing_as_expected
+    from tests.builders import run_failing_as_expected
 
-    _run_failing_as_expected(tmp_path)
+    run_failing_as_expected(tmp_path)
     ledger = tmp_path / "ledger.toml"
     ledger.write_text('[[expected]]\nclaim = "S2.1"\nversion = 1\nmodel = "tiny-w192"\nfingerprint = "f"\n'
                       'why = "w"\nwould_change = "c"\n')
@@ -210,8 +210,8 @@ def test_a_merge_refuses_runs_judged_by_other_rules_and_replays_every_runs_model
 
     from reports import writer
     from reports.merge import MergeError, merge
-    from tests.test_merge import edit, load, machine
-    from tests.test_reports import settings_for
+    from tests.builders import edit, load, machine
+    from tests.builders import settings_for
 
     a = machine(tmp_path, "machine-a", {"tiny-w128": 128})
     b = machine(tmp_path, "machine-b", {"tiny-w96": 96})
@@ -230,7 +230,7 @@ def test_a_run_stopped_early_or_narrowed_by_last_failed_says_so_and_is_no_previo
     from reports import history, render
     from reports.document import RunDocument
     from tests.helpers import pytest_inprocess
-    from tests.test_plugin import CASES
+    from tests.builders import CASES
 
     (tmp_path / "test_cases.py").write_text(CASES)
 
@@ -284,7 +284,7 @@ def test_a_killed_run_leaves_a_journal_that_renders_what_it_measured(tmp_path):
 
 def test_the_journal_leaves_no_file_once_the_report_is_written_and_skips_a_torn_line(tmp_path):
     from reports.journal import Journal, read
-    from tests.test_reports import record, settings_for
+    from tests.builders import record, settings_for
     from reports import writer
     from fixtures.catalogue import catalogue_json
 
@@ -313,7 +313,7 @@ def test_the_digest_follows_the_weights_file_config_json_names(tmp_path):
 
 def test_a_merge_of_an_older_replay_line_with_a_quote_in_a_path_is_not_a_traceback(tmp_path):
     from reports.merge import merge
-    from tests.test_merge import edit, load, machine
+    from tests.builders import edit, load, machine
 
     a = machine(tmp_path, "machine-a", {"tiny-w128": 128})
     b = machine(tmp_path, "machine-b", {"tiny-w96": 96})

@@ -13,7 +13,7 @@ from fixtures.path_checks import check_baseline
 from reports import baseline, history, render, writer
 from reports.document import RunDocument, field_names
 from reports.merge import load_run, merge_runs
-from tests.test_reports import SPECTRA, record, settings_for
+from tests.builders import SPECTRA, record, settings_for
 from tests.helpers import pytest_child
 
 SCHEMA_MD = Path(__file__).resolve().parent.parent / "reports" / "SCHEMA.md"

@@ -30,7 +30,7 @@ from models.loading import load
 from models.zoo import resolve
 from tests.conftest import tiny_model
 from tests.helpers import pytest_inprocess as pytest_run
-from tests.test_zoo import TEXT, save_hf_folder
+from tests.builders import TEXT, save_hf_folder
 
 CORPUS = Corpus("toy", TEXT * 4, "0" * 64)  # long enough for the pool's 32 prompts of 32 tokens
 

@@ -5,62 +5,17 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import torch
 
-from fixtures.catalogue import catalogue_json
-from fixtures.settings import Settings
 from reports import render, tables, writer
 from reports.merge import MergeError, merge
 from reports.records import add_model_facts
-from reports.checks import Check, ClaimRecord
 from reports.document import RunDocument
 from reports.results_file import SCHEMA
+from tests.builders import CLEAN, edit, load, machine
 from tests.helpers import run_cli
 
 REPO = Path(__file__).resolve().parent.parent
-CLEAN = "0123456789abcdef0123456789abcdef01234567"
 OTHER = "fedcba9876543210fedcba9876543210fedcba98"
-
-
-def record(claim: str, model: str, value: float = 0.2) -> ClaimRecord:
-    """A claim record like a claim test makes (see tests/test_reports.py)."""
-    checks = [Check("straightening", value, value - 0.01, value + 0.01, "decades", ">", 0.0, "S0 Fig 2: positive drop"),
-              Check("learned", 0.5, 0.49, 0.51, "decades", ">", 0.0, "S0.5 twin", role="control")]
-    rec = ClaimRecord(claim, 1, model, f"claims/s0_spectra/test_spectra.py::t_{claim.replace('.', '_')}[{model}]", {},
-                      checks, "procedure", {"slope_by_layer": {"embed": -0.1, "block 1": -1.2}}, None)
-    rec.outcome = "holds" if value - 0.01 > 0 else "fails"
-    return rec
-
-
-def facts(d_model: int) -> dict:
-    """A model's facts as the pool describes it."""
-    return {"role": "trained", "architecture": "gpt2", "n_params": 1000 * d_model, "d_model": d_model, "n_blocks": 4,
-            "source": "recipe", "load_seconds": 0.1, "train_seconds": 12.0, "final_val_loss": 1.9,
-            "forward_seconds": 0.01, "capture_seconds": 0.02, "captured": ["blocks.0.hook_resid_post"]}
-
-
-def machine(tmp_path: Path, name: str, models: dict[str, int], seed: int = 0, exitstatus: int = 0,
-            peak_rss: float = 100.0, git: str = CLEAN) -> Path:
-    """One machine's run folder: claims S0.3 and S0.10 on each of ``models`` ({name: d_model})."""
-    s = Settings("tiny", tuple(models), "cpu", torch.float32, seed, None, tmp_path / name, None)
-    records = [record(c, m, 0.2 if c == "S0.3" else -0.1) for m in models for c in ("S0.10", "S0.3")]
-    folder = writer.write_run(s, records, {m: facts(d) for m, d in models.items()}, exitstatus, peak_rss,
-                              catalogue_json())
-    edit(folder, git=git)  # the checkout's own state (+dirty or not) must not decide the tests
-    return folder
-
-
-def edit(folder: Path, **changes) -> dict:
-    """Change top-level keys of a run's results.json; return the document."""
-    path = folder / "results.json"
-    doc = json.loads(path.read_text())
-    doc.update(changes)
-    path.write_text(json.dumps(doc))
-    return doc
-
-
-def load(folder: Path) -> dict:
-    return json.loads((folder / "results.json").read_text())
 
 
 def cli(*args) -> subprocess.CompletedProcess:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.ledger import load_ledger
+from tests.builders import CASES
 from tests.helpers import child, collected, node_ids, pytest_child, pytest_inprocess, spawn
 
 REPO = Path(__file__).resolve().parent.parent
@@ -24,33 +25,6 @@ def pytest_run(*args: str, cwd: Path = REPO, env: dict | None = None) -> subproc
     return pytest_inprocess(*args, cwd=cwd, env=env)
 
 
-# Synthetic claim tests on a random-init reference (never loaded: the tests only record), one per outcome.
-CASES = textwrap.dedent('''
-    import pytest
-    from latent_instruments.stats import Estimate
-    from reports.checks import Check
-
-    def check(value, role="claim"):
-        return Check.of("statistic", Estimate(value, value - 0.1, value + 0.1, 0.95, 8), "unit", ">", 0.0,
-                        "derivation", role=role)
-
-    @pytest.mark.claim("S4.1", version=1)
-    @pytest.mark.models("reference")
-    @pytest.mark.parametrize("case", ["holds", "fails", "listed-fails", "listed-holds", "listed-crash",
-                                      "listed-control", "not-informative", "nan", "straddles", "listed-straddles",
-                                      "straddling-control", "straddling-control-claim-fails", "listed-unconverged"])
-    def test_case(model_name, case, claim):
-        if case == "listed-crash":
-            raise RuntimeError("Expected all tensors to be on the same device")
-        if case == "not-informative":
-            claim.not_informative("an identity here")
-        value = {"holds": 1.0, "listed-holds": 1.0, "listed-control": 1.0, "nan": float("nan"), "straddles": 0.05,
-                 "listed-straddles": 0.05, "straddling-control": 0.05}.get(case, -1.0)
-        control = {"listed-control": -1.0, "straddling-control": 0.05, "straddling-control-claim-fails": 0.05}.get(case, 1.0)
-        longer = [Check.of("statistic, after 5N", Estimate(0.3, 0.2, 0.4, 0.95, 16), "unit", "<", 0.0, "derivation",
-                           role="control", convergence=True)] if case == "listed-unconverged" else []
-        claim.record([check(value), check(control, role="control"), *longer])
-''')
 
 
 def ledger_for(fingerprint: str, variants: list[str], version: int = 1, extra: str = "") -> str:
@@ -330,7 +304,7 @@ def test_a_ledger_that_names_an_unknown_claim_is_a_usage_error(cases, tmp_path):
 def test_claims_run_on_a_local_hf_folder(tmp_path):
     """`pytest claims -m gpu --model FOLDER` runs the applicable claims on it and writes the report: one claim of
     each family (the fewest that show every family's fixtures handling a folder; the whole suite took 437 s)."""
-    from tests.test_zoo import save_hf_folder
+    from tests.builders import save_hf_folder
 
     folder = save_hf_folder(tmp_path / "my-gpt2", arch="gpt2")
     one_per_family = [f"--claim={c}" for c in ("S0.3", "S1.1", "S2.1", "S3.6", "S4.2", "S4.5")]

@@ -10,7 +10,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-import torch
 
 from fixtures.catalogue import catalogue_json, load_catalogue
 from fixtures.settings import Settings
@@ -20,19 +19,7 @@ from reports.records import builds_agree
 from reports.checks import Check, ClaimRecord
 from reports.document import RunDocument
 from reports.results_file import SCHEMA
-
-
-def settings_for(tmp_path: Path, baseline=None) -> Settings:
-    return Settings("tiny", (), "cpu", torch.float32, 0, None, tmp_path / "reports", baseline)
-
-
-def record(value: float, model="tiny-w128", plot=None, outcome=None, version=1, control=0.5) -> ClaimRecord:
-    checks = [Check("straightening", value, value - 0.01, value + 0.01, "decades", ">", 0.0, "S0 Fig 2: positive drop"),
-              Check("learned", control, control - 0.01, control + 0.01, "decades", ">", 0.0, "S0.5 twin", role="control")]
-    rec = ClaimRecord("S0.3", version, model, f"claims/s0_spectra/test_spectra.py::t[{model}]", {}, checks,
-                      "procedure", {"slope_by_layer": {"embed": -0.1, "block 1": -1.2}}, plot, function="t")
-    rec.outcome = outcome or ("holds" if value - 0.01 > 0 else "fails")
-    return rec
+from tests.builders import SPECTRA, record, run_failing_as_expected, settings_for
 
 
 def as_doc(doc: dict) -> RunDocument:
@@ -50,9 +37,6 @@ def compare(old: Path, records: list[ClaimRecord], models: dict | None = None, f
 
 def write(s: Settings, records: list[dict], exitstatus: int = 0) -> Path:
     return writer.write_run(s, records, {}, exitstatus, 100.0, catalogue_json())
-
-
-SPECTRA = {"kind": "loglog", "x": [0.0, 0.1, 0.2, 0.3], "panels": {"m": {"embed": [1, 1, 1, 1], "block 1": [4, 3, 2, 1]}}}
 
 
 def test_run_writes_three_files_an_index_and_points_latest(tmp_path):
@@ -583,21 +567,10 @@ def test_prompt_windows_redrawn_as_not_text_are_named_in_the_header(tmp_path):
     assert "redrawn" not in "\n".join(render.header_lines(doc))
 
 
-def _run_failing_as_expected(folder) -> tuple[str, ClaimRecord]:
-    """A run folder's results.json with one record failing as expected on tiny-w96 (straightening -0.2 [-0.21,
-    -0.19]); returns the weights digest and the record."""
-    sha = "ab" * 32
-    rec = replace(record(-0.2, outcome="fails as expected"), model="tiny-w96", expected="fails", version=1)
-    doc = writer.results(settings_for(folder), [rec], {"tiny-w96": {
-        "weights_sha256": sha, "build": {"cpu": "AMD EPYC (AVX2)", "torch": "2.13.0+cpu"}}}, 0, 1.0, catalogue_json())
-    (folder / "results.json").write_text(json.dumps(doc.to_json()))
-    return sha, rec
-
-
 def test_the_measured_part_of_a_ledger_why_is_written_from_the_record(tmp_path):
     """`python -m reports ledger RUN --write` puts the run's numbers in the why; the maintainer's words stay."""
     from reports.__main__ import main
-    sha, rec = _run_failing_as_expected(tmp_path)  # straightening = -0.2 [-0.21, -0.19]
+    sha, rec = run_failing_as_expected(tmp_path)  # straightening = -0.2 [-0.21, -0.19]
     ledger = tmp_path / "ledger.toml"
     entry = (f'[[expected]]\nclaim = "{rec.claim}"\nversion = 1\nmodel = "tiny-w96"\nfingerprint = "f"\n'
              f'weights_sha256 = "{sha}"\n'
@@ -631,7 +604,7 @@ def test_a_ledger_entry_the_run_does_not_fail_is_listed_not_rewritten(tmp_path, 
 def test_a_why_that_says_how_a_recipes_builds_agree_is_not_rewritten_from_a_run_without_the_siblings(tmp_path):
     """Issue 59, item 3: a run without the seed siblings dropped "fails on 4 of 4 builds" from an entry's why."""
     from reports.ledger_text import rewrite
-    sha, rec = _run_failing_as_expected(tmp_path)
+    sha, rec = run_failing_as_expected(tmp_path)
     doc = RunDocument.from_json(json.loads((tmp_path / "results.json").read_text()))
     assert doc.builds_agree == []
     text = (f'[[expected]]\nclaim = "{rec.claim}"\nversion = 1\nmodel = "tiny-w96"\nfingerprint = "f"\n'
@@ -644,7 +617,7 @@ def test_a_why_that_says_how_a_recipes_builds_agree_is_not_rewritten_from_a_run_
 def test_a_why_over_several_lines_is_refused_and_the_ledger_left_as_it_was(tmp_path, capsys):
     """Only a one-line why can be rewritten in place; a multi-line one would leave broken TOML, so nothing is written."""
     from reports.__main__ import main
-    sha, rec = _run_failing_as_expected(tmp_path)
+    sha, rec = run_failing_as_expected(tmp_path)
     ledger = tmp_path / "ledger.toml"
     text = (f'[[expected]]\nclaim = "{rec.claim}"\nversion = 1\nmodel = "tiny-w96"\nfingerprint = "f"\n'
             f'weights_sha256 = "{sha}"\nwhy = """the extra layers help.\nMeasured on weights 000000000000: old."""\n'

@@ -279,7 +279,7 @@ def test_a_terminated_run_still_writes_what_it_measured(tmp_path):
 
 def test_the_untrained_twin_of_an_existing_folder_is_a_valid_model(tmp_path):
     from fixtures.option_checks import check_model
-    from tests.test_zoo import save_hf_folder
+    from tests.builders import save_hf_folder
 
     folder = save_hf_folder(tmp_path / "mine", arch="gpt2")
     assert check_model(f"{folder}:untrained") == f"{folder}:untrained"

@@ -137,7 +137,7 @@ def test_a_local_build_that_is_not_trained_is_refused_with_its_plan(tmp_path, mo
 
     import models.__main__ as prepare
     from fixtures.collector import local_builds_missing
-    from tests.test_reports import settings_for
+    from tests.builders import settings_for
 
     monkeypatch.setattr(prepare, "checkpoint_dir", lambda recipe, corpus: tmp_path / "never-trained" / recipe.name)
     settings = replace(settings_for(tmp_path), models=("tiny-w96", "tiny-w96:untrained"), zoo_build="local")

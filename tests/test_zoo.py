@@ -3,29 +3,14 @@
 import huggingface_hub.constants
 import pytest
 import torch
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import PreTrainedTokenizerFast
 
 from models.corpus import Corpus
 from models.errors import ModelLoadError
 from models.loading import load
 from models.zoo import UnknownModelError, default_names, resolve, seed_siblings
-from tests.conftest import tiny_model
+from tests.builders import TEXT, save_hf_folder
 
-TEXT = "To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n" * 400
 CORPUS = Corpus("toy", TEXT, "0" * 64)
-
-
-def save_hf_folder(folder, arch="gpt_neox"):
-    """A tiny random-init HF model with a fast tokenizer, saved as a local folder (as a user would)."""
-    tokenizer = Tokenizer(models.BPE(unk_token="[UNK]"))
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    tokenizer.train_from_iterator(TEXT.splitlines(), trainers.BpeTrainer(vocab_size=50, special_tokens=["[UNK]"],
-                                                                          initial_alphabet=[], show_progress=False))
-    PreTrainedTokenizerFast(tokenizer_object=tokenizer).save_pretrained(folder)
-    tiny_model(arch).save_pretrained(folder, safe_serialization=True)
-    return folder
 
 
 def test_unknown_name_lists_the_valid_ones():
