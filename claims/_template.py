@@ -40,9 +40,9 @@ def topic_checks(e: TopicEstimates) -> list[Check]:
     return [
         Check.of("what the statistic is", e.statistic, "unit", ">", THRESHOLD,
                  f"the source's figure and the margin taken, in a sentence, its numbers formatted from the "
-                 f"constants the check uses ({THRESHOLD:g}), never retyped"),
+                 f"constants the check uses ({THRESHOLD:g}), never retyped", key="SX.Y/what-the-statistic-is"),
         Check.of("what would fail a vacuous pass", e.control, "unit", ">", 0.0,
-                 "why this control can fail, and what it rules out", role="control"),
+                 "why this control can fail, and what it rules out", role="control", key="SX.Y/vacuous-pass-control"),
     ]
 
 

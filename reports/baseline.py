@@ -66,6 +66,11 @@ def _statuses(record: ClaimRecord) -> dict[str, str]:
     return {c.name + (f" ({c.role})" if c.role != "claim" else ""): c.status for c in record.checks}
 
 
+def _statuses_by_key(record: ClaimRecord) -> dict[str, str]:
+    """Every keyed check's status by its key (``Check.key``); {} for a record made before keys."""
+    return {c.key: c.status for c in record.checks if c.key}
+
+
 def read_baseline(path: Path) -> RunDocument:
     """The baseline run's document.
 
@@ -131,15 +136,16 @@ def compare(baseline_path: Path, doc: RunDocument, mapping: dict[str, str] | Non
                                       "not numbers (null) beside its outcome: not compared (a damaged file?)")
             continue
         before, after = _statuses(was), _statuses(new)
-        if before == after and new.outcome != was.outcome and new.expected != was.expected:
+        same = before == after or _statuses_by_key(was) == _statuses_by_key(new) != {}  # a reworded name is no change
+        if same and new.outcome != was.outcome and new.expected != was.expected:
             out["ledger_changes"].append({**where, "was": was.outcome, "now": new.outcome,
                                           "expected_was": was.expected, "expected_now": new.expected})
-        elif before != after or _outcome(new) != _outcome(was):  # a check, or an error that has none
+        elif not same or _outcome(new) != _outcome(was):  # a check, or an error that has none
             out["measured_changes"].append({**where, "was": before, "now": after, "outcome_was": was.outcome,
                                             "outcome_now": new.outcome})
-        old_checks = {c.name: c for c in was.checks}
-        for check in new.checks:
-            prior = old_checks.get(check.name)
+        by_key, by_name = {c.key: c for c in was.checks if c.key}, {c.name: c for c in was.checks}
+        for check in new.checks:  # paired by key (schema 9), by name with a baseline made before keys
+            prior = by_key.get(check.key) if check.key and by_key else by_name.get(check.name)
             if prior is None or not (prior.finite and check.finite):
                 continue  # a NaN (stored as null) is an error of its run, not a movement
             tolerance = max((prior.ci_high - prior.ci_low) / 2 + (check.ci_high - check.ci_low) / 2,

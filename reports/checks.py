@@ -48,9 +48,7 @@ class Check:
         threshold: the bound the statistic must clear.
         derivation: where the threshold comes from: the source's figure and the margin taken.
         role: "claim" for the claim itself, "control" for a check that a vacuous pass would fail, "reading" for a
-            stricter reading of the source's words kept beside the verdict: measured, shown and compared like a
-            check, but it decides nothing (a claim check whose statistic reproduces the source's numbers on the
-            source's own subject must give the source's verdict; a reading that would not is kept as a reading).
+            stricter reading of the source's words kept beside the verdict: shown like a check, deciding nothing.
         n: the sample the interval was estimated from (prompts, sequences, seeds: the bootstrap units); None
             where not given.
         confidence: the interval's level (0.95; 1 − 0.05/K at each look of a sequential test with K looks; 1.0
@@ -61,11 +59,12 @@ class Check:
             against a null through the same estimator (e.g. position-shuffled states), which fails whenever the
             claim check does. It decides the outcome only where every claim check passed; elsewhere it is
             recorded and shown, and there is no pass for it to guard.
-        convergence: for a control, whether it is a convergence control: the failed claim check's statistic again
-            after a longer descent on the same units (S3: the descent continued to 5N steps), compared the other
-            way, so that it passes where the failure stays. It decides only where a claim check failed, and where it
-            does not pass (more steps remove or blur the failure) the record is inconclusive, "unconverged", never
-            red: the step budget, not the model, made the failure (``fixtures.recording.ClaimRecorder.record``).
+        convergence: for a control, whether it is a convergence control: a decided claim check's statistic again
+            after a longer descent on the same units (S3: continued to 5N steps); where it does not stay, the record
+            is inconclusive, "unconverged", never red (``fixtures.recording.ClaimRecorder.record``).
+        key: the check's identity, e.g. "S4.3/block-{b + 1}-mean-cos-attention-output-ffn-output" filled in: what
+            the catalogue's threshold rows and the baseline comparison pair it by, so that rewording ``name``
+            unlinks nothing ("" in records made before keys).
     """
 
     name: str
@@ -82,6 +81,7 @@ class Check:
     guards_pass: bool = False
     interval: str | None = None
     convergence: bool = False
+    key: str = ""
 
     @property
     def margin(self) -> float:
@@ -142,7 +142,7 @@ class Check:
 
     @classmethod
     def of(cls, name: str, estimate: Estimate, unit: str, comparison: str, threshold: float, derivation: str,
-           role: str = "claim", guards_pass: bool = False, convergence: bool = False) -> "Check":
+           role: str = "claim", guards_pass: bool = False, convergence: bool = False, key: str = "") -> "Check":
         """A check from a bootstrap :class:`Estimate`.
 
         Raises:
@@ -156,11 +156,11 @@ class Check:
         if (guards_pass or convergence) and role != "control":
             raise ValueError("guards_pass and convergence are for a control")
         return cls(name, estimate.value, estimate.low, estimate.high, unit, comparison, threshold, derivation, role,
-                   estimate.n, estimate.confidence, guards_pass, estimate.method, convergence)
+                   estimate.n, estimate.confidence, guards_pass, estimate.method, convergence, key)
 
     @classmethod
     def from_json(cls, raw: dict) -> "Check":
-        """A check as results.json stores it (``ClaimRecord.to_json``), of any schema this version reads (4 to 8).
+        """A check as results.json stores it (``ClaimRecord.to_json``), of any schema this version reads (4 to 9).
 
         The derived keys (``margin``, ``passed``, ``status``, ``sample_factor``, ``undecidable``) are recomputed,
         not read; a null number (the writer stores NaN and inf as null) reads as NaN, which no check passes; keys a
@@ -184,7 +184,7 @@ class Check:
         return cls(raw["name"], number("value"), number("ci_low"), number("ci_high"), raw.get("unit", ""),
                    comparison, number("threshold"), raw.get("derivation", ""),
                    role, raw.get("n"), raw.get("confidence"), bool(raw.get("guards_pass", False)),
-                   raw.get("interval"), bool(raw.get("convergence", False)))
+                   raw.get("interval"), bool(raw.get("convergence", False)), raw.get("key", ""))
 
 
 @dataclass
@@ -303,7 +303,7 @@ class ClaimRecord:
 
     @classmethod
     def from_json(cls, raw: dict) -> "ClaimRecord":
-        """A record as results.json stores it (:meth:`to_json`), of any schema this version reads (4 to 8).
+        """A record as results.json stores it (:meth:`to_json`), of any schema this version reads (4 to 9).
 
         The derived keys (``headline``, a check's ``status`` and the like) are recomputed; the keys the report adds
         beside a record (``ledger_build``, ``ledger_quotes_disagree``: ``reports.document.RunDocument.to_json``)

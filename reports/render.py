@@ -139,8 +139,8 @@ def markdown(doc: RunDocument) -> str:
         out += [f"## {claim_id} — {entry.get('statement', '')}", "", _source(entry, records), ""]
         if is_implementation(doc, claim_id):
             out += [f"*{IMPLEMENTATION_NOTE}*", ""]
-        out += [f"- {role} check *{shown}*{_from(entry, name)}: {derivation}"
-                for role, name, shown, derivation in thresholds(records)] + [""]
+        out += [f"- {role} check *{shown}*{_from(entry, name, key)}: {derivation}"
+                for role, name, shown, derivation, key in thresholds(records)] + [""]
         beside = source_rows(entry, records)
         if beside:
             out += [f"**Source vs measured** ({SOURCE_NOTE})", "", md_table(*beside), ""]
@@ -163,9 +163,9 @@ def _planned(models: dict) -> str:
     return f" (largest capture planned: {planned[name]:,.0f} MiB, {name})"
 
 
-def _from(entry: dict, name: str) -> str:
+def _from(entry: dict, name: str, key: str = "") -> str:
     """" (threshold: source)": where a check's threshold comes from (the catalogue's ``thresholds``), or ""."""
-    found = provenance(entry, name)
+    found = provenance(entry, name, key)
     return f" (threshold: {found})" if found else ""
 
 
@@ -289,8 +289,8 @@ def to_html(doc: RunDocument, drawn: dict[str, bytes | str] | None = None) -> st
         parts += [f"<h2 id='{esc(claim_id)}'>{esc(claim_id)} — {esc(entry.get('statement', ''))}</h2>",
                   f"<div class='meta'>{esc(_source(entry, records))}</div>"
                   + (f"<p class='meta'><b>{esc(IMPLEMENTATION_NOTE)}</b></p>" if is_implementation(doc, claim_id) else ""),
-                  "<ul>" + "".join(f"<li>{esc(role)} check <i>{esc(shown)}</i>{esc(_from(entry, name))}: {esc(d)}</li>"
-                                   for role, name, shown, d in thresholds(records)) + "</ul>",
+                  "<ul>" + "".join(f"<li>{esc(role)} check <i>{esc(shown)}</i>{esc(_from(entry, name, key))}: {esc(d)}</li>"
+                                   for role, name, shown, d, key in thresholds(records)) + "</ul>",
                   f"<div class='wide'>{html_table(*subject_rows(records, doc.models or {}))}</div>"]
         beside = source_rows(entry, records)
         if beside:

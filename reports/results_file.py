@@ -9,12 +9,12 @@ import json
 from pathlib import Path
 
 
-SCHEMA = "latent-claims/results/8"  # what this version writes, documented key by key in reports/SCHEMA.md
+SCHEMA = "latent-claims/results/9"  # what this version writes, documented key by key in reports/SCHEMA.md
 # what it reads: 5 only added keys (looks, a check's n, level); 6 a control's status "inconclusive", zoo_build and
 # wall_seconds, which the comparison and the merge read where present; 7 user groups and record identity; 8 a
-# check's `undecidable`
+# check's `undecidable`; 9 a check's `key`
 READABLE = ("latent-claims/results/4", "latent-claims/results/5", "latent-claims/results/6",
-            "latent-claims/results/7", SCHEMA)
+            "latent-claims/results/7", "latent-claims/results/8", SCHEMA)
 RECORD_KEYS = ("claim", "model", "test", "outcome", "checks")  # every record has these
 CHECK_KEYS = ("name", "value", "ci_low", "ci_high")  # and every check of a record these
 

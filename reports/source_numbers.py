@@ -39,19 +39,20 @@ def source_rows(entry: dict, records: list[ClaimRecord]) -> tuple[list[str], lis
     return header, rows
 
 
-def provenance(entry: dict, check_name: str) -> str:
+def provenance(entry: dict, check_name: str, key: str = "") -> str:
     """Where a check's threshold comes from, as the catalogue records it ("source", "reading, before", "after"), or
-    "" where the catalogue has no entry for it.
+    "" where the catalogue has no entry for it. The row is found by the check's key; by its name only for a check
+    recorded without one (a run before schema 9).
 
     Args:
-        entry: the claim's entry of results.json's ``catalogue``: ``thresholds`` [{check, provenance, ...}], whose
-            ``check`` may hold "{...}" for the parts an f-string fills.
-        check_name: the check's name as recorded.
+        entry: the claim's entry of results.json's ``catalogue``: ``thresholds`` [{check, key, provenance, ...}],
+            whose ``check`` and ``key`` may hold "{...}" for the parts an f-string fills.
+        check_name: the check's name as recorded; key: its key ("" where it has none).
     """
-    for t in entry.get("thresholds") or []:
-        if re.fullmatch(name_pattern(t["check"]), check_name):
-            return t["provenance"]
-    return ""
+    rows = entry.get("thresholds") or []
+    if key:
+        return next((t["provenance"] for t in rows if t.get("key") and re.fullmatch(name_pattern(t["key"]), key)), "")
+    return next((t["provenance"] for t in rows if re.fullmatch(name_pattern(t["check"]), check_name)), "")
 
 
 def name_pattern(template: str) -> str:

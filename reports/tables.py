@@ -298,13 +298,13 @@ def _level(check: Check) -> str:
     return f" ({check.confidence:.1%}{n}{how})"
 
 
-def thresholds(records: list[ClaimRecord]) -> list[tuple[str, str, str, str]]:
-    """Each distinct check of a claim once: (role, name, "name comparison threshold unit", derivation)."""
-    seen: dict[str, tuple[str, str, str, str]] = {}
+def thresholds(records: list[ClaimRecord]) -> list[tuple[str, str, str, str, str]]:
+    """Each distinct check of a claim once: (role, name, "name comparison threshold unit", derivation, key)."""
+    seen: dict[str, tuple[str, str, str, str, str]] = {}
     for r in records:
         for c in r.checks:
             seen.setdefault(c.name, (c.role, c.name, f"{c.name} {c.comparison} {fmt(c.threshold)} {c.unit}",
-                                     c.derivation))
+                                     c.derivation, c.key))
     return list(seen.values())
 
 

@@ -27,30 +27,40 @@ def _template(node: ast.expr) -> str | None:
     return None
 
 
-def _check_names() -> list[tuple[str, int, str]]:
-    """(file, line, name template) of every Check.of call in the claim files and their helpers."""
+def _check_keys() -> list[tuple[str, int, str | None]]:
+    """(file, line, key template) of every check the claim files make: each ``Check.of`` and ``works_check`` call's
+    ``key``, with "{}" for each part an f-string fills (None where a call has no key a template can be read from;
+    a helper that passes its caller's key, as ``scope.works_check``, is read at its callers)."""
     out = []
     for path in sorted(CLAIMS.rglob("*.py")):
         if path.name == "_template.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             func = getattr(node, "func", None)
-            if (isinstance(node, ast.Call) and isinstance(func, ast.Attribute) and func.attr == "of"
-                    and getattr(func.value, "id", "") == "Check" and node.args):
-                name = _template(node.args[0])
-                if name is None and isinstance(node.args[0], ast.BinOp):  # "..." + ("a" if x else "b")
-                    name = _template(node.args[0].left)
-                    name = None if name is None else name + "{}"
-                out.append((path.name, node.lineno, name))
+            is_of = (isinstance(node, ast.Call) and isinstance(func, ast.Attribute) and func.attr == "of"
+                     and getattr(func.value, "id", "") == "Check")
+            is_works = isinstance(node, ast.Call) and getattr(func, "id", getattr(func, "attr", "")) == "works_check"
+            if not (is_of or is_works):
+                continue
+            key = next((k.value for k in node.keywords if k.arg == "key"), None)
+            if isinstance(key, ast.IfExp):  # convergence_check's: the decided check's key, continued
+                key = key.body
+            if isinstance(key, ast.Name) and path.name == "scope.py":
+                continue  # works_check's own Check.of: keyed by its callers
+            out.append((path.name, node.lineno, None if key is None else _template(key)))
     return out
 
 
+def _matches(template: str, row: str) -> bool:
+    return bool(re.fullmatch(name_pattern(template), row) or re.fullmatch(name_pattern(row), template))
+
+
 def test_every_check_of_every_claim_says_where_its_threshold_comes_from():
-    recorded = [t.check for c in load_catalogue().claims.values() for t in c.thresholds]
-    missing = [f"{f}:{line} {name!r}" for f, line, name in _check_names()
-               if name is None or not any(re.fullmatch(name_pattern(name), r) or re.fullmatch(name_pattern(r), name)
-                                          for r in recorded)]
-    assert not missing, ("checks without a [[claims.thresholds]] entry in claims/catalogue.toml: "
+    """Issue 65, item 3: rows are paired with checks by key, so rewording a check's name unlinks nothing."""
+    recorded = [t.key for c in load_catalogue().claims.values() for t in c.thresholds if t.key]
+    missing = [f"{f}:{line} {key!r}" for f, line, key in _check_keys()
+               if key is None or not any(_matches(key, r) for r in recorded)]
+    assert not missing, ("checks without a [[claims.thresholds]] row of their key in claims/catalogue.toml: "
                          + "; ".join(missing))
 
 
@@ -75,15 +85,11 @@ def test_the_report_shows_where_a_recorded_checks_threshold_comes_from():
     assert provenance(catalogue_json()["S4.5"], "a check the catalogue does not know") == ""
 
 
-def _matches(template: str, row: str) -> bool:
-    return bool(re.fullmatch(name_pattern(template), row) or re.fullmatch(name_pattern(row), template))
-
-
-def unmatched_rows(rows: list[tuple[str, str, str]], names: list[str]) -> list[str]:
-    """The ``[[claims.thresholds]]`` rows (claim, role, check) of a check role that name no ``Check.of`` of the claim
+def unmatched_rows(rows: list[tuple[str, str, str]], keys: list[str]) -> list[str]:
+    """The ``[[claims.thresholds]]`` rows (claim, role, key) of a check role whose key names no check of the claim
     files (gates and demoted checks name none: a gate is a rule, a demoted check is no longer one)."""
-    return [f"{claim}: {check!r}" for claim, role, check in rows
-            if role not in ("gate", "demoted") and not any(_matches(n, check) for n in names)]
+    return [f"{claim}: {key!r}" for claim, role, key in rows
+            if role not in ("gate", "demoted") and not any(_matches(k, key) for k in keys)]
 
 
 def readings_without_why(thresholds: list[tuple[str, object]]) -> list[str]:
@@ -95,12 +101,24 @@ def readings_without_why(thresholds: list[tuple[str, object]]) -> list[str]:
 
 
 def test_every_threshold_row_names_a_check_of_the_claims():
-    """Issue 64, item 6: provenance held both ways: a row names a check the claims record (or is a gate, or a
-    demoted check with what it was and why)."""
-    rows = [(c.id, t.role, t.check) for c in load_catalogue().claims.values() for t in c.thresholds]
-    names = [name for _, _, name in _check_names() if name is not None]
-    assert unmatched_rows(rows, names) == []
-    assert unmatched_rows([("S9.9", "claim", "a check no claim records")], names) == ["S9.9: 'a check no claim records'"]
+    """Issue 64, item 6: provenance held both ways: a row names a check the claims record by its key (or is a
+    gate, or a demoted check with what it was and why)."""
+    rows = [(c.id, t.role, t.key) for c in load_catalogue().claims.values() for t in c.thresholds]
+    keys = [key for _, _, key in _check_keys() if key is not None]
+    assert unmatched_rows(rows, keys) == []
+    assert unmatched_rows([("S9.9", "claim", "S9.9/a-check-no-claim-records")], keys) == [
+        "S9.9: 'S9.9/a-check-no-claim-records'"]
+
+
+def test_rewording_a_checks_name_keeps_its_threshold_row():
+    """Issue 65, item 3: the report finds a check's row by its key, whatever its display name now says."""
+    from fixtures.catalogue import catalogue_json
+    from reports.source_numbers import provenance
+
+    entry = catalogue_json()["S4.5"]
+    key = "S4.5/relative-output-norm-change-turned-to-cosine-0-52-and-10"
+    assert provenance(entry, "a reworded name for 'a little'", key) == "source's numbers"
+    assert provenance(entry, "a reworded name", "S4.5/no-such-check") == ""
 
 
 def test_every_reading_says_before_or_after_what_and_why():

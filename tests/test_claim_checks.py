@@ -26,6 +26,14 @@ def test_a_claims_checks_hold_where_built_to_and_each_fails_where_its_estimate_i
     assert problems(case) == []
 
 
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_every_check_has_a_stable_key_of_its_claim_unique_in_its_record(case):
+    """Issue 65, item 3: a check's key, not its display name, is what the catalogue and the baselines pair it by."""
+    keys = [c.key for c in case.checks(case.holding, **case.context)]
+    assert all(k.startswith(f"{case.claim}/") for k in keys), keys
+    assert len(set(keys)) == len(keys), keys
+
+
 def test_every_mutant_of_every_registered_checks_module_is_killed():
     """Each Check.of call of each checks module, with its comparator flipped, its threshold past every value, or its
     threshold where nothing fails it: some case of that module must notice."""

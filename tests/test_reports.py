@@ -209,6 +209,22 @@ def test_an_exact_statistic_that_differs_by_float_noise_has_not_moved(tmp_path):
     assert [m["check"] for m in compare(old, [exact(9.5)])["moved"]] == ["identity ratio"]
 
 
+def test_a_check_whose_name_was_reworded_is_paired_by_its_key(tmp_path):
+    """Issue 65, item 3: a baseline pairs checks by key, so a reworded display name is no measured change and its
+    statistic is still compared."""
+    def keyed(value, name):
+        rec = record(value)
+        rec.checks[0] = replace(rec.checks[0], name=name, key="S0.3/straightening")
+        rec.checks[1] = replace(rec.checks[1], key="S0.3/learned")
+        return rec
+
+    old = write(settings_for(tmp_path), [keyed(0.2, "straightening")]) / "results.json"
+    same = compare(old, [keyed(0.2, "straightening: scatter at the last block minus at the first")])
+    assert same["measured_changes"] == [] and same["moved"] == []
+    moved = compare(old, [keyed(0.5, "straightening, reworded")])
+    assert [m["check"] for m in moved["moved"]] == ["straightening, reworded"]
+
+
 def test_a_schema_5_baseline_whose_control_straddled_is_no_measured_change(tmp_path):
     """Before schema 6 a straddling control was stored as "failed"; the same numbers now say "inconclusive"."""
     old = write(settings_for(tmp_path), [record(0.2, control=0.005, outcome="inconclusive")]) / "results.json"

@@ -35,13 +35,14 @@ def flat_checks(e: FlatEstimates) -> list[Check]:
                   "and power law cannot be confused; the interval must lie inside the band")
     return [
         Check.of("token-embedding exponent, above the lower edge", e.slope, "log-log slope", ">", -FLAT_SLOPE,
-                 derivation),
+                 derivation, key="S0.1/token-embedding-exponent-above-the-lower-edge"),
         Check.of("token-embedding exponent, below the upper edge", e.slope, "log-log slope", "<", FLAT_SLOPE,
-                 derivation),
+                 derivation, key="S0.1/token-embedding-exponent-below-the-upper-edge"),
         Check.of("shuffled-position control: magnitude of the shuffled embeddings' exponent", e.shuffled,
                  "log-log slope", "<", FLAT_SLOPE, "tokens shuffled within each sequence have a white spectrum "
                  "in expectation; a larger exponent means the instrument tilts spectra, and a flat verdict "
-                 "would mean nothing", role="control"),
+                 "would mean nothing", role="control",
+                 key="S0.1/shuffled-position-control-magnitude-of-the-shuffled-embeddings"),
     ]
 
 
@@ -70,14 +71,17 @@ def tilt_checks(e: TiltEstimates) -> list[Check]:
     return [
         Check.of("low-frequency tilt added by the position embeddings", e.trained, "decades", ">", 0.0,
                  "S0 Fig 2: 'an increase in low frequencies after the position embeddings get added'; no number "
-                 "is given, so the threshold is the claim's sign, cleared by the low end of the interval"),
+                 "is given, so the threshold is the claim's sign, cleared by the low end of the interval",
+                 key="S0.2/low-frequency-tilt-added-by-the-position-embeddings"),
         Check.of("tilt of the trained model minus its untrained twin's", e.learned, "decades", ">", 0.0,
                  "S0 Fig 3: 'at initialization the position embeddings are flat'; the rise must be learned, so "
-                 "the trained tilt must exceed the twin's on the same token ids (paired bootstrap)"),
+                 "the trained tilt must exceed the twin's on the same token ids (paired bootstrap)",
+                 key="S0.2/tilt-of-the-trained-model-minus-its-untrained-twin-s"),
         Check.of("the same tilt, Hann-windowed with each sequence's mean removed", e.hann, "decades", ">", 0.0,
                  "control: S0's unwindowed periodogram leaks power from the sequence's ends and slow drifts into "
                  "the low band (as S0.3's and S0.10's controls); position embeddings that differ at the first "
                  "few positions, or drift, would tilt it with no low-frequency structure along the sequence. "
                  "The tilt must survive a Hann window (which tapers the ends), by the interval's low end",
-                 role="control", guards_pass=True),
+                 role="control", guards_pass=True,
+                 key="S0.2/the-same-tilt-hann-windowed-with-each-sequence-s-mean-removed"),
     ]

@@ -45,7 +45,8 @@ def probe_checks(e: ProbeEstimates) -> list[Check]:
                  f"same block, by the high end of its 95 % interval over windows ({null.value:.4f} "
                  f"[{null.low:.4f}, {null.high:.4f}]; the majority rate is {chance:.4f}), cleared by the low end "
                  "of the probe's own interval. The best block, since S1 says middle layers may be the useful "
-                 "ones; the selection among blocks is inside the bootstrap"),
+                 "ones; the selection among blocks is inside the bootstrap",
+                 key="S1.5/cross-validated-accuracy-of-the-best-block-s-pooled-features-37-plays"),
         Check.of(f"the same with the play labels shuffled, mean of {e.shuffles} shufflings (the claim's best block)",
                  null, "fraction", "<", chance + noise,
                  "control: with labels permuted at random no probe can beat chance, so a probe that did would be "
@@ -57,5 +58,5 @@ def probe_checks(e: ProbeEstimates) -> list[Check]:
                  "statistic's own noise and selection, with the interval's width on top, come within reach of the "
                  "bound with no leak at all (one build of tiny-w192: 0.043 [0.029, 0.065] against 0.058). The "
                  "same shufflings are the claim's null",
-                 role="control"),
+                 role="control", key="S1.5/the-same-with-the-play-labels-shuffled-mean-of-shufflings-the-claim-s"),
     ]

@@ -35,7 +35,8 @@ def trajectory_checks(e: TrajectoryEstimates) -> list[Check]:
             "the threshold 0 says both halves of the claim: the final state is closer to the next token's row than "
             "every earlier state is, and closer to it than to other tokens' rows (the shuffled targets must be "
             "farther). S1 is an argument, not an experiment: no figure to take a margin from; the low end of a "
-            "bootstrap interval over prompts must clear 0"),
+            "bootstrap interval over prompts must clear 0",
+            key="S1.4/final-block-s-excess-closeness-minus-max-earlier-layers-0"),
         Check.of("final-layer excess closeness to W_U[τ_(t+1)], model minus its untrained twin",
                  e.over_twin, "cosine", ">", 0.0,
                  "control: the untrained twin (same architecture, random weights, the same prompts) must not show "
@@ -43,5 +44,6 @@ def trajectory_checks(e: TrajectoryEstimates) -> list[Check]:
                  "its twin's, so its final state must be the more specific to W_U[τ_(t+1)]; if not, the "
                  "measurement (target alignment t → t+1, the norm, the rows) is broken, or the closeness is "
                  "architecture, not learning. Independent of the trajectory's order, so a failed claim stays a "
-                 "finding", role="control"),
+                 "finding", role="control",
+                 key="S1.4/final-layer-excess-closeness-to-w-u-t-1-model-minus-its-untrained-twin"),
     ]

@@ -32,12 +32,13 @@ def agreement_checks(e: AgreementEstimates) -> list[Check]:
                  "them linearly for short inputs) and shows them highlighting the earlier 'swish' for 'sw'; it gives "
                  "no figure. Agreement is read as most of the ranking shared: the mean per-prompt rank correlation "
                  f"above {AGREES} (the middle of ρ's positive range), by the low end of the 95 % interval over "
-                 "prompts"),
+                 "prompts", key="S3.8/mean-spearman-gradient-input-occlusion-over-positions"),
         Check.of("mean Spearman ρ(untrained twin's gradient×input, occlusion)",
                  e.twin, "rank correlation", "<", AGREES,
                  "control: a broken instrument, gradient×input of the untrained twin (the same method and prompts, "
                  "less any where the twin's ρ is undefined, on weights that learned nothing) against this model's "
                  "occlusion, must fail the claim's check, "
                  f"its high end below {AGREES}. An agreement that the twin's gradients also reach comes from the "
-                 "positions or the tokens, not from what the model computes", role="control"),
+                 "positions or the tokens, not from what the model computes", role="control",
+                 key="S3.8/mean-spearman-untrained-twin-s-gradient-input-occlusion"),
     ]

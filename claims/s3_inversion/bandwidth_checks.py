@@ -20,7 +20,8 @@ def full_works_check(full_works: Estimate, d_model: int) -> Check:
     """The control, on an untrained block, that the full output gives its prompts back (S3 says it does):
     ``full_works`` the fraction of prompts of which at least ``EVERY`` of the tokens come back (exact)."""
     return works_check(full_works, f"prompts whose tokens the full output ({d_model} features) recovers "
-                       f"(≥ {EVERY} of them)", UNTRAINED_INVERTS)
+                       f"(≥ {EVERY} of them)", UNTRAINED_INVERTS,
+                       key="S3.10/untrained-full-output-recovers-the-prompts")
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ def crossing_checks(e: CrossingEstimates, d_model: int) -> list[Check]:
         Check.of("crossing k* in features, above the first", e.k_star, "features", ">", 1.0,
                  "S3: every token from 2202 features, none from 2201: a threshold inside the output. Where the "
                  "first feature alone gives half the full output's accuracy (k* = 1) there is none: the claim's "
-                 "own bound, k* > 1 (an exact count)"),
+                 "own bound, k* > 1 (an exact count)", key="S3.10/crossing-k-in-features-above-the-first"),
         *([] if e.full_works is None else [full_works_check(e.full_works, d_model)]),
     ]
 
@@ -74,7 +75,7 @@ def bandwidth_checks(e: BandwidthEstimates, k_star: int, d_model: int, steps: in
                      f"of the transition in one feature: a jump above {SHARP} at the crossing k* (the fewest "
                      "features giving half the full output's accuracy), by the low end of the 95 % interval of the "
                      "paired difference over prompts; the margin from 1.0 to 0.5 is taken because S3 shows one "
-                     "prompt on one model")
+                     "prompt on one model", key="S3.10/token-accuracy-from-the-first-features-minus-the-first")
     return [
         sharp, *([] if e.longer is None else [convergence_check(sharp, e.longer, steps)]),
         Check.of("crossing k* as a fraction of d_model", e.fraction, "fraction of d_model", "<", BELOW_WIDTH,
@@ -83,13 +84,14 @@ def bandwidth_checks(e: BandwidthEstimates, k_star: int, d_model: int, steps: in
                  f"was a not-informative gate). 'Well below the width' is read as k*/d_model < {BELOW_WIDTH:.2f}, "
                  "halfway from S3's fraction to 1, by "
                  "the high end of the 95 % interval of the crossing recomputed on prompts resampled (over the k "
-                 "evaluated)"),
+                 "evaluated)", key="S3.10/crossing-k-as-a-fraction-of-d-model"),
         Check.of(f"fraction of prompts passing S3's success test on the first {k_star - 1} features", e.matched,
                  "fraction of prompts", ">", MATCHED,
                  "control: a jump also appears where the descent breaks down below some width, which is no "
                  "bandwidth. One feature below the crossing, the found input must still match the features it "
                  "was given better than S3's shifted input a' = a + noise/20 does (S3's success test), for most "
                  f"prompts (> {MATCHED}) by the interval's low end; the lost tokens are then missing "
-                 "information, not a failed optimisation", role="control"),
+                 "information, not a failed optimisation", role="control",
+                 key="S3.10/fraction-of-prompts-passing-s3-s-success-test-on-the-first-features"),
         *([] if e.full_works is None else [full_works_check(e.full_works, d_model)]),
     ]

@@ -33,7 +33,7 @@ class MaskedEstimates:
 def twin_works_check(twin_works: Estimate, twin: str) -> Check:
     """The control that the same descent gives back most of the untrained twin's unmasked tokens."""
     return works_check(twin_works, f"prompts of {twin} whose unmasked tokens mostly come back (> {HALF})",
-                       UNTRAINED_INVERTS)
+                       UNTRAINED_INVERTS, key="S3.9/twin-unmasked-tokens-come-back")
 
 
 def masked_checks(e: MaskedEstimates, twin: str, steps: int) -> list[Check]:
@@ -47,7 +47,8 @@ def masked_checks(e: MaskedEstimates, twin: str, steps: int) -> list[Check]:
                       "per width), 'more than 4/5ths' of 8192-wide ones. 'Do not identify' is read as rarer than "
                       f"S3's rarest untrained rate, fewer than {RAREST:.1f} of the prompts by the interval's high end "
                       "(version 2 took one half, which a model finding the token in 2 of 5 prompts passed; S3's own "
-                      "figure is none, which S3's 6 models bound only to below 0.46 at 95 %)")
+                      "figure is none, which S3's 6 models bound only to below 0.46 at 95 %)",
+                      key="S3.9/fraction-of-prompts-whose-masked-first-token-is-recovered-restricted")
     return [masked, twin_works_check(e.twin_works, twin),
             *([] if e.longer is None else [convergence_check(masked, e.longer, steps)])]
 
@@ -75,16 +76,19 @@ def wide_layer_checks(e: WideLayerEstimates, widths: tuple[int, int], seeds: int
                  "S3: 'perhaps 1/5ths of models with a hidden dimension of 4096 ... but more than 4/5ths of "
                  "models with a hidden dim of 8192'. The threshold is the ordering: the wider layers' fraction "
                  "above the narrower's, by the low end of Newcombe's score interval for two independent "
-                 "proportions (each width's layers are their own initialisations)"),
+                 "proportions (each width's layers are their own initialisations)",
+                 key="S3.9/fraction-of-initialisations-finding-the-masked-token-width-minus"),
         Check.of(f"fraction of width-{widths[1]} initialisations finding the masked token", e.wider,
                  "fraction of initialisations", ">", HALF,
                  f"S3: 'more than 4/5ths' at 8192 wide: 'often do'. Read as most initialisations (> {HALF}), by "
-                 "the low end; the margin from 4/5 is taken for S3's unstated number of models"),
+                 "the low end; the margin from 4/5 is taken for S3's unstated number of models",
+                 key="S3.9/fraction-of-width-initialisations-finding-the-masked-token"),
         Check.of(f"least token accuracy at the unmasked positions over the width-{widths[1]} initialisations",
                  e.unmasked, "fraction of tokens", ">", SOME,
                  "control: the inversion must recover unmasked tokens of the wider layers, else a found masked "
                  "token is luck of a failed optimisation. S3's own 8192-wide example recovers a quarter to a half "
                  "of them ('Mario the thecenwijні the'); the floor is a tenth, by the low end, far above chance "
                  f"(one over the vocabulary); asserted of every one of the {seeds} initialisations (too few "
-                 "for a bootstrap)", role="control"),
+                 "for a bootstrap)", role="control",
+                 key="S3.9/least-token-accuracy-at-the-unmasked-positions-over-the-width"),
     ]

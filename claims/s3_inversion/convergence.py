@@ -52,7 +52,8 @@ def convergence_check(decided: Check, longer: Estimate, steps: int) -> Check:
         f"model's only where it stays: the interval wholly on the {'passing' if held else 'failing'} side of the "
         f"claim's own threshold ({comparison} {decided.threshold:g}); where it is not, more steps "
         f"{'reverse' if held else 'remove'} or blur it and the record is inconclusive (unconverged) (S3 gives a "
-        "trained block N = 2000 to 20000 steps)", role="control", convergence=True)
+        "trained block N = 2000 to 20000 steps)", role="control", convergence=True,
+        key=f"{decided.key}/after-{LONGER}N" if decided.key else "")
 
 
 def continues(decided: str, descents: str, holds: bool = False) -> str:

@@ -46,7 +46,8 @@ def cosine_checks(e: CosineEstimates, long_tokens: int, control_setting: str, co
                         "input gives very inaccurate input representations' ('George', 'The', 'when' all give 'que'). "
                         "No rate is given: the threshold is the ordering, long above one-token by the low end of the "
                         "95 % interval of the difference over prompts (a one-token input is each prompt's first "
-                        "token, so the two share their first position)")
+                        "token, so the two share their first position)",
+                        key="S3.7/token-accuracy-token-minus-one-token-inputs-direct-cosine-loss")
     return [
         ordering, *([] if e.longer is None else [convergence_check(ordering, e.longer, steps)]),
         Check.of("token accuracy of one-token inputs, indirect (embedding) representation, cosine loss "
@@ -58,7 +59,7 @@ def cosine_checks(e: CosineEstimates, long_tokens: int, control_setting: str, co
                  f"representation's failure says nothing about it; most tokens (> {RECOVERS}) must come back, by "
                  f"the low end of the exact binomial interval over the reported of {control_inputs} one-token inputs (version 1 took the claim's "
                  "16 on a CPU: an interval about ±0.23 wide, which a model recovering 0.69 of them failed)",
-                 role="control"),
+                 role="control", key="S3.7/token-accuracy-of-one-token-inputs-indirect-embedding-representation"),
         Check.of(f"least token accuracy of the {long_tokens}-token inputs, direct, L2 loss (the same descent)",
                  e.descent,
                  "fraction of tokens", ">", RECOVERS,
@@ -66,7 +67,8 @@ def cosine_checks(e: CosineEstimates, long_tokens: int, control_setting: str, co
                  "must recover the long inputs under a loss that does not discard the output's scale, or a "
                  "cosine failure is a failed optimiser, not a finding. S3 gives no rate for it: most tokens "
                  f"(> {RECOVERS}) of every input's tokens. Where even an exact fit cannot decode the tokens "
-                 "(direct_fit_decode) the claim is not informative before this control is run", role="control"),
+                 "(direct_fit_decode) the claim is not informative before this control is run", role="control",
+                 key="S3.7/least-token-accuracy-of-the-token-inputs-direct-l2-loss-the-same"),
     ]
 
 
@@ -96,13 +98,15 @@ def layer_norm_checks(e: LayerNormEstimates) -> list[Check]:
                  "S3: with an untrained Llama block's layer norms, 'when more than one token is present in the "
                  "input this [minimising cos(φ)] is no longer possible'. Not minimised is read as ending above a "
                  f"tenth of the random start's distance ({MINIMISED}, the same line as the control's), by the "
-                 "interval's low end, at the budget where the same descent without norms gets below it"),
+                 "interval's low end, at the budget where the same descent without norms gets below it",
+                 key="S3.13/cosine-distance-reached-with-layer-norms-over-its-start-token-inputs"),
         Check.of(f"cosine distance reached, with layer norms minus without ({SHORT_TOKENS}-token inputs)",
                  e.gap,
                  "1 − cos", ">", 0.0,
                  "S3: 'removing the layer normalizations allows minimization ... as long as the input is not too "
                  "long (>5 tokens)'. S3 gives no distances: the threshold is the ordering, the paired difference "
-                 "of the distance reached above 0 by the low end of its 95 % interval over prompts"),
+                 "of the distance reached above 0 by the low end of its 95 % interval over prompts",
+                 key="S3.13/cosine-distance-reached-with-layer-norms-minus-without-token-inputs"),
         Check.of("cosine distance reached without layer norms, over its start", e.minimised,
                  "ratio", "<", MINIMISED,
                  "control: S3 says the descent minimises the distance once the norms are removed; if it does not "
@@ -110,12 +114,14 @@ def layer_norm_checks(e: LayerNormEstimates) -> list[Check]:
                  f"them. 'Minimised' is read as below a tenth of the random start's distance ({MINIMISED}), by "
                  f"the interval's high end, at the first of N × {', '.join(map(str, BUDGETS))} steps that gets "
                  "there (version 1 ran S3.2's N = 200 only, where the tiny twins stalled at 0.24-0.36 with or "
-                 "without norms)", role="control"),
+                 "without norms)", role="control",
+                 key="S3.13/cosine-distance-reached-without-layer-norms-over-its-start"),
         Check.of("cosine distance reached by one-token inputs with layer norms, over its start", e.one, "ratio", "<",
                  MINIMISED,
                  "control: S3 says 'for one-token inputs gradient descent is able to minimize cos(φ) on the "
                  "output of any given transformer block' with the norms in place; where it does not, the optimiser "
                  "fails on this block whatever the norms do, and a distance left with norms says nothing about "
                  f"them. Below a tenth of the start ({MINIMISED}) by the interval's high end (version 4; before, "
-                 "a gate that made the claim not informative, which hid a failed descent)", role="control"),
+                 "a gate that made the claim not informative, which hid a failed descent)", role="control",
+                 key="S3.13/cosine-distance-reached-by-one-token-inputs-with-layer-norms-over-its"),
     ]

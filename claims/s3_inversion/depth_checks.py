@@ -13,6 +13,11 @@ SUCCESS_MAJORITY = 0.5  # control: most prompts at the deepest block reach S3's 
 FIRST_WORKS = "prompts on which block 1 recovers more tokens than the random start (chance)"
 
 
+def first_works_check(first_works: Estimate) -> Check:
+    """The control, on an untrained model, that block 1 inverts above chance on most prompts (S3 says it does)."""
+    return works_check(first_works, FIRST_WORKS, UNTRAINED_INVERTS, key="S3.4/untrained-block-1-beats-chance")
+
+
 @dataclass(frozen=True)
 class DepthEstimates:
     """What S3.4's test measures over the reported prompts.
@@ -47,7 +52,7 @@ def depth_checks(e: DepthEstimates, last_block: int, headline_label: str, headli
                     "decoded examples, no rates, so the threshold is the ordering: recovery from the first block "
                     "above recovery from the last, by the low end of the interval of the paired difference. "
                     "The middle depth is shown, not thresholded (S3's GPT-2 recovers at 4 blocks as at 1). "
-                    + headline_reading)
+                    + headline_reading, key="S3.4/token-accuracy-block-1-minus-block-each-its")
     return [
         drop, *([] if e.longer is None else [convergence_check(drop, e.longer, steps)]),
         Check.of(f"fraction of prompts passing S3's success test at block {last_block} ({deepest} setting)",
@@ -55,6 +60,6 @@ def depth_checks(e: DepthEstimates, last_block: int, headline_label: str, headli
                  "control: S3 decodes once ‖O(a_g) − O(a)‖ < ‖O(a′) − O(a)‖ (a′ = a + noise/20); if most "
                  "prompts at the deepest block do not reach it, the optimisation stopped short and the drop "
                  f"could be the optimiser's rather than the model's. Floor {SUCCESS_MAJORITY}, by the low end",
-                 role="control"),
-        *([] if e.first_works is None else [works_check(e.first_works, FIRST_WORKS, UNTRAINED_INVERTS)]),
+                 role="control", key="S3.4/fraction-of-prompts-passing-s3-s-success-test-at-block-setting"),
+        *([] if e.first_works is None else [first_works_check(e.first_works)]),
     ]

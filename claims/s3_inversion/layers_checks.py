@@ -25,7 +25,8 @@ def gap_check(advantage: Estimate) -> Check:
                     "fraction of tokens", ">", 0.0,
                     f"control: the share is defined only where block 1 alone inverts better than block {LAYERS} "
                     "alone (S3.4); a gap whose interval contains 0 leaves the share, and so the claim, undecided "
-                    "and a gap wholly at or below 0 fails it: there is no share to measure", role="control")
+                    "and a gap wholly at or below 0 fails it: there is no share to measure", role="control",
+                    key="S3.14/block-1-s-advantage-over-block-the-gap-the-share-is-a-fraction-of")
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,8 @@ def layers_checks(e: LayersEstimates, headline_reading: str, steps: int) -> list
                          "the third) block'. The concatenation holds block 1's output, which alone inverts better; "
                          f"'no better' is read as closing less than half ({HALF}) of block 1's advantage over block "
                          f"{LAYERS}, by the high end of the interval. S3 gives no figure, hence no further margin. "
-                         + headline_reading)
+                         + headline_reading,
+                         key="S3.14/share-of-block-1-s-advantage-over-block-recovered-by-blocks-1-together")
     return [
         no_better, *([] if e.longer is None else [convergence_check(no_better, e.longer, steps)]),
         Check.of(f"the same share, as a floor: blocks 1-{LAYERS} together not far below block {LAYERS} alone",
@@ -61,6 +63,7 @@ def layers_checks(e: LayersEstimates, headline_reading: str, steps: int) -> list
                  f"control: the concatenation holds block {LAYERS}'s output, so a descent that works on the "
                  f"longer target recovers at least about block {LAYERS}'s accuracy; losing more than half of "
                  f"the gap below block {LAYERS} (a share under −{HALF}, by the low end) means the descent broke "
-                 "on the concatenated target, which would pass the claim vacuously", role="control"),
+                 "on the concatenated target, which would pass the claim vacuously", role="control",
+                 key="S3.14/the-same-share-as-a-floor-blocks-1-together-not-far-below-block-alone"),
         gap_check(e.advantage),
     ]

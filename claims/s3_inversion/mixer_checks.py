@@ -36,7 +36,8 @@ def works_checks(e: TwinsEstimates, names: list[str]) -> list[Check]:
     """The untrained twins' controls: each twin's block-``BLOCK`` inversion gives back most unmasked tokens on most
     prompts, as S3 says untrained blocks do; ``names``: the twins'."""
     return [works_check(w, f"prompts of {name} whose unmasked tokens mostly come back (> {HALF}, block {BLOCK})",
-                        UNTRAINED_INVERTS) for w, name in zip(e.works, names)]
+                        UNTRAINED_INVERTS, key=f"S3.12/twin-{i + 1}-unmasked-tokens-come-back")
+            for i, (w, name) in enumerate(zip(e.works, names))]
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ def pair_checks(e: PairEstimates, kind: str, transformer: str, mixer: str, steps
     convergence control where ``longer`` is given, and the above-chance control; ``steps``: the transformer's N."""
     ordering = Check.of(
         f"masked first token recovered, {mixer} minus {transformer} (block {BLOCK}, [:, 1:, :])", e.ordering,
-        "fraction of prompts", ">", 0.0, DERIVATION[kind])
+        "fraction of prompts", ">", 0.0, DERIVATION[kind], key="S3.12/masked-first-token-recovered-minus-block-1")
     return [
         ordering, *([] if e.longer is None else [convergence_check(ordering, e.longer, steps)]),
         Check.of(
@@ -68,5 +69,6 @@ def pair_checks(e: PairEstimates, kind: str, transformer: str, mixer: str, steps
             "fraction of prompts", ">", 0.0,
             "control: the mixer must recover the masked token above chance, the random start's hit rate over the "
             "same restricted vocabulary, by the low end of the paired difference's 95 % interval; else the "
-            "ordering would only say that the transformer does worse than chance", role="control"),
+            "ordering would only say that the transformer does worse than chance", role="control",
+            key="S3.12/masked-first-token-recovered-by-minus-chance-block"),
     ]

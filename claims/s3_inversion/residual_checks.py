@@ -38,7 +38,7 @@ class ResidualEstimates:
 def twin_works_check(twin_works: Estimate, twin: str) -> Check:
     """The control that the twin's intact block 1 inverts above chance, as S3 says an untrained block does."""
     return works_check(twin_works, f"prompts on which {twin}'s intact block 1 recovers more tokens than the random "
-                       "start (chance)", UNTRAINED_INVERTS)
+                       "start (chance)", UNTRAINED_INVERTS, key="S3.11/twin-block-1-beats-chance")
 
 
 def residual_checks(e: ResidualEstimates, model: str, twin: str, headline_reading: str, source: bool,
@@ -57,13 +57,15 @@ def residual_checks(e: ResidualEstimates, model: str, twin: str, headline_readin
                  "of preventing even a single input token from being correctly identified (given complete "
                  f"outputs)'. 'Destroys' is read as keeping less than half ({HALF}) of the intact "
                  "recovery above chance, by the interval's high end (S3's own figure is none kept). "
-                 + headline_reading),
+                 + headline_reading,
+                 key="S3.11/trained-share-of-recovery-above-chance-kept-without-attention-residual"),
         Check.of(f"share of {twin}'s recovery above chance kept without the attention residual",
                  e.twin_kept, "fraction", ">", HALF,
                  "S3: in untrained Llama-7B the removal 'results in little change in input representation "
                  "ability' (6 of 7 tokens alike in its example). 'Little change' is read as keeping more "
                  f"than half ({HALF}) of the intact recovery above chance, by the interval's low end; it is "
-                 "also the control that the removal itself does not break every model"),
+                 "also the control that the removal itself does not break every model",
+                 key="S3.11/twin-share-of-recovery-above-chance-kept-without-attention-residual"),
     ]
     longer = [convergence_check(check, more, n) for check, more, n in
               zip(shares, (e.kept_longer, e.twin_longer), (steps, twin_steps)) if more is not None]
@@ -75,6 +77,7 @@ def residual_checks(e: ResidualEstimates, model: str, twin: str, headline_readin
                  "control: a recovery lost because the ablated block is harder to descend on is no finding about "
                  "the residual. S3's success test ‖O(a_g) − O(a)‖₁ < ‖O(a′) − O(a)‖₁ (a′ = a + N(0, 1/20²) per "
                  f"element) on most prompts ({MATCHED}), by the interval's low end: the output is matched, so the "
-                 "tokens it does not identify are missing from it", role="control"),
+                 "tokens it does not identify are missing from it", role="control",
+                 key="S3.11/fraction-of-s-prompts-passing-s3-s-success-test-without-the-attention"),
         twin_works_check(e.twin_works, twin),
     ]

@@ -34,7 +34,7 @@ UNTRAINED_INVERTS = (
     "not the model")
 
 
-def works_control(works: np.ndarray, name: str, derivation: str) -> Check:
+def works_control(works: np.ndarray, name: str, derivation: str, key: str = "") -> Check:
     """A control that the inversion works where S3 says it does: the fraction of prompts on which it does, above
     one half (:data:`MOST`) by the low end of its exact binomial interval (``latent_instruments.stats.proportion``).
 
@@ -51,12 +51,12 @@ def works_control(works: np.ndarray, name: str, derivation: str) -> Check:
     Raises:
         ValueError: as ``proportion`` (no prompts, units that are not 0/1).
     """
-    return works_check(proportion(np.asarray(works, dtype=bool)), name, derivation)
+    return works_check(proportion(np.asarray(works, dtype=bool)), name, derivation, key=key)
 
 
-def works_check(fraction: Estimate, name: str, derivation: str) -> Check:
-    """:func:`works_control`'s check from its estimate: ``fraction`` of prompts (an exact interval) above ``MOST``.
-    Pure: the claims' checks functions call it with their estimates."""
+def works_check(fraction: Estimate, name: str, derivation: str, key: str = "") -> Check:
+    """:func:`works_control`'s check from its estimate: ``fraction`` of prompts (an exact interval) above ``MOST``;
+    ``key`` its stable key (``reports.checks.Check.key``). Pure: the claims' checks functions call it."""
     return Check.of(f"fraction of {name}", fraction, "fraction of prompts", ">",
                     MOST, f"control: {derivation}; on most prompts (> {MOST}) by the low end of the exact interval",
-                    role="control")
+                    role="control", key=key)

@@ -24,9 +24,9 @@ import numpy as np
 import pytest
 
 from claims.s3_inversion.convergence import continues
-from claims.s3_inversion.depth_checks import FIRST_WORKS, DepthEstimates, depth_checks
+from claims.s3_inversion.depth_checks import DepthEstimates, depth_checks, first_works_check
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, SOURCE_PROMPT, first_prompt
-from claims.s3_inversion.scope import SMALL_TRAINED, UNTRAINED_INVERTS, works_check
+from claims.s3_inversion.scope import SMALL_TRAINED
 from latent_instruments.stats import bootstrap, proportion
 from reports.plots import series
 from reports.checks import INCONCLUSIVE
@@ -91,7 +91,7 @@ def check_depth(model_name, subject, inversions, claim, settings) -> None:
     by_block = {f"token accuracy by block ({scale.headline_label})": {f"block {b}": e.value for b, e in zip(blocks, per_depth)}}
     untrained = subject.entry.random_init
     works = proportion(scale.reported(accuracy[:, 0, chosen[0]] > start))
-    first_works = works_check(works, FIRST_WORKS, UNTRAINED_INVERTS)
+    first_works = first_works_check(works)
     if untrained and not first_works.passed:  # S3 says an untrained block 1 inverts: the descent failed
         claim.record([first_works], procedure=f"{accuracy.shape[0]} held-out prompts inverted from block 1's output; "
                      "the descent must beat chance on an untrained block 1 before depth can degrade it",

@@ -51,11 +51,14 @@ def recovery_checks(e: RecoveryEstimates, headline_label: str, headline_reading:
                  "steps' (untrained GPT-2, block 1, the words of a 13-token sentence allowed for a 5-token "
                  "prompt). S3 shows one prompt, recovered exactly; one success fixes no rate, so the "
                  f"threshold reads 'recovers' as the typical outcome: more than {EXACT_MAJORITY} of prompts "
-                 f"exactly, by the low end of the interval. {headline_reading}"),
+                 f"exactly, by the low end of the interval. {headline_reading}",
+                 key="S3.2/fraction-of-prompts-recovered-exactly-restricted-vocabulary"),
         Check.of("token accuracy of the random start a₀ (restricted vocabulary, the higher of the two settings)", e.start,
-                 "fraction of tokens", "<", START_CEILING, START_DERIVATION, role="control"),
+                 "fraction of tokens", "<", START_CEILING, START_DERIVATION, role="control",
+                 key="S3.2/token-accuracy-of-the-random-start-a-restricted-vocabulary-the-higher"),
         Check.of(f"fraction of prompts passing S3's success test ({best} setting)", e.success,
-                 "fraction of prompts", ">", SUCCESS_MAJORITY, SUCCESS_DERIVATION, role="control"),
+                 "fraction of prompts", ">", SUCCESS_MAJORITY, SUCCESS_DERIVATION, role="control",
+                 key="S3.2/fraction-of-prompts-passing-s3-s-success-test-setting"),
     ]
 
 
@@ -89,16 +92,19 @@ def gap_checks(e: GapEstimates, headline_label: str, headline_reading: str, best
                  "model fails where the twin succeeds. S3 gives one prompt each, no rate, so the threshold "
                  "is the ordering itself: the paired difference of exact-recovery rates above 0 by the low "
                  "end of its interval (Newcombe's score interval for paired proportions: the same prompts "
-                 f"invert in both models). {headline_reading}"),
+                 f"invert in both models). {headline_reading}",
+                 key="S3.3/exact-recovery-rate-untrained-twin-minus-trained-each-its"),
         Check.of(f"token accuracy, untrained twin minus trained (each its {headline_label})", e.token_gap,
                  "fraction of tokens", ">", 0.0,
                  "S3's trained block recovers 1 of 5 tokens ('blue'), the untrained 5 of 5: the trained model "
-                 "also recovers fewer tokens, not only fewer whole prompts; ordering, low end above 0"),
+                 "also recovers fewer tokens, not only fewer whole prompts; ordering, low end above 0",
+                 key="S3.3/token-accuracy-untrained-twin-minus-trained-each-its"),
     ]
     longer = [convergence_check(g, more, steps) for g, more in zip(gaps, (e.exact_longer, e.token_longer))
               if more is not None]
     return [
         *gaps, *longer,
         Check.of(f"fraction of the trained model's prompts passing S3's success test ({best} setting)",
-                 e.success, "fraction of prompts", ">", SUCCESS_MAJORITY, SUCCESS_DERIVATION, role="control"),
+                 e.success, "fraction of prompts", ">", SUCCESS_MAJORITY, SUCCESS_DERIVATION, role="control",
+                 key="S3.3/fraction-of-the-trained-model-s-prompts-passing-s3-s-success-test"),
     ]

@@ -39,7 +39,8 @@ def width_checks(e: WidthEstimates, headline_label: str) -> list[Check]:
                  f"(each rung its {headline_label})", gain, "fraction of tokens", ">", 0.0,
                  DERIVATION + ("" if b == 1 else f"; block {b} is S3's 'also from deeper layers' (4 of GPT-2's 12 "
                                                  "blocks, at the same depth fraction)")
-                 + "; every seed must hold (stability across training seeds)")
+                 + "; every seed must hold (stability across training seeds)",
+                 key=f"S3.5/token-accuracy-d-model-minus-block-{b}-seed-{seed}-each-rung-its")
         for (seed, b), gain in e.gains.items()
     ] + [
         Check.of(f"fraction of the narrowest rung's prompts passing S3's success test (block 1, seed {seed}, "
@@ -47,6 +48,6 @@ def width_checks(e: WidthEstimates, headline_label: str) -> list[Check]:
                  "control: S3 decodes once ‖O(a_g) − O(a)‖₁ < ‖O(a′) − O(a)‖₁ with a′ = a + N(0, 1/20²) per element "
                  "(S3's shift); if most of the narrowest rung's prompts do not reach it, its lower accuracy is the "
                  f"optimiser stopping short, not the width. Floor {SUCCESS_MAJORITY}, by the interval's low end",
-                 role="control")
+                 role="control", key=f"S3.5/narrowest-rung-s3-success-test-block-1-seed-{seed}")
         for seed, est in e.success.items()
     ]
