@@ -11,7 +11,10 @@ from hypothesis import given, settings, strategies as st
 from transformers import FalconConfig, Gemma2Config, GPT2Config, LlamaConfig
 from transformers.models.llama.modeling_llama import repeat_kv as hf_repeat_kv
 
-from latent_instruments.attention import NotAnOddsRatio, allowed_positions, causal_mean, convex_combination, gaussian_log_odds, odds_ratio_pattern, output_error_bound, probability_rounding, repeat_kv, simplex_deviation
+from latent_instruments.attention import (
+    NotAnOddsRatio, allowed_positions, causal_mean, convex_combination, gaussian_log_odds, odds_ratio_pattern,
+    output_error_bound, probability_rounding, repeat_kv, simplex_deviation,
+)
 from latent_instruments.attention_fit import pattern_error_bound, pattern_fit
 from latent_instruments.probes import (layer_probe, majority_rate, probe_correct, shuffled, shuffled_null,
                                        time_pooled)
@@ -344,7 +347,7 @@ def test_s1_4s_check_fails_where_an_earlier_layer_or_another_token_is_closer():
     """S1.4 (version 3, decided on W_U): the final layer's excess closeness must beat every earlier layer's and 0."""
     import numpy as np
 
-    from claims.s1_attention.test_trajectory import _final_gain
+    from claims.s1_attention.trajectory_measures import _final_gain
     from latent_instruments.stats import bootstrap
     from reports.checks import Check
 
@@ -362,7 +365,7 @@ def test_s1_4s_check_fails_where_an_earlier_layer_or_another_token_is_closer():
 def test_s1_4s_control_fails_where_the_untrained_twin_is_as_close_to_the_next_tokens_row():
     import numpy as np
 
-    from claims.s1_attention.test_trajectory import over_twin
+    from claims.s1_attention.trajectory_measures import over_twin
     from latent_instruments.stats import bootstrap
     from reports.checks import Check
 

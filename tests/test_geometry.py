@@ -8,13 +8,15 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from latent_instruments.errors import NonFiniteError
-from latent_instruments.geometry import consecutive_cosines, cross_token_cosine, excess_over_baseline, fit_log_growth, growth_per_layer, mean_norm_by_layer, mismatched_consecutive_cosines, token_norm_ratio
+from latent_instruments.geometry import (
+    consecutive_cosines, cross_token_cosine, excess_over_baseline, fit_log_growth, growth_per_layer,
+    mean_norm_by_layer, mismatched_consecutive_cosines, token_norm_ratio,
+)
 from latent_instruments.analogies import analogy_ranks, crossed_analogies, word_token
 from latent_instruments.stats import bootstrap
 from reports.checks import Check
-from claims.s2_residual.test_residual_stream import (
-    COSINE_FLOOR, RATE_HIGH, RATE_LOW, median_token_growth, min_step_ratio, null_margin,
-)
+from claims.s2_residual.stream_checks import COSINE_FLOOR
+from claims.s2_residual.stream_measures import RATE_HIGH, RATE_LOW, median_token_growth, min_step_ratio, null_margin
 from models.tokenization import CharTokenizer
 
 seeds = st.integers(min_value=0, max_value=2**31 - 1)
@@ -206,7 +208,7 @@ def test_the_s2_1_check_fails_a_stream_that_stops_growing_and_the_control_fails_
 
 
 def test_the_s2_1_rate_is_read_against_table_1_not_decided():
-    from claims.s2_residual.test_residual_stream import rate_reading
+    from claims.s2_residual.stream_measures import rate_reading
     from latent_instruments.stats import Estimate
 
     assert rate_reading(Estimate(1.195, 1.183, 1.206, 0.95, 32)) == "faster than"

@@ -18,7 +18,7 @@ from claims.s0_spectra.residual_spectra import (
 )
 from claims.s0_spectra.residual_spectra import spikes as block_spikes
 from claims.s0_spectra.straightening_checks import S0_BAND_DECADES, SPAN_LOW
-from claims.s0_spectra.test_straightening import learned_straightening, straightening
+from claims.s0_spectra.straightening_measures import learned_straightening, straightening
 from latent_instruments.spectra import LogBins, fit_power_law, power_spectral_density
 from reports.checks import Check
 
@@ -278,7 +278,7 @@ def test_beyond_null_refuses_units_of_different_shapes():
 
 def _tilts(pos: torch.Tensor) -> tuple[str, str]:
     """(claim check, Hann control) statuses of S0.2's tilt for white token states plus ``pos`` (seq, d_model)."""
-    from claims.s0_spectra.test_embeddings import _tilt
+    from claims.s0_spectra.embedding_measures import _tilt
 
     tok = torch.randn(24, 128, 16, generator=torch.Generator().manual_seed(0))
     spectra = {w: np.stack([power_spectral_density(x, window=w)[1].numpy() for x in (tok, tok + pos)], 1)
@@ -304,7 +304,7 @@ def test_s0_2_a_genuine_failure_reads_as_a_finding_not_a_failed_control():
     """Positions with no low-frequency structure (a high-frequency pattern alone): the tilt fails and so does its
     Hann control, which guards the pass only; the record fails on its claim check (a finding)."""
     from claims.s0_spectra.embedding_checks import TiltEstimates, tilt_checks
-    from claims.s0_spectra.test_embeddings import _tilt
+    from claims.s0_spectra.embedding_measures import _tilt
     from reports.checks import ClaimRecord
 
     t = torch.arange(128, dtype=torch.float32)

@@ -11,10 +11,11 @@ import pytest
 import torch
 
 from claims.s3_inversion.bandwidth_checks import BELOW_WIDTH
-from claims.s3_inversion.test_bandwidth import crossing, crossing_fraction
+from claims.s3_inversion.bandwidth_measures import crossing, crossing_fraction
 from claims.s3_inversion.between_tokens_checks import RAREST
-from claims.s3_inversion.test_cosine import MINIMISED, RECOVERS, _ratio
-from claims.s3_inversion.test_vocabulary import _difference
+from claims.s3_inversion.cosine_checks import MINIMISED, RECOVERS
+from claims.s3_inversion.cosine_measures import _ratio
+from claims.s3_inversion.vocabulary_measures import _difference
 from latent_instruments.inversion import DIRECT_TARGET, InversionConfig, invert
 from latent_instruments.decoding import decode_top_k, direct_fit_decode, pseudo_inverse, zero_masked_decode
 from latent_instruments.stats import MIN_BOOTSTRAP_UNITS, bootstrap, proportion
@@ -234,7 +235,7 @@ def test_a_descent_that_does_not_reach_the_output_fails_the_success_control():
 def test_attributions_that_barely_agree_fail_the_claim():
     """Version 1 asked ρ > 0: a weak agreement of 0.2 passed it; ρ > ½ does not."""
     from claims.s3_inversion.attribution_checks import agreement_checks
-    from claims.s3_inversion.test_attribution import agreement_estimates
+    from claims.s3_inversion.attribution_measures import agreement_estimates
     rng = np.random.default_rng(0)
     rho, twin = 0.2 + 0.05 * rng.standard_normal(64), 0.05 * rng.standard_normal(64)
     claim, control = agreement_checks(agreement_estimates(rho, twin, seed=0))
@@ -244,7 +245,7 @@ def test_attributions_that_barely_agree_fail_the_claim():
 def test_a_twin_whose_gradients_agree_as_well_fails_the_control():
     """If the untrained twin's gradients rank the tokens as occlusion does, the agreement is not the model's."""
     from claims.s3_inversion.attribution_checks import agreement_checks
-    from claims.s3_inversion.test_attribution import agreement_estimates
+    from claims.s3_inversion.attribution_measures import agreement_estimates
     rng = np.random.default_rng(0)
     rho = 0.8 + 0.05 * rng.standard_normal(64)
     claim, control = agreement_checks(agreement_estimates(rho, rho - 0.05, seed=0))
@@ -254,7 +255,7 @@ def test_a_twin_whose_gradients_agree_as_well_fails_the_control():
 def test_attributions_that_follow_position_alone_agree_for_any_weights():
     """Gradient×input and occlusion that both rank by recency agree whatever the weights: the twin's do too."""
     from claims.s3_inversion.attribution_checks import agreement_checks
-    from claims.s3_inversion.test_attribution import agreement_estimates, rank_agreement
+    from claims.s3_inversion.attribution_measures import agreement_estimates, rank_agreement
     rng = np.random.default_rng(0)
     recency = np.tile(np.arange(7.0), (32, 1))
     noisy = lambda: recency + 0.5 * rng.standard_normal(recency.shape)  # noqa: E731
@@ -265,7 +266,7 @@ def test_attributions_that_follow_position_alone_agree_for_any_weights():
 
 
 def test_a_constant_attribution_has_no_rank_correlation_and_is_left_out():
-    from claims.s3_inversion.test_attribution import rank_agreement
+    from claims.s3_inversion.attribution_measures import rank_agreement
     a = np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]])
     rho = rank_agreement(a, np.array([[1.0, 2.0, 3.0], [3.0, 1.0, 2.0]]))
     assert rho[0] == pytest.approx(1.0) and np.isnan(rho[1])
@@ -273,7 +274,7 @@ def test_a_constant_attribution_has_no_rank_correlation_and_is_left_out():
 
 def test_the_occluding_token_never_equals_the_token_it_replaces():
     """On prompts of one repeated word-boundary token, the most frequent token would occlude itself (no change)."""
-    from claims.s3_inversion.test_attribution import other_frequent_token
+    from claims.s3_inversion.attribution_measures import other_frequent_token
     ids = torch.tensor([[5] * 21, [5] * 10 + [9] * 11, [5, 9, 2] * 7])
     substitute = other_frequent_token(ids)
     assert not bool((substitute == ids).any())
@@ -337,7 +338,7 @@ def test_the_headline_is_chosen_per_column():
 def test_a_ladder_whose_narrowest_rung_recovers_more_fails_the_gain():
     """(prompts, rungs, settings): the narrow rung recovers 0.8 of the tokens, the wide one 0.4, in either setting."""
     from claims.s3_inversion.scale import Scale
-    from claims.s3_inversion.test_width import width_gain
+    from claims.s3_inversion.width_measures import width_gain
     rng = np.random.default_rng(0)
     units = np.stack([rng.binomial(10, 0.8, (32, 2)) / 10, rng.binomial(10, 0.4, (32, 2)) / 10], 1)
     def gain(u: np.ndarray, scale) -> str:
@@ -351,7 +352,7 @@ def test_a_ladder_whose_narrowest_rung_recovers_more_fails_the_gain():
 
 
 def test_a_wider_rung_that_trained_worse_closes_the_convergence_gate():
-    from claims.s3_inversion.test_width import reordered_rungs
+    from claims.s3_inversion.width_measures import reordered_rungs
     rungs = {1337: ["w96", "w128", "w192"], 1442: ["w96-s", "w192-s"]}
     ordered = {"w96": 1.79, "w128": 1.75, "w192": 1.70, "w96-s": 1.83, "w192-s": 1.77}
     assert reordered_rungs(rungs, ordered) == []
@@ -362,7 +363,7 @@ def test_a_users_ladder_reaching_4096_runs_s3_5s_checks_and_the_zoos_ladders_sto
     """Issue 33: S3.5 decides only on a ladder that reaches S3's widths. A constructed Llama ladder (7B, 13B, 30B:
     4096, 5120, 6656 wide) with two seed sets passes both gates; the tiny zoo's (96-192) stops at the width gate, and
     a 4096 ladder whose widest rung trained worse at the convergence gate."""
-    from claims.s3_inversion.test_width import GAIN_ONSET, ladder_gate
+    from claims.s3_inversion.width_measures import GAIN_ONSET, ladder_gate
 
     widths = {"llama-7b": 4096, "llama-13b": 5120, "llama-30b": 6656, "llama-7b-s2": 4096, "llama-30b-s2": 6656}
     seeds = {0: ["llama-7b", "llama-13b", "llama-30b"], 1: ["llama-7b-s2", "llama-30b-s2"]}
@@ -405,7 +406,7 @@ def test_s3_14s_share_fails_where_the_layers_together_close_the_gap_and_its_floo
     (the concatenation far worse than block 3 alone) fails the floor control (> −½)."""
     from claims.s3_inversion.scale import Scale
     from claims.s3_inversion.layers_checks import HALF
-    from claims.s3_inversion.test_layers import recovered_share
+    from claims.s3_inversion.layers_measures import recovered_share
 
     rng = np.random.default_rng(0)
 
@@ -455,7 +456,7 @@ def test_s3_3s_paired_gap_fails_where_the_trained_model_recovers_more_prompts_th
 
 
 def test_s3_7s_controls_fail_a_descent_that_misses_one_input_and_a_one_token_inversion_that_recovers_few():
-    from claims.s3_inversion.test_cosine import RECOVERS
+    from claims.s3_inversion.cosine_checks import RECOVERS
     from latent_instruments.stats import per_unit
 
     l2 = np.r_[np.ones(23), 0.4]  # the L2 descent leaves one of 24 inputs mostly unrecovered
@@ -495,7 +496,7 @@ def test_s3_14s_gap_of_zero_on_every_prompt_is_undecided_not_a_gate():
 def test_s3_10s_crossing_at_the_first_feature_fails_its_own_check_instead_of_a_gate():
     """Issue 56, item 4: S3.10's k* = 1 gate (not informative) had no quote and no control that could fail; since
     version 8 a crossing at the first feature fails the claim check that the threshold lies inside the output."""
-    from claims.s3_inversion.test_bandwidth import threshold_within
+    from claims.s3_inversion.bandwidth_measures import threshold_within
 
     assert threshold_within(1, 16).status == "failed"
     assert threshold_within(2, 16).status == "passed" and threshold_within(55, 16).status == "passed"

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from claims.s4_ffn.test_outputs import block_readings
+from claims.s4_ffn.ffn_output_measures import block_readings
 from fixtures.pool import Captured
 from latent_instruments.stats import bootstrap
 from models.capture import ActivationCache
@@ -27,7 +27,7 @@ def _s4_3(model: Captured, twin: Captured) -> ClaimRecord:
     """S4.3's checks (``ffn_output_checks``) on the estimates its test measures from a model's and its twin's capture,
     as a record (``failed(role)`` is what the plugin's outcome reads)."""
     from claims.s4_ffn.ffn_output_checks import FfnOutputEstimates, ffn_output_checks
-    from claims.s4_ffn.test_outputs import _cosine, _excess, _norm_ratio, least_above_twin
+    from claims.s4_ffn.ffn_output_measures import _cosine, _excess, _norm_ratio, least_above_twin
 
     units, twin_units = block_readings(model), block_readings(twin)
     blocks = range(units.shape[1])
@@ -117,7 +117,7 @@ def _final_norm_statuses(norm: torch.nn.Module, sequences: int = 16, turn: bool 
     × 8 random vectors through ``norm`` (``turn=False``: the 'turns' only scale); ``replaced`` overrides estimates.
     Returns {check name: status}."""
     from claims.s4_ffn.final_norm_checks import CLOSE, COSINE, SCALE, FinalNormEstimates, final_norm_checks
-    from claims.s4_ffn.test_layernorm import _paired_excess, worst_scale_change
+    from claims.s4_ffn.final_norm_measures import _paired_excess, worst_scale_change
     from latent_instruments.normalization import relative_norm_change, rotate_to_cosine, with_concentrated_gain
     from latent_instruments.stats import Estimate, per_unit
 
@@ -167,7 +167,7 @@ def test_s4_5s_ordering_fails_where_the_output_norm_does_not_follow_the_directio
     """A norm with even gain and no bias gives every direction the same output norm: the difference is 0 to
     rounding, not above it; turning the 'near' vectors further than the 'far' ones fails it decisively."""
     from claims.s4_ffn.final_norm_checks import CLOSE, COSINE, SCALE
-    from claims.s4_ffn.test_layernorm import _paired_excess
+    from claims.s4_ffn.final_norm_measures import _paired_excess
     from latent_instruments.normalization import relative_norm_change, rotate_to_cosine
 
     assert _final_norm_statuses(torch.nn.LayerNorm(96))[FURTHER_APART] != "passed"
@@ -197,7 +197,7 @@ def test_s4_5s_implementation_checks_fail_on_a_module_that_is_not_a_norm_and_on_
 
 def test_all_blocks_worse_than_the_first_fails_the_claim():
     """Held-out prompts where adding blocks makes the approximation worse (as S4's 'And only l')."""
-    from claims.s4_ffn.test_similar_strings import _difference
+    from claims.s4_ffn.similar_strings_measures import _difference
 
     first = np.random.default_rng(0).uniform(0.1, 0.3, 200)
     every = first + np.random.default_rng(1).uniform(0.0, 0.04, 200)
@@ -213,7 +213,7 @@ def test_a_model_with_silent_ffns_fails_the_ffn_dominance():
 
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from claims.s4_ffn.test_feedforward import last_position_distances, s4_2_checks
+    from claims.s4_ffn.feedforward_measures import last_position_distances, s4_2_checks
     from models.adapters import adapter_for
 
     torch.manual_seed(0)
@@ -240,7 +240,7 @@ def _distances(attention: list[float], ffn: list[float], prompts: int = 64) -> n
 def test_s4_2_holds_on_the_sources_own_table_and_its_words_decide():
     """S4's Appendix IV table meets both sentences; a model whose FFN matters more than attention only by 1.3x
     (below S4's weakest 1.67) meets them too, which versions 1-5 failed."""
-    from claims.s4_ffn.test_feedforward import SOURCE_NO_ATTN, SOURCE_NO_FFN, s4_2_checks
+    from claims.s4_ffn.feedforward_measures import SOURCE_NO_ATTN, SOURCE_NO_FFN, s4_2_checks
 
     assert all(c.status == "passed" for c in s4_2_checks(_distances(SOURCE_NO_ATTN, SOURCE_NO_FFN), seed=0))
     modest = _distances([0.10, 0.10, 0.10, 0.10], [0.40, 0.13, 0.13, 0.13])
@@ -248,7 +248,7 @@ def test_s4_2_holds_on_the_sources_own_table_and_its_words_decide():
 
 
 def test_s4_2_fails_where_a_later_block_leads_or_attention_dominates_one_block():
-    from claims.s4_ffn.test_feedforward import s4_2_checks
+    from claims.s4_ffn.feedforward_measures import s4_2_checks
 
     later_leads = s4_2_checks(_distances([0.10, 0.05, 0.05], [0.20, 0.50, 0.10]), seed=0)
     assert [c.status for c in later_leads][-1] == "failed" and "block 1's" in later_leads[-1].name
@@ -264,7 +264,7 @@ def test_s4_2_fails_where_a_later_block_leads_or_attention_dominates_one_block()
 def test_a_ranking_biased_towards_frequent_tokens_passes_the_old_chance_and_fails_the_null():
     """Every FFN output ranks the same few frequent tokens on top, whatever the prompt: the rate is far above the
     analytic chance C(V/2, n)/C(V, n) but no higher than with another prompt's tokens, so the excess is 0."""
-    from claims.s4_ffn.test_token_subspaces import excess_over_null, prompt_shuffled
+    from claims.s4_ffn.token_subspace_measures import excess_over_null, prompt_shuffled
     from claims.s4_ffn.token_subspace_checks import FAR_ABOVE_NULL
     from latent_instruments.token_subspaces import chance_in_top_half, in_top_half
 
@@ -280,7 +280,7 @@ def test_a_ranking_biased_towards_frequent_tokens_passes_the_old_chance_and_fail
 
 
 def test_ffn_outputs_that_track_their_own_tokens_pass_the_null():
-    from claims.s4_ffn.test_token_subspaces import excess_over_null, prompt_shuffled
+    from claims.s4_ffn.token_subspace_measures import excess_over_null, prompt_shuffled
     from claims.s4_ffn.token_subspace_checks import FAR_ABOVE_NULL
     from latent_instruments.token_subspaces import in_top_half
 
@@ -307,7 +307,7 @@ def _norm_readout():
 
 
 def test_an_optimisation_stopped_after_two_steps_fails_the_convergence_control():
-    from claims.s4_ffn.test_token_subspaces import LR, RESTARTS, continued
+    from claims.s4_ffn.token_subspace_measures import LR, RESTARTS, continued
     from claims.s4_ffn.token_subspace_checks import CONVERGED
     from latent_instruments.token_subspaces import learn_token_embeddings
 
@@ -321,7 +321,7 @@ def test_s4_9s_null_fails_vectors_that_share_one_direction_across_tokens():
     """The σ1/σ2 control: groups of learned vectors with their tokens shuffled must stay under 6. Token-specific
     directions do (a shuffled group mixes directions); vectors that all lie along one common direction clear 6
     whatever their token, so the control fails there."""
-    from claims.s4_ffn.test_token_subspaces import ONE_DIRECTION, shuffled_ratios
+    from claims.s4_ffn.token_subspace_measures import ONE_DIRECTION, shuffled_ratios
 
     def control(vectors: torch.Tensor) -> str:
         est = bootstrap(shuffled_ratios(vectors, seed=0).astype(np.float64), lambda u: float(u.min()), seed=0)
@@ -336,7 +336,7 @@ def test_s4_9s_null_fails_vectors_that_share_one_direction_across_tokens():
 
 
 def test_a_converged_optimisation_passes_the_convergence_control():
-    from claims.s4_ffn.test_token_subspaces import LR, RESTARTS, STEPS, continued
+    from claims.s4_ffn.token_subspace_measures import LR, RESTARTS, STEPS, continued
     from claims.s4_ffn.token_subspace_checks import CONVERGED
     from latent_instruments.token_subspaces import learn_token_embeddings
 
@@ -350,7 +350,7 @@ def test_a_converged_optimisation_passes_the_convergence_control():
 
 
 def test_a_prediction_farther_than_the_siblings_fails_the_floor_check():
-    from claims.s4_ffn.test_ffn_path import _difference
+    from claims.s4_ffn.ffn_path_measures import _difference
 
     rng = np.random.default_rng(0)
     floor = rng.uniform(0.05, 0.15, 64)
@@ -361,7 +361,7 @@ def test_a_prediction_farther_than_the_siblings_fails_the_floor_check():
 
 def test_vectors_sharing_a_mean_fail_the_twin_guard_and_isotropic_ones_pass():
     """S4.9's twin control: an uncentred SVD gives vectors that share a mean a large σ1 whatever trained them."""
-    from claims.s4_ffn.test_token_subspaces import ONE_DIRECTION
+    from claims.s4_ffn.token_subspace_measures import ONE_DIRECTION
     from latent_instruments.stats import per_unit
     from latent_instruments.token_subspaces import singular_values
 
@@ -377,7 +377,7 @@ def test_vectors_sharing_a_mean_fail_the_twin_guard_and_isotropic_ones_pass():
 
 def test_s4_2s_control_fails_an_attention_ablation_that_changed_nothing():
     from claims.s4_ffn.feedforward_checks import DEAD_ABLATION
-    from claims.s4_ffn.test_feedforward import weakest_attention_ablation
+    from claims.s4_ffn.feedforward_measures import weakest_attention_ablation
 
     def control(dead_block: int | None) -> str:
         h = _distances([0.10, 0.05, 0.08], [0.5, 0.5, 0.5])
@@ -397,7 +397,7 @@ def test_s4_8s_control_fails_a_gain_that_another_prompts_approximation_shows_as_
     """units (P, 4): H(first), H(all) on the prompt's own approximations, then on the next prompt's. All blocks
     pulling every approximation towards the text's common tokens lowers H for any pairing: the check passes, the
     control fails; a gain the prompt's own similar strings give passes both."""
-    from claims.s4_ffn.test_similar_strings import gain_over_shuffled
+    from claims.s4_ffn.similar_strings_measures import gain_over_shuffled
 
     rng = np.random.default_rng(0)
 
@@ -417,7 +417,7 @@ def test_s4_8_a_genuine_failure_reads_as_a_finding_not_a_failed_control():
     """All blocks worse than the first (H rises), on the prompt's own approximations as on another's: the gain
     fails and so does the control, which guards the pass only; the record fails on its claim check (a finding)."""
     from claims.s4_ffn.similar_strings_checks import GainEstimates, gain_checks
-    from claims.s4_ffn.test_similar_strings import _difference, gain_over_shuffled
+    from claims.s4_ffn.similar_strings_measures import _difference, gain_over_shuffled
     from reports.checks import ClaimRecord
 
     rng = np.random.default_rng(0)
@@ -447,7 +447,7 @@ def test_s4_9s_fraction_is_a_census_of_a_whole_vocabulary_and_exact_over_drawn_t
     """S4.9's "the first direction predicts" (version 4): over every token of the vocabulary the fraction is a
     census (deterministic); over 32 drawn tokens its exact interval cannot clear 0.99 (32 of 32: [0.89, 1]), and one
     token in 84 that is not predicted fails the census."""
-    from claims.s4_ffn.test_token_subspaces import _fraction_of_tokens
+    from claims.s4_ffn.token_subspace_measures import _fraction_of_tokens
     from claims.s4_ffn.token_subspace_checks import EVERY_TOKEN
 
     def status(predicts, vocab):
@@ -466,7 +466,7 @@ def test_s4_4s_excess_control_fails_where_every_final_state_points_one_way_and_p
     0.88 to another prompt's: the cosine check would pass, the excess (≈ 0.17) fails; a state whose own cosine (0.92)
     is far above the shared 0.3 passes."""
     from claims.s4_ffn.ffn_path_checks import EXCESS_FLOOR
-    from claims.s4_ffn.test_ffn_path import _excess
+    from claims.s4_ffn.ffn_path_measures import _excess
 
     rng = np.random.default_rng(0)
 
@@ -497,7 +497,7 @@ def test_s4_6s_reading_against_s4s_own_floor_fails_an_approximation_far_above_it
     """S4.6's reading (issue 56): in-sample H minus S4's floor (0.106) under S4's floor SD (0.082). An approximation
     at H ≈ 0.30 fails it; one at S4's own 0.1677 passes, as S4's sentence says of its model."""
     from claims.s4_ffn.similar_strings_checks import SOURCE_FLOOR, SOURCE_FLOOR_SD
-    from claims.s4_ffn.test_similar_strings import _mean
+    from claims.s4_ffn.similar_strings_measures import _mean
 
     floor, sd = float(np.mean(SOURCE_FLOOR)), float(np.mean(SOURCE_FLOOR_SD))
     rng = np.random.default_rng(0)
@@ -508,7 +508,7 @@ def test_s4_6s_reading_against_s4s_own_floor_fails_an_approximation_far_above_it
 
 
 def test_s4_10s_numbers_beside_s4s_name_the_catalogues_quantities_on_six_blocks_only():
-    from claims.s4_ffn.test_token_subspaces import beside_s4
+    from claims.s4_ffn.token_subspace_measures import beside_s4
     from fixtures.recording import source_beside
 
     six = source_beside("S4.10", beside_s4([0.5, 0.52, 0.57, 0.58, 0.68, 0.82], 0.21))

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from claims.s3_inversion.test_vocabulary import _difference
+from claims.s3_inversion.vocabulary_measures import _difference
 from latent_instruments.stats import bootstrap
 from reports.checks import Check
 

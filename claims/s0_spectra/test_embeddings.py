@@ -9,6 +9,7 @@ import pytest
 
 from claims.s0_spectra.conftest import SPECTRA_NEEDS, mean_fit
 from claims.s0_spectra.embedding_checks import FlatEstimates, TiltEstimates, flat_checks, tilt_checks
+from claims.s0_spectra.embedding_measures import _tilt
 
 
 @pytest.mark.claim("S0.1", version=2, sample="prompts")  # 2: more prompts while inconclusive (fixtures.rounds)
@@ -36,12 +37,6 @@ def test_token_embeddings_have_a_flat_spectrum(model_name, spectra, claim):
               "panels": {f"{model_name}: token embeddings": {"embed": embed.mean(0).tolist(),
                                                              "shuffled positions": spectra.shuffled_embed.mean(0).tolist()}}},
     )
-
-
-def _tilt(bins, pos: np.ndarray, tok: np.ndarray) -> float:
-    """Low-band gain minus high-band gain, in decades, of tok+pos over tok; pos, tok (batch, n_freq)."""
-    p, t = pos.mean(axis=0), tok.mean(axis=0)
-    return float(np.log10(p[bins.low].mean() / t[bins.low].mean()) - np.log10(p[bins.high].mean() / t[bins.high].mean()))
 
 
 @pytest.mark.claim("S0.2", version=4, sample="prompts")  # 4: the Hann control guards the pass (3: it, 2: more prompts)

@@ -19,17 +19,7 @@ from claims.s0_spectra.straightening_checks import (
     S0_BAND_DECADES, LearnedEstimates, SpanEstimates, StraighteningEstimates, learned_checks, span_checks,
     straightening_checks,
 )
-
-
-def _deviation_by_layer(bins, units: np.ndarray) -> np.ndarray:
-    """RMS scatter about the power law, decades, per layer of the mean spectrum; units (batch, n_layers, n_freq)."""
-    return mean_fit(bins, units).deviation
-
-
-def straightening(bins, units: np.ndarray, start: int) -> float:
-    """Scatter at the last block minus at the start layer, decades (negative: straighter after the blocks)."""
-    deviation = _deviation_by_layer(bins, units)
-    return float(deviation[-1] - deviation[start])
+from claims.s0_spectra.straightening_measures import _deviation_by_layer, learned_straightening, straightening
 
 
 def _trend(bins, units: np.ndarray, start: int) -> float:
@@ -109,11 +99,6 @@ def test_final_power_law_spans_about_one_decade(model_name, spectra, claim):
               "xlabel": "layer (0 = " + labels[0] + ")", "ylabel": "log-log slope",
               "series": {"exponent": series(by_layer), "S0: −1/3 (1 decade over 3.0)": {"value": [-1 / S0_BAND_DECADES] * len(labels)}}},
     )
-
-
-def learned_straightening(bins, units: np.ndarray, start: int) -> float:
-    """Straightening of the trained model minus its twin's, decades; units (batch, 2, n_layers, n_freq)."""
-    return straightening(bins, units[:, 0], start) - straightening(bins, units[:, 1], start)
 
 
 @pytest.mark.claim("S0.5", version=3, sample="prompts")  # 3: without the position bump, from block 1; control

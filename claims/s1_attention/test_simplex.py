@@ -17,7 +17,10 @@ import pytest
 import torch
 
 from claims.s1_attention.conftest import ALL_ROLES, attention_modules
-from latent_instruments.attention import NotAnOddsRatio, ScoreForm, causal_mean, convex_combination, output_error_bound, probability_rounding, simplex_deviation
+from latent_instruments.attention import (
+    NotAnOddsRatio, ScoreForm, causal_mean, convex_combination, output_error_bound, probability_rounding,
+    simplex_deviation,
+)
 from latent_instruments.attention_fit import pattern_fit
 from latent_instruments.stats import per_unit
 from models.attention_forms import module_inputs, output_projection, score_form

@@ -28,6 +28,7 @@ import torch
 from claims.s1_attention.conftest import per_layer
 from claims.s1_attention.trajectory_checks import TrajectoryEstimates, trajectory_checks
 from reports.plots import series
+from claims.s1_attention.trajectory_measures import _final_gain, over_twin
 
 
 NEEDS = ("hook_embed", "blocks.*.hook_resid_post")
@@ -94,18 +95,6 @@ def excess_closeness(states: list[torch.Tensor], rows: torch.Tensor, ids: torch.
 def _mean(units: np.ndarray) -> float:
     """The mean over prompts (one layer's excess closeness)."""
     return float(units.mean())
-
-
-def _final_gain(units: np.ndarray) -> float:
-    """Final layer's mean excess closeness minus the larger of every earlier layer's and 0 (other tokens')."""
-    mean = units.mean(axis=0)
-    return float(mean[-1] - max(mean[:-1].max(), 0.0))
-
-
-def over_twin(paired: np.ndarray) -> float:
-    """Control statistic: the model's mean final-layer excess closeness minus its untrained twin's, paired per prompt
-    (paired (prompts, 2): model, twin)."""
-    return float(paired[:, 0].mean() - paired[:, 1].mean())
 
 
 def _readings(subject, captured, seed: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:

@@ -24,24 +24,23 @@ import pytest
 import torch
 from scipy import stats
 
-from latent_instruments.geometry import consecutive_cosines, cross_token_cosine, fit_log_growth, growth_per_layer, mean_norm_by_layer, mismatched_consecutive_cosines, token_norm_ratio
+from latent_instruments.geometry import (
+    consecutive_cosines, cross_token_cosine, fit_log_growth, growth_per_layer, mean_norm_by_layer,
+    mismatched_consecutive_cosines, token_norm_ratio,
+)
 from reports.plots import series
 from claims.s2_residual.stream_checks import (
     COSINE_FLOOR, DirectionEstimates, GrowthEstimates, direction_checks, growth_checks,
+)
+from claims.s2_residual.stream_measures import (
+    RATE_HIGH, RATE_LOW, SOURCE_LAYERS, SOURCE_RATIO, _mean, median_token_growth, min_step_ratio, null_margin,
+    rate_reading,
 )
 
 
 RESIDUAL_NEEDS = ("blocks.0.hook_resid_pre", "blocks.*.hook_resid_post")
 
-# S2 Table 1 (Mistral-7B instruct, 32 layers): the norm "grows exponentially by nearly 90x", a constant rate of
-# 90^(1/32) = 1.151× per layer. The claim S2 states is that it "keeps growing" (the check); the rate is a magnitude
-# of a 32-layer 7B model, a scaled reading beside it: within "about" it (a factor of two either way in the whole
-# ratio, 45× .. 180× over 32 layers: [45^(1/32), 180^(1/32)] = [1.126, 1.176]× per layer) or not, never a bound
-# (version 4; versions 1-3 failed four models that grow at every step on that two-sided band alone).
-SOURCE_RATIO, SOURCE_LAYERS = 90.0, 32
 SOURCE_FACTOR = SOURCE_RATIO ** (1 / SOURCE_LAYERS)
-RATE_LOW, RATE_HIGH = (SOURCE_RATIO / 2) ** (1 / SOURCE_LAYERS), (SOURCE_RATIO * 2) ** (1 / SOURCE_LAYERS)
-
 
 
 def residual_stream(captured) -> tuple[list[str], list[torch.Tensor]]:
@@ -56,36 +55,12 @@ def residual_stream(captured) -> tuple[list[str], list[torch.Tensor]]:
     return labels, layers
 
 
-def _mean(u: np.ndarray) -> np.ndarray:
-    return u.mean(axis=0)
-
-
-def min_step_ratio(norms: np.ndarray) -> float:
-    """Smallest ratio of mean norm, layer l + 1 over layer l; norms (batch, n_layers) → a ratio."""
-    m = _mean(norms)
-    return float((m[1:] / m[:-1]).min())
-
-
 def block_rate(norms: np.ndarray) -> float:
     """Growth factor per block of the mean norm from block 1's output to the last block's, × per block.
 
     norms: (batch, L + 1), column 0 block 1's input (left out: see S2.1's procedure), L ≥ 2.
     """
     return float(growth_per_layer(torch.from_numpy(_mean(norms)[1:])))
-
-
-def rate_reading(rate) -> str:
-    """Where a per-block growth rate's interval lies against "about" Table 1's (a reading beside S2.1's check)."""
-    if rate.low > RATE_HIGH:
-        return "faster than"
-    if rate.high < RATE_LOW:
-        return "slower than"
-    return "within" if RATE_LOW < rate.low and rate.high < RATE_HIGH else "overlapping"
-
-
-def median_token_growth(ratios: np.ndarray) -> float:
-    """Median over every (prompt, position) of the token's norm ratio, last block over block 1; ratios (batch, seq)."""
-    return float(np.median(ratios))
 
 
 # 4: growth at every step decides, the rate is a reading; 3: the rate per block, about Table 1's; a control
@@ -166,14 +141,6 @@ def test_hidden_state_norm_grows_with_depth(model_name, activations, twin_activa
             },
         },
     )
-
-
-def null_margin(units: np.ndarray, n_blocks: int) -> np.ndarray:
-    """Per transition l → l + 1: consecutive cosine minus the mismatched-token cosine of the same two layers.
-
-    units: (batch, 2 L), the L consecutive cosines then the L mismatched-token cosines, per prompt → (L,).
-    """
-    return _mean(units[:, :n_blocks]) - _mean(units[:, n_blocks:])
 
 
 @pytest.mark.claim("S2.2", version=3, sample="prompts")  # 3: the control's null is the mismatched-token pairing

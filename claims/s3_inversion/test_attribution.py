@@ -28,11 +28,10 @@ import numpy as np
 import pytest
 import torch
 from captum.attr import FeatureAblation, InputXGradient
-from scipy.stats import spearmanr
 
-from claims.s3_inversion.attribution_checks import AgreementEstimates, agreement_checks
+from claims.s3_inversion.attribution_checks import agreement_checks
 from models.forwards import frozen
-from latent_instruments.stats import bootstrap
+from claims.s3_inversion.attribution_measures import agreement_estimates, other_frequent_token, rank_agreement
 
 
 SOURCE_PROMPT = "The wipers on the bus go swish swish"  # S3.8's example
@@ -89,35 +88,9 @@ def occlusion(model, ids: torch.Tensor, substitutes: torch.Tensor) -> np.ndarray
     return occluded[..., 0].detach().cpu().double().numpy()  # each position's value repeats over features
 
 
-def other_frequent_token(ids: torch.Tensor) -> torch.Tensor:
-    """Per position, the batch's most frequent token, or its second most frequent where the position holds the
-    first: a substitute that always differs from the token it replaces, (batch, T) of (batch, T) ids.
-
-    Raises:
-        ValueError: if the batch holds one distinct token (nothing else can occlude it).
-    """
-    values, counts = torch.unique(ids, return_counts=True)
-    order = values[counts.argsort(descending=True, stable=True)]
-    if order.numel() < 2:
-        raise ValueError("the prompts hold one distinct token: no other token can occlude it")
-    return torch.where(ids == order[0], order[1], order[0])
-
-
-def rank_agreement(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Spearman ρ over positions per prompt of two (batch, T) attributions; NaN where either is constant."""
-    return np.array([np.nan if np.ptp(x) == 0 or np.ptp(y) == 0 else spearmanr(x, y).statistic
-                     for x, y in zip(a, b)])
-
-
 def _constant(attribution: np.ndarray) -> int:
     """How many prompts of a (batch, T) attribution give every position the same value."""
     return int((np.ptp(attribution, axis=1) == 0).sum())
-
-
-def agreement_estimates(rho: np.ndarray, twin_rho: np.ndarray, seed: int) -> AgreementEstimates:
-    """S3.8's estimates from per-prompt ρ of defined prompts, (prompts,) each: the means, bootstrapped."""
-    return AgreementEstimates(bootstrap(rho, lambda u: float(u.mean()), seed=seed),
-                              bootstrap(twin_rho, lambda u: float(u.mean()), seed=seed))
 
 
 @pytest.mark.claim("S3.8", version=3)  # 3: 24 CPU prompts; 2: agreement ρ > ½ decides; the twin's gradients as control

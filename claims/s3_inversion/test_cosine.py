@@ -55,6 +55,7 @@ from latent_instruments.stats import bootstrap, per_unit
 from models.forwards import frozen, side_by_side
 from reports.plots import series
 from reports.checks import FAILED
+from claims.s3_inversion.cosine_measures import _ratio
 
 
 LONG_PROMPT = "Boba Fett was a legendary bounty hunter in the outer rim"  # S3.7's prompt that succeeds
@@ -225,11 +226,6 @@ def test_layer_norm_impedes_cosine_minimisation(model_name, subject, inversions,
 def test_reference_layer_norm_impedes_cosine_minimisation(model_name, subject, inversions, pool, claim, settings):
     """S3.13 on the random-init references (S3's model is an untrained Llama)."""
     check_layer_norm(model_name, subject, inversions, pool, claim, settings)
-
-
-def _ratio(units: np.ndarray, reached: int, start: int) -> float:
-    """Mean cosine distance reached over the mean at the start: columns of (prompts, …) units."""
-    return float(units[:, reached].mean() / units[:, start].mean())
 
 
 def check_layer_norm(model_name, subject, inversions, pool, claim, settings) -> None:

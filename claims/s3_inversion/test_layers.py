@@ -46,22 +46,7 @@ from claims.s3_inversion.inversions import DESCENT_SETTINGS, first_prompt
 from claims.s3_inversion.layers_checks import LAYERS, LayersEstimates, gap_check, layers_checks
 from reports.plots import series
 from reports.checks import FAILED, INCONCLUSIVE
-
-
-
-
-def recovered_share(units: np.ndarray, scale, chosen: np.ndarray) -> float:
-    """Statistic: the share of block 1's advantage over block 3 that blocks 1-3 together recover, each target its
-    headline setting (``scale.headline``); 0 where there is no advantage in the sample.
-
-    Args:
-        units: token accuracy per prompt, (prompts, 3 targets: block 1, block 3, together, settings), the reported
-            prompts (``Scale.reported``).
-        chosen: (3,) each target's headline setting, ``Scale.chosen`` of the whole units.
-    """
-    best = scale.headline(units, chosen)
-    gap = best[0] - best[1]
-    return float((best[2] - best[1]) / gap) if gap > 0 else 0.0
+from claims.s3_inversion.layers_measures import recovered_share
 
 
 # not sample="prompts": the share is a ratio whose denominator, block 1's advantage over block 3, is within noise

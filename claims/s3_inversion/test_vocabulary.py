@@ -30,16 +30,11 @@ from claims.s3_inversion.inversions import DESCENT_SETTINGS, SOURCE_PROMPT, firs
 from claims.s3_inversion.vocabulary_checks import VocabularyEstimates, vocabulary_checks
 from reports.plots import series
 from reports.checks import INCONCLUSIVE
+from claims.s3_inversion.vocabulary_measures import _difference
 
 
 SATURATED = 0.99  # full-vocabulary accuracy from which a restriction has nothing left to improve
 DECODINGS = ("whole vocabulary", "prompt + distractors", "prompt only")
-
-
-def _difference(a: int, b: int, tokens: int):
-    """Statistic of units (prompts, decodings) holding counts of tokens right per prompt: the accuracy of decoding
-    ``a`` minus that of ``b``, from integer counts (exact: equal accuracies give 0, not a float32 rounding)."""
-    return lambda u: float(u[:, a].sum() - u[:, b].sum()) / (len(u) * tokens)
 
 
 # 8: a decided gain's convergence control (block 1's descent continued to 5N: a gain rests on the whole vocabulary's

@@ -31,9 +31,9 @@ from claims.s4_ffn.conftest import FIRST_POSITION, mean_cosine, mean_norm_ratio
 from claims.s4_ffn.ffn_path_checks import NEARLY_SAME_WAY, FfnPathEstimates, ffn_path_checks
 from latent_instruments.distances import hellinger_distance
 from latent_instruments.errors import require_finite
-from latent_instruments.geometry import excess_over_baseline
 from latent_instruments.stats import per_unit
 from reports.plots import series
+from claims.s4_ffn.ffn_path_measures import _difference, _excess
 
 
 NEEDS = ("blocks.0.hook_resid_pre", "blocks.*.hook_attn_out", "blocks.*.hook_mlp_out", "blocks.*.hook_resid_post",
@@ -139,17 +139,6 @@ def path_readings(subject, captured, contrasts: bool = True) -> dict[str, np.nda
 
 def _mean(u: np.ndarray) -> float:
     return float(u.mean())
-
-
-def _difference(u: np.ndarray) -> float:
-    """Mean of column 0 minus mean of column 1; units (batch, 2) paired per prompt."""
-    return float(u[:, 0].mean() - u[:, 1].mean())
-
-
-def _excess(units: np.ndarray) -> float:
-    """(c − b) / (1 − b) of the mean same-token cosine c and cross-token cosine b; units (batch, 2) = [c, b]."""
-    c, b = units.mean(axis=0)
-    return float(excess_over_baseline(torch.tensor(c), torch.tensor(b)))
 
 
 # 7: the seed-sibling floor a reading (S4 speaks of the norm); 6: excess floor in S4's words; 5: readout control per prompt

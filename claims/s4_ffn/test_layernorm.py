@@ -15,7 +15,6 @@ import copy
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings as hypothesis_settings, strategies as st
 
 from latent_instruments.normalization import (
     gain_unevenness, relative_norm_change, rotate_to_cosine, with_concentrated_gain, with_even_gain, without_bias,
@@ -23,6 +22,7 @@ from latent_instruments.normalization import (
 from claims.s4_ffn.final_norm_checks import (CLOSE, COSINE, SCALE, SOURCE_TURNED_CHANGE, FinalNormEstimates,
                                              final_norm_checks)
 from latent_instruments.stats import Estimate, per_unit
+from claims.s4_ffn.final_norm_measures import _paired_excess, worst_scale_change
 
 
 N_VECTORS = 256  # S4 uses 1000 prompts' last positions; we sample positions of the held-out batch, evenly per prompt
@@ -63,39 +63,12 @@ def _median(u: np.ndarray) -> float:
     return float(np.median(u))
 
 
-def _paired_excess(u: np.ndarray) -> float:
-    """Mean over prompts and vectors of the first change minus the second; units (batch, k, 2)."""
-    return float((u[..., 0] - u[..., 1]).mean())
-
-
 def _under(u: np.ndarray) -> float:
     return float((u < UNDER).mean())
 
 
 def _row(e: Estimate) -> dict:
     return {"value": e.value, "low": e.low, "high": e.high}
-
-
-PROPERTY_EXAMPLES = 60  # hypothesis examples: (row of the sampled final-block outputs, scale in [0.5, 1000])
-
-
-def worst_scale_change(norm: torch.nn.Module, x: torch.Tensor) -> tuple[float, int]:
-    """The largest relative output-norm change hypothesis finds over rows of x (vectors, d_model) and scales in
-    [0.5, 1000] (derandomised: the same examples every run), and the number of examples tried."""
-    seen: list[float] = []
-
-    @hypothesis_settings(max_examples=PROPERTY_EXAMPLES, derandomize=True, database=None, deadline=None)
-    @given(row=st.integers(0, x.shape[0] - 1), scale=st.floats(0.5, 1000.0))
-    def keeps_norm(row, scale):
-        vector = x[row : row + 1]
-        seen.append(relative_norm_change(norm, vector, vector * scale).item())
-        assert seen[-1] < 1e-3
-
-    try:
-        keeps_norm()
-    except AssertionError:
-        pass  # hypothesis shrank a counterexample; its change is in `seen`
-    return max(seen), len(seen)
 
 
 # 8: 'a little' decided, under 10 × S4's 0.41 % (source's numbers); 7: S4's ordering decided, 'a little' a reading

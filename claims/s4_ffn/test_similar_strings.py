@@ -16,19 +16,11 @@ from claims.s4_ffn.similar_strings_checks import (
     approximation_checks, gain_checks, sibling_checks,
 )
 from reports.plots import series
+from claims.s4_ffn.similar_strings_measures import _difference, _mean, gain_over_shuffled
 
 
 SOURCE_TOP1 = 0.806  # S4's repository (widening_similar_space): argmax agreement on the same 20,000 prompts
 HISTOGRAM_BINS = np.linspace(0, 1, 11)
-
-
-def _mean(u: np.ndarray) -> float:
-    return float(u.mean())
-
-
-def _difference(u: np.ndarray) -> float:
-    """Mean of column 0 minus mean of column 1; units (P, 2) paired per prompt."""
-    return float(u[:, 0].mean() - u[:, 1].mean())
 
 
 def _floor(a: Approximation, variant: str) -> np.ndarray:
@@ -163,13 +155,6 @@ def test_seed_siblings_differ_little(model_name, approximation, claim):
         beside_source={f"mean H(model, seed sibling {i + 1})": rows[name]["mean H"]
                        for i, name in enumerate(a.siblings[:len(SOURCE_FLOOR)])},
     )
-
-
-def gain_over_shuffled(u: np.ndarray) -> float:
-    """S4.8's control: the all-blocks gain over the first block, on each prompt's own approximations minus on another
-    prompt's, in Hellinger distance. units (P, 4) per prompt: H(first), H(all) on its own approximations, then the
-    same with the approximations of the previous prompt (prompt-shuffled)."""
-    return float((u[:, 0] - u[:, 1]).mean() - (u[:, 2] - u[:, 3]).mean())
 
 
 @pytest.mark.claim("S4.8", version=4)  # 4: the control guards the pass (3: it is the prompt's own gain; 2: held-out)

@@ -17,20 +17,19 @@ from claims.s4_ffn.token_subspace_checks import (
 from fixtures.memory import large_blocks_reused
 from latent_instruments.similar_strings import mass_tokens
 from models.forwards import logits_from_block_input_fn
-from latent_instruments.stats import Estimate, per_unit, proportion
+from latent_instruments.stats import per_unit
 from latent_instruments.token_subspaces import (chance_in_top_half, first_directions, in_top_half,
                                                 learn_token_embeddings, singular_values, subspace_scores)
 from reports.plots import series
+from claims.s4_ffn.token_subspace_measures import (
+    CONTINUED_TOKENS, LR, ONE_DIRECTION, RESTARTS, STEPS, _fraction_of_tokens, beside_s4, continued,
+    excess_over_null, prompt_shuffled, shuffled_ratios,
+)
 
 
-RESTARTS = 100  # S4: 100 embeddings per token
 ALL_TOKENS_UP_TO = 128  # a vocabulary up to this size: every token (S4: all 65)
 DRAWN_TOKENS = 32  # a larger one: this many, a seeded draw (the readout's cost grows with tokens × R × vocabulary)
-STEPS, LR = 300, 0.2  # Adam; S4's AdamW at 3e-4 took 14,000-50,000 steps. On tiny-w96 and tiny-bpe-w96 every token's
-# mean p is where 1,000 steps at lr 0.2 and 6,000 at lr 0.05 leave it (to 1e-4): the readout's plateau
-ONE_DIRECTION = 6.0  # S4 Appendix V: 'the first singular value is much larger (over 6x) than the next' (token 'a')
 SCALES = (0.1, 10.0, 100.0)  # positive scales along the direction (S4: 'any vector along its span')
-CONTINUED_TOKENS = 8  # the least predicted tokens, whose mean p decides the "≈ 1" check, are continued
 MASS = 0.9  # S4.10: the tokens carrying 90 % of the approximation's mass
 
 
@@ -72,53 +71,6 @@ def _subspace_facts(learned, readout, device) -> dict[str, np.ndarray]:
 
 def _fraction(u: np.ndarray) -> float:
     return float(u.mean())
-
-
-def _fraction_of_tokens(predicts: np.ndarray, vocab: int) -> Estimate:
-    """The fraction of measured tokens that succeed: a census (deterministic given the restarts) where every token
-    of the vocabulary was measured, else the exact binomial interval over the drawn tokens.
-
-    Args:
-        predicts: (tokens,) 0/1 per measured token.
-        vocab: the vocabulary's size.
-    """
-    units = np.asarray(predicts, dtype=np.float64)
-    if len(units) < vocab:
-        return proportion(units)
-    value = float(units.mean())
-    return Estimate(value, value, value, 1.0, len(units),
-                    method=f"deterministic: a census of all {vocab} tokens of the vocabulary")
-
-
-def shuffled_ratios(vectors: torch.Tensor, seed: int) -> np.ndarray:
-    """S4.9's null: σ1/σ2 (uncentred) of groups of learned vectors whose tokens were shuffled.
-
-    Args:
-        vectors: (T, R, d_model) learned vectors, R per token.
-        seed: seeds the shuffle.
-    Returns:
-        (T,) the ratio of each group of R vectors drawn, without replacement, from all tokens' vectors: optimised
-        vectors, but not for one token.
-    """
-    n_tokens, restarts, d_model = vectors.shape
-    order = torch.randperm(n_tokens * restarts, generator=torch.Generator().manual_seed(seed))
-    s = singular_values(vectors.reshape(-1, d_model)[order].reshape(n_tokens, restarts, d_model))
-    return (s[:, 0] / s[:, 1]).numpy()
-
-
-def continued(learned, readout, device, seed: int) -> dict[str, np.ndarray]:
-    """S4.9's convergence control: the ``CONTINUED_TOKENS`` least predicted tokens' vectors optimised for ``STEPS``
-    more steps from where they ended. Returns per continued token (by rank): "token", mean p "before" and "after",
-    and "argmax", the fraction of its vectors for which the readout's argmax is the token (after)."""
-    worst = torch.as_tensor(np.argsort(learned.probability.mean(dim=1).numpy())[:CONTINUED_TOKENS])
-    with large_blocks_reused():
-        more = learn_token_embeddings(readout, learned.tokens[worst], learned.vectors.shape[-1], RESTARTS, STEPS, LR,
-                                      seed, device, start=learned.vectors[worst])
-    with torch.no_grad():
-        top = readout(more.vectors.flatten(0, 1).to(device)).argmax(-1).cpu().view(len(worst), RESTARTS)
-    return {"token": learned.tokens[worst].numpy(), "before": learned.probability[worst].mean(dim=1).numpy(),
-            "after": more.probability.mean(dim=1).numpy(),
-            "argmax": (top == learned.tokens[worst][:, None]).double().mean(dim=1).numpy()}
 
 
 @pytest.mark.claim("S4.9", version=5)  # 5: σ1/σ2 > 6 a reading (S4 shows it for 'a'); 4: extremes token by token
@@ -191,38 +143,6 @@ def test_token_embeddings_lie_along_one_direction(model_name, subject, pool, cla
               "series": {"trained": {"value": [float(np.median(f["ratio"])), float(np.median(f["centred"]))]},
                          "untrained twin": {"value": [float(np.median(t["ratio"])), float(np.median(t["centred"]))]}}},
     )
-
-
-def prompt_shuffled(token_sets: list[torch.Tensor]) -> list[torch.Tensor]:
-    """S4.10's null pairing: each prompt's token set moved to the next prompt (the last to the first), so a block's
-    FFN output is ranked against another prompt's predicted tokens. Raises ValueError for fewer than 2 prompts."""
-    if len(token_sets) < 2:
-        raise ValueError("the prompt-shuffled null needs at least 2 prompts")
-    return token_sets[-1:] + token_sets[:-1]
-
-
-def excess_over_null(units: np.ndarray) -> float:
-    """(rate − null) / (1 − null) from units (P, 2) of [satisfied, satisfied under the null] per prompt; 0 where the
-    null is already 1 (nothing to exceed)."""
-    rate, null = units[:, 0].mean(), units[:, 1].mean()
-    return float((rate - null) / (1 - null)) if null < 1 else 0.0
-
-
-def beside_s4(satisfied: list[float], last_chance: float) -> dict[str, float]:
-    """S4.10's numbers to set beside S4's Aggregate Performance, where the model has S4's six blocks (else none):
-    per block the fraction of prompts satisfied (blocks 1-5 against the final-layer subspaces, block 6 its own), and
-    block 6's chance.
-
-    Args:
-        satisfied: (n_blocks,) fraction of prompts satisfied per block, first block first.
-        last_chance: the last block's chance fraction.
-    """
-    if len(satisfied) != len(SOURCE_SATISFIED):
-        return {}
-    last = len(satisfied)
-    return {(f"block {b}: final-layer subspaces" if b < last else
-             f"block {b}: prompts whose FFN output points to the predicted tokens' subspaces"): value
-            for b, value in enumerate(satisfied, 1)} | {f"block {last}: chance": last_chance}
 
 
 @pytest.mark.claim("S4.10", version=2)  # 2: excess over a prompt-shuffled null (version 1: ratio to analytic chance)

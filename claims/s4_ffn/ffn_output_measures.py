@@ -1,0 +1,58 @@
+"""S4.3's measurements: per block the attention and FFN outputs' norms and cosines, and their statistics.
+test_outputs.py measures with these; ffn_output_checks.py decides.
+"""
+
+import numpy as np
+import torch
+
+from claims.s4_ffn.conftest import mean_cosine, mean_norm
+
+
+def block_readings(captured) -> np.ndarray:
+    """Per-prompt readings of every block's attention and FFN outputs (S4.3).
+
+    Args:
+        captured: a capture with ``blocks.*.hook_attn_out`` and ``blocks.*.hook_mlp_out``, each (batch, seq, d_model).
+    Returns:
+        (batch, n_blocks, 4) float64, means over positions from ``FIRST_POSITION``: [..., 0] attention output
+        norm, [..., 1] FFN output norm (activation units), [..., 2] cos(attn_out, mlp_out) of the same token,
+        [..., 3] the cross-token baseline, cos with the FFN output of the next prompt's token at the same position.
+    Raises:
+        ValueError: for fewer than 2 prompts (the baseline needs another prompt).
+        NonFiniteError: if an output holds NaN or inf.
+    """
+    cache = captured.cache
+    if captured.input_ids.shape[0] < 2:
+        raise ValueError("S4.3's cross-token baseline needs at least 2 prompts")
+    rows = []
+    for i in range(cache.n_blocks):
+        attn, mlp = cache[f"blocks.{i}.hook_attn_out"], cache[f"blocks.{i}.hook_mlp_out"]
+        rows.append(torch.stack([
+            mean_norm(attn, f"block {i + 1} attention output"), mean_norm(mlp, f"block {i + 1} FFN output"),
+            mean_cosine(attn, mlp), mean_cosine(attn, mlp, shift=1),
+        ], dim=1))
+    return torch.stack(rows, dim=1).numpy()
+
+
+def _norm_ratio(block: int):
+    """Statistic: mean FFN output norm / mean attention output norm of one block (ratio of means over prompts)."""
+    return lambda u: float(u[:, block, 1].mean() / u[:, block, 0].mean())
+
+
+def _cosine(block: int):
+    """Statistic: mean cos(attention output, FFN output) of the same token in one block (cosine units)."""
+    return lambda u: float(u[:, block, 2].mean())
+
+
+def _excess(block: int, over: int = 3, of: int = 2):
+    """Statistic: mean cosine ``of`` minus mean cosine ``over`` (cosine units) of one block."""
+    return lambda u: float(u[:, block, of].mean() - u[:, block, over].mean())
+
+
+def least_above_twin(paired: np.ndarray) -> float:
+    """Statistic: least over blocks of the mean same-token cosine minus the untrained twin's (cosine units).
+
+    Args:
+        paired: (batch, n_blocks, 2): [..., 0] the model's same-token cosine, [..., 1] its twin's, per prompt.
+    """
+    return float((paired[:, :, 0].mean(axis=0) - paired[:, :, 1].mean(axis=0)).min())
