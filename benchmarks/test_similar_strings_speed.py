@@ -15,9 +15,8 @@ counts (a sparse product). Its bound is the cosine matmuls alone, over the same 
 the tiny profile's S4.6: 2,000 prompts, the 863,952 unique 10-character strings of the
 1,115,394-character text with their real next-character counts, tiny-w96's 96 dimensions (random
 unit directions), one block and one threshold, float32, CPU. Each
-benchmark's ``extra_info`` has the shape and, on the second of the pair, ``stage_over_matmul`` =
-stage ÷ matmuls on their fastest rounds (also as ``stage_over_bound``); ``strings_per_second`` is prompts × strings per
-second. The table forward: tiny-w96's architecture (random weights: the cost does not depend on them) over
+benchmark's ``extra_info`` has the shape and, on the second of the pair, ``stage_over_bound`` = stage ÷ matmuls on
+their fastest rounds; ``strings_per_second`` is prompts × strings per second. The table forward: tiny-w96's architecture (random weights: the cost does not depend on them) over
 ``TABLE_STRINGS`` of the strings.
 """
 
@@ -62,21 +61,20 @@ def _matmuls(queries: torch.Tensor, keys: torch.Tensor) -> None:
         keys[start : start + chunk].float() @ q
 
 
-def _record(benchmark, kind: str, strings: int) -> None:
-    benchmark.extra_info.update(kind=kind, prompts=PROMPTS, strings=strings, d_model=D_MODEL)
+def _record(benchmark, kind: str, bound: str, **info) -> None:
+    """``info`` and the fastest round under ``kind``; for a stage whose ``bound`` ran first, ``stage_over_bound``."""
+    benchmark.extra_info.update(kind=kind, **info)
     if not benchmark.enabled:
         return
     _FASTEST[kind] = benchmark.stats.stats.min
-    benchmark.extra_info["strings_per_second"] = PROMPTS * strings / _FASTEST[kind]
-    if len(_FASTEST) == 2:
-        benchmark.extra_info["stage_over_matmul"] = _FASTEST["stage"] / _FASTEST["matmul"]
-        benchmark.extra_info["stage_over_bound"] = _FASTEST["stage"] / _FASTEST["matmul"]
+    if kind != bound and bound in _FASTEST:
+        benchmark.extra_info["stage_over_bound"] = _FASTEST[kind] / _FASTEST[bound]
 
 
 def test_cosine_matmuls_alone(benchmark, problem):
     queries, keys, _ = problem
     benchmark.pedantic(_matmuls, args=(queries, keys), rounds=3 if benchmark.enabled else 1, iterations=1)
-    _record(benchmark, "matmul", keys.shape[0])
+    _record(benchmark, "matmul", "matmul", prompts=PROMPTS, strings=keys.shape[0], d_model=D_MODEL)
 
 
 def test_similarity_stage(benchmark, problem):
@@ -89,7 +87,9 @@ def test_similarity_stage(benchmark, problem):
     out = benchmark.pedantic(similar_string_counts, args=(queries, keys, prepared, [THRESHOLD]),
                              rounds=3 if benchmark.enabled else 1, iterations=1)
     assert out.shape == (1, PROMPTS, counts.shape[1])
-    _record(benchmark, "stage", keys.shape[0])
+    _record(benchmark, "stage", "matmul", prompts=PROMPTS, strings=keys.shape[0], d_model=D_MODEL)
+    if benchmark.enabled:
+        benchmark.extra_info["strings_per_second"] = PROMPTS * keys.shape[0] / _FASTEST["stage"]
 
 
 TABLE_STRINGS = 32 * 2048  # 32 of the table forward's passes (the whole table is 863,952 strings, 422 passes)
@@ -130,21 +130,12 @@ def _bare_forwards(model, strings: torch.Tensor) -> None:
             model(input_ids=strings[start : start + STRINGS_PER_PASS])
 
 
-def _record_pair(benchmark, kind: str, bound: str, strings: int) -> None:
-    benchmark.extra_info.update(kind=kind, strings=strings)
-    if not benchmark.enabled:
-        return
-    _FASTEST[kind] = benchmark.stats.stats.min
-    if bound in _FASTEST and kind != bound:
-        benchmark.extra_info["stage_over_bound"] = _FASTEST[kind] / _FASTEST[bound]
-
-
 def test_table_forward_bare(benchmark, table_model, request):
     subject, table = table_model
     strings = _table(table, request).strings
     benchmark.pedantic(_bare_forwards, args=(subject.model, strings), rounds=3 if benchmark.enabled else 1,
                        iterations=1)
-    _record_pair(benchmark, "table bare", "table bare", strings.shape[0])
+    _record(benchmark, "table bare", "table bare", strings=strings.shape[0])
 
 
 def test_table_forward_stage(benchmark, table_model, request):
@@ -155,7 +146,7 @@ def test_table_forward_stage(benchmark, table_model, request):
     out = benchmark.pedantic(compute_directions, args=(subject, small), rounds=3 if benchmark.enabled else 1,
                              iterations=1)
     assert out.shape == (4, len(small), subject.d_model)
-    _record_pair(benchmark, "table stage", "table bare", len(small))
+    _record(benchmark, "table stage", "table bare", strings=len(small))
 
 
 def test_hellinger_stage(benchmark):

@@ -87,14 +87,13 @@ class OutcomeCell(str):
         return made
 
 
-def cell(record: ClaimRecord) -> OutcomeCell:
-    """The matrix cell (:class:`OutcomeCell`) of :func:`cell_text`."""
-    return OutcomeCell(cell_text(record), record.outcome)
-
-
-def cell_text(record: ClaimRecord) -> str:
+def cell(record: ClaimRecord, after: str = "") -> OutcomeCell:
     """The matrix cell: the outcome with the deciding check's statistic (:func:`deciding_check`), or what went
-    wrong."""
+    wrong, then ``after``; coloured by the record's outcome (:class:`OutcomeCell`)."""
+    return OutcomeCell(_cell_text(record) + after, record.outcome)
+
+
+def _cell_text(record: ClaimRecord) -> str:
     head = deciding_check(record)
     value = f" {num(head.value)} [{num(head.ci_low)}, {num(head.ci_high)}]" if head else ""
     params = variant(record)
@@ -154,7 +153,7 @@ def matrix(doc: RunDocument) -> tuple[list[str], list[list[str]]]:
         suffix = f" — {test_name(r)}" if r.claim in several else ""
         recipe = recipes.get((r.claim, test_name(r), variant(r), r.model))
         builds = f" · recipe: {recipe}" if recipe else ""
-        cells.setdefault((r.claim, r.model), []).append(OutcomeCell(cell_text(r) + builds + suffix, r.outcome))
+        cells.setdefault((r.claim, r.model), []).append(cell(r, builds + suffix))
     names = {c: c + (" (implementation check)" if is_implementation(doc, c) else "") for c in claims}
 
     def joined(shown: list[OutcomeCell]) -> OutcomeCell:  # a subject's records, coloured by the first one's outcome
