@@ -5,23 +5,18 @@ from claims.s1_attention.identity_checks import (
 )
 from claims.s1_attention.probe_checks import ProbeEstimates, probe_checks
 from claims.s1_attention.trajectory_checks import TrajectoryEstimates, trajectory_checks
-from latent_instruments.stats import Estimate
-from tests.check_cases import Case, estimate
-
-
-def exact(value: float, n: int = 8) -> Estimate:
-    """A per-unit estimate (the worst of n units, no interval)."""
-    return Estimate(value, value, value, 1.0, n, "per unit")
+from tests.check_cases import Case, estimate, per_unit
 
 
 ZERO = 1.1754943508222875e-38  # float32's smallest normal number
 CASES = [
-    Case("S1.1", simplex_checks, SimplexEstimates(exact(2e-7), exact(0.0), exact(-0.0, 9), exact(0.9)),
+    Case("S1.1", simplex_checks, SimplexEstimates(per_unit(2e-7), per_unit(0.0), per_unit(-0.0, 9), per_unit(0.9)),
          {"dtype_name": "float32", "n_keys": 128, "sum_tolerance": 1e-5, "zero": ZERO}),
-    Case("S1.2", odds_ratio_checks, OddsRatioEstimates(exact(0.2), exact(40.0)), {"dtype_name": "float32"}),
-    Case("S1.2", odds_ratio_checks, OddsRatioEstimates(exact(0.2), exact(40.0), exact(300.0)),
+    Case("S1.2", odds_ratio_checks, OddsRatioEstimates(per_unit(0.2), per_unit(40.0)), {"dtype_name": "float32"}),
+    Case("S1.2", odds_ratio_checks, OddsRatioEstimates(per_unit(0.2), per_unit(40.0), per_unit(300.0)),
          {"dtype_name": "float32"}, label="rotary"),
-    Case("S1.3", convex_checks, ConvexEstimates(exact(0.1), exact(50.0)), {"dtype_name": "float32", "n_keys": 128}),
+    Case("S1.3", convex_checks, ConvexEstimates(per_unit(0.1), per_unit(50.0)),
+         {"dtype_name": "float32", "n_keys": 128}),
     Case("S1.4", trajectory_checks, TrajectoryEstimates(gain=estimate(0.1), over_twin=estimate(0.2))),
     Case("S1.5", probe_checks, ProbeEstimates(best=estimate(0.4, 0.05), null=estimate(0.03, 0.005), chance=0.04,
                                               n=370, shuffles=8)),

@@ -16,17 +16,7 @@ from claims.s3_inversion.residual_checks import ResidualEstimates, residual_chec
 from claims.s3_inversion.untrained_checks import GapEstimates, RecoveryEstimates, gap_checks, recovery_checks
 from claims.s3_inversion.vocabulary_checks import VocabularyEstimates, vocabulary_checks
 from claims.s3_inversion.width_checks import WidthEstimates, width_checks
-from latent_instruments.stats import Estimate
-from tests.check_cases import Case, estimate
-
-
-def exact(value: float, n: int = 16, half: float = 0.1) -> Estimate:
-    """An exact binomial interval's shape: ``value`` ± ``half`` over n prompts."""
-    return Estimate(value, value - half, value + half, 0.95, n, "exact binomial (Clopper–Pearson)")
-
-
-def per_unit(value: float, n: int = 16) -> Estimate:
-    return Estimate(value, value, value, 1.0, n, "per unit")
+from tests.check_cases import Case, estimate, exact, per_unit
 
 
 COSINE = {"long_tokens": 12, "control_setting": "S3's setting", "control_inputs": 64, "steps": 200}

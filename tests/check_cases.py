@@ -227,3 +227,13 @@ def estimate(value: float, half: float = 0.01, n: int = 64, method: str = "BCa b
     if not math.isfinite(value):
         raise ValueError("a constructed estimate is finite")
     return Estimate(value, value - half, value + half, 0.95, n, method)
+
+
+def per_unit(value: float, n: int = 16) -> Estimate:
+    """A constructed per-unit decision: the worst of n units, no interval (``latent_instruments.stats.per_unit``)."""
+    return Estimate(value, value, value, 1.0, n, "per unit")
+
+
+def exact(value: float, n: int = 16, half: float = 0.1) -> Estimate:
+    """A constructed exact binomial interval's shape: ``value`` ± ``half`` over n units."""
+    return Estimate(value, value - half, value + half, 0.95, n, "exact binomial (Clopper–Pearson)")
