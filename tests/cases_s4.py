@@ -27,7 +27,8 @@ CASES = [
     Case("S4.8", gain_checks, GainEstimates(estimate(0.05), estimate(0.03))),
     Case("S4.1", parameters_checks, ParameterEstimates(Estimate(0.66, 0.66, 0.66, 1.0, 1),
                                                        Estimate(0.0, 0.0, 0.0, 1.0, 1))),
-    Case("S4.2", feedforward_checks, FeedforwardEstimates([estimate(3.0), estimate(1.5)], estimate(0.4), estimate(0.05))),
+    Case("S4.2", feedforward_checks,
+         FeedforwardEstimates([estimate(3.0), estimate(1.5)], estimate(0.4), estimate(0.05))),
     Case("S4.2", feedforward_checks, FeedforwardEstimates([estimate(3.0)], None, estimate(0.05)), label="one block"),
     Case("S4.3", ffn_output_checks, FfnOutputEstimates(
         ratios=[estimate(1.6), estimate(1.8)], cosines=[estimate(0.3), estimate(0.2)],
