@@ -27,6 +27,10 @@ def _template(node: ast.expr) -> str | None:
     return None
 
 
+def _is_catalogued(node: ast.expr) -> bool:
+    return isinstance(node, ast.Call) and getattr(node.func, "id", "") == "catalogued" and bool(node.args)
+
+
 def _check_keys() -> list[tuple[str, int, str | None]]:
     """(file, line, key template) of every check the claim files make: each ``Check.of`` and ``works_check`` call's
     ``key``, with "{}" for each part an f-string fills (None where a call has no key a template can be read from;
@@ -43,6 +47,8 @@ def _check_keys() -> list[tuple[str, int, str | None]]:
             if not (is_of or is_works):
                 continue
             key = next((k.value for k in node.keywords if k.arg == "key"), None)
+            if key is None:  # **catalogued(KEY, ...): the key the derivation is read by
+                key = next((k.value.args[0] for k in node.keywords if k.arg is None and _is_catalogued(k.value)), None)
             if isinstance(key, ast.IfExp):  # convergence_check's: the decided check's key, continued
                 key = key.body
             if isinstance(key, ast.Name) and path.name == "scope.py":
@@ -141,3 +147,43 @@ def test_the_provenance_counts_come_from_the_catalogue(capsys):
     print_provenance_counts()
     last = capsys.readouterr().out.splitlines()[-1].split()
     assert last[0] == "all" and int(last[-1]) == len(rows)
+
+
+def _written_derivations() -> list[str]:
+    """(file:line) of each ``Check.of`` in the claims' checks modules whose derivation the code writes instead of
+    reading it from the catalogue by key (the shared controls of ``convergence.py`` and ``scope.py`` write theirs:
+    one text for every claim that calls them)."""
+    out = []
+    for path in sorted(CLAIMS.rglob("*.py")):
+        if path.name in ("_template.py", "convergence.py", "scope.py"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            func = getattr(node, "func", None)
+            if (isinstance(node, ast.Call) and isinstance(func, ast.Attribute) and func.attr == "of"
+                    and getattr(func.value, "id", "") == "Check"
+                    and not any(k.arg is None and _is_catalogued(k.value) for k in node.keywords)):
+                out.append(f"{path.name}:{node.lineno}")
+    return out
+
+
+def test_every_derivation_lives_in_the_catalogue_beside_its_threshold():
+    """Issue 65, item 4: a check's derivation is its threshold row's, read by key (``catalogued``), not prose in
+    the code."""
+    assert _written_derivations() == []
+
+
+def test_a_derivation_is_read_by_key_and_filled():
+    from fixtures.catalogue import catalogued
+
+    filled = catalogued("S3.7/token-accuracy-of-one-token-inputs-indirect-embedding-representation", RECOVERS=0.5,
+                        control_inputs=64)
+    assert filled["key"] == "S3.7/token-accuracy-of-one-token-inputs-indirect-embedding-representation"
+    assert "most tokens (> 0.5) must come back" in filled["derivation"] and "of 64 one-token" in filled["derivation"]
+    deeper = catalogued("S3.5/token-accuracy-d-model-minus-block-4-seed-1-each-rung-its", "deeper blocks", b=4)
+    assert "block 4 is S3's 'also from deeper layers'" in deeper["derivation"]
+    with pytest.raises(LookupError, match="0 rows .* have this key"):
+        catalogued("S3.7/a-check-no-row-names")
+    with pytest.raises(LookupError, match="names 'RECOVERS', which the checks function does not give"):
+        catalogued("S3.7/token-accuracy-of-one-token-inputs-indirect-embedding-representation", control_inputs=64)
+    with pytest.raises(LookupError, match="variant 'wide' of a row whose derivation is a table of block 1, deeper"):
+        catalogued("S3.5/token-accuracy-d-model-minus-block-4-seed-1-each-rung-its", "wide", b=4)

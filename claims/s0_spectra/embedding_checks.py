@@ -8,6 +8,7 @@ positions, an exponent of about -1/3. "Flat" (uniform power) is taken as an expo
 
 from dataclasses import dataclass
 
+from fixtures.catalogue import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
 
@@ -29,20 +30,14 @@ class FlatEstimates:
 
 def flat_checks(e: FlatEstimates) -> list[Check]:
     """S0.1's checks: the exponent inside ±``FLAT_SLOPE`` (two claim checks) and the shuffled-position control."""
-    derivation = (f"S0 Fig 2/3: 'uniform power across frequency just after the initial token embeddings'. S0 gives "
-                  f"no number; flat is read as an exponent within ±{FLAT_SLOPE}, a third of the about −1/3 of the "
-                  "final layers' law in the same figure (one decade over 3.0 decades of frequency, S0.4), so flat "
-                  "and power law cannot be confused; the interval must lie inside the band")
     return [
         Check.of("token-embedding exponent, above the lower edge", e.slope, "log-log slope", ">", -FLAT_SLOPE,
-                 derivation, key="S0.1/token-embedding-exponent-above-the-lower-edge"),
+                 **catalogued("S0.1/token-embedding-exponent-above-the-lower-edge", FLAT_SLOPE=FLAT_SLOPE)),
         Check.of("token-embedding exponent, below the upper edge", e.slope, "log-log slope", "<", FLAT_SLOPE,
-                 derivation, key="S0.1/token-embedding-exponent-below-the-upper-edge"),
+                 **catalogued("S0.1/token-embedding-exponent-below-the-upper-edge", FLAT_SLOPE=FLAT_SLOPE)),
         Check.of("shuffled-position control: magnitude of the shuffled embeddings' exponent", e.shuffled,
-                 "log-log slope", "<", FLAT_SLOPE, "tokens shuffled within each sequence have a white spectrum "
-                 "in expectation; a larger exponent means the instrument tilts spectra, and a flat verdict "
-                 "would mean nothing", role="control",
-                 key="S0.1/shuffled-position-control-magnitude-of-the-shuffled-embeddings"),
+                 "log-log slope", "<", FLAT_SLOPE, role="control",
+                 **catalogued("S0.1/shuffled-position-control-magnitude-of-the-shuffled-embeddings")),
     ]
 
 
@@ -70,18 +65,10 @@ def tilt_checks(e: TiltEstimates) -> list[Check]:
     """
     return [
         Check.of("low-frequency tilt added by the position embeddings", e.trained, "decades", ">", 0.0,
-                 "S0 Fig 2: 'an increase in low frequencies after the position embeddings get added'; no number "
-                 "is given, so the threshold is the claim's sign, cleared by the low end of the interval",
-                 key="S0.2/low-frequency-tilt-added-by-the-position-embeddings"),
+                 **catalogued("S0.2/low-frequency-tilt-added-by-the-position-embeddings")),
         Check.of("tilt of the trained model minus its untrained twin's", e.learned, "decades", ">", 0.0,
-                 "S0 Fig 3: 'at initialization the position embeddings are flat'; the rise must be learned, so "
-                 "the trained tilt must exceed the twin's on the same token ids (paired bootstrap)",
-                 key="S0.2/tilt-of-the-trained-model-minus-its-untrained-twin-s"),
+                 **catalogued("S0.2/tilt-of-the-trained-model-minus-its-untrained-twin-s")),
         Check.of("the same tilt, Hann-windowed with each sequence's mean removed", e.hann, "decades", ">", 0.0,
-                 "control: S0's unwindowed periodogram leaks power from the sequence's ends and slow drifts into "
-                 "the low band (as S0.3's and S0.10's controls); position embeddings that differ at the first "
-                 "few positions, or drift, would tilt it with no low-frequency structure along the sequence. "
-                 "The tilt must survive a Hann window (which tapers the ends), by the interval's low end",
                  role="control", guards_pass=True,
-                 key="S0.2/the-same-tilt-hann-windowed-with-each-sequence-s-mean-removed"),
+                 **catalogued("S0.2/the-same-tilt-hann-windowed-with-each-sequence-s-mean-removed")),
     ]

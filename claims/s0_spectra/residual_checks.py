@@ -13,6 +13,7 @@ than half the attention residuals' (``CLOSER``; a reading: "pretty close" is mor
 
 from dataclasses import dataclass
 
+from fixtures.catalogue import catalogued
 from latent_instruments.clean_law import CLEAN_LAW_QUANTILE
 from latent_instruments.stats import Estimate
 from reports.checks import Check
@@ -50,30 +51,20 @@ def bend_checks(e: BendEstimates, calibration) -> list[Check]:
     return [
         Check.of("largest |bend| of blocks 2..L beyond a straight law's (curvature in log-log)", e.later,
                  "decades per decade²", "<", margin,
-                 "S0 Fig 4: 'not a completely straight line, but it's pretty close (layer 1 is our outlier "
-                 "friend)', said of a random-init OPT-125m. Calibrated out of sample on that subject class at "
-                 f"this length, {calibration.positions} tokens: the {calibration.quantile:.0%} point of the statistic "
-                 f"over {len(calibration.seeds)} other inits (seeds {calibration.seeds[0]}-{calibration.seeds[-1]},"
-                 f" training-split windows), rounded up, {margin:.3f}: no more bent than all but the most bent "
-                 "twentieth of what S0 calls pretty close, a margin fixed whatever the sample. Each bend is net of the bend a straight law of the block's slope shows through the same cut "
-                 "(leakage). Equivalence: the high end of the interval (paired bootstrap over sequences) below it",
-                 key="S0.6/largest-bend-of-blocks-2-l-beyond-a-straight-law-s-curvature-in-log"),
+                 **catalogued("S0.6/largest-bend-of-blocks-2-l-beyond-a-straight-law-s-curvature-in-log",
+                              positions=calibration.positions, quantile=calibration.quantile,
+                              inits=len(calibration.seeds), first_seed=calibration.seeds[0],
+                              last_seed=calibration.seeds[-1], margin=margin)),
         Check.of("largest |bend| of blocks 2..L, against half S0's block 1's", e.later, "decades per decade²", "<",
-                 BEND_MARGIN,
-                 "a reading, stricter than S0's words (version 5 decided on it, and failed S0's own subject): "
-                 f"S0's block 1 on S0's subject at 8 × 2048 bends by {S0_BLOCK1_BEND:.3f}; nearer straight than "
-                 f"that outlier, bending less than half as much ({BEND_MARGIN:.3f})", role="reading",
-                 key="S0.6/largest-bend-of-blocks-2-l-against-half-s0-s-block-1-s"),
+                 BEND_MARGIN, role="reading",
+                 **catalogued("S0.6/largest-bend-of-blocks-2-l-against-half-s0-s-block-1-s",
+                              S0_BLOCK1_BEND=S0_BLOCK1_BEND, BEND_MARGIN=BEND_MARGIN)),
         Check.of("block 1's |bend| minus the largest of blocks 2..L", e.outlier, "decades per decade²", ">", 0.0,
-                 "S0 Fig 4: 'layer 1 is our outlier friend': block 1 bends more than any later block",
-                 key="S0.6/block-1-s-bend-minus-the-largest-of-blocks-2-l"),
+                 **catalogued("S0.6/block-1-s-bend-minus-the-largest-of-blocks-2-l")),
         Check.of("flattest exponent of blocks 2..L minus that of their position-shuffled states", e.not_white,
                  "log-log slope", "<", 0.0,
-                 "control: a white spectrum is straight too, so white residuals would pass vacuously; S0's are a "
-                 "law falling with frequency. The same residuals with positions shuffled are white with every "
-                 "token's state kept: even the flattest of blocks 2..L must fall more steeply",
                  role="control", guards_pass=True,
-                 key="S0.6/flattest-exponent-of-blocks-2-l-minus-that-of-their-position-shuffled"),
+                 **catalogued("S0.6/flattest-exponent-of-blocks-2-l-minus-that-of-their-position-shuffled")),
     ]
 
 
@@ -96,19 +87,11 @@ def closeness_checks(e: ClosenessEstimates) -> list[Check]:
     return [
         Check.of("shape distance, MLP residual to hidden state, as a fraction of the attention residual's (means "
                  "over blocks)", e.close, "ratio", "<", CLOSER,
-                 "S0 Fig 5: 'the initial MLP residuals are pretty close to the initial hidden states', after Fig 4 "
-                 "shows the untrained attention residuals as a law of their own. S0's contrast sets the scale: "
-                 f"'pretty close' is read as less than {CLOSER:g} of the attention residuals' distance from the "
-                 "same hidden states (a reading; S0 gives no number), a margin that does not shrink as the sample "
-                 "grows. Equivalence: the high end of the interval (paired bootstrap over sequences) below it",
-                 key="S0.7/shape-distance-mlp-residual-to-hidden-state-as-a-fraction-of-the"),
+                 **catalogued("S0.7/shape-distance-mlp-residual-to-hidden-state-as-a-fraction-of-the", CLOSER=CLOSER)),
         Check.of("shape distance, attention residual to hidden state (mean over blocks), minus a clean law's "
-                 "scatter", e.apart, "decades", ">", 0.0,
-                 "control: the distance must tell spectra apart, or the ratio would compare two noise floors; "
-                 f"the attention residuals, S0's contrast, must differ from the hidden states by more than an "
-                 f"exactly straight law scatters at this length. {CLEAN_LAW}; the hidden states' laws, mean over "
-                 "blocks", role="control",
-                 key="S0.7/shape-distance-attention-residual-to-hidden-state-mean-over-blocks"),
+                 "scatter", e.apart, "decades", ">", 0.0, role="control",
+                 **catalogued("S0.7/shape-distance-attention-residual-to-hidden-state-mean-over-blocks",
+                              CLEAN_LAW=CLEAN_LAW)),
     ]
 
 
@@ -133,23 +116,15 @@ def attention_spike_checks(e: AttentionSpikeEstimates, early_blocks: int) -> lis
     """S0.8's three claim checks and its position-shuffled control; ``early_blocks``: S0's first three of 12, here."""
     return [
         Check.of(f"spike of blocks 1..{early_blocks} minus the middle blocks' (mean)", e.early, "decades", ">", 0.0,
-                 "S0 Fig 6: 'the first three layers have some spikes, and then the representations smoothen "
-                 "out'; first three of 12 = the first quarter here",
-                 key="S0.8/spike-of-blocks-1-minus-the-middle-blocks-mean"),
+                 **catalogued("S0.8/spike-of-blocks-1-minus-the-middle-blocks-mean")),
         Check.of("spike of the last block minus the middle blocks' (mean)", e.last, "decades", ">", 0.0,
-                 "S0 Fig 6: 'until the final layer has another low frequency spike'",
-                 key="S0.8/spike-of-the-last-block-minus-the-middle-blocks-mean"),
+                 **catalogued("S0.8/spike-of-the-last-block-minus-the-middle-blocks-mean")),
         Check.of("last block: largest excess in the low band minus largest elsewhere", e.low, "decades", ">", 0.0,
-                 "'low frequency' spike = the largest rise above the law lies in the low band (the lowest third "
-                 "of the band in log frequency)",
-                 key="S0.8/last-block-largest-excess-in-the-low-band-minus-largest-elsewhere"),
+                 **catalogued("S0.8/last-block-largest-excess-in-the-low-band-minus-largest-elsewhere")),
         Check.of(f"spike minus its position-shuffled null, smaller of blocks 1..{early_blocks} (mean) and the last "
                  "block", e.above_noise, "decades", ">", 0.0,
-                 "control: the largest rise above a fitted law is never 0, even for white noise; the spikes must "
-                 "be structure along the sequence, not the estimator's noise or single tokens' states, so the "
-                 "same residuals with positions shuffled must spike less, in the early blocks and in the last",
                  role="control", guards_pass=True,
-                 key="S0.8/spike-minus-its-position-shuffled-null-smaller-of-blocks-1-mean-and"),
+                 **catalogued("S0.8/spike-minus-its-position-shuffled-null-smaller-of-blocks-1-mean-and")),
     ]
 
 
@@ -170,14 +145,9 @@ def mlp_spike_checks(e: MlpSpikeEstimates) -> list[Check]:
     """S0.9's claim check and its position-shuffled control."""
     return [
         Check.of("block 1's spike minus the largest of blocks 2..L", e.first, "decades", ">", 0.0,
-                 "S0 Fig 7: 'the first layer here has a big spike again, and then things smoothen out with no "
-                 "spike at the end': block 1's spike exceeds every later block's",
-                 key="S0.9/block-1-s-spike-minus-the-largest-of-blocks-2-l"),
-        Check.of("block 1's spike minus its position-shuffled null", e.above_noise, "decades", ">", 0.0,
-                 "control: 'a big spike' is structure along the sequence: the same residual with positions "
-                 "shuffled (white, every token's state kept) must spike less, or block 1 stands out only by "
-                 "its noise (fewer effective dimensions) or by single tokens", role="control", guards_pass=True,
-                 key="S0.9/block-1-s-spike-minus-its-position-shuffled-null"),
+                 **catalogued("S0.9/block-1-s-spike-minus-the-largest-of-blocks-2-l")),
+        Check.of("block 1's spike minus its position-shuffled null", e.above_noise, "decades", ">", 0.0, role="control", guards_pass=True,
+                 **catalogued("S0.9/block-1-s-spike-minus-its-position-shuffled-null")),
     ]
 
 
@@ -198,13 +168,8 @@ def low_band_checks(e: LowBandEstimates, early_blocks: int) -> list[Check]:
     """S0.10's claim check and its Hann-window control; ``early_blocks``: S0's early layers, here."""
     return [
         Check.of(f"log10 of the low-band share of blocks 1..{early_blocks}'s updates over later blocks'", e.ratio,
-                 "decades", ">", 0.0, "S0 after Fig 7: early layers 'disproportionately add smooth long range "
-                 "structure'; disproportionate = a larger share of the update's power in the low band (lowest third "
-                 "of log frequency) than later blocks give, i.e. a log ratio above 0; no figure for a margin",
-                 key="S0.10/log10-of-the-low-band-share-of-blocks-1-s-updates-over-later-blocks"),
-        Check.of("the same log ratio of the Hann-windowed, mean-removed updates", e.windowed, "decades", ">", 0.0,
-                 "control: without a window, a slow drift or an offset along the sequence leaks power into the "
-                 "lowest frequencies; long-range structure survives the window, leakage does not, so the "
-                 "windowed updates must show the early blocks' larger share too", role="control",
-                 guards_pass=True, key="S0.10/the-same-log-ratio-of-the-hann-windowed-mean-removed-updates"),
+                 "decades", ">", 0.0,
+                 **catalogued("S0.10/log10-of-the-low-band-share-of-blocks-1-s-updates-over-later-blocks")),
+        Check.of("the same log ratio of the Hann-windowed, mean-removed updates", e.windowed, "decades", ">", 0.0, role="control",
+                 guards_pass=True, **catalogued("S0.10/the-same-log-ratio-of-the-hann-windowed-mean-removed-updates")),
     ]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fixtures.catalogue import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
 
@@ -44,31 +45,18 @@ def straightening_checks(e: StraighteningEstimates, start: str, last: str) -> li
     return [
         Check.of(f"trend: Spearman correlation of power-law scatter with depth, {start} to {last}",
                  e.trend, "ρ", "<", 0.0,
-                 "S0 Fig 2: 'the power law progressively straighten[s] out as the representation passes through "
-                 "the 12 transformer blocks'; layer by layer, so the rank correlation of scatter with depth must "
-                 "be negative (interval below 0). S0 gives no figure for a margin",
-                 key="S0.3/trend-spearman-correlation-of-power-law-scatter-with-depth-to"),
+                 **catalogued("S0.3/trend-spearman-correlation-of-power-law-scatter-with-depth-to")),
         Check.of(f"straightening: scatter at {last} minus at {start}", e.drop, "decades", "<", 0.0,
-                 "S0 Fig 2: the last block's spectrum is straighter than the tok+pos embeddings'; the interval "
-                 "must lie below 0", key="S0.3/straightening-scatter-at-minus-at"),
+                 **catalogued("S0.3/straightening-scatter-at-minus-at")),
         Check.of(f"into a power law: exponent at {last}", e.slope, "log-log slope", "<", 0.0,
-                 "a white spectrum is straight too; 'power law' needs power falling with frequency (S0.4 tests "
-                 "its size)", key="S0.3/into-a-power-law-exponent-at"),
+                 **catalogued("S0.3/into-a-power-law-exponent-at")),
         Check.of(f"leakage check: straightening of the Hann-windowed spectra, {last} minus "
                  f"{start}", e.windowed, "decades", "<", 0.0,
-                 "without a window a slow drift leaks ~f⁻² power over the whole band and passes for a power "
-                 "law; the windowed, mean-removed spectra must straighten too. A claim check, not a control: "
-                 "a straightening that only leakage shows is the claim failing (a finding), and as a control "
-                 "it would turn every model that does not straighten into 'control failed'",
-                 key="S0.3/leakage-check-straightening-of-the-hann-windowed-spectra-minus"),
+                 **catalogued("S0.3/leakage-check-straightening-of-the-hann-windowed-spectra-minus")),
         Check.of(f"straightening, {last} minus {start}, minus that of the position-shuffled "
                  "stream", e.ordered, "decades", "<", 0.0,
-                 "control: the straightening is of structure along the sequence. With positions shuffled (the "
-                 "same tokens' states, white by construction) the scatter is the estimator's noise; where that "
-                 "noise alone falls with depth (a few outlier tokens early, even states late) the claim checks "
-                 "pass with no law at all. The real stream must straighten more (paired bootstrap)",
                  role="control", guards_pass=True,
-                 key="S0.3/straightening-minus-minus-that-of-the-position-shuffled-stream"),
+                 **catalogued("S0.3/straightening-minus-minus-that-of-the-position-shuffled-stream")),
     ]
 
 
@@ -89,19 +77,16 @@ def span_checks(e: SpanEstimates, last: str) -> list[Check]:
     """S0.4's checks: the exponent inside S0's span of about one decade over 3.0 (two claim checks), and the
     Hann-window control guarding a pass; ``last`` names the last block."""
     steep, shallow = -SPAN_HIGH / S0_BAND_DECADES, -SPAN_LOW / S0_BAND_DECADES
-    derivation = ("S0 under Fig 2: the output's law 'only spans ~1 OOM' (images: ~5) over rfftfreq(2048)'s 3.0 "
-                  f"decades: exponent ≈ −0.33. 'About' = a factor of two in span, 0.5 to 2 decades: exponent in "
-                  f"[{steep:.3f}, {shallow:.3f}]; the interval must lie inside")
     return [
         Check.of(f"exponent at {last}, steeper than half a decade per 3.0", e.slope, "log-log slope", "<",
-                 shallow, derivation, key="S0.4/exponent-at-steeper-than-half-a-decade-per-3-0"),
+                 shallow,
+                 **catalogued("S0.4/exponent-at-steeper-than-half-a-decade-per-3-0", steep=steep, shallow=shallow)),
         Check.of(f"exponent at {last}, shallower than two decades per 3.0", e.slope, "log-log slope", ">",
-                 steep, derivation, key="S0.4/exponent-at-shallower-than-two-decades-per-3-0"),
+                 steep,
+                 **catalogued("S0.4/exponent-at-shallower-than-two-decades-per-3-0", steep=steep, shallow=shallow)),
         Check.of(f"exponent at {last}, Hann-windowed with the mean removed", e.windowed, "log-log slope", "<",
-                 0.0, "control: without a window a slow drift along the sequence leaks ~f⁻² power over the whole "
-                 "band and passes for a law of any span; a law of the states survives the window, leakage does "
-                 "not, so the windowed spectrum must still fall with frequency", role="control",
-                 guards_pass=True, key="S0.4/exponent-at-hann-windowed-with-the-mean-removed"),
+                 0.0, role="control",
+                 guards_pass=True, **catalogued("S0.4/exponent-at-hann-windowed-with-the-mean-removed")),
     ]
 
 
@@ -124,14 +109,8 @@ def learned_checks(e: LearnedEstimates, last: str) -> list[Check]:
     return [
         Check.of(f"straightening from block 1 to {last}, positions removed: trained minus twin",
                  e.learned, "decades", "<", 0.0,
-                 "S0 Fig 3: the randomly initialised OPT-125m's spectra do not straighten ('the hidden layers "
-                 "have learned to straighten out the power law'); the trained model's drop in scatter must "
-                 "exceed the twin's (paired bootstrap over sequences); no figure for a margin. The learned "
-                 "position embedding is subtracted at every layer, so its bump (S0.2) cannot stand for it",
-                 key="S0.5/straightening-from-block-1-to-positions-removed-trained-minus-twin"),
-        Check.of("the same difference minus that of the position-shuffled streams", e.ordered, "decades", "<", 0.0,
-                 "control: a difference the two models' position-shuffled states show as well (white, every "
-                 "token's state kept) is a difference in the estimator's noise, not in a law along the "
-                 "sequence; the real difference must be the larger (paired bootstrap)", role="control",
-                 guards_pass=True, key="S0.5/the-same-difference-minus-that-of-the-position-shuffled-streams"),
+                 **catalogued("S0.5/straightening-from-block-1-to-positions-removed-trained-minus-twin")),
+        Check.of("the same difference minus that of the position-shuffled streams", e.ordered, "decades", "<", 0.0, role="control",
+                 guards_pass=True,
+                 **catalogued("S0.5/the-same-difference-minus-that-of-the-position-shuffled-streams")),
     ]

@@ -8,6 +8,7 @@ S1 gives no accuracy.
 import math
 from dataclasses import dataclass
 
+from fixtures.catalogue import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
 
@@ -39,24 +40,12 @@ def probe_checks(e: ProbeEstimates) -> list[Check]:
     return [
         Check.of("cross-validated accuracy of the best block's pooled features (37 plays)",
                  e.best, "fraction", ">", null.high,
-                 "S1: a linear layer on 'context-pooled' features is useful for classification, i.e. the class is "
-                 "linearly decodable from the time average; S1 gives no accuracy, so the threshold is the claim's "
-                 f"own bound: the same probe with the play labels shuffled, mean of {e.shuffles} shufflings at the "
-                 f"same block, by the high end of its 95 % interval over windows ({null.value:.4f} "
-                 f"[{null.low:.4f}, {null.high:.4f}]; the majority rate is {chance:.4f}), cleared by the low end "
-                 "of the probe's own interval. The best block, since S1 says middle layers may be the useful "
-                 "ones; the selection among blocks is inside the bootstrap",
-                 key="S1.5/cross-validated-accuracy-of-the-best-block-s-pooled-features-37-plays"),
+                 **catalogued("S1.5/cross-validated-accuracy-of-the-best-block-s-pooled-features-37-plays",
+                              shuffles=e.shuffles, null=null.value, null_low=null.low, null_high=null.high,
+                              chance=chance)),
         Check.of(f"the same with the play labels shuffled, mean of {e.shuffles} shufflings (the claim's best block)",
                  null, "fraction", "<", chance + noise,
-                 "control: with labels permuted at random no probe can beat chance, so a probe that did would be "
-                 "reading overlap between training and test windows, not the class; the threshold is the "
-                 f"majority rate plus 4 binomial standard errors of an n = {e.n} chance accuracy "
-                 f"({chance + noise:.4f}), cleared by the high end of the interval. Taken at the block the claim "
-                 f"picks (on the whole sample) and averaged over {e.shuffles} shufflings (a window's unit is its "
-                 "mean correctness over them). Version 1 took one shuffling and the best of the blocks: that "
-                 "statistic's own noise and selection, with the interval's width on top, come within reach of the "
-                 "bound with no leak at all (one build of tiny-w192: 0.043 [0.029, 0.065] against 0.058). The "
-                 "same shufflings are the claim's null",
-                 role="control", key="S1.5/the-same-with-the-play-labels-shuffled-mean-of-shufflings-the-claim-s"),
+                 role="control",
+                 **catalogued("S1.5/the-same-with-the-play-labels-shuffled-mean-of-shufflings-the-claim-s", n=e.n,
+                              floor=chance + noise, shuffles=e.shuffles)),
     ]

@@ -4,6 +4,7 @@ and the self-tests (``tests/cases_s2.py``) drive the same functions to hold and 
 
 from dataclasses import dataclass
 
+from fixtures.catalogue import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
 
@@ -29,17 +30,9 @@ def growth_checks(e: GrowthEstimates, first: str, last: str) -> list[Check]:
     and ``last`` name block 1's and the last block's outputs."""
     return [
         Check.of("smallest step ratio of mean norm, layer l + 1 / layer l", e.keeps_growing, "ratio", ">", 1.0,
-                 "S2: 'if we measure the magnitude of the generated embeddings vector after each transformer "
-                 "layer, we see that it keeps growing' (Table 1, Mistral-7B). The threshold is the claim's own "
-                 "bound: a ratio above 1 at every step, the embedding → block 1 step included, cleared by the low "
-                 "end of a bootstrap interval over prompts",
-                 key="S2.1/smallest-step-ratio-of-mean-norm-layer-l-1-layer-l"),
-        Check.of(f"median token's norm ratio, {last} / {first}", e.typical, "ratio", ">", 1.0,
-                 "control: the mean norm can grow because a few tokens' states grow (massive activations, "
-                 "attention sinks beyond the first token) while most do not; then the claim checks pass on a "
-                 "stream whose typical state does not grow. The median token must grow over the same blocks "
-                 "(ratio above 1, the claim's own bound; bootstrap over prompts)", role="control",
-                 guards_pass=True, key="S2.1/median-token-s-norm-ratio"),
+                 **catalogued("S2.1/smallest-step-ratio-of-mean-norm-layer-l-1-layer-l")),
+        Check.of(f"median token's norm ratio, {last} / {first}", e.typical, "ratio", ">", 1.0, role="control",
+                 guards_pass=True, **catalogued("S2.1/median-token-s-norm-ratio")),
     ]
 
 
@@ -61,17 +54,9 @@ def direction_checks(e: DirectionEstimates, counted: str) -> list[Check]:
     ("block 1 → block 2 .. block 5 → block 6")."""
     return [
         Check.of(f"smallest consecutive-layer cosine, {counted}", e.floor, "cosine", ">", COSINE_FLOOR,
-                 "S2 Table 1 (Mistral-7B): the cosine between consecutive layers 'stabilizes quickly above 0.88' "
-                 "(text: 'often bigger than 0.9'). The threshold is that floor, 0.88, with no margin, for every "
-                 "transition after the first block's: only the embedding → block 1 step may still be settling "
-                 "(1 of 32 steps on Mistral, 1 of L here); the low end of a bootstrap interval over prompts "
-                 "must clear it", key="S2.2/smallest-consecutive-layer-cosine"),
+                 **catalogued("S2.2/smallest-consecutive-layer-cosine")),
         Check.of("smallest margin of the consecutive cosine over the mismatched-token null", e.above_null, "cosine",
                  ">", 0.0,
-                 "control: a stream that points one way for every token would pass the cosine floor with no "
-                 "token keeping its own direction (Ethayarajh 2019, S2's citation, finds such anisotropy). The "
-                 "null is the same two layers with the tokens mismatched, cos(h_l[t], h_(l+1)[s]) over t ≠ s: "
-                 "without token directions a state is as close to another token's next state as to its own. "
-                 "The paired difference (bootstrap over prompts) must lie above 0 on every counted transition",
-                 role="control", key="S2.2/smallest-margin-of-the-consecutive-cosine-over-the-mismatched-token"),
+                 role="control",
+                 **catalogued("S2.2/smallest-margin-of-the-consecutive-cosine-over-the-mismatched-token")),
     ]

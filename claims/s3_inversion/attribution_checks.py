@@ -4,6 +4,7 @@ self-tests (``tests/cases_s3.py``, ``tests/test_s3_checks.py``) drive the same f
 
 from dataclasses import dataclass
 
+from fixtures.catalogue import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
 
@@ -28,17 +29,8 @@ def agreement_checks(e: AgreementEstimates) -> list[Check]:
     return [
         Check.of("mean Spearman ρ(gradient×input, occlusion) over positions",
                  e.agreement, "rank correlation", ">", AGREES,
-                 "S3 uses gradient×input and occlusion as two measures of the same token importance (it combines "
-                 "them linearly for short inputs) and shows them highlighting the earlier 'swish' for 'sw'; it gives "
-                 "no figure. Agreement is read as most of the ranking shared: the mean per-prompt rank correlation "
-                 f"above {AGREES} (the middle of ρ's positive range), by the low end of the 95 % interval over "
-                 "prompts", key="S3.8/mean-spearman-gradient-input-occlusion-over-positions"),
+                 **catalogued("S3.8/mean-spearman-gradient-input-occlusion-over-positions", AGREES=AGREES)),
         Check.of("mean Spearman ρ(untrained twin's gradient×input, occlusion)",
-                 e.twin, "rank correlation", "<", AGREES,
-                 "control: a broken instrument, gradient×input of the untrained twin (the same method and prompts, "
-                 "less any where the twin's ρ is undefined, on weights that learned nothing) against this model's "
-                 "occlusion, must fail the claim's check, "
-                 f"its high end below {AGREES}. An agreement that the twin's gradients also reach comes from the "
-                 "positions or the tokens, not from what the model computes", role="control",
-                 key="S3.8/mean-spearman-untrained-twin-s-gradient-input-occlusion"),
+                 e.twin, "rank correlation", "<", AGREES, role="control",
+                 **catalogued("S3.8/mean-spearman-untrained-twin-s-gradient-input-occlusion", AGREES=AGREES)),
     ]

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from claims.s3_inversion.convergence import convergence_check
 from claims.s3_inversion.scope import UNTRAINED_INVERTS, works_check
+from fixtures.catalogue import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
 
@@ -39,9 +40,7 @@ def crossing_checks(e: CrossingEstimates, d_model: int) -> list[Check]:
     output, sharp or not, which S3's 2202 of 4096 features is. With the untrained block's control."""
     return [
         Check.of("crossing k* in features, above the first", e.k_star, "features", ">", 1.0,
-                 "S3: every token from 2202 features, none from 2201: a threshold inside the output. Where the "
-                 "first feature alone gives half the full output's accuracy (k* = 1) there is none: the claim's "
-                 "own bound, k* > 1 (an exact count)", key="S3.10/crossing-k-in-features-above-the-first"),
+                 **catalogued("S3.10/crossing-k-in-features-above-the-first")),
         *([] if e.full_works is None else [full_works_check(e.full_works, d_model)]),
     ]
 
@@ -70,28 +69,15 @@ def bandwidth_checks(e: BandwidthEstimates, k_star: int, d_model: int, steps: in
     ``longer`` is given, the success-test control below the crossing, and on an untrained block its control."""
     sharp = Check.of(f"token accuracy from the first {k_star} features minus the first {k_star - 1}", e.jump,
                      "fraction of tokens", ">", SHARP,
-                     "S3: Llama-7B recovers every token of 'Mario the man versus Mario the idea' from the first "
-                     "2202 of 4096 features and none from 2201: a one-feature jump of 1.0. 'Sharp' is read as most "
-                     f"of the transition in one feature: a jump above {SHARP} at the crossing k* (the fewest "
-                     "features giving half the full output's accuracy), by the low end of the 95 % interval of the "
-                     "paired difference over prompts; the margin from 1.0 to 0.5 is taken because S3 shows one "
-                     "prompt on one model", key="S3.10/token-accuracy-from-the-first-features-minus-the-first")
+                     **catalogued("S3.10/token-accuracy-from-the-first-features-minus-the-first", SHARP=SHARP))
     return [
         sharp, *([] if e.longer is None else [convergence_check(sharp, e.longer, steps)]),
         Check.of("crossing k* as a fraction of d_model", e.fraction, "fraction of d_model", "<", BELOW_WIDTH,
-                 f"S3: the threshold lies at 2202 of Llama-7B's 4096 features ({SOURCE_FRACTION:.2f} of the width); "
-                 "at k* = d_model the output is needed whole (since version 8 that fails here, a finding, where it "
-                 f"was a not-informative gate). 'Well below the width' is read as k*/d_model < {BELOW_WIDTH:.2f}, "
-                 "halfway from S3's fraction to 1, by "
-                 "the high end of the 95 % interval of the crossing recomputed on prompts resampled (over the k "
-                 "evaluated)", key="S3.10/crossing-k-as-a-fraction-of-d-model"),
+                 **catalogued("S3.10/crossing-k-as-a-fraction-of-d-model", SOURCE_FRACTION=SOURCE_FRACTION,
+                              BELOW_WIDTH=BELOW_WIDTH)),
         Check.of(f"fraction of prompts passing S3's success test on the first {k_star - 1} features", e.matched,
-                 "fraction of prompts", ">", MATCHED,
-                 "control: a jump also appears where the descent breaks down below some width, which is no "
-                 "bandwidth. One feature below the crossing, the found input must still match the features it "
-                 "was given better than S3's shifted input a' = a + noise/20 does (S3's success test), for most "
-                 f"prompts (> {MATCHED}) by the interval's low end; the lost tokens are then missing "
-                 "information, not a failed optimisation", role="control",
-                 key="S3.10/fraction-of-prompts-passing-s3-s-success-test-on-the-first-features"),
+                 "fraction of prompts", ">", MATCHED, role="control",
+                 **catalogued("S3.10/fraction-of-prompts-passing-s3-s-success-test-on-the-first-features",
+                              MATCHED=MATCHED)),
         *([] if e.full_works is None else [full_works_check(e.full_works, d_model)]),
     ]

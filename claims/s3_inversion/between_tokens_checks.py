@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from claims.s3_inversion.convergence import convergence_check
 from claims.s3_inversion.scope import UNTRAINED_INVERTS, works_check
+from fixtures.catalogue import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
 
@@ -41,14 +42,8 @@ def masked_checks(e: MaskedEstimates, twin: str, steps: int) -> list[Check]:
     where ``longer`` is given; ``steps``: N."""
     masked = Check.of("fraction of prompts whose masked first token is recovered (restricted vocabulary)", e.masked,
                       "fraction of prompts", "<", RAREST,
-                      "S3: trained Llama 7B-65B, Llama-2 70B and Mistral 7B never identify the masked first token "
-                      "from [:, 1:, :] of block 1 (none of 6 models; none of the top-5 in its examples), while "
-                      "untrained layers do: 'perhaps 1/5ths' of 4096-wide initialisations (S3's fifths: about 5 "
-                      "per width), 'more than 4/5ths' of 8192-wide ones. 'Do not identify' is read as rarer than "
-                      f"S3's rarest untrained rate, fewer than {RAREST:.1f} of the prompts by the interval's high end "
-                      "(version 2 took one half, which a model finding the token in 2 of 5 prompts passed; S3's own "
-                      "figure is none, which S3's 6 models bound only to below 0.46 at 95 %)",
-                      key="S3.9/fraction-of-prompts-whose-masked-first-token-is-recovered-restricted")
+                      **catalogued("S3.9/fraction-of-prompts-whose-masked-first-token-is-recovered-restricted",
+                                   RAREST=RAREST))
     return [masked, twin_works_check(e.twin_works, twin),
             *([] if e.longer is None else [convergence_check(masked, e.longer, steps)])]
 
@@ -73,22 +68,11 @@ def wide_layer_checks(e: WideLayerEstimates, widths: tuple[int, int], seeds: int
     return [
         Check.of(f"fraction of initialisations finding the masked token, width {widths[1]} minus {widths[0]}",
                  e.wider_more, "fraction of initialisations", ">", 0.0,
-                 "S3: 'perhaps 1/5ths of models with a hidden dimension of 4096 ... but more than 4/5ths of "
-                 "models with a hidden dim of 8192'. The threshold is the ordering: the wider layers' fraction "
-                 "above the narrower's, by the low end of Newcombe's score interval for two independent "
-                 "proportions (each width's layers are their own initialisations)",
-                 key="S3.9/fraction-of-initialisations-finding-the-masked-token-width-minus"),
+                 **catalogued("S3.9/fraction-of-initialisations-finding-the-masked-token-width-minus")),
         Check.of(f"fraction of width-{widths[1]} initialisations finding the masked token", e.wider,
                  "fraction of initialisations", ">", HALF,
-                 f"S3: 'more than 4/5ths' at 8192 wide: 'often do'. Read as most initialisations (> {HALF}), by "
-                 "the low end; the margin from 4/5 is taken for S3's unstated number of models",
-                 key="S3.9/fraction-of-width-initialisations-finding-the-masked-token"),
+                 **catalogued("S3.9/fraction-of-width-initialisations-finding-the-masked-token", HALF=HALF)),
         Check.of(f"least token accuracy at the unmasked positions over the width-{widths[1]} initialisations",
-                 e.unmasked, "fraction of tokens", ">", SOME,
-                 "control: the inversion must recover unmasked tokens of the wider layers, else a found masked "
-                 "token is luck of a failed optimisation. S3's own 8192-wide example recovers a quarter to a half "
-                 "of them ('Mario the thecenwijні the'); the floor is a tenth, by the low end, far above chance "
-                 f"(one over the vocabulary); asserted of every one of the {seeds} initialisations (too few "
-                 "for a bootstrap)", role="control",
-                 key="S3.9/least-token-accuracy-at-the-unmasked-positions-over-the-width"),
+                 e.unmasked, "fraction of tokens", ">", SOME, role="control",
+                 **catalogued("S3.9/least-token-accuracy-at-the-unmasked-positions-over-the-width", seeds=seeds)),
     ]

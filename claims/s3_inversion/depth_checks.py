@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from claims.s3_inversion.convergence import convergence_check
 from claims.s3_inversion.scope import UNTRAINED_INVERTS, works_check
+from fixtures.catalogue import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
 
@@ -47,19 +48,13 @@ def depth_checks(e: DepthEstimates, last_block: int, headline_label: str, headli
     """
     drop = Check.of(f"token accuracy, block 1 minus block {last_block} (each its {headline_label})", e.drop,
                     "fraction of tokens", ">", 0.0,
-                    "S3: a trained GPT-2 inverts from 1 block, from 4 with tuning, rarely from 12; Llama-7B is much "
-                    "poorer at block 12 than at 1; untrained small models only for one or two blocks. S3 gives "
-                    "decoded examples, no rates, so the threshold is the ordering: recovery from the first block "
-                    "above recovery from the last, by the low end of the interval of the paired difference. "
-                    "The middle depth is shown, not thresholded (S3's GPT-2 recovers at 4 blocks as at 1). "
-                    + headline_reading, key="S3.4/token-accuracy-block-1-minus-block-each-its")
+                    **catalogued("S3.4/token-accuracy-block-1-minus-block-each-its", headline_reading=headline_reading))
     return [
         drop, *([] if e.longer is None else [convergence_check(drop, e.longer, steps)]),
         Check.of(f"fraction of prompts passing S3's success test at block {last_block} ({deepest} setting)",
                  e.success, "fraction of prompts", ">", SUCCESS_MAJORITY,
-                 "control: S3 decodes once ‖O(a_g) − O(a)‖ < ‖O(a′) − O(a)‖ (a′ = a + noise/20); if most "
-                 "prompts at the deepest block do not reach it, the optimisation stopped short and the drop "
-                 f"could be the optimiser's rather than the model's. Floor {SUCCESS_MAJORITY}, by the low end",
-                 role="control", key="S3.4/fraction-of-prompts-passing-s3-s-success-test-at-block-setting"),
+                 role="control",
+                 **catalogued("S3.4/fraction-of-prompts-passing-s3-s-success-test-at-block-setting",
+                              SUCCESS_MAJORITY=SUCCESS_MAJORITY)),
         *([] if e.first_works is None else [first_works_check(e.first_works)]),
     ]

@@ -5,6 +5,7 @@
 from dataclasses import dataclass
 
 from claims.s3_inversion.convergence import convergence_check
+from fixtures.catalogue import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
 
@@ -22,11 +23,9 @@ def gap_check(advantage: Estimate) -> Check:
         advantage: bootstrap estimate of block 1's minus block 3's token accuracy (fraction of tokens).
     """
     return Check.of(f"block 1's advantage over block {LAYERS} (the gap the share is a fraction of)", advantage,
-                    "fraction of tokens", ">", 0.0,
-                    f"control: the share is defined only where block 1 alone inverts better than block {LAYERS} "
-                    "alone (S3.4); a gap whose interval contains 0 leaves the share, and so the claim, undecided "
-                    "and a gap wholly at or below 0 fails it: there is no share to measure", role="control",
-                    key="S3.14/block-1-s-advantage-over-block-the-gap-the-share-is-a-fraction-of")
+                    "fraction of tokens", ">", 0.0, role="control",
+                    **catalogued("S3.14/block-1-s-advantage-over-block-the-gap-the-share-is-a-fraction-of",
+                                 LAYERS=LAYERS))
 
 
 @dataclass(frozen=True)
@@ -49,21 +48,13 @@ def layers_checks(e: LayersEstimates, headline_reading: str, steps: int) -> list
     control (the concatenated descent did not break) and the gap control; ``steps``: N."""
     no_better = Check.of(f"share of block 1's advantage over block {LAYERS} recovered by blocks 1-{LAYERS} together",
                          e.share, "fraction of the gap", "<", HALF,
-                         "S3: the concatenated outputs of the first three layers give representations 'no better than "
-                         "before', with 'the same ability ... as simply taking the output of the last (in this case "
-                         "the third) block'. The concatenation holds block 1's output, which alone inverts better; "
-                         f"'no better' is read as closing less than half ({HALF}) of block 1's advantage over block "
-                         f"{LAYERS}, by the high end of the interval. S3 gives no figure, hence no further margin. "
-                         + headline_reading,
-                         key="S3.14/share-of-block-1-s-advantage-over-block-recovered-by-blocks-1-together")
+                         **catalogued("S3.14/share-of-block-1-s-advantage-over-block-recovered-by-blocks-1-together",
+                                      HALF=HALF, LAYERS=LAYERS, headline_reading=headline_reading))
     return [
         no_better, *([] if e.longer is None else [convergence_check(no_better, e.longer, steps)]),
         Check.of(f"the same share, as a floor: blocks 1-{LAYERS} together not far below block {LAYERS} alone",
-                 e.share, "fraction of the gap", ">", -HALF,
-                 f"control: the concatenation holds block {LAYERS}'s output, so a descent that works on the "
-                 f"longer target recovers at least about block {LAYERS}'s accuracy; losing more than half of "
-                 f"the gap below block {LAYERS} (a share under −{HALF}, by the low end) means the descent broke "
-                 "on the concatenated target, which would pass the claim vacuously", role="control",
-                 key="S3.14/the-same-share-as-a-floor-blocks-1-together-not-far-below-block-alone"),
+                 e.share, "fraction of the gap", ">", -HALF, role="control",
+                 **catalogued("S3.14/the-same-share-as-a-floor-blocks-1-together-not-far-below-block-alone",
+                              LAYERS=LAYERS, HALF=HALF)),
         gap_check(e.advantage),
     ]

@@ -6,22 +6,12 @@ from dataclasses import dataclass
 
 from claims.s3_inversion.convergence import convergence_check
 from claims.s3_inversion.scope import UNTRAINED_INVERTS, works_check
+from fixtures.catalogue import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
 
 BLOCK = 2  # S3: "the output [:, 1:, :] of the second mixer ... block" (1-based)
 HALF = 0.5
-DERIVATION = {
-    "trained": "S3: a trained flat masked mixer represents the masked first token from [:, 1:, :] of its second "
-               "block, 'more accurate than that obtained from a similarly sized transformer' ('pictureario, ...'). "
-               "S3 shows examples, no rate: the threshold is the ordering, the paired difference of recovery rates "
-               "above 0 by the low end of its interval over prompts (Newcombe's score interval for paired "
-               "proportions)",
-    "untrained twins": "S3: untrained flat mixers find the masked first token from [:, 1:, :] ('Mario, the Idea, "
-                       "versus Mario, the Man' at 512 wide), while untrained transformers of 4096 wide rarely do "
-                       "(S3.9: about 1/5 of initialisations). The threshold is the ordering at equal width, paired "
-                       "over prompts, low end above 0",
-}
 
 
 @dataclass(frozen=True)
@@ -61,14 +51,11 @@ def pair_checks(e: PairEstimates, kind: str, transformer: str, mixer: str, steps
     convergence control where ``longer`` is given, and the above-chance control; ``steps``: the transformer's N."""
     ordering = Check.of(
         f"masked first token recovered, {mixer} minus {transformer} (block {BLOCK}, [:, 1:, :])", e.ordering,
-        "fraction of prompts", ">", 0.0, DERIVATION[kind], key="S3.12/masked-first-token-recovered-minus-block-1")
+        "fraction of prompts", ">", 0.0, **catalogued("S3.12/masked-first-token-recovered-minus-block-1", kind))
     return [
         ordering, *([] if e.longer is None else [convergence_check(ordering, e.longer, steps)]),
         Check.of(
             f"masked first token recovered by {mixer} minus chance (block {BLOCK})", e.above_chance,
-            "fraction of prompts", ">", 0.0,
-            "control: the mixer must recover the masked token above chance, the random start's hit rate over the "
-            "same restricted vocabulary, by the low end of the paired difference's 95 % interval; else the "
-            "ordering would only say that the transformer does worse than chance", role="control",
-            key="S3.12/masked-first-token-recovered-by-minus-chance-block"),
+            "fraction of prompts", ">", 0.0, role="control",
+            **catalogued("S3.12/masked-first-token-recovered-by-minus-chance-block")),
     ]

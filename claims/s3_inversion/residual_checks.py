@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from claims.s3_inversion.convergence import convergence_check
 from claims.s3_inversion.scope import UNTRAINED_INVERTS, works_check
+from fixtures.catalogue import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
 
@@ -53,19 +54,11 @@ def residual_checks(e: ResidualEstimates, model: str, twin: str, headline_readin
     shares = [
         Check.of(f"share of {model}'s recovery above chance kept without the attention residual",
                  e.kept, "fraction", "<", HALF,
-                 "S3: in trained Llama-7B, removing the residual across self-attention 'is alone capable "
-                 "of preventing even a single input token from being correctly identified (given complete "
-                 f"outputs)'. 'Destroys' is read as keeping less than half ({HALF}) of the intact "
-                 "recovery above chance, by the interval's high end (S3's own figure is none kept). "
-                 + headline_reading,
-                 key="S3.11/trained-share-of-recovery-above-chance-kept-without-attention-residual"),
+                 **catalogued("S3.11/trained-share-of-recovery-above-chance-kept-without-attention-residual",
+                              HALF=HALF, headline_reading=headline_reading)),
         Check.of(f"share of {twin}'s recovery above chance kept without the attention residual",
                  e.twin_kept, "fraction", ">", HALF,
-                 "S3: in untrained Llama-7B the removal 'results in little change in input representation "
-                 "ability' (6 of 7 tokens alike in its example). 'Little change' is read as keeping more "
-                 f"than half ({HALF}) of the intact recovery above chance, by the interval's low end; it is "
-                 "also the control that the removal itself does not break every model",
-                 key="S3.11/twin-share-of-recovery-above-chance-kept-without-attention-residual"),
+                 **catalogued("S3.11/twin-share-of-recovery-above-chance-kept-without-attention-residual", HALF=HALF)),
     ]
     longer = [convergence_check(check, more, n) for check, more, n in
               zip(shares, (e.kept_longer, e.twin_longer), (steps, twin_steps)) if more is not None]
@@ -73,11 +66,8 @@ def residual_checks(e: ResidualEstimates, model: str, twin: str, headline_readin
         *shares, *longer,
         Check.of(f"fraction of {model}'s prompts passing S3's success test without the attention residual "
                  + ("(S3's setting)" if source else "(the setting that passes more)"),
-                 e.success, "fraction of prompts", ">", MATCHED,
-                 "control: a recovery lost because the ablated block is harder to descend on is no finding about "
-                 "the residual. S3's success test ‖O(a_g) − O(a)‖₁ < ‖O(a′) − O(a)‖₁ (a′ = a + N(0, 1/20²) per "
-                 f"element) on most prompts ({MATCHED}), by the interval's low end: the output is matched, so the "
-                 "tokens it does not identify are missing from it", role="control",
-                 key="S3.11/fraction-of-s-prompts-passing-s3-s-success-test-without-the-attention"),
+                 e.success, "fraction of prompts", ">", MATCHED, role="control",
+                 **catalogued("S3.11/fraction-of-s-prompts-passing-s3-s-success-test-without-the-attention",
+                              MATCHED=MATCHED)),
         twin_works_check(e.twin_works, twin),
     ]

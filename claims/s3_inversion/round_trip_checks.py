@@ -4,6 +4,7 @@ self-tests (``tests/cases_s3.py``) drive the same function to hold and to fail e
 
 from dataclasses import dataclass
 
+from fixtures.catalogue import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
 
@@ -32,17 +33,10 @@ def round_trip_checks(e: RoundTripEstimates) -> list[Check]:
     return [
         Check.of("least token accuracy of argmax(W_E[ids]·W_E⁺) over the prompts", e.recovered, "fraction of tokens",
                  ">", EXACT,
-                 "S3 (Direct Input Representation): the pseudo-inverse round trip gives the prompt back, the "
-                 "true index holding ~1e-2 where the others hold ≤ 1e-3; 'exactly' admits no wrong token. "
-                 f"The threshold {EXACT} is that, with room for rounding only, asserted of every one of the "
-                 f"{e.prompts} prompts of {e.tokens} tokens (S3 verifies its prompt comes back): one "
-                 "wrong token in any prompt fails it",
-                 key="S3.1/least-token-accuracy-of-argmax-w-e-ids-w-e-over-the-prompts"),
+                 **catalogued("S3.1/least-token-accuracy-of-argmax-w-e-ids-w-e-over-the-prompts", EXACT=EXACT,
+                              prompts=e.prompts, tokens=e.tokens)),
         Check.of("largest token accuracy over the prompts with W_E's rows shuffled", e.permuted, "fraction of tokens",
-                 "<", PERMUTED_CEILING,
-                 "control: decoding the same embeddings with the pseudo-inverse of a row-shuffled W_E must give "
-                 "other tokens (only fixed points of the shuffle, about 1/vocab, match); a decode that did not "
-                 f"read W_E's rows, or returned its input ids, would score 1. Ceiling {PERMUTED_CEILING}: far "
-                 "above chance, far below a vacuous pass; asserted of every prompt", role="control",
-                 key="S3.1/largest-token-accuracy-over-the-prompts-with-w-e-s-rows-shuffled"),
+                 "<", PERMUTED_CEILING, role="control",
+                 **catalogued("S3.1/largest-token-accuracy-over-the-prompts-with-w-e-s-rows-shuffled",
+                              PERMUTED_CEILING=PERMUTED_CEILING)),
     ]

@@ -15,6 +15,7 @@ mean cosine above the untrained twin's.
 from dataclasses import dataclass
 
 from claims.s4_ffn.conftest import SOURCE_ATTN_NORM, SOURCE_COSINE, SOURCE_FFN_NORM
+from fixtures.catalogue import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
 
@@ -50,39 +51,25 @@ def ffn_output_checks(e: FfnOutputEstimates) -> list[Check]:
     n_blocks = len(e.ratios)
     checks = [
         Check.of(f"block {b + 1}: mean FFN output norm / mean attention output norm", e.ratios[b], "ratio", ">", 1.0,
-                 "S4 'Transformation via Vector Addition': FFN outputs are 'generally longer' than attention outputs; "
-                 "'longer' is ratio 1, the claim's own bound (the source's notebook ratios, "
-                 f"{', '.join(f'{r:.2f}' for r in SOURCE_RATIO)}, clear it in every block, by {min(SOURCE_RATIO) - 1:.2f} "
-                 "at the least). The low end of each block's bootstrap interval over prompts must clear 1",
-                 key=f"S4.3/block-{b + 1}-mean-ffn-output-norm-mean-attention-output-norm")
+                 **catalogued(f"S4.3/block-{b + 1}-mean-ffn-output-norm-mean-attention-output-norm",
+                              source_ratios=", ".join(f"{r:.2f}" for r in SOURCE_RATIO),
+                              least_source_excess=min(SOURCE_RATIO) - 1))
         for b in range(n_blocks)
     ] + [
         Check.of(f"block {b + 1}: mean cos(attention output, FFN output)", e.cosines[b], "cosine", ">", 0.0,
-                 "S4: within a block the two outputs 'point in roughly the same direction'. A bound read off S4's own "
-                 f"numbers (not calibrated on ours): its notebook's 384-d mean cosines, "
-                 f"{', '.join(f'{c:.2f}' for c in SOURCE_COSINE)} by block, are what S4 calls roughly the same "
-                 f"direction, so the check is a positive mean cosine, threshold 0 (S4's weakest block, "
-                 f"{min(SOURCE_COSINE):.2f}, about 88°, clears it). The low end of each block's bootstrap interval "
-                 "over prompts must clear it", key=f"S4.3/block-{b + 1}-mean-cos-attention-output-ffn-output")
+                 **catalogued(f"S4.3/block-{b + 1}-mean-cos-attention-output-ffn-output",
+                              source_cosines=", ".join(f"{c:.2f}" for c in SOURCE_COSINE),
+                              least_source_cosine=min(SOURCE_COSINE)))
         for b in range(n_blocks)
     ] + [
         Check.of(f"block {b + 1}: cos(attention output, FFN output) minus cross-token baseline", e.excess[b], "cosine",
-                 ">", 0.0,
-                 "a reading, stricter than S4's words (versions 1-2 decided on it): an attention output is closer in "
-                 "direction to its own token's FFN output than to another prompt's token's at the same position "
-                 "(which removes what all tokens share: biases, position codes). S4 draws no such baseline; on S4's "
-                 "recipe its block 2 failed on 2026-11-28's first lease where the raw cosine reproduced S4's. "
-                 "Threshold 0, by the low end of the bootstrap interval", role="reading",
-                 key=f"S4.3/block-{b + 1}-cos-attention-output-ffn-output-minus-cross-token")
+                 ">", 0.0, role="reading",
+                 **catalogued(f"S4.3/block-{b + 1}-cos-attention-output-ffn-output-minus-cross-token"))
         for b in range(n_blocks)
     ]
     checks.append(Check.of(
         "least over blocks of mean cos(attention output, FFN output) minus the untrained twin's", e.above_twin,
         "cosine", ">", 0.0,
-        "control (version 4): at random init the two outputs already share directions (the twin's mean cosine is up "
-        "to ±0.13 per block on the tiny zoo, the same for every token), so a positive cosine is evidence of training "
-        "only where it exceeds the twin's on the same token ids, paired per prompt, in every block: the low end of the "
-        "interval above 0. It guards a pass (decides only where every claim check passed)",
         role="control", guards_pass=True,
-        key="S4.3/least-over-blocks-of-mean-cos-attention-output-ffn-output-minus-the"))
+        **catalogued("S4.3/least-over-blocks-of-mean-cos-attention-output-ffn-output-minus-the")))
     return checks

@@ -13,6 +13,7 @@ cannot decide alone. Version 6's 0.09, set after version 5's 1 % had failed ever
 
 from dataclasses import dataclass
 
+from fixtures.catalogue import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
 
@@ -55,37 +56,19 @@ def final_norm_checks(e: FinalNormEstimates) -> list[Check]:
     """
     return [
         Check.of("relative output-norm change, turned to cosine 0.52 and × 10", e.turned, "fraction", "<", A_LITTLE,
-                 "S4 Appendix III: the output norms 'vary a little depending on how closely aligned the input "
-                 "vectors were'; its one figure for 'a little' is 0.41 % (23.1496 → 23.0546 at cosine 0.5178, "
-                 f"× 10). A bound read off that figure, without our values: within an order of magnitude of it, "
-                 f"under {A_LITTLE:.3f} (10 × 0.41 %), by the high end of the interval over prompts (version 8)",
-                 key="S4.5/relative-output-norm-change-turned-to-cosine-0-52-and-10"),
+                 **catalogued("S4.5/relative-output-norm-change-turned-to-cosine-0-52-and-10", A_LITTLE=A_LITTLE)),
         Check.of("relative output-norm change, turned to cosine 0.52 minus turned to 0.9967 (both × 10)",
                  e.turned_excess, "fraction", ">", 0.0,
-                 "S4 Appendix III: vectors of different direction 'emerge from the LayerNorm with norms that are "
-                 "still quite similar but a little further apart' (its draws: 0.41 % at cosine 0.5178, 0.08 % at "
-                 "0.9967): turned further moves the output norm more, the paired difference above 0. Any norm with "
-                 "an uneven gain or a bias passes it, so it decides only beside the bound on 'a little'",
-                 key="S4.5/relative-output-norm-change-turned-to-cosine-0-52-minus-turned-to-0"),
+                 **catalogued("S4.5/relative-output-norm-change-turned-to-cosine-0-52-minus-turned-to-0")),
         Check.of(f"implementation check: largest relative output-norm change over scales 0.5-1000 (hypothesis, "
                  f"{e.examples} examples)", e.worst_scale, "fraction", "<", SCALE_IDENTITY,
-                 "control: S4's ×10 (23.1262 vs 23.1263, a change of 4e-6) is an identity of any affine "
-                 "normalisation, true for any weights, so it is no evidence for the claim; it checks that the "
-                 "captured module is a scale-invariant norm (a wrong module would fail it). Bound 1e-3 (250× S4's "
-                 "change) for the norm's eps and low-precision dtypes, for the worst case hypothesis finds",
-                 role="control", key="S4.5/implementation-check-largest-relative-output-norm-change-over-scales"),
+                 role="control",
+                 **catalogued("S4.5/implementation-check-largest-relative-output-norm-change-over-scales")),
         Check.of("same measure with the norm replaced by identity, input × 10, least over the vectors",
-                 e.unnormalised, "fraction", ">", SCALE_IDENTITY,
-                 "control: without normalisation the output norm grows ×10 (change 9); the measurement must see "
-                 "that, or the implementation check could pass because nothing was measured. Exact by "
-                 "construction (9 on every vector, to rounding), so it is decided vector by vector, not by a "
-                 "bootstrap whose interval would have zero width", role="control",
-                 key="S4.5/same-measure-with-the-norm-replaced-by-identity-input-10-least-over"),
+                 e.unnormalised, "fraction", ">", SCALE_IDENTITY, role="control",
+                 **catalogued("S4.5/same-measure-with-the-norm-replaced-by-identity-input-10-least-over")),
         Check.of("relative output-norm change under the same turns, gain concentrated on 1/16 of the coordinates",
-                 e.concentrated, "fraction", ">", A_LITTLE,
-                 "control: a norm whose gain sits on a sixteenth of the coordinates (same RMS, bias kept) has an "
-                 "output norm that follows the input's direction; the same turns must move it by more than the "
-                 f"claim's bound ({A_LITTLE:.3f}), by the interval's low end, or the measurement cannot see a "
-                 "direction dependence and a pass would be vacuous", role="control",
-                 key="S4.5/relative-output-norm-change-under-the-same-turns-gain-concentrated-on"),
+                 e.concentrated, "fraction", ">", A_LITTLE, role="control",
+                 **catalogued("S4.5/relative-output-norm-change-under-the-same-turns-gain-concentrated-on",
+                              A_LITTLE=A_LITTLE)),
     ]

@@ -4,6 +4,7 @@ self-tests (``tests/cases_s4.py``) drive the same function to hold and to fail e
 
 from dataclasses import dataclass
 
+from fixtures.catalogue import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
 
@@ -28,13 +29,10 @@ def parameters_checks(e: ParameterEstimates) -> list[Check]:
     """S4.1's claim check (the FFN share above one half) and the count's control (S4's own figure comes back)."""
     return [
         Check.of("FFN parameters / all parameters", e.ffn_share, "fraction", ">", MOST,
-                 f"S4 Appendix I: {SOURCE_FFN:,} of {SOURCE_TOTAL:,} ({100 * SOURCE_FFN / SOURCE_TOTAL:.2f} %), "
-                 f"'over 65 %'; the claim's word is 'most', a majority, share > {MOST} (S4's model clears it by "
-                 f"{SOURCE_FFN / SOURCE_TOTAL - MOST:.3f}). An exact count: no interval, no margin",
-                 key="S4.1/ffn-parameters-all-parameters"),
+                 **catalogued("S4.1/ffn-parameters-all-parameters", SOURCE_FFN=SOURCE_FFN, SOURCE_TOTAL=SOURCE_TOTAL,
+                              source_percent=100 * SOURCE_FFN / SOURCE_TOTAL, MOST=MOST,
+                              source_margin=SOURCE_FFN / SOURCE_TOTAL - MOST)),
         Check.of(f"FFN parameters the same count finds in S4's shape built as the zoo's GPT-2, minus {SOURCE_FFN:,}",
-                 e.source_miss, "parameters", "<", 0.5,
-                 "control: the per-architecture count (adapter paths, tied weights once) must reproduce S4's own "
-                 "FFN figure exactly on S4's shape, or the share above counts the wrong modules", role="control",
-                 key="S4.1/ffn-parameters-the-same-count-finds-in-s4-s-shape-built-as-the-zoo-s"),
+                 e.source_miss, "parameters", "<", 0.5, role="control",
+                 **catalogued("S4.1/ffn-parameters-the-same-count-finds-in-s4-s-shape-built-as-the-zoo-s")),
     ]

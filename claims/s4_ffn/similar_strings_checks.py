@@ -5,6 +5,7 @@ and to fail each check. Distances are Hellinger distances H between next-token d
 
 from dataclasses import dataclass
 
+from fixtures.catalogue import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
 
@@ -37,25 +38,14 @@ def approximation_checks(e: ApproximationEstimates) -> list[Check]:
     return [
         Check.of("mean H(approximation, model) − mean H(seed siblings, model), held-out prompts", e.over_floor,
                  "Hellinger", "<", e.floor_sd,
-                 "S4: its 0.1677 is 'a little higher than 0.11, but within a standard deviation' of the seed-sibling "
-                 f"floor (0.106 ± 0.082 per prompt). Here: within one per-prompt SD of this model's own floor, "
-                 f"{e.floor_sd:.4f} measured on the same prompts; the interval's high end must clear it. Decided on "
-                 "held-out prompts (validation text), whose continuations are not in the strings the approximation "
-                 "looks up; S4's own, in-sample, variant (prompts drawn from the strings) is reported beside",
-                 key="S4.6/mean-h-approximation-model-mean-h-seed-siblings-model-held-out-prompts"),
+                 **catalogued("S4.6/mean-h-approximation-model-mean-h-seed-siblings-model-held-out-prompts",
+                              floor_sd=e.floor_sd)),
         Check.of("mean H(another prompt's approximation, model) − floor", e.shuffled_over_floor, "Hellinger", ">",
                  e.floor_sd,
-                 "control: the first check must fail for an approximation unrelated to the prompt (each prompt given "
-                 "the previous prompt's); otherwise any smooth distribution would be 'within a standard deviation'",
-                 role="control", key="S4.6/mean-h-another-prompt-s-approximation-model-floor"),
+                 role="control", **catalogued("S4.6/mean-h-another-prompt-s-approximation-model-floor")),
         Check.of(f"mean H(approximation, model), S4's in-sample prompts, − S4's floor ({S4_FLOOR:.4f})",
-                 e.in_sample, "Hellinger", "<", S4_FLOOR_SD,
-                 "a reading beside the verdict: S4's sentence against S4's own floor (0.106 ± 0.082 per prompt, "
-                 "Appendix II) rather than this model's, with S4's procedure (prompts drawn from the strings, "
-                 "thresholds and weights tuned to the model as S4 tuned its own). Where it passes and the check above fails, the verdict comes from this model's siblings "
-                 "agreeing more closely than S4's did (the source-vs-measured table gives both floors), not from the "
-                 "approximation", role="reading",
-                 key="S4.6/mean-h-approximation-model-s4-s-in-sample-prompts-s4-s-floor"),
+                 e.in_sample, "Hellinger", "<", S4_FLOOR_SD, role="reading",
+                 **catalogued("S4.6/mean-h-approximation-model-s4-s-in-sample-prompts-s4-s-floor")),
     ]
 
 
@@ -71,13 +61,9 @@ def sibling_checks(e: SiblingEstimates) -> list[Check]:
     checks = []
     for name, est in e.distances.items():
         checks.append(Check.of(f"mean H(model, {name})", est, "Hellinger", "<", SOURCE_APPROXIMATION_H,
-                               "'small' as S4 uses the floor: below the distance it calls 'fairly close' but not as "
-                               "close as the siblings, its approximation's 0.1677 (its floor: 0.1053-0.1064)",
-                               key=f"S4.7/mean-h-model-{name}"))
-        checks.append(Check.of(f"mean H(model, {name}) — distinct models", est, "Hellinger", ">", DISTINCT_MODELS,
-                               "control: a sibling whose seed was not applied would be the model itself and pass "
-                               "trivially; a distinct model differs by more than 1e-3", role="control",
-                               key=f"S4.7/mean-h-model-{name}-distinct-models"))
+                               **catalogued(f"S4.7/mean-h-model-{name}")))
+        checks.append(Check.of(f"mean H(model, {name}) — distinct models", est, "Hellinger", ">", DISTINCT_MODELS, role="control",
+                               **catalogued(f"S4.7/mean-h-model-{name}-distinct-models")))
     return checks
 
 
@@ -101,19 +87,7 @@ def gain_checks(e: GainEstimates) -> list[Check]:
     genuinely fails it fails too, and the record must read as the claim failing (a finding), not as a failed control.
     """
     return [Check.of("mean H(first block alone) − mean H(all blocks), held-out prompts", e.gain, "Hellinger", ">", 0.0,
-                     "S4 shows 'hing tremb' going from 0.63 to 0.02 and 'And only l' from 0.071 to 0.073 (slightly "
-                     "worse), and gives no aggregate; 'using all blocks improves' is read as a lower mean H over "
-                     "prompts, the interval clearing 0. Scored on held-out prompts (validation text, not among "
-                     "the corpus strings, and the other half from the one the thresholds and weights were fitted "
-                     "on), where adding blocks can make the approximation worse; S4's 96 % reduction on one prompt "
-                     "is not its claim (its other prompt gets worse), so the ordering is the threshold and the "
-                     "relative reduction is reported beside",
-                     key="S4.8/mean-h-first-block-alone-mean-h-all-blocks-held-out-prompts"),
+                     **catalogued("S4.8/mean-h-first-block-alone-mean-h-all-blocks-held-out-prompts")),
             Check.of("the same gain on each prompt's own approximations minus on another prompt's", e.own,
-                     "Hellinger", ">", 0.0,
-                     "control: the later blocks could lower H for every prompt alike, by pulling the approximation "
-                     "towards the text's common next tokens; then the gain says nothing about the blocks matching "
-                     "this prompt's similar strings. Paired with another prompt's approximations (prompt-shuffled), "
-                     "that common part remains; the gain on the prompt's own must exceed it, the paired difference "
-                     "above 0 by the low end of its interval", role="control", guards_pass=True,
-                     key="S4.8/the-same-gain-on-each-prompt-s-own-approximations-minus-on-another")]
+                     "Hellinger", ">", 0.0, role="control", guards_pass=True,
+                     **catalogued("S4.8/the-same-gain-on-each-prompt-s-own-approximations-minus-on-another"))]

@@ -14,6 +14,7 @@ chance where the ranking is biased, so reading S4's excess as the bound for ours
 
 from dataclasses import dataclass
 
+from fixtures.catalogue import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
 
@@ -49,20 +50,14 @@ def token_embedding_checks(e: TokenEmbeddingEstimates) -> list[Check]:
     """S4.9's two claim checks (p ≈ 1 for every token; its first direction predicts it) and the convergence control."""
     return [
         Check.of("least mean p(token) of a token's learned vectors", e.p, "probability", ">", PROBABILITY_NEAR_ONE,
-                 "S4: the learned embeddings give the token probability ≈ 1; S4 stops at mean NLL 1e-4 (p ≳ 0.9999) and "
-                 "its two worst tokens end at 0.9995; '≈ 1' is taken as above 0.99 for every token (the minimum over "
-                 "tokens, decided token by token)", key="S4.9/least-mean-p-token-of-a-token-s-learned-vectors"),
+                 **catalogued("S4.9/least-mean-p-token-of-a-token-s-learned-vectors")),
         Check.of("fraction of tokens whose first singular direction alone predicts them (argmax)", e.predicts,
                  "fraction", ">", EVERY_TOKEN,
-                 "S4: 'that direction alone predicts the token', shown for 'a'; for every token, up to one in a hundred",
-                 key="S4.9/fraction-of-tokens-whose-first-singular-direction-alone-predicts-them"),
+                 **catalogued("S4.9/fraction-of-tokens-whose-first-singular-direction-alone-predicts-them")),
         Check.of(f"largest gain in mean p of the {e.continued} least predicted tokens from {e.steps} more steps",
                  e.gain, "probability", "<", CONVERGED,
-                 "control: a token whose learned vectors stop short of p ≈ 1 is a finding about the model only if the "
-                 "optimisation had converged (the final norm fixes the input's length, so the logits' margin, and p, "
-                 "can be capped); if more steps from where it ended still raise its mean p by 0.01 or more, the "
-                 "optimiser stopped early and the p check says nothing. Decided token by token: the largest gain",
-                 role="control", key="S4.9/largest-gain-in-mean-p-of-the-least-predicted-tokens-from-more-steps"),
+                 role="control",
+                 **catalogued("S4.9/largest-gain-in-mean-p-of-the-least-predicted-tokens-from-more-steps")),
     ]
 
 
@@ -87,29 +82,15 @@ def subspace_checks(e: SubspaceEstimates) -> list[Check]:
     """S4.10's control (the instrument on the final state), then per block the final-layer check and, but at the
     last block, the block-specific check."""
     checks = [Check.of("final state: excess over the prompt-shuffled null, the model's own 90 %-mass tokens",
-                       e.final_state, "fraction", ">", FAR_ABOVE_NULL,
-                       "control: the subspaces and the ranking must place the model's own predicted tokens near the "
-                       "state they are read from (the final norm's input, where they were learned), above the "
-                       "prompt-shuffled null by at least S4's weakest excess (0.40), as S4.10 requires of FFN "
-                       "outputs; else the instrument, not the FFN outputs, fails the claim", role="control",
-                       key="S4.10/final-state-excess-over-the-prompt-shuffled-null-the-model-s-own-90")]
+                       e.final_state, "fraction", ">", FAR_ABOVE_NULL, role="control",
+                       **catalogued("S4.10/final-state-excess-over-the-prompt-shuffled-null-the-model-s-own-90"))]
     for b, excess in enumerate(e.excess):
         checks.append(Check.of(f"block {b + 1}: excess over the prompt-shuffled null (final-layer subspaces, |cos|)",
                                excess, "fraction", ">", FAR_ABOVE_NULL,
-                               "S4.10: final-layer subspaces 'work at earlier blocks too', far above chance, read as S4's "
-                               "own smallest excess over its chance, block 1: (49.71 − 16.31) / (100 − 16.31) = 0.40. "
-                               "The null is measured the same way, each prompt's FFN output against another prompt's "
-                               "tokens, so the ranking's bias towards frequent tokens and large subspaces cancels "
-                               "(version 1 divided by C(V/2, n)/C(V, n), which assumes no bias). |cos| as S4's code "
-                               "(cos(P_t f, f) for the projection P_t onto the token's subspace is |cos(v_t, f)|); the "
-                               "signed cosine, S4's prose ('oriented towards'), is reported beside",
-                               key=f"S4.10/block-{b + 1}-excess-over-the-prompt-shuffled-null-final-layer"))
+                               **catalogued(f"S4.10/block-{b + 1}-excess-over-the-prompt-shuffled-null-final-layer")))
         if b < len(e.specific):  # the last block's own subspaces are the final-layer ones
             checks.append(Check.of(f"block {b + 1}: excess over the prompt-shuffled null (block-specific subspaces, "
                                    "|cos|)", e.specific[b], "fraction", ">", SPECIFIC_ABOVE_NULL,
-                                   f"S4.10: block-specific subspaces, learned at block {b + 2}'s input through the later "
-                                   "blocks (where block's FFN output is added), far above chance, read as S4's own "
-                                   "smallest excess with them, block 4 of 6: (38.80 − 18.37) / (100 − 18.37) = 0.25, "
-                                   "against the same prompt-shuffled null",
-                                   key=f"S4.10/block-{b + 1}-excess-over-the-prompt-shuffled-null-block-specific"))
+                                   **catalogued(f"S4.10/block-{b + 1}-excess-over-the-prompt-shuffled-null-block-specific",
+                                                next_block=b + 2)))
     return checks
