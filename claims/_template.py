@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from fixtures.catalogue import catalogued, procedure
 from latent_instruments.stats import Estimate
 from reports.checks import Check
 
@@ -38,11 +39,13 @@ def topic_checks(e: TopicEstimates) -> list[Check]:
     """SX.Y's claim check and its control; a stricter reading of the source's words is a Check of role="reading":
     recorded and shown, deciding nothing."""
     return [
+        # the derivation (the source's figure and the margin taken) is the catalogue row's of this key, beside its
+        # threshold: derivation = "... the margin {THRESHOLD:g} ..." there, its numbers filled from the constants
+        # the check uses, never retyped
         Check.of("what the statistic is", e.statistic, "unit", ">", THRESHOLD,
-                 f"the source's figure and the margin taken, in a sentence, its numbers formatted from the "
-                 f"constants the check uses ({THRESHOLD:g}), never retyped", key="SX.Y/what-the-statistic-is"),
-        Check.of("what would fail a vacuous pass", e.control, "unit", ">", 0.0,
-                 "why this control can fail, and what it rules out", role="control", key="SX.Y/vacuous-pass-control"),
+                 **catalogued("SX.Y/what-the-statistic-is", THRESHOLD=THRESHOLD)),
+        Check.of("what would fail a vacuous pass", e.control, "unit", ">", 0.0, role="control",
+                 **catalogued("SX.Y/vacuous-pass-control")),
     ]
 
 
@@ -67,7 +70,9 @@ def test_the_claim_in_words(model_name, activations, twin_activations, claim):
                                claim.bootstrap(twin_per_prompt, lambda u: float(u.mean())))
     claim.record(
         topic_checks(estimates),
-        procedure="prompts, positions, layers used, and every difference from the source's procedure",
+        # the catalogue's [[claims.procedures]] text of this key: prompts, positions, layers used, and every
+        # difference from the source's procedure, "{prompts}" filled here
+        procedure=procedure("SX.Y/the-claim-in-words", prompts=len(per_prompt)),
         details={"per_layer": {"block 1": float(estimates.statistic.value)}},  # tables: {row: value} or {row: {col: v}}
         # the same quantity as a number the source reports on its own subject (catalogue.toml's source_numbers)
         beside_source={"the catalogue's quantity": float(estimates.statistic.value)},

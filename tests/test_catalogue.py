@@ -183,7 +183,42 @@ def test_a_derivation_is_read_by_key_and_filled():
     assert "block 4 is S3's 'also from deeper layers'" in deeper["derivation"]
     with pytest.raises(LookupError, match="0 rows .* have this key"):
         catalogued("S3.7/a-check-no-row-names")
-    with pytest.raises(LookupError, match="names 'RECOVERS', which the checks function does not give"):
+    with pytest.raises(LookupError, match="names .RECOVERS., which the code does not give"):
         catalogued("S3.7/token-accuracy-of-one-token-inputs-indirect-embedding-representation", control_inputs=64)
     with pytest.raises(LookupError, match="variant 'wide' of a row whose derivation is a table of block 1, deeper"):
         catalogued("S3.5/token-accuracy-d-model-minus-block-4-seed-1-each-rung-its", "wide", b=4)
+
+
+def _procedure_keys() -> tuple[list[str], list[str]]:
+    """(the keys the claim test files read procedures by, file:line of each ``record(procedure=...)`` whose text is
+    written in the code instead: neither ``procedure(KEY, ...)`` nor a helper's call)."""
+    keys, written = [], []
+    for path in sorted(CLAIMS.rglob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "record"):
+                continue
+            given = next((k.value for k in node.keywords if k.arg == "procedure"), None)
+            if isinstance(given, ast.Call) and getattr(given.func, "id", "") == "procedure":
+                keys.append(given.args[0].value)
+            elif given is not None and not isinstance(given, ast.Call):
+                written.append(f"{path.name}:{node.lineno}")
+    return keys, written
+
+
+def test_every_procedure_lives_in_the_catalogue():
+    """Issue 65, item 4: a record's procedure is the catalogue's text of its key, each entry read by one record."""
+    keys, written = _procedure_keys()
+    entries = [p.key for c in load_catalogue().claims.values() for p in c.procedures]
+    assert written == []
+    assert sorted(keys) == sorted(entries) and len(set(entries)) == len(entries)
+
+
+def test_a_procedure_is_read_by_key_and_filled():
+    from fixtures.catalogue import procedure
+
+    text = procedure("S3.1/the-pseudo-inverse-recovers-the-tokens", prompts=16, tokens=12, SOURCE_PROMPT="The sky")
+    assert text.startswith("16 held-out prompts of 12 tokens (the length of S3's prompt 'The sky' in this tokenizer)")
+    with pytest.raises(LookupError, match="no \\[\\[claims.procedures\\]\\] entry of this key"):
+        procedure("S3.1/a-test-that-is-not-there")
+    with pytest.raises(LookupError, match="names 'SOURCE_PROMPT', which the code does not give"):
+        procedure("S3.1/the-pseudo-inverse-recovers-the-tokens", prompts=16, tokens=12)

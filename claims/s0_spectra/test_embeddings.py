@@ -10,6 +10,7 @@ import pytest
 from claims.s0_spectra.conftest import SPECTRA_NEEDS, mean_fit
 from claims.s0_spectra.embedding_checks import FlatEstimates, TiltEstimates, flat_checks, tilt_checks
 from claims.s0_spectra.embedding_measures import _tilt
+from fixtures.catalogue import procedure
 
 
 @pytest.mark.claim("S0.1", version=2, sample="prompts")  # 2: more prompts while inconclusive (fixtures.rounds)
@@ -29,9 +30,9 @@ def test_token_embeddings_have_a_flat_spectrum(model_name, spectra, claim):
     shuffled = claim.bootstrap(spectra.shuffled_embed, lambda u: abs(float(mean_fit(bins, u).slope)))
     claim.record(
         flat_checks(FlatEstimates(slope, shuffled)),
-        procedure=(f"{embed.shape[0]} held-out sequences of {spectra.positions} tokens (S0: 8 × 2048 of C4), first "
-                   f"token dropped, |rfft|² averaged over d_model then sequences; power-law fit over "
-                   f"{bins.centers.size} log-spaced bins ({bins.band_decades:.2f} decades of frequency)."),
+        procedure=procedure("S0.1/token-embeddings-have-a-flat-spectrum", sequences=embed.shape[0],
+                            positions=spectra.positions, bins=bins.centers.size,
+                            band_decades=bins.band_decades),
         details={"exponent": {"token embeddings": slope.value, "shuffled positions": shuffled.value}},
         plot={"kind": "loglog", "x": bins.freqs.tolist(), "xlabel": "frequency (cycles/token)", "ylabel": "power",
               "panels": {f"{model_name}: token embeddings": {"embed": embed.mean(0).tolist(),
@@ -62,9 +63,8 @@ def test_learned_positions_raise_low_frequencies(model_name, spectra, twin_spect
     hann = claim.bootstrap(spectra.hidden_hann[:, [i_tok, i_pos]], lambda u: _tilt(bins, u[:, 1], u[:, 0]))
     claim.record(
         tilt_checks(TiltEstimates(trained, learned, hann)),
-        procedure=(f"{spectra.hidden.shape[0]} held-out sequences of {spectra.positions} tokens; mean power over the "
-                   "lowest and the top third of the non-zero band in log frequency, of the token embeddings and of "
-                   "token + position embeddings (the first block's input)."),
+        procedure=procedure("S0.2/learned-positions-raise-low-frequencies",
+                            sequences=spectra.hidden.shape[0], positions=spectra.positions),
         details={"tilt (decades)": {"trained": trained.value, "untrained twin": twin, "trained, Hann-windowed": hann.value}},
 
         plot={"kind": "loglog", "x": bins.freqs.tolist(), "xlabel": "frequency (cycles/token)", "ylabel": "power",

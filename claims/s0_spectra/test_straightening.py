@@ -14,6 +14,7 @@ import pytest
 from scipy import stats
 
 from claims.s0_spectra.conftest import SPECTRA_NEEDS, beyond_null, loglog_panels, mean_fit
+from fixtures.catalogue import procedure
 from reports.plots import series
 from claims.s0_spectra.straightening_checks import (
     S0_BAND_DECADES, LearnedEstimates, SpanEstimates, StraighteningEstimates, learned_checks, span_checks,
@@ -52,10 +53,9 @@ def test_power_law_straightens_with_depth(model_name, spectra, claim, settings):
     deviation_hann = mean_fit(bins, spectra.hidden_hann).deviation
     claim.record(
         straightening_checks(StraighteningEstimates(trend, drop, slope, windowed, ordered), labels[start], labels[-1]),
-        procedure=(f"{hidden.shape[0]} held-out sequences of {spectra.positions} tokens (S0: 8 × 2048 of C4), first "
-                   "token dropped, |rfft|² averaged over d_model then sequences (S0's procedure, no window); "
-                   f"least-squares line through {bins.centers.size} log-spaced bins ({bins.band_decades:.2f} decades; "
-                   "S0: 3.0), scatter = RMS residual in decades. Hidden states before the final norm."),
+        procedure=procedure("S0.3/power-law-straightens-with-depth", sequences=hidden.shape[0],
+                            positions=spectra.positions, bins=bins.centers.size,
+                            band_decades=bins.band_decades),
         details={
             "per layer": {label: {"scatter (decades)": float(deviation[i]), "scatter, Hann (decades)": float(deviation_hann[i]),
                                   "exponent": float(mean_fit(bins, hidden[:, i]).slope)}
@@ -86,10 +86,9 @@ def test_final_power_law_spans_about_one_decade(model_name, spectra, claim):
     claim.record(
         span_checks(SpanEstimates(slope, windowed), labels[-1]),
         beside_source={"span of the final layers' power law": abs(slope.value) * S0_BAND_DECADES},
-        procedure=(f"{hidden.shape[0]} held-out sequences of {spectra.positions} tokens, S0's procedure; exponent of "
-                   f"the least-squares line through {bins.centers.size} log-spaced bins of the last block's "
-                   f"spectrum ({bins.band_decades:.2f} decades here, so its span is {bins.band_decades:.2f} × "
-                   "|exponent|)."),
+        procedure=procedure("S0.4/final-power-law-spans-about-one-decade", sequences=hidden.shape[0],
+                            positions=spectra.positions, bins=bins.centers.size,
+                            band_decades=bins.band_decades),
         scaled=(f"S0 measured the span over 3.0 decades of frequency (2048 tokens); {spectra.positions} tokens give "
                 f"{bins.band_decades:.2f}, so the exponent (span per decade) is compared"),
         details={"per layer": {label: {"exponent": e.value, "span over this band (decades)": abs(e.value) * bins.band_decades,
@@ -127,10 +126,8 @@ def test_straightening_is_learned(model_name, spectra, twin_spectra, claim, sett
     start = spectra.start
     claim.record(
         learned_checks(LearnedEstimates(learned, ordered), spectra.labels[-1]),
-        procedure=(f"{spectra.hidden.shape[0]} held-out sequences of {spectra.positions} tokens through the model "
-                   "and its untrained twin (same config, seeded random init); each layer's state minus the model's "
-                   "own position embedding (where learned), spectra as in S0.3, straightening = scatter at the last "
-                   "block minus at block 1's output."),
+        procedure=procedure("S0.5/straightening-is-learned", sequences=spectra.hidden.shape[0],
+                            positions=spectra.positions),
         details={"straightening (decades)": {
             "trained, positions removed, from block 1": straightening(bins, spectra.hidden_nopos, first),
             "untrained twin, positions removed, from block 1": twin.value,

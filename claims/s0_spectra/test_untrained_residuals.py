@@ -24,6 +24,7 @@ from claims.s0_spectra.residual_spectra import (
     CALIBRATIONS, apart_over_clean_law, block_labels, clean_law_tolerance, closeness_ratio, flattest_law,
     outlier_lead, residual_procedure, shape_distance, spectra_figure,
 )
+from fixtures.catalogue import procedure
 from latent_instruments.clean_law import CLEAN_LAW_QUANTILE
 from models.zoo import resolve
 
@@ -68,11 +69,10 @@ def test_untrained_attention_residuals_are_nearly_straight(model_name, spectra, 
     deviation = mean_fit(bins, attn).deviation
     claim.record(
         bend_checks(BendEstimates(later, outlier, not_white), calibration),
-        procedure=residual_procedure(spectra, "each block's attention residual (attn_out)")
-        + " Bend: the curvature c of a parabola fitted to each block's log-binned mean spectrum in log10-log10, less "
-        "the curvature a straight law of its fitted slope shows through the same cut (leakage; "
-        f"{', '.join(f'{b:.3f}' for b in straight)}), so 0 for an exact power law at any length. Reading beside it (version 4's tolerance): a clean law's scatter "
-        f"({CLEAN_LAW_QUANTILE:.0%} point) per block, {', '.join(f'{t:.4f}' for t in tolerance)} decades.",
+        procedure=procedure("S0.6/untrained-attention-residuals-are-nearly-straight",
+                            spectra=residual_procedure(spectra, "each block's attention residual (attn_out)"),
+                            straight_bends=", ".join(f"{b:.3f}" for b in straight), CLEAN_LAW_QUANTILE=CLEAN_LAW_QUANTILE,
+                            tolerances=", ".join(f"{t:.4f}" for t in tolerance)),
         details={"'pretty close' calibrated out of sample: S0.6's statistic on other random inits of OPT-125m "
                  f"({calibration.windows}; the margin their {calibration.quantile:.0%} point, rounded up)":
                      {f"seed {s}": v for s, v in zip(calibration.seeds, calibration.values)},
@@ -117,11 +117,11 @@ def test_untrained_mlp_residuals_match_hidden_states(model_name, spectra, claim,
                             lambda u: apart_over_clean_law(bins, u, n, clean))
     claim.record(
         closeness_checks(ClosenessEstimates(close, apart)),
-        procedure=residual_procedure(spectra, "each block's MLP and attention residuals and output (resid_post)")
-        + f" Reading beside the verdict (version 4's tolerance): a clean law's scatter ({CLEAN_LAW_QUANTILE:.0%} "
-        f"point) with each block output's fitted exponent, mean over blocks, {clean:.4f} decades; the MLP residuals' "
-        f"mean shape distance {float(shape_distance(bins, mlp, hidden).mean()):.4f} decades. "
-        f"Hidden states' shape distance from their shuffled spectra: {white.mean():.3f} decades (must exceed it).",
+        procedure=procedure("S0.7/untrained-mlp-residuals-match-hidden-states",
+                            spectra=residual_procedure(spectra, "each block's MLP and attention residuals and output "
+                                                                "(resid_post)"),
+                            CLEAN_LAW_QUANTILE=CLEAN_LAW_QUANTILE, clean=clean,
+                            mlp_shape_distance=float(shape_distance(bins, mlp, hidden).mean()), white_mean=white.mean()),
         details={"shape distance by block (decades)": {
             b: {"MLP residual to hidden state": float(d), "attention residual to hidden state": float(a),
                 "hidden state to its shuffled spectrum": float(w)}

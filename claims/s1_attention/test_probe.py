@@ -18,6 +18,7 @@ import torch
 
 from claims.s1_attention.conftest import per_layer
 from claims.s1_attention.probe_checks import ProbeEstimates, probe_checks
+from fixtures.catalogue import procedure
 from latent_instruments.probes import layer_probe, majority_rate, shuffled_null, time_pooled
 from models.capture import run_with_cache
 from models.corpus import NoPlaysError, corpus_works
@@ -117,17 +118,8 @@ def test_pooled_features_are_linearly_separable_by_play(model_name, subject, cor
     best_minus_last = claim.bootstrap(correct, lambda u: float(u[:, 1:].mean(axis=0).max() - u[:, -1].mean()))
     claim.record(
         probe_checks(ProbeEstimates(claim.bootstrap(correct, _best_block), null, chance, n, SHUFFLES)),
-        procedure=(
-            f"{n} windows of {length} tokens, {WINDOWS_PER_PLAY} per play from each play's text after its first "
-            f"{SKIP_FRACTION:.0%} (title and cast list), one per equal segment, none overlapping; features: the mean "
-            "over positions of the token embeddings and of each block's resid_post; probe: StandardScaler + "
-            "multinomial LogisticRegression (scikit-learn, C = 1), out-of-fold predictions of a 5-fold "
-            "StratifiedKFold (seeded), one per window, the bootstrap unit. The trained zoo models have seen most of "
-            "this text in training (the first 90 % of the corpus); the probe's own train and test windows never "
-            "overlap. 'Middle layers can be more useful than the last' is reported against the same null (each "
-            "layer's accuracy beside it), not checked: S1 says 'sometimes', which one model can neither confirm "
-            "nor refute."
-        ),
+        procedure=procedure("S1.5/pooled-features-are-linearly-separable-by-play", n=n, length=length,
+                            WINDOWS_PER_PLAY=WINDOWS_PER_PLAY, SKIP_FRACTION=SKIP_FRACTION),
         details={
             "accuracy by depth": {
                 label: {"plays": float(correct[:, i].mean()), "genre (First Folio)": float(genre_correct[:, i].mean())}

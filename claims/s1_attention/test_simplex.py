@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from claims.s1_attention.conftest import ALL_ROLES, attention_modules
+from fixtures.catalogue import procedure
 from latent_instruments.attention import (
     NotAnOddsRatio, ScoreForm, causal_mean, convex_combination, output_error_bound, probability_rounding,
     simplex_deviation,
@@ -60,10 +61,8 @@ def test_attention_rows_lie_on_the_simplex(model_name, activations, claim, setti
     claim.record(
         simplex_checks(SimplexEstimates(per_unit(row_sum, "max"), per_unit(future, "max"), per_unit(negative, "max"),
                                         per_unit(leak, "max")), settings.dtype_name, n_keys, sum_tolerance, zero),
-        procedure=(
-            f"The eager attention pattern (output_attentions) of {row_sum.shape[0]} held-out prompts of {n_keys} "
-            f"tokens, every block and head, read in float64; the model ran in {settings.dtype_name}."
-        ),
+        procedure=procedure("S1.1/attention-rows-lie-on-the-simplex", prompts=row_sum.shape[0], n_keys=n_keys,
+                            dtype=settings.dtype_name),
         details={
             "per_block": {f"block {b}": {"max |row sum − 1|": float(row_sum[:, i].max()),
                                          "max p on future keys": float(future[:, i].max()),
@@ -143,13 +142,9 @@ def test_attention_is_a_gaussian_odds_ratio(model_name, subject, activations, cl
             f"block {b}": float(unrotated_units[:, i].min()) for i, b in enumerate(blocks)}
     claim.record(
         checks,
-        procedure=(
-            f"{ratio.shape[0]} held-out prompts of {activations.input_ids.shape[1]} tokens, every block and head: "
-            "captured q and k (before rotary and scaling) → the architecture's rotary embedding (the model's rotary "
-            "module and its modeling module's apply_rotary_pos_emb, float64) → log N(q_i|k_j,σ²I) − log N(q_i|0,σ²I) "
-            "− log N(k_j|0,σ²I) with σ² = 1/s and ‖q_i − k_j‖² computed as a distance → softmax over causal j → "
-            f"against the captured eager pattern ({settings.dtype_name}). Grouped-query keys are repeated per head."
-        ),
+        procedure=procedure("S1.2/attention-is-a-gaussian-odds-ratio", prompts=ratio.shape[0],
+                            positions=activations.input_ids.shape[1],
+                            dtype=settings.dtype_name),
         details=details,
         plot={
             "kind": "lines", "title": f"S1.2 on {model_name}: worst |p − p̂| relative to the rounding bound",
@@ -188,12 +183,8 @@ def test_head_outputs_are_convex_combinations_of_values(model_name, subject, pro
     blocks = list(range(1, len(attentions) + 1))
     claim.record(
         convex_checks(ConvexEstimates(per_unit(ratio, "max"), per_unit(uniform, "min")), settings.dtype_name, n_keys),
-        procedure=(
-            f"One forward pass of {ratio.shape[0]} held-out prompts of {n_keys} tokens capturing the eager pattern, "
-            "the values (grouped-query values repeated per head) and, by a forward pre-hook, the input of each "
-            "attention's output projection (the heads' outputs, concatenated); y recomputed as pattern @ values in "
-            f"float64 and compared element by element; the model ran in {settings.dtype_name}."
-        ),
+        procedure=procedure("S1.3/head-outputs-are-convex-combinations-of-values", prompts=ratio.shape[0],
+                            n_keys=n_keys, dtype=settings.dtype_name),
         details={"per_block": {f"block {b}": {"worst ratio to bound": float(ratio[:, i].max()),
                                               "uniform weights: smallest ratio": float(uniform[:, i].min())}
                                for i, b in enumerate(blocks)}},

@@ -27,6 +27,7 @@ import torch
 
 from claims.s1_attention.conftest import per_layer
 from claims.s1_attention.trajectory_checks import TrajectoryEstimates, trajectory_checks
+from fixtures.catalogue import procedure
 from reports.plots import series
 from claims.s1_attention.trajectory_measures import _final_gain, over_twin
 
@@ -131,16 +132,8 @@ def test_final_state_is_closest_to_the_next_token(model_name, subject, pool, act
     claim.record(
         trajectory_checks(TrajectoryEstimates(claim.bootstrap(excess["W_U"], _final_gain),
                                               claim.bootstrap(paired, over_twin))),
-        procedure=(
-            f"{excess['W_U'].shape[0]} held-out prompts of {activations.input_ids.shape[1]} tokens; every position t "
-            "but the last; states e_t (token embedding, before positions) and each block's resid_post. W_U reading: "
-            "ln_f (the model's final norm, float32 copy) applied to every state, cosine with W_U rows; W_E reading: "
-            "raw states, cosine with W_E rows. Other tokens: the batch's next tokens permuted (seeded). Compared "
-            "positions: next token ≠ current token and other token ≠ both (the trajectory starts at W_E[τ_t], so a "
-            "target equal to τ_t would be close from the start, on either side). The source assumes tied "
-            "embeddings; ours are untied, so the claim is decided on W_U, the rows the prediction is made with, "
-            "and the W_E reading is shown beside it."
-        ),
+        procedure=procedure("S1.4/final-state-is-closest-to-the-next-token", prompts=excess['W_U'].shape[0],
+                            positions=activations.input_ids.shape[1]),
         details={
             "mean cosine by depth": {
                 label: {f"{who}{key} {side}": float(readings[key][k][:, i].mean())

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from claims.s2_residual.analogy_checks import AnalogyEstimates, analogy_checks
+from fixtures.catalogue import procedure
 from latent_instruments.analogies import Analogy, analogy_ranks, crossed_analogies, word_token
 from models.zoo import resolve
 from reports.plots import series
@@ -84,15 +85,8 @@ def test_analogies_land_on_the_sphere(model_name, subject, pool, claim):
     labels = [f"{x}/{y}" for x, y in kept]
     claim.record(
         analogy_checks(AnalogyEstimates(lands, misleads, twin_lands)),
-        procedure=(
-            f"{len(analogies)} analogies from {n} of the {len(PAIRS)} listed (male, female) pairs whose words are "
-            "single tokens in running text (after 'the ', e.g. ' king'), every ordered pair of pairs crossed, both "
-            "directions (x1 − x2 + y2 → y1, y1 − y2 + x2 → x1). Candidates: the whole vocabulary "
-            f"({embedding.shape[0]} tokens) but the three query words; a tie with the target counts against it. "
-            "Cosine: query â − b̂ + ĉ of unit-normalised input embeddings (3CosAdd), ranked by cosine. Euclidean: "
-            "query a − b + c of the raw embeddings, ranked by distance. S2 shows the example only as an illustration "
-            "(Word2Vec's arithmetic, drawn for LLM embeddings); no model is named, so nothing is scaled."
-        ),
+        procedure=procedure("S2.3/analogies-land-on-the-sphere", analogies=len(analogies), n=n, pairs=len(PAIRS),
+                            vocabulary_size=embedding.shape[0]),
         details={
             "aggregate": {
                 label: {"top-1 rate": _top1(r[:, k]), "top-10 rate": float((r[:, k] <= 10).mean()),

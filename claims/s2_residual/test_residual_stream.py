@@ -24,6 +24,7 @@ import pytest
 import torch
 from scipy import stats
 
+from fixtures.catalogue import procedure
 from latent_instruments.geometry import (
     consecutive_cosines, cross_token_cosine, fit_log_growth, growth_per_layer, mean_norm_by_layer,
     mismatched_consecutive_cosines, token_norm_ratio,
@@ -96,15 +97,8 @@ def test_hidden_state_norm_grows_with_depth(model_name, activations, twin_activa
     claim.record(
         growth_checks(GrowthEstimates(keeps_growing, typical), labels[1], labels[-1]),
         beside_source={"norm growth, last layer over first": float(mean[-1] / mean[0])},
-        procedure=(
-            f"{norms.shape[0]} held-out prompts of {activations.input_ids.shape[1]} tokens; L2 norm of the residual "
-            f"stream at block 1's input ({labels[0]}) and at each block's output (before the final norm), averaged "
-            "over positions with the first token left out, then over prompts. The rate is (last / block 1's output) "
-            "^ (1 / (L − 1)). S2 does not say whether Table 1's first row is the embedding or block 1's output. "
-            "The untrained twin is reported, not thresholded: S2 names the residual connection, which the twin "
-            "has too, as the growth's cause ('signal accumulation'), so a twin that grows is the mechanism S2 "
-            "describes, not a vacuous pass."
-        ),
+        procedure=procedure("S2.1/hidden-state-norm-grows-with-depth", prompts=norms.shape[0],
+                            positions=activations.input_ids.shape[1], first_label=labels[0]),
         scaled=(
             f"S2 measured Mistral-7B (32 layers, 90× from first to last layer, {SOURCE_FACTOR:.3f}× per layer); "
             f"tested here: every step of this {n_blocks}-block model grows. Its blocks grow at {rate.value:.3f}× "
@@ -177,15 +171,8 @@ def test_consecutive_layers_point_the_same_way(model_name, activations, twin_act
     claim.record(
         direction_checks(DirectionEstimates(floor, above_null), f"{steps[1]} .. {steps[-1]}"),
         beside_source={"smallest consecutive-layer cosine": floor.value},
-        procedure=(
-            f"{consecutive.shape[0]} held-out prompts of {activations.input_ids.shape[1]} tokens; residual stream at "
-            f"block 1's input ({labels[0]}) and every block's output (before the final norm), first token left out. "
-            "Cosine of each token's states at consecutive layers, averaged over positions then prompts; the null "
-            "averages over every pair of different positions of a prompt across the same two layers (exact, no "
-            "random draw). S2 does not define Table 1's cosine further; it is read here as the cosine between one "
-            "token's hidden states at consecutive layers. The untrained twin is reported, not thresholded: S2 "
-            "attributes the rigidity to the residual connection, which the twin has too."
-        ),
+        procedure=procedure("S2.2/consecutive-layers-point-the-same-way", prompts=consecutive.shape[0],
+                            positions=activations.input_ids.shape[1], first_label=labels[0]),
         scaled=(
             f"S2 measured Mistral-7B (32 layers: consecutive-layer cosine stabilises above 0.88); tested here: every "
             f"transition after block 1 of this {n_blocks}-block model above 0.88"

@@ -30,6 +30,7 @@ import torch
 from captum.attr import FeatureAblation, InputXGradient
 
 from claims.s3_inversion.attribution_checks import agreement_checks
+from fixtures.catalogue import procedure
 from models.forwards import frozen
 from claims.s3_inversion.attribution_measures import agreement_estimates, other_frequent_token, rank_agreement
 
@@ -124,15 +125,9 @@ def test_gradient_times_input_agrees_with_occlusion(model_name, subject, pool, i
     random = np.random.default_rng(settings.seed).random(grad_input.shape)
     claim.record(
         agreement_checks(agreement_estimates(rho[defined], twin_rho[twin_defined], settings.seed)),
-        procedure=(
-            f"{n} held-out prompts of {tokens} tokens (S3's {SOURCE_PROMPT!r} in this tokenizer); "
-            f"{why_undefined if undefined or twin_undefined else 'every prompt has a defined rank correlation'}. "
-            "Target: the "
-            "predicted next token's logit at the last position (gradient×input, captum InputXGradient on the token "
-            "embeddings, ‖∇ ⊙ a‖₁ per token) and the L1 distance of the last position's logits (occlusion, captum "
-            "FeatureAblation, one token's embedding at a time replaced by the mean row of W_E). Spearman ρ over "
-            "positions per prompt. Control: the untrained twin's gradient×input of the same target."
-        ),
+        procedure=procedure("S3.8/gradient-times-input-agrees-with-occlusion", n=n, tokens=tokens,
+                            SOURCE_PROMPT=SOURCE_PROMPT,
+                            undefined=why_undefined if undefined or twin_undefined else 'every prompt has a defined rank correlation'),
         scaled=f"S3: trained GPT-2, one prompt shown; here {model_name} on {n} prompts",
         details={
             "mean ρ over the prompts with a defined correlation": {

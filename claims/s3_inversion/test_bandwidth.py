@@ -49,6 +49,7 @@ from claims.s3_inversion.bandwidth_checks import (
 from claims.s3_inversion.convergence import UNTRAINED_PAST_N, continues
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, examples, first_prompt, setting
 from claims.s3_inversion.scope import SMALL_TRAINED
+from fixtures.catalogue import procedure
 from latent_instruments.stats import Estimate, proportion
 from models.forwards import side_by_side
 from reports.plots import series
@@ -83,8 +84,8 @@ def test_recovery_falls_sharply_with_output_features(model_name, subject, invers
     works = proportion(curve(d) >= EVERY)
     full_works = full_works_check(works, d)
     if untrained and not full_works.passed:  # S3 says this block inverts: the descent failed, which must show
-        claim.record([full_works], procedure=f"{n} held-out prompts inverted from block 1's whole output ({how} "
-                     "setting); the descent must recover the untrained block's input before any feature is removed",
+        claim.record([full_works], procedure=procedure("S3.10/recovery-falls-sharply-with-output-features/descent-fails-on-the-full-output",
+                                                       n=n, how=how),
                      details=by_setting)
     if full.low < EVERY and not untrained:  # an untrained block's full output is the control above, decided
         claim.not_informative(
@@ -94,9 +95,8 @@ def test_recovery_falls_sharply_with_output_features(model_name, subject, invers
     if k_star == 1:  # no one-feature jump to measure below the first feature: the crossing check decides alone
         k = Estimate(float(k_star), float(k_star), float(k_star), 1.0, len(curve(d)))
         claim.record(crossing_checks(CrossingEstimates(k, works if untrained else None), d),
-                     procedure=f"{len(curve(d))} held-out prompts inverted from the first k features of block 1's output "
-                     f"({how} setting): the first feature alone recovers {curve.mean(1):.3f} of tokens, half the full "
-                     "output's", details={"token accuracy by k": {str(k): round(curve.mean(k), 4) for k in sorted(curve.points)}})
+                     procedure=procedure("S3.10/recovery-falls-sharply-with-output-features/the-first-feature-recovers-half",
+                                         prompts=len(curve(d)), how=how, first_feature_accuracy=curve.mean(1)), details={"token accuracy by k": {str(k): round(curve.mean(k), 4) for k in sorted(curve.points)}})
     jump = claim.bootstrap(np.column_stack([curve(k_star), curve(k_star - 1)]),
                      lambda u: float(u[:, 0].mean() - u[:, 1].mean()))
     matched = proportion(curve.passed(k_star - 1))  # 0/1 per prompt: an exact interval
@@ -112,16 +112,11 @@ def test_recovery_falls_sharply_with_output_features(model_name, subject, invers
         estimates = replace(estimates, longer=claim.bootstrap(curve.continued(k_star, k_star - 1), paired))
     claim.record(
         bandwidth_checks(estimates, k_star, d, steps),
-        procedure=(
-            f"{n} held-out prompts of {tokens} tokens (S3's {SOURCE_PROMPT!r} in this tokenizer), inverted from "
-            f"the first k features of block 1's output ([:, :, :k], S3's slicing) in embedding space, L1 loss, "
-            f"N = {steps} steps, {how} setting ({inversions.scale.headline_label}, judged on the full output; on a "
-            f"CPU chosen on the first third of the prompts, and the curve, its crossing and every check read the other "
-            f"{len(curve(d))}); "
-            "decoded by argmax of a_g·W_E⁺ over the whole vocabulary. k on a grid of quarters of d_model, then by "
-            f"bisection to the crossing; {len(ks)} values of k evaluated. "
-            + continues("the jump", "the descents at k* and k* − 1") + " " + UNTRAINED_PAST_N
-        ),
+        procedure=procedure("S3.10/recovery-falls-sharply-with-output-features", n=n, tokens=tokens,
+                            SOURCE_PROMPT=SOURCE_PROMPT, steps=steps, how=how,
+                            headline_label=inversions.scale.headline_label, prompts=len(curve(d)),
+                            feature_counts=len(ks), convergence=continues("the jump", "the descents at k* and k* − 1"),
+                            UNTRAINED_PAST_N=UNTRAINED_PAST_N),
         scaled=" ".join(filter(None, [
             f"S3: trained Llama-7B, 4096 features, one prompt; here {model_name}, {d} features. S3's "
             "attention-only variant (2083 features) is not run.", inversions.scale.note()])),

@@ -45,6 +45,7 @@ from claims.s3_inversion.between_tokens_checks import (
 from claims.s3_inversion.convergence import LONGER, SCHEDULE, deepens
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, first_prompt, layer_output, setting
 from claims.s3_inversion.scope import SMALL_TRAINED
+from fixtures.catalogue import procedure
 from latent_instruments.inversion import invert
 from latent_instruments.decoding import pseudo_inverse
 from latent_instruments.stats import per_unit, proportion, proportion_difference
@@ -99,17 +100,13 @@ def test_later_positions_do_not_identify_a_masked_token(model_name, subject, gro
         estimates = replace(estimates, longer=proportion(continued.hits[:, :MASKED].mean(1)))
     claim.record(
         masked_checks(estimates, twin.name, scale.steps(model_name)),
-        procedure=(
-            f"{own.shape[0]} held-out prompts ({reported.shape[0]} reported) of {problem.tokens} tokens (S3.2's problem: restricted vocabulary of "
-            "the continuation), inverted together from block 1's output at positions 2 onwards ([:, 1:, :]), "
-            f"{DESCENT_SETTINGS[best]} setting ({scale.headline_label}; on a CPU the one recovering more unmasked tokens; "
-            f"N = {run.steps}). The masked token counts as recovered where the first choice at position 1 is it. "
-            + deepens("it fails where the masked token comes back on too many prompts; a longer descent fits the "
-                      "later positions' outputs closer and can only find it more often")
-            + f" A hold rests on the masked token not coming back at N, which a longer descent could reverse: where "
-            f"it holds, the headline descent continues from where it ended to {LONGER}N steps on the same prompts "
-            f"(the convergence control), and the hold stands only if it stays. {SCHEDULE}"
-        ),
+        procedure=procedure("S3.9/later-positions-do-not-identify-a-masked-token", own_prompts=own.shape[0],
+                            reported_prompts=reported.shape[0], tokens=problem.tokens,
+                            setting=DESCENT_SETTINGS[best], headline_label=scale.headline_label,
+                            steps=run.steps,
+                            convergence=deepens("it fails where the masked token comes back on too many prompts; a longer descent fits the "
+                                         "later positions' outputs closer and can only find it more often"),
+                            LONGER=LONGER, SCHEDULE=SCHEDULE),
         scaled=" ".join(filter(None, [f"S3: trained Llama 7B-65B (4096-8192 wide), a few prompts; here {model_name} "
                                       f"({subject.d_model} wide).", inversions.scale.note()])),
         details={"masked first token recovered": {model_name: masked.value, f"{twin.name} ({scale.headline_label})":
@@ -188,20 +185,9 @@ def test_wide_untrained_layers_identify_a_masked_token(model_name, subject, scal
     claim.record(
         wide_layer_checks(WideLayerEstimates(proportion_difference(found[:, 1], found[:, 0], paired=False),  # apart
                                              fraction[1], per_unit(outcomes[:, 1, 1], "min")), widths, seeds),
-        procedure=(
-            f"One untrained Llama layer per width ({', '.join(map(str, widths))}; {HEADS} heads, FFN 4 × "
-            f"width, the Llama reference's other settings and vocabulary of {vocab}: a W_E⁺ decoding needs vocab ≫ "
-            f"width) and initialisation seed ({seeds} "
-            f"each). S3's prompt {WIDE_PROMPT!r} ({ids.shape[1]} tokens of the corpus BPE) is inverted from the "
-            "layer's output at positions 2 onwards ([:, 1:, :]) in embedding space against the L2 distance "
-            f"(S3's), N = {steps} steps, under S3's setting and the adapted one; the one recovering more unmasked "
-            "tokens decides. Decoded by argmax of a_g·W_E⁺ over the whole vocabulary; the masked first token "
-            "counts as found at its place or at any place where the prompt has another token (S3: 'correctly "
-            "found, even if not in the correct token index'; its prompt repeats 'Mario'). Deviation: the layers run "
-            "causal (LlamaForCausalLM's mask); S3's ran without a causal mask (its aside: information 'travel[s] "
-            "to earlier tokens'), while the question it asks, whether later positions identify an earlier token, "
-            "is posed for causal models."
-        ),
+        procedure=procedure("S3.9/wide-untrained-layers-identify-a-masked-token",
+                            widths=', '.join(map(str, widths)), HEADS=HEADS, vocab=vocab, seeds=seeds,
+                            WIDE_PROMPT=WIDE_PROMPT, tokens=ids.shape[1], steps=steps),
         scaled="" if scale == "source-widths" else (
             f"CPU widths {CPU_WIDTHS[0]} and {CPU_WIDTHS[1]}, {CPU_SEEDS} seeds each: S3's ratio of widths and its "
             f"{HEADS} heads, 16x narrower; S3's widths 4096 and 8192 over {SOURCE_SEEDS} seeds run with --source-scale on "

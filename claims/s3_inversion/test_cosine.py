@@ -48,6 +48,7 @@ from claims.s3_inversion.cosine_checks import (
 from claims.s3_inversion.inversions import (
     ADAPTED_DESCRIPTION, TOP_K, examples, first_prompt, layer_output, setting,
 )
+from fixtures.catalogue import procedure
 from latent_instruments.ablation import norms_removed
 from latent_instruments.inversion import invert
 from latent_instruments.decoding import direct_fit_decode, pseudo_inverse
@@ -166,24 +167,13 @@ def test_cosine_direct_inversion_fails_on_one_token(model_name, subject, inversi
             f"{long_tokens}-token, direct": float(continued[:, 0].mean()), "one-token, direct": float(continued[:, 1].mean())}}
     claim.record(
         cosine_checks(estimates, *context),
-        procedure=(
-            f"{n} held-out prompts of {long_tokens} tokens (S3's {LONG_PROMPT!r} in this tokenizer) and their "
-            f"first tokens alone. Direct representation: a vector over the vocabulary per position, times W_E (the "
-            f"target vector {start.config.direct_target:g} at the token's index, 0 elsewhere, as S3's code; its "
-            "text gives 'no specific rule'), "
-            f"optimised by plain gradient descent on 1 − cos(O(a_g), O(a)) of block 1's flattened output, η 1 → "
-            f"1/100 over N = {steps} steps from N(½, 1/20²) per element (S3's text's schedule and start); decoded by "
-            "the vector's argmax over the whole vocabulary. The same difference at the rate of S3's published "
-            f"direct-inversion code (η {CODE_RATE[0]} → {CODE_RATE[1]}) is in the details: the verdict should not "
-            "depend on which of the two S3 used. The control inverts the one-token inputs in embedding "
-            f"space under the same loss, {CONTROL_INPUTS} single tokens from random places of the held-out text, decoded by a_g·W_E⁺, "
-            + ("with S3's setting, on every one of them (at source scale the setting is S3's own, as S3.2-S3.4's)"
-               if scale.source else f"with S3's setting and {ADAPTED_DESCRIPTION}, the better chosen on a third of "
-               "them and reported on the other two thirds")
-            + ". The descent control repeats the long inversion under the L2 "
-            "loss; the gate decodes the exact fit a₀ + (t − a₀)·W_E W_E⁺ from the same start, t the target vector. "
-            + continues("the ordering", "the long and one-token descents")
-        ),
+        procedure=procedure("S3.7/cosine-direct-inversion-fails-on-one-token", n=n, long_tokens=long_tokens,
+                            LONG_PROMPT=LONG_PROMPT, direct_target=start.config.direct_target, steps=steps,
+                            code_rate_start=CODE_RATE[0], code_rate_end=CODE_RATE[1], CONTROL_INPUTS=CONTROL_INPUTS,
+                            control_setting=("with S3's setting, on every one of them (at source scale the setting is S3's own, as S3.2-S3.4's)"
+                                             if scale.source else f"with S3's setting and {ADAPTED_DESCRIPTION}, the better chosen on a third of "
+                                             "them and reported on the other two thirds"),
+                            convergence=continues("the ordering", "the long and one-token descents")),
         scaled=" ".join(filter(None, [f"S3: trained Llama-7B (4096 wide, vocabulary 32000), one prompt each; here "
                                       f"{model_name} ({subject.d_model} wide).", scale.note()])),
         details={f"learning-rate dependence: long minus one-token (direct, cosine), at S3's text's η 1 → 1/100 and at "
@@ -258,20 +248,10 @@ def check_layer_norm(model_name, subject, inversions, pool, claim, settings) -> 
         layer_norm_checks(LayerNormEstimates(
             claim.bootstrap(units, lambda u: _ratio(u, 0, 2)),
             claim.bootstrap(units, lambda u: float(u[:, 0].mean() - u[:, 1].mean())), minimised, one)),
-        procedure=(
-            f"{n} held-out prompts of {SHORT_TOKENS} tokens, inverted in the direct representation (a vector over the "
-            "vocabulary per position, times W_E, as S3's InputGPT; the target vector 10 at the token's index, 0 "
-            "elsewhere, as S3's code) against 1 − cos(φ) of block 1's flattened "
-
-            f"output, by plain gradient descent, η 1 → 1/100 over N = {steps} steps from N(½, 1/20²), the same "
-            f"start with and without the block's {removed} normalisations (replaced by the identity; the same "
-            "weights otherwise). N is the first of S3.2's N = "
-            f"{scale.steps(model_name)} × {', '.join(map(str, BUDGETS))} at which the descent without norms "
-            "minimises (the control). Control: each prompt's first token alone, norms in place, must be minimised "
-            "(S3's premise). "
-            + deepens("its claim check fails where the distance with norms ends below a tenth of its start, minimised "
-                      "although S3 says it cannot be; a longer descent only lowers it further")
-        ),
+        procedure=procedure("S3.13/check-layer-norm", n=n, SHORT_TOKENS=SHORT_TOKENS, steps=steps, removed=removed,
+                            first_budget=scale.steps(model_name), budgets=', '.join(map(str, BUDGETS)),
+                            convergence=deepens("its claim check fails where the distance with norms ends below a tenth of its start, minimised "
+                                         "although S3 says it cannot be; a longer descent only lowers it further")),
         scaled=" ".join(filter(None, [f"S3: one untrained Llama-7B block (4096 wide); here {model_name} "
                                       f"({subject.d_model} wide).", scale.note()])),
         details={**details, **_examples(subject.tokenizer, {"with norms": (ids, with_norm),

@@ -27,6 +27,7 @@ from claims.s3_inversion.convergence import continues
 from claims.s3_inversion.depth_checks import DepthEstimates, depth_checks, first_works_check
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, SOURCE_PROMPT, first_prompt
 from claims.s3_inversion.scope import SMALL_TRAINED
+from fixtures.catalogue import procedure
 from latent_instruments.stats import bootstrap, proportion
 from reports.plots import series
 from reports.checks import INCONCLUSIVE
@@ -93,8 +94,8 @@ def check_depth(model_name, subject, inversions, claim, settings) -> None:
     works = proportion(scale.reported(accuracy[:, 0, chosen[0]] > start))
     first_works = first_works_check(works)
     if untrained and not first_works.passed:  # S3 says an untrained block 1 inverts: the descent failed
-        claim.record([first_works], procedure=f"{accuracy.shape[0]} held-out prompts inverted from block 1's output; "
-                     "the descent must beat chance on an untrained block 1 before depth can degrade it",
+        claim.record([first_works], procedure=procedure("S3.4/check-depth/descent-fails-on-block-1",
+                                                        prompts=accuracy.shape[0]),
                      details=by_block)
     if not untrained and first_over_chance.low <= 0:
         claim.not_informative(
@@ -122,18 +123,12 @@ def check_depth(model_name, subject, inversions, claim, settings) -> None:
     adapted_setting = _by_depth(accuracy[..., DESCENT_SETTINGS.index("adapted")], _mean, settings.seed)
     claim.record(
         depth_checks(estimates, *context),
-        procedure=(
-            f"{accuracy.shape[0]} held-out prompts of {problem.tokens} tokens (S3's {SOURCE_PROMPT!r} in this "
-            f"tokenizer), inverted together from the output of blocks {', '.join(map(str, blocks))} (S3: 1, 4, 12 "
-            f"of GPT-2's 12); N = {runs[blocks[0], 'source'].steps} steps; restricted vocabulary and settings as "
-            f"S3.3 (S3's own, and the adapted normalised step), each depth's statistic its {scale.headline_label}'s. "
-            "Block 1 must first be invertible (above the random start's chance accuracy): on a trained model else "
-            "the claim is not informative (S3's small trained blocks do not invert), on an untrained one it is a "
-            "control (S3's untrained blocks do). "
-            + (continues("the drop", "blocks 1 and L's headline descents", holds=True) if not untrained else
-               "An untrained model's drop is decided at S3's own N = 200 (no longer descent: S3's untrained blocks "
-               "invert after N = 200).")
-        ),
+        procedure=procedure("S3.4/check-depth", prompts=accuracy.shape[0], tokens=problem.tokens,
+                            SOURCE_PROMPT=SOURCE_PROMPT, blocks=', '.join(map(str, blocks)),
+                            steps=runs[blocks[0], 'source'].steps, headline_label=scale.headline_label,
+                            convergence=continues("the drop", "blocks 1 and L's headline descents", holds=True) if not untrained else
+                                         "An untrained model's drop is decided at S3's own N = 200 (no longer descent: S3's untrained blocks "
+                                         "invert after N = 200)."),
         scaled=" ".join(filter(None, [
             "S3 inverts one prompt from GPT-2 (12 blocks, 768 wide) and Llama 7B/30B (32/60 blocks); here "
             f"{model_name} ({len(subject.adapter.block_list(subject.model))} blocks, {subject.d_model} wide) at "

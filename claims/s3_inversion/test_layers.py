@@ -44,6 +44,7 @@ import pytest
 from claims.s3_inversion.convergence import continues
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, first_prompt
 from claims.s3_inversion.layers_checks import LAYERS, LayersEstimates, gap_check, layers_checks
+from fixtures.catalogue import procedure
 from reports.plots import series
 from reports.checks import FAILED, INCONCLUSIVE
 from claims.s3_inversion.layers_measures import recovered_share
@@ -72,10 +73,11 @@ def test_several_layers_do_not_improve_inversion(model_name, subject, inversions
            for i in range(3)]
     advantage = claim.bootstrap(reported, lambda u: float(scale.headline(u, chosen)[first] - scale.headline(u, chosen)[last]))
     if gap_check(advantage).status == FAILED:  # decisively no gap: the share cannot be measured, and that shows
-        claim.record([gap_check(advantage)], procedure=(
-            f"{units.shape[0]} held-out prompts inverted from block 1 and from block {LAYERS} alone ({scale.headline_label}); "
-            f"block 1 alone ({per[first].value:.3f}) does not invert better than block {LAYERS} alone "
-            f"({per[last].value:.3f}), so there is no gap for the extra layers to close and no share to measure"),
+        claim.record([gap_check(advantage)], procedure=procedure("S3.14/several-layers-do-not-improve-inversion/no-gap",
+                                                                 prompts=units.shape[0], LAYERS=LAYERS,
+                                                                 headline_label=scale.headline_label,
+                                                                 first_accuracy=per[first].value,
+                                                                 last_accuracy=per[last].value),
             details={f"token accuracy ({scale.headline_label})": {label: e.value for label, e in zip(targets, per)}})
 
     share = claim.bootstrap(reported, lambda u: recovered_share(u, scale, chosen))
@@ -93,21 +95,9 @@ def test_several_layers_do_not_improve_inversion(model_name, subject, inversions
         estimates = replace(estimates, longer=claim.bootstrap(continued, lambda u: recovered_share(u, scale, chosen)))
     claim.record(
         layers_checks(estimates, scale.headline_reading, steps),
-        procedure=(
-            f"{units.shape[0]} held-out prompts of {ids.shape[1]} tokens, the same for every target, inverted in "
-            f"embedding space against the L1 distance of the target (N = {steps}), under "
-            f"S3's setting and the adapted one, each target its {scale.headline_label}; "
-            "decoded by a_g·W_E⁺ over each prompt's allowed vocabulary (S3.2's). Three targets: block 1's output, "
-            "block 3's, and blocks 1-3 side by side along the feature axis (S3 concatenates along the batch "
-            "axis: the same L1 sum). S3 optimises the input directly and its printed code applies block 1 three "
-            "times without positions; see the module docstring for both deviations. One look at 95 %, not more "
-            "prompts while inconclusive as the other inversion claims: the share is a ratio whose denominator, "
-            "block 1's advantage over block 3, lies within noise of 0 on the tiny models (at 32 prompts its "
-            "interval spanned [-0.6, 2.3]); that advantage is itself a control (version 4), so where it may be 0 "
-            "the record is inconclusive. A share written as differences, which more prompts could settle, is "
-            "future work; the 'about N× the sample' note of an inconclusive share is an estimate, not a look taken. "
-            + continues("the share", "each target's headline descents", holds=True)
-        ),
+        procedure=procedure("S3.14/several-layers-do-not-improve-inversion", prompts=units.shape[0],
+                            tokens=ids.shape[1], steps=steps, headline_label=scale.headline_label,
+                            convergence=continues("the share", "each target's headline descents", holds=True)),
         scaled=" ".join(filter(None, [
             f"S3: trained GPT-2 (12 blocks, 768 wide); here {model_name} ({n_blocks} blocks, {subject.d_model} wide).",
             inversions.scale.note()])),

@@ -33,6 +33,7 @@ from claims.s3_inversion.convergence import continues
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, first_prompt
 from claims.s3_inversion.mixer_checks import BLOCK, HALF, PairEstimates, TwinsEstimates, pair_checks, works_checks
 from claims.s3_inversion.scope import SMALL_TRAINED
+from fixtures.catalogue import procedure
 from latent_instruments.stats import proportion, proportion_difference
 from models.evaluation import held_out_bits_per_character
 from reports.plots import series
@@ -102,17 +103,12 @@ def test_a_masked_mixer_carries_more_non_self_information(model_name, group, gro
                               details={"masked first token recovered": masked, "unmasked tokens recovered": recovered})
     claim.record(
         checks,
-        procedure=(
-            f"{len(units[transformer.name, BLOCK])} held-out prompts (S3.2's problem: S3's prompt length, the restricted vocabulary of "
-            f"its continuation), inverted from the output of blocks 1 and {BLOCK} at positions 2 onwards "
-            "([:, 1:, :]) in embedding space, L1 loss, each model under S3's setting and the adapted one, "
-            f"the {inversions.scale.headline_label} deciding (on a CPU the one that recovers more unmasked tokens). "
-            "The masked token is recovered where the first "
-            f"choice at position 1 is it. Models: {transformer.name} (GPT-2) and {mixer.name} (models.mixer: "
-            "causal convolution over positions, no position embedding), the same recipe and width. "
-            + continues("the trained pair's ordering", "both models' masked block-" + str(BLOCK) + " descents",
-                        holds=True)
-        ),
+        procedure=procedure("S3.12/a-masked-mixer-carries-more-non-self-information",
+                            prompts=len(units[transformer.name, BLOCK]), BLOCK=BLOCK,
+                            headline_label=inversions.scale.headline_label, transformer=transformer.name,
+                            mixer=mixer.name,
+                            convergence=continues("the trained pair's ordering", "both models' masked block-" + str(BLOCK) + " descents",
+                                         holds=True)),
         scaled=" ".join(filter(None, [
             f"S3: mixers 64-2048 wide and a 256-wide 8-block transformer on TinyStories; here {transformer.d_model} "
             "wide, 4 blocks, on the corpus.", inversions.scale.note()])),

@@ -40,6 +40,7 @@ from claims.s3_inversion.inversions import DESCENT_SETTINGS, first_prompt
 from claims.s3_inversion.scale import Scale
 from claims.s3_inversion.residual_checks import ResidualEstimates, residual_checks, twin_works_check
 from claims.s3_inversion.scope import SMALL_TRAINED
+from fixtures.catalogue import procedure
 from latent_instruments.stats import proportion
 from reports.plots import series
 from reports.checks import FAILED, PASSED
@@ -89,9 +90,8 @@ def test_attention_residual_carries_self_token_identity(model_name, subject, gro
     works = proportion(scale.reported(units[twin.name][:, 0, chosen[twin.name][0]] > units[twin.name][:, 0, -1]))
     twin_works = twin_works_check(works, twin.name)
     if not twin_works.passed:  # S3 says an untrained block 1 inverts: the descent failed, which must show
-        claim.record([twin_works], procedure=f"{units[twin.name].shape[0]} held-out prompts inverted from the intact "
-                     "block 1 of the untrained twin; the descent must beat chance there before a removal can be "
-                     "read", details=intact)
+        claim.record([twin_works], procedure=procedure("S3.11/attention-residual-carries-self-token-identity/the-twin-descent-fails",
+                                                       prompts=units[twin.name].shape[0]), details=intact)
     if accuracy[model_name][0].low <= units[model_name][:, 0, -1].mean():
         claim.not_informative(f"{model_name} recovers no more than chance from block 1 even intact "
                               f"({accuracy[model_name][0].value:.3f}); there is nothing for the removal to destroy. "
@@ -113,16 +113,11 @@ def test_attention_residual_carries_self_token_identity(model_name, subject, gro
                 continued, lambda v, c=chosen[name]: _kept(v, scale, c))
     claim.record(
         residual_checks(replace(estimates, **longer), *context),
-        procedure=(
-            f"{units[model_name].shape[0]} held-out prompts (S3.2's problem: S3's prompt length, the restricted "
-            "vocabulary of its continuation), inverted together from block 1's whole output, intact and with "
-            "the residual across attention removed at inference (the attention's output minus the block's input "
-            "is added, so h = attn(norm(x))); both models, both settings (S3's own and the adapted one), each "
-            f"model and variant its {scale.headline_label}. Chance is the random start's "
-            "accuracy. Statistic: (removed − chance) / (intact − chance). "
-            + continues("a share (the trained model's also where it holds)",
-                        "that model's headline descents, intact and removed") + " " + UNTRAINED_PAST_N
-        ),
+        procedure=procedure("S3.11/attention-residual-carries-self-token-identity", prompts=units[model_name].shape[0],
+                            headline_label=scale.headline_label,
+                            convergence=continues("a share (the trained model's also where it holds)",
+                                         "that model's headline descents, intact and removed"),
+                            UNTRAINED_PAST_N=UNTRAINED_PAST_N),
         scaled=" ".join(filter(None, [
             f"S3: trained and untrained Llama-7B (4096 wide), one prompt each; here {model_name} "
             f"({subject.d_model} wide) and its untrained twin.", inversions.scale.note()])),

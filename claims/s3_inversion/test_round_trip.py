@@ -16,6 +16,7 @@ import torch
 
 from claims.s3_inversion.inversions import SOURCE_PROMPT, examples
 from claims.s3_inversion.round_trip_checks import RoundTripEstimates, round_trip_checks
+from fixtures.catalogue import procedure
 from latent_instruments.decoding import PseudoInverse, decode_top_k
 from latent_instruments.stats import per_unit
 
@@ -58,12 +59,8 @@ def test_the_pseudo_inverse_recovers_the_tokens(model_name, subject, inversions,
 
     claim.record(
         round_trip_checks(RoundTripEstimates(recovered, control, len(accuracy), ids.shape[1])),
-        procedure=(
-            f"{len(accuracy)} held-out prompts of {ids.shape[1]} tokens (the length of S3's prompt "
-            f"{SOURCE_PROMPT!r} in this tokenizer); argmax over the vocabulary of W_E[ids]·W_E⁺, W_E⁺ the "
-            "Moore-Penrose pseudo-inverse computed as (W_EᵀW_E)⁺W_Eᵀ in float64; positions are not added "
-            "(S3 subtracts them before decoding)."
-        ),
+        procedure=procedure("S3.1/the-pseudo-inverse-recovers-the-tokens", prompts=len(accuracy),
+                            tokens=ids.shape[1], SOURCE_PROMPT=SOURCE_PROMPT),
         details={
             "vocab": vocab, "d_model": d_model, "rank": rank,
             "median true/largest-other coordinate ratio": float(np.median(ratio)),

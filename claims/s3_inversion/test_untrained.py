@@ -19,6 +19,7 @@ import pytest
 from claims.s3_inversion.convergence import continues
 from claims.s3_inversion.inversions import ADAPTED_DESCRIPTION, DESCENT_SETTINGS, SOURCE_DESCRIPTION, SOURCE_PROMPT
 from claims.s3_inversion.untrained_checks import GapEstimates, RecoveryEstimates, gap_checks, recovery_checks
+from fixtures.catalogue import procedure
 from latent_instruments.stats import proportion_difference
 from reports.checks import FAILED, INCONCLUSIVE
 
@@ -38,15 +39,11 @@ def test_an_untrained_block_recovers_its_input(model_name, subject, inversions, 
     success = scale.reported_fraction(runs[best].success)  # the prompts that did not choose it
     claim.record(
         recovery_checks(RecoveryEstimates(exact, start, success), scale.headline_label, scale.headline_reading, best),
-        procedure=(
-            f"{exact_units.shape[0]} held-out prompts of {problem.tokens} tokens (S3's {SOURCE_PROMPT!r} in this "
-            f"tokenizer), inverted together from block 1's output; each prompt's allowed vocabulary is the "
-            f"distinct tokens of its {problem.sentence_tokens}-token continuation (S3's 13-token sentence, same "
-            f"ratio). N = {runs['source'].steps} steps, optimising the token embeddings (the model adds positions), "
-            "decoded by argmax of a_g·W_E⁺ with −inf outside the allowed vocabulary (S3 multiplies by 0). Two "
-            f"settings: {SOURCE_DESCRIPTION} and {ADAPTED_DESCRIPTION}; the statistic is the "
-            f"{scale.headline_label}'s."
-        ),
+        procedure=procedure("S3.2/an-untrained-block-recovers-its-input", prompts=exact_units.shape[0],
+                            tokens=problem.tokens, SOURCE_PROMPT=SOURCE_PROMPT,
+                            sentence_tokens=problem.sentence_tokens, steps=runs['source'].steps,
+                            SOURCE_DESCRIPTION=SOURCE_DESCRIPTION, ADAPTED_DESCRIPTION=ADAPTED_DESCRIPTION,
+                            headline_label=scale.headline_label),
         scaled=" ".join(filter(None, [
             "S3 inverts one 5-token prompt through block 1 of an untrained GPT-2 (768 wide, vocabulary 50257); "
             f"here {exact_units.shape[0]} prompts through block 1 of {model_name} ({subject.d_model} wide, "
@@ -111,16 +108,12 @@ def test_training_makes_inversion_worse(model_name, subject, group_twins, invers
                                           if g.status != INCONCLUSIVE})
     claim.record(
         gap_checks(estimates, *context),
-        procedure=(
-            f"{exact.shape[0]} held-out prompts of {problem.tokens} tokens, the same for both models, inverted "
-            f"from block 1's output; trained N = {runs[model_name, 'source'].steps}, twin N = "
-            f"{runs[twin.name, 'source'].steps} steps. Two settings per model: {SOURCE_DESCRIPTION} and "
-            f"{ADAPTED_DESCRIPTION}; each model's statistic is its {scale.headline_label}'s. Restricted vocabulary "
-            "as S3.2; "
-            "−inf masking. "
-            + continues("a gap", "the trained model's headline descent (the twin's stays at S3's N = 200, except where "
-                        "a gap fails: more trained steps can only deepen a failure, the twin's may end it)", holds=True)
-        ),
+        procedure=procedure("S3.3/training-makes-inversion-worse", prompts=exact.shape[0],
+                            tokens=problem.tokens, steps=runs[model_name, 'source'].steps,
+                            twin_steps=runs[twin.name, 'source'].steps, SOURCE_DESCRIPTION=SOURCE_DESCRIPTION,
+                            ADAPTED_DESCRIPTION=ADAPTED_DESCRIPTION, headline_label=scale.headline_label,
+                            convergence=continues("a gap", "the trained model's headline descent (the twin's stays at S3's N = 200, except where "
+                                         "a gap fails: more trained steps can only deepen a failure, the twin's may end it)", holds=True)),
         scaled=" ".join(filter(None, [
             "S3 compares trained and untrained GPT-2 (768 wide) on one prompt, trained N = 20000; here "
             f"{model_name} ({subject.d_model} wide) and its untrained twin on {exact.shape[0]} prompts.",

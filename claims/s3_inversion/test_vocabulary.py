@@ -28,6 +28,7 @@ import pytest
 from claims.s3_inversion.convergence import continues
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, SOURCE_PROMPT, first_prompt
 from claims.s3_inversion.vocabulary_checks import VocabularyEstimates, vocabulary_checks
+from fixtures.catalogue import procedure
 from reports.plots import series
 from reports.checks import INCONCLUSIVE
 from claims.s3_inversion.vocabulary_measures import _difference
@@ -74,17 +75,12 @@ def test_restricting_the_vocabulary_improves_recovery(model_name, subject, inver
             for g, pair in zip(gains, pairs)))
     claim.record(
         vocabulary_checks(vocabulary, steps),
-        procedure=(
-            f"{units.shape[0]} held-out prompts of {problem.tokens} tokens (S3's {SOURCE_PROMPT!r} in this "
-            f"tokenizer), inverted together from block 1's output ({how} setting: {inversions.scale.headline_label}, "
-            f"judged by S3's sentence vocabulary; N = {run.steps}). The one a_g per prompt is decoded by "
-            "argmax of a_g·W_E⁺ three times, with −inf outside: the whole vocabulary "
-            f"({problem.weight.shape[0]} tokens); the distinct tokens of the prompt's {problem.sentence_tokens}-token "
-            f"continuation (S3's 13-token sentence, same ratio; {distractors:.1f} distractors on average); the "
-            "prompt's own tokens, each time as S3's code does: the scores times a 0/1 mask, then argmax, which "
-            "lets a masked 0 beat negative allowed scores (the −inf decodings, where it cannot, are details). "
-            + continues("a gain", "block 1's headline descent", holds=True)
-        ),
+        procedure=procedure("S3.6/restricting-the-vocabulary-improves-recovery", prompts=units.shape[0],
+                            tokens=problem.tokens, SOURCE_PROMPT=SOURCE_PROMPT, how=how,
+                            headline_label=inversions.scale.headline_label, steps=run.steps,
+                            vocabulary_size=problem.weight.shape[0],
+                            sentence_tokens=problem.sentence_tokens, distractors=distractors,
+                            convergence=continues("a gain", "block 1's headline descent", holds=True)),
         scaled=" ".join(filter(None, [
             f"S3: one prompt through block 1 of GPT-2 (768 wide) and GPT-J (4096); here {model_name} "
             f"({subject.d_model} wide, vocabulary {problem.weight.shape[0]}).", inversions.scale.note()])),

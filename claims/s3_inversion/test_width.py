@@ -35,6 +35,7 @@ import pytest
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, SOURCE_PROMPT, first_prompt
 from claims.s3_inversion.test_depth import depths
 from claims.s3_inversion.width_checks import WidthEstimates, width_checks
+from fixtures.catalogue import procedure
 from models.evaluation import held_out_bits_per_character
 from models.zoo import resolve
 from reports.plots import series
@@ -82,20 +83,13 @@ def test_wider_models_invert_better(model_name, variant, group, inversions, clai
     example_rungs = [seeds[next(iter(seeds))][i] for i in (0, -1)]
     claim.record(
         checks,
-        procedure=(
-            f"{units[next(iter(units))].shape[0]} held-out prompts of {SOURCE_PROMPT!r}'s length in tokens, the same "
-            f"for every rung, inverted from the output of blocks {', '.join(map(str, blocks))}; N = "
-            f"{inversions.run(group[0].name, group[0], 0, 'source').steps} steps. Two settings per rung and block: "
-            "S3's own (plain gradient descent on the L1 distance, η 1 → 1/100 linearly, a₀ ~ N(½, 1/20²)) and the "
-            f"adapted one (a normalised step from the embeddings' scale); each rung's statistic is its "
-            f"{scale.headline_label}'s. Decoding by argmax of a_g·W_E⁺ over "
-            + ("the whole vocabulary" if variant == "full-vocabulary" else
-               "each prompt's allowed vocabulary (the distinct tokens of its continuation to the length of S3's "
-               "13-token sentence; −inf outside)")
-            + ". Rungs are grouped by training seed (a user's ladder: by declared seed set) and ordered by d_model; "
-            "the convergence gate compares their held-out loss, measured here in bits per character on the run's "
-            "validation text with each rung's own tokenizer (models.evaluation)."
-        ),
+        procedure=procedure("S3.5/wider-models-invert-better", prompts=units[next(iter(units))].shape[0],
+                            SOURCE_PROMPT=SOURCE_PROMPT, blocks=', '.join(map(str, blocks)),
+                            steps=inversions.run(group[0].name, group[0], 0, 'source').steps,
+                            headline_label=scale.headline_label,
+                            vocabulary=("the whole vocabulary" if variant == "full-vocabulary" else
+                                        "each prompt's allowed vocabulary (the distinct tokens of its continuation to the length of S3's "
+                                        "13-token sentence; −inf outside)")),
         scaled=" ".join(filter(None, [
             "S3 compares GPT-2 (768), GPT-2 XL (1600), GPT-J and Llama-7B (4096), Llama-13B/30B (5120/6656) on one "
             f"prompt; here {', '.join(m.name for m in group)} ({', '.join(str(m.d_model) for m in group)} wide), "

@@ -33,6 +33,7 @@ import pytest
 import torch
 
 from claims.s4_ffn.feedforward_checks import feedforward_checks
+from fixtures.catalogue import procedure
 from latent_instruments.distances import hellinger_distance
 from models.forwards import ablated_logits
 from reports.plots import series
@@ -121,15 +122,9 @@ def test_ffn_output_dominates_each_block(model_name, subject, pool, activations,
     blocks = list(range(1, n_blocks + 1))
     claim.record(
         checks,
-        procedure=(
-            "As S4 Appendix IV: the block output sent on is resid_pre + mlp_out (attention dropped) or resid_pre + "
-            "attn_out (FFN dropped), the FFN still computed from resid_pre + attn_out; H = Hellinger distance of the "
-            f"next-token distribution at the last position to the full model's, over {h.shape[0]} prompts of "
-            f"{tokens} tokens from the validation text (S4: 20,000 10-character training-text prompts). Beside it, "
-            f"version 3's reading: {context_h.shape[0]} validation sequences of {activations.input_ids.shape[1]} "
-            "tokens in full context, H at every position averaged per sequence. The untrained twin (same config, "
-            "seeded random init) is ablated the same way on the same prompts; its ratios are shown, not checked."
-        ),
+        procedure=procedure("S4.2/ffn-output-dominates-each-block", prompts=h.shape[0], tokens=tokens,
+                            context_prompts=context_h.shape[0],
+                            positions=activations.input_ids.shape[1]),
         details={"per-block ablation (S4 Appendix IV table, regenerated)": table},
         plot={
             "kind": "bars",

@@ -29,6 +29,7 @@ import torch
 
 from claims.s4_ffn.conftest import FIRST_POSITION, mean_cosine, mean_norm_ratio
 from claims.s4_ffn.ffn_path_checks import NEARLY_SAME_WAY, FfnPathEstimates, ffn_path_checks
+from fixtures.catalogue import procedure
 from latent_instruments.distances import hellinger_distance
 from latent_instruments.errors import require_finite
 from latent_instruments.stats import per_unit
@@ -186,16 +187,9 @@ def test_ffn_only_state_is_shorter_and_aligned(model_name, subject, pool, activa
     blocks = list(range(1, last + 2))
     claim.record(
         checks,
-        procedure=(
-            "Input = block 1's input (token + position embedding). FFN-only state after block l = input + Σ_(i≤l) "
-            "mlp_out_i, against resid_post_l; the claim is read at the last block. Predictions: the model's final "
-            "norm and output head applied to the state, H to the model's logits. "
-            f"{r['H'].shape[0]} held-out sequences of {activations.input_ids.shape[1]} tokens, positions from "
-            f"{FIRST_POSITION} on, averaged per sequence (the bootstrap unit); S4 drew one query (index 57) in 2D "
-            "and says the pattern holds over its 20,000 prompts without giving the numbers. The untrained twin's "
-            "values, on the same token ids, and the attention-only sum are shown, not checked; the twin is no stand-in "
-            "for the sibling floor (near-uniform predictions are close whatever the state)."
-        ),
+        procedure=procedure("S4.4/ffn-only-state-is-shorter-and-aligned", prompts=r['H'].shape[0],
+                            positions=activations.input_ids.shape[1],
+                            FIRST_POSITION=FIRST_POSITION),
         details={"final state": final, "by depth": per_depth,
                  "the cosine check at readings of 'nearly the same way' from S4's 'quite close' to 'quite different'":
                      readings,

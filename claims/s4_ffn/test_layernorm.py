@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 
+from fixtures.catalogue import procedure
 from latent_instruments.normalization import (
     gain_unevenness, relative_norm_change, rotate_to_cosine, with_concentrated_gain, with_even_gain, without_bias,
 )
@@ -109,14 +110,8 @@ def test_final_norm_removes_scale(model_name, subject, activations, claim, setti
         unnormalised=per_unit(unnormalised, "min"), concentrated=est(concentrated))
     claim.record(
         final_norm_checks(estimates),
-        procedure=(
-            f"{x.shape[0] * x.shape[1]} final-norm inputs, {x.shape[1]} at random positions of each of {x.shape[0]} "
-            "held-out sequences (first position excluded; the sequence is the bootstrap unit; S4: 1000 prompts' last "
-            "positions). The direction change turns each vector to cosine exactly 0.52 in a random orthogonal plane "
-            "(S4 adds noise × 2 to one vector and gets cosine 0.5178), then scales by 10 as S4 does. The cause is "
-            "measured by repeating the turn with the gain replaced by one even gain of the same RMS (bias kept), and "
-            "with the bias removed (gain kept)."
-        ),
+        procedure=procedure("S4.5/final-norm-removes-scale", states=x.shape[0] * x.shape[1], positions=x.shape[1],
+                            prompts=x.shape[0]),
         details={
             "turned to cosine 0.52 and × 10: relative output-norm change over vectors": {
                 "mean": _row(est(rotated)), "median": _row(est(rotated, _median)),

@@ -26,6 +26,7 @@ import pytest
 
 from claims.s4_ffn.conftest import FIRST_POSITION, SOURCE_ATTN_NORM, SOURCE_COSINE, SOURCE_FFN_NORM
 from claims.s4_ffn.ffn_output_checks import SOURCE_RATIO, FfnOutputEstimates, ffn_output_checks
+from fixtures.catalogue import procedure
 from reports.plots import series
 from claims.s4_ffn.ffn_output_measures import _cosine, _excess, _norm_ratio, block_readings, least_above_twin
 
@@ -65,14 +66,9 @@ def test_ffn_outputs_longer_and_aligned_with_attention(model_name, activations, 
         table[f"block {b + 1}"] = row
     claim.record(
         checks,
-        procedure=(
-            f"Attention output (attn_out) and FFN output (mlp_out) of every block, {units.shape[0]} held-out "
-            f"sequences of {activations.input_ids.shape[1]} tokens, positions from {FIRST_POSITION} on; norms and "
-            "cosines averaged over positions per sequence (the bootstrap unit). Cross-token baseline: the same "
-            "cosine with the FFN output at the same position of the next sequence. The untrained twin's cosines, on the "
-            "same token ids, paired per sequence, are the control. "
-            "S4 measured the last position of 20,000 10-character training-text prompts."
-        ),
+        procedure=procedure("S4.3/ffn-outputs-longer-and-aligned-with-attention", prompts=units.shape[0],
+                            positions=activations.input_ids.shape[1],
+                            FIRST_POSITION=FIRST_POSITION),
         details={"per block (S4 notebook's norms and cosines beside, where the depth is S4's)": table},
         plot={
             "kind": "bars",

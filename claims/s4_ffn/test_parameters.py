@@ -13,6 +13,7 @@ meta device (nothing allocated) to show the source's figure beside ours.
 import pytest
 
 from claims.s4_ffn.parameters_checks import SOURCE_FFN, ParameterEstimates, parameters_checks
+from fixtures.catalogue import procedure
 from latent_instruments.stats import Estimate
 from models.adapters import adapter_for
 from claims.s4_ffn.parameter_counts import (
@@ -41,13 +42,9 @@ def test_ffn_holds_most_parameters(model_name, subject, claim):
     gpt2_count = count_parameters(gpt2, adapter_for(gpt2))
     claim.record(
         parameters_checks(ParameterEstimates(_exact(count.ffn_share), _exact(abs(gpt2_count.ffn - SOURCE_FFN)))),
-        procedure=(
-            "Parameters of the loaded model by module: FFN = every block's FFN modules (" + ", ".join(
-                ffn_modules(subject.adapter)) + "), embeddings = token (+ learned position) embedding, head = the "
-            "output head where untied; a shared tensor counted once, as PyTorch's parameters() does. Every "
-            "parameter counts as trainable (none is frozen in these models). S4's model is rebuilt from its code "
-            "(spather/transformer-experiments models/transformer.py) on the meta device and counted the same way."
-        ),
+        procedure=procedure("S4.1/ffn-holds-most-parameters",
+                            ffn_modules=(", ".join(
+                                         ffn_modules(subject.adapter)))),
         details={"parameters": {
             model_name: _row(count) | {"vocab": int(subject.model.get_input_embeddings().weight.shape[0]),
                                        "d_model": subject.d_model,

@@ -15,6 +15,7 @@ from claims.s4_ffn.similar_strings_checks import (
     S4_FLOOR, SOURCE_APPROXIMATION_H, SOURCE_FLOOR, ApproximationEstimates, GainEstimates, SiblingEstimates,
     approximation_checks, gain_checks, sibling_checks,
 )
+from fixtures.catalogue import procedure
 from reports.plots import series
 from claims.s4_ffn.similar_strings_measures import _difference, _mean, gain_over_shuffled
 
@@ -145,7 +146,7 @@ def test_seed_siblings_differ_little(model_name, approximation, claim):
         rows[f"S4 alternate {i + 1}"] = {"mean H": value}
     claim.record(
         sibling_checks(SiblingEstimates(distances)),
-        procedure=_procedure(a) + " S4.7 reads all prompts of the source variant.",
+        procedure=procedure("S4.7/seed-siblings-differ-little", approximation=_procedure(a)),
         details={"model against each seed sibling": rows},
         plot={"kind": "bars", "title": f"S4.7: H between {a.model} and its seed siblings",
               "categories": list(a.siblings), "xlabel": "sibling", "ylabel": "mean H",
@@ -181,7 +182,7 @@ def test_all_blocks_beat_the_first(model_name, approximation, claim):
             rows[f"{variant} prompts, {values} values"] = {"H first block": float(f.mean()), "H all blocks": float(e.mean()),
                                                            "prompts improved": float((e < f).mean())}
     claim.record(
-        checks, procedure=_procedure(a) + " The first block alone: its counts at its threshold, normalised.",
+        checks, procedure=procedure("S4.8/all-blocks-beat-the-first", approximation=_procedure(a)),
         details={"first block against all blocks": rows,
                  "relative reduction of mean H, held-out prompts": float(1 - every.mean() / first.mean()),
                  "S4's worked prompts' relative reductions": {"hing tremb": round(1 - 0.0233 / 0.6305, 3),

@@ -14,6 +14,7 @@ from claims.s4_ffn.token_subspace_checks import (
     SOURCE_CHANCE, SOURCE_SATISFIED, SOURCE_SPECIFIC, SubspaceEstimates, TokenEmbeddingEstimates,
     subspace_checks, token_embedding_checks,
 )
+from fixtures.catalogue import procedure
 from fixtures.memory import large_blocks_reused
 from latent_instruments.similar_strings import mass_tokens
 from models.forwards import logits_from_block_input_fn
@@ -117,18 +118,9 @@ def test_token_embeddings_lie_along_one_direction(model_name, subject, pool, cla
     a = [i for i, tok in enumerate(learned.tokens.tolist()) if decode([int(tok)]) == "a"]  # S4's token, if learned
     claim.record(
         checks,
-        procedure=(f"{RESTARTS} vectors per token ({len(f['p'])} of the {vocab} tokens: all up to {ALL_TOKENS_UP_TO}, else "
-                   f"{DRAWN_TOKENS}, a seeded draw), N(0, 1) starts (S4), at the final norm's input, "
-                   f"all in one batch, Adam lr {LR} for up to {STEPS} steps or until the mean NLL is below 1e-4 (S4: AdamW "
-                   "lr 3e-4, one token at a time, up to 50,000 steps; ours reaches the same plateau: tiny-w96's tokens "
-                   "end where 6,000 steps at lr 0.05 do). SVD of each token's (100, d_model) matrix, uncentred as S4 "
-                   "and centred; v1 sign-set so that most vectors point its way (S4's code). Scale invariance: the "
-                   "largest change in any token's probability with v1 scaled by 0.1, 10, 100 (positive scales only: "
-                   "a negative one flips the centred vector), reported, not checked: it follows from the norm. "
-                   f"Convergence control: the {CONTINUED_TOKENS} least predicted tokens' vectors continue for {STEPS} "
-                   "more steps from where they ended. Null of σ1/σ2: the same SVD of groups of learned vectors drawn "
-                   "across tokens (the tokens shuffled). "
-                   "The untrained twin learns its vectors the same way (a reading, beside)."),
+        procedure=procedure("S4.9/token-embeddings-lie-along-one-direction", RESTARTS=RESTARTS, tokens=len(f['p']),
+                            vocab=vocab, ALL_TOKENS_UP_TO=ALL_TOKENS_UP_TO, DRAWN_TOKENS=DRAWN_TOKENS, LR=LR,
+                            STEPS=STEPS, CONTINUED_TOKENS=CONTINUED_TOKENS),
         details={"token subspaces": summary, f"reading: σ1/σ2 > {ONE_DIRECTION:g} (S4: the token 'a')": one_direction,
                  "tokens least predicted by their learned vectors": {
                      repr(decode([int(learned.tokens[i])])): {"mean p": float(f["p"][i]), "σ1/σ2": float(f["ratio"][i]),
@@ -201,14 +193,8 @@ def test_ffn_outputs_point_to_predicted_tokens(model_name, approximation, pool, 
     blocks = list(range(1, a.n_blocks + 1))
     claim.record(
         subspace_checks(SubspaceEstimates(final_state, excesses, specifics)),
-        procedure=(f"Per block: the block's own approximation (its fitted threshold {a.fitted_thresholds}, one block, as "
-                   "S4.10 uses), the fewest tokens carrying more than 90 % of it; the block's FFN output at the last "
-                   "position ranked against every token's first singular direction learned at the final norm's input "
-                   "(S4.9's procedure: the final-layer subspaces); satisfied when all those tokens rank in the top "
-                   f"{vocab // 2} of {vocab}. Block-specific subspaces: the same learning at the next block's input, "
-                   "read through the later blocks on a one-position sequence (S4's output_head(blocks[k:](x))); at the "
-                   f"last block they are the final-layer ones. {len(half):,} held-out-half prompts of the source "
-                   "variant. Beside: the same criterion with the model's own 90 %-mass tokens."),
+        procedure=procedure("S4.10/ffn-outputs-point-to-predicted-tokens", fitted_thresholds=a.fitted_thresholds,
+                            half_vocab=vocab // 2, vocab=vocab, half_tokens=len(half)),
         details={"subspace criterion": rows},
         plot={"kind": "lines", "title": f"S4.10 on {a.model}: FFN outputs in the predicted tokens' subspaces",
               "x": blocks, "xlabel": "block", "ylabel": "fraction of prompts",
