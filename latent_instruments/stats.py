@@ -65,6 +65,17 @@ class Estimate:
     method: str = "deterministic"
 
 
+def sample_mean(units: np.ndarray) -> float:
+    """The mean of every unit's value: a bootstrap statistic over (units, ...) arrays, in the units' own unit."""
+    return float(units.mean())
+
+
+def paired_difference(units: np.ndarray) -> float:
+    """Mean of column 0 minus mean of column 1: a bootstrap statistic of paired units (units, 2), e.g. a model's
+    value and its control's on the same prompt, in the values' unit."""
+    return float(units[:, 0].mean() - units[:, 1].mean())
+
+
 def bootstrap(
     units: np.ndarray,
     statistic: Callable[[np.ndarray], float],

@@ -347,7 +347,7 @@ def test_s1_4s_check_fails_where_an_earlier_layer_or_another_token_is_closer():
     """S1.4 (version 3, decided on W_U): the final layer's excess closeness must beat every earlier layer's and 0."""
     import numpy as np
 
-    from claims.s1_attention.trajectory_measures import _final_gain
+    from claims.s1_attention.trajectory_measures import final_gain
     from latent_instruments.stats import bootstrap
     from reports.checks import Check
 
@@ -355,7 +355,7 @@ def test_s1_4s_check_fails_where_an_earlier_layer_or_another_token_is_closer():
 
     def check(means: list[float]) -> str:
         units = np.asarray(means)[None] + rng.normal(0, 0.01, (32, len(means)))  # (prompts, depth)
-        return Check.of("gain", bootstrap(units, _final_gain, seed=0), "cosine", ">", 0.0, "S1.4").status
+        return Check.of("gain", bootstrap(units, final_gain, seed=0), "cosine", ">", 0.0, "S1.4").status
 
     assert check([0.0, 0.02, 0.05, 0.10]) == "passed"  # rising to the last layer
     assert check([0.0, 0.12, 0.05, 0.08]) == "failed"  # block 1 is the closest: the last is not the end of the way

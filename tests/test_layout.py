@@ -1,10 +1,13 @@
-"""Modules a maintainer reads in one sitting (issue 57): no product module over ``MAX_LINES`` lines."""
+"""Modules a maintainer reads in one sitting (issue 57): no product module over ``MAX_LINES`` lines, and no claim
+test function over ``MAX_TEST_LINES`` (issue 65, item 4)."""
 
+import ast
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 MAX_LINES = 350
 PRODUCT = ("claims", "fixtures", "models", "latent_instruments", "reports", "benchmarks")
+MAX_TEST_LINES = 60  # a claim test function, decorators included: it wires the pool to measure and checks
 KEPT_LONGER: set[str] = set()  # none (issue 65): records are keyed without their file, so a module can split
 
 
@@ -36,3 +39,31 @@ def test_no_self_test_imports_another_test_module():
                        if re.search(r"^\s*(from (tests|claims\.\w+)\.test_\w+ import|import (tests|claims\.\w+)\.test_)",
                                     p.read_text(encoding="utf-8"), re.MULTILINE))
     assert importers == [], f"these import another test module: {importers}"
+
+
+def long_claim_functions(root: Path = REPO) -> dict[str, int]:
+    """{file::function: lines} of the functions of claim test files (``claims/**/test_*.py``) over
+    ``MAX_TEST_LINES`` lines, decorators included."""
+    out = {}
+    for path in sorted((root / "claims").rglob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                if (lines := node.end_lineno - first + 1) > MAX_TEST_LINES:
+                    out[f"{path.relative_to(root).as_posix()}::{node.name}"] = lines
+    return out
+
+
+def test_no_claim_test_function_is_longer_than_a_screen():
+    """Issue 65, item 4: prose lives in the catalogue, details and figures in the test module's helpers, so a claim
+    test reads as measure → estimates → checks → record."""
+    assert long_claim_functions() == {}, (f"shorten these claim test functions (at most {MAX_TEST_LINES} lines): "
+                                          f"{long_claim_functions()}")
+
+
+def test_a_long_claim_function_is_found(tmp_path):
+    (tmp_path / "claims" / "s9").mkdir(parents=True)
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_TEST_LINES - 1))
+    (tmp_path / "claims" / "s9" / "test_long.py").write_text(f"@decorator\ndef test_long():\n{body}")
+    (tmp_path / "claims" / "s9" / "test_short.py").write_text(f"def test_short():\n{body}")
+    assert long_claim_functions(tmp_path) == {"claims/s9/test_long.py::test_long": MAX_TEST_LINES + 1}

@@ -392,7 +392,7 @@ def test_a_source_number_that_is_not_a_number_or_repeats_a_quantity_is_refused(t
 def test_a_measured_value_stands_beside_the_sources_number_and_an_unknown_quantity_is_refused():
     """Issue 56, item 1: a record keeps its value beside the catalogue's number of the same quantity, and the report's
     table shows the source's number, where it is in the source, and each subject's value ("—" where not measured)."""
-    from fixtures.catalogue import catalogue_json, load_catalogue
+    from fixtures.catalogue import catalogue_json
     from fixtures.recording import source_beside
     from reports.source_numbers import source_rows
 

@@ -278,13 +278,13 @@ def test_beyond_null_refuses_units_of_different_shapes():
 
 def _tilts(pos: torch.Tensor) -> tuple[str, str]:
     """(claim check, Hann control) statuses of S0.2's tilt for white token states plus ``pos`` (seq, d_model)."""
-    from claims.s0_spectra.embedding_measures import _tilt
+    from claims.s0_spectra.embedding_measures import position_tilt
 
     tok = torch.randn(24, 128, 16, generator=torch.Generator().manual_seed(0))
     spectra = {w: np.stack([power_spectral_density(x, window=w)[1].numpy() for x in (tok, tok + pos)], 1)
                for w in (None, "hann")}  # (batch, [tok, tok+pos], n_freq)
     bins = LogBins.of(np.fft.rfftfreq(127))
-    tilt = {w: estimate(u, lambda v: _tilt(bins, v[:, 1], v[:, 0]), seed=0) for w, u in spectra.items()}
+    tilt = {w: estimate(u, lambda v: position_tilt(bins, v[:, 1], v[:, 0]), seed=0) for w, u in spectra.items()}
     return status(tilt[None], ">"), status(tilt["hann"], ">", "control")
 
 
@@ -304,7 +304,7 @@ def test_s0_2_a_genuine_failure_reads_as_a_finding_not_a_failed_control():
     """Positions with no low-frequency structure (a high-frequency pattern alone): the tilt fails and so does its
     Hann control, which guards the pass only; the record fails on its claim check (a finding)."""
     from claims.s0_spectra.embedding_checks import TiltEstimates, tilt_checks
-    from claims.s0_spectra.embedding_measures import _tilt
+    from claims.s0_spectra.embedding_measures import position_tilt
     from reports.checks import ClaimRecord
 
     t = torch.arange(128, dtype=torch.float32)
@@ -313,7 +313,7 @@ def test_s0_2_a_genuine_failure_reads_as_a_finding_not_a_failed_control():
     spectra = {w: np.stack([power_spectral_density(x, window=w)[1].numpy() for x in (tok, tok + pos)], 1)
                for w in (None, "hann")}
     bins = LogBins.of(np.fft.rfftfreq(127))
-    tilt = {w: estimate(u, lambda v: _tilt(bins, v[:, 1], v[:, 0]), seed=0) for w, u in spectra.items()}
+    tilt = {w: estimate(u, lambda v: position_tilt(bins, v[:, 1], v[:, 0]), seed=0) for w, u in spectra.items()}
     rec = ClaimRecord("S0.2", 4, "m", "t", {}, tilt_checks(TiltEstimates(tilt[None], tilt[None], tilt["hann"])))
     assert [c.status for c in rec.checks] == ["failed", "failed", "failed"]
     assert rec.failed("control") == [] and len(rec.failed("claim")) == 2

@@ -14,8 +14,8 @@ from claims.s3_inversion.bandwidth_checks import BELOW_WIDTH
 from claims.s3_inversion.bandwidth_measures import crossing, crossing_fraction
 from claims.s3_inversion.between_tokens_checks import RAREST
 from claims.s3_inversion.cosine_checks import MINIMISED, RECOVERS
-from claims.s3_inversion.cosine_measures import _ratio
-from claims.s3_inversion.vocabulary_measures import _difference
+from claims.s3_inversion.cosine_measures import reached_over_start
+from claims.s3_inversion.vocabulary_measures import accuracy_difference
 from latent_instruments.inversion import DIRECT_TARGET, InversionConfig, invert
 from latent_instruments.decoding import decode_top_k, direct_fit_decode, pseudo_inverse, zero_masked_decode
 from latent_instruments.stats import MIN_BOOTSTRAP_UNITS, bootstrap, proportion
@@ -109,7 +109,7 @@ def test_the_restriction_gain_fails_where_answers_score_below_zero():
     whole = (scores.argmax(-1) == ids).double().mean(1)
     zero = (zero_masked_decode(scores, allowed) == ids).double().mean(1)
     counts = np.rint(torch.stack([whole, zero], 1).numpy() * seq).astype(np.int64)
-    gain = Check.of("gain", bootstrap(counts, _difference(1, 0, seq), seed=0), "fraction of tokens", ">", 0.0, "S3.6")
+    gain = Check.of("gain", bootstrap(counts, accuracy_difference(1, 0, seq), seed=0), "fraction of tokens", ">", 0.0, "S3.6")
     assert (gain.value, gain.status) == (-0.875, "failed")
 
 
@@ -198,7 +198,7 @@ def test_a_stalled_descent_fails_the_control():
     rng = np.random.default_rng(0)
     start = rng.uniform(0.7, 0.9, 16)
     units = np.column_stack([start * rng.uniform(0.25, 0.35, 16), start])
-    control = Check.of("without norms", bootstrap(units, lambda u: _ratio(u, 0, 1), seed=0), "ratio", "<",
+    control = Check.of("without norms", bootstrap(units, lambda u: reached_over_start(u, 0, 1), seed=0), "ratio", "<",
                        MINIMISED, "S3.13", role="control")
     assert control.status == "failed"
 
@@ -208,7 +208,7 @@ def test_norms_that_do_not_impede_fail_the_claim():
     rng = np.random.default_rng(0)
     start = rng.uniform(0.7, 0.9, 16)
     units = np.column_stack([start * rng.uniform(0.02, 0.04, 16), start])
-    check = Check.of("with norms", bootstrap(units, lambda u: _ratio(u, 0, 1), seed=0), "ratio", ">", MINIMISED,
+    check = Check.of("with norms", bootstrap(units, lambda u: reached_over_start(u, 0, 1), seed=0), "ratio", ">", MINIMISED,
                      "S3.13")
     assert check.status == "failed"
 

@@ -10,7 +10,7 @@ import torch
 
 from claims.s4_ffn.ffn_output_measures import block_readings
 from fixtures.pool import Captured
-from latent_instruments.stats import bootstrap
+from latent_instruments.stats import bootstrap, paired_difference, sample_mean
 from models.capture import ActivationCache
 from reports.checks import Check, ClaimRecord
 
@@ -27,13 +27,13 @@ def _s4_3(model: Captured, twin: Captured) -> ClaimRecord:
     """S4.3's checks (``ffn_output_checks``) on the estimates its test measures from a model's and its twin's capture,
     as a record (``failed(role)`` is what the plugin's outcome reads)."""
     from claims.s4_ffn.ffn_output_checks import FfnOutputEstimates, ffn_output_checks
-    from claims.s4_ffn.ffn_output_measures import _cosine, _excess, _norm_ratio, least_above_twin
+    from claims.s4_ffn.ffn_output_measures import block_cosine, cosine_excess, output_norm_ratio, least_above_twin
 
     units, twin_units = block_readings(model), block_readings(twin)
     blocks = range(units.shape[1])
     estimates = FfnOutputEstimates(
-        [bootstrap(units, _norm_ratio(b), seed=0) for b in blocks], [bootstrap(units, _cosine(b), seed=0) for b in blocks],
-        [bootstrap(units, _excess(b), seed=0) for b in blocks],
+        [bootstrap(units, output_norm_ratio(b), seed=0) for b in blocks], [bootstrap(units, block_cosine(b), seed=0) for b in blocks],
+        [bootstrap(units, cosine_excess(b), seed=0) for b in blocks],
         bootstrap(np.stack([units[:, :, 2], twin_units[:, :, 2]], axis=-1), least_above_twin, seed=0))
     return ClaimRecord("S4.3", 4, "m", "t", {}, ffn_output_checks(estimates), "", {}, None)
 
@@ -117,7 +117,7 @@ def _final_norm_statuses(norm: torch.nn.Module, sequences: int = 16, turn: bool 
     × 8 random vectors through ``norm`` (``turn=False``: the 'turns' only scale); ``replaced`` overrides estimates.
     Returns {check name: status}."""
     from claims.s4_ffn.final_norm_checks import CLOSE, COSINE, SCALE, FinalNormEstimates, final_norm_checks
-    from claims.s4_ffn.final_norm_measures import _paired_excess, worst_scale_change
+    from claims.s4_ffn.final_norm_measures import paired_excess, worst_scale_change
     from latent_instruments.normalization import relative_norm_change, rotate_to_cosine, with_concentrated_gain
     from latent_instruments.stats import Estimate, per_unit
 
@@ -134,7 +134,7 @@ def _final_norm_statuses(norm: torch.nn.Module, sequences: int = 16, turn: bool 
     worst, examples = worst_scale_change(norm, x)
     estimates = {
         "turned": bootstrap(change(norm, far), mean, seed=0),
-        "turned_excess": bootstrap(np.stack([change(norm, far), change(norm, near)], axis=-1), _paired_excess, seed=0),
+        "turned_excess": bootstrap(np.stack([change(norm, far), change(norm, near)], axis=-1), paired_excess, seed=0),
         "worst_scale": Estimate(worst, worst, worst, 1.0, examples), "examples": examples,
         "unnormalised": per_unit(change(torch.nn.Identity(), x * SCALE), "min"),
         "concentrated": bootstrap(change(with_concentrated_gain(norm), far), mean, seed=0)} | replaced
@@ -167,14 +167,14 @@ def test_s4_5s_ordering_fails_where_the_output_norm_does_not_follow_the_directio
     """A norm with even gain and no bias gives every direction the same output norm: the difference is 0 to
     rounding, not above it; turning the 'near' vectors further than the 'far' ones fails it decisively."""
     from claims.s4_ffn.final_norm_checks import CLOSE, COSINE, SCALE
-    from claims.s4_ffn.final_norm_measures import _paired_excess
+    from claims.s4_ffn.final_norm_measures import paired_excess
     from latent_instruments.normalization import relative_norm_change, rotate_to_cosine
 
     assert _final_norm_statuses(torch.nn.LayerNorm(96))[FURTHER_APART] != "passed"
     x = torch.randn(16 * 8, 96, generator=torch.Generator().manual_seed(1))
     far, near = (rotate_to_cosine(x, c, torch.Generator().manual_seed(2)) * SCALE for c in (COSINE, CLOSE))
     swapped = [relative_norm_change(_trained_like_norm(), x, o).reshape(16, -1).numpy() for o in (near, far)]
-    excess = bootstrap(np.stack(swapped, -1), _paired_excess, seed=0)
+    excess = bootstrap(np.stack(swapped, -1), paired_excess, seed=0)
     assert _final_norm_statuses(_trained_like_norm(), turned_excess=excess)[FURTHER_APART] == "failed"
 
 
@@ -197,11 +197,10 @@ def test_s4_5s_implementation_checks_fail_on_a_module_that_is_not_a_norm_and_on_
 
 def test_all_blocks_worse_than_the_first_fails_the_claim():
     """Held-out prompts where adding blocks makes the approximation worse (as S4's 'And only l')."""
-    from claims.s4_ffn.similar_strings_measures import _difference
 
     first = np.random.default_rng(0).uniform(0.1, 0.3, 200)
     every = first + np.random.default_rng(1).uniform(0.0, 0.04, 200)
-    gain = Check.of("gain", bootstrap(np.stack([first, every], 1), _difference, seed=0), "Hellinger", ">", 0.0, "S4.8")
+    gain = Check.of("gain", bootstrap(np.stack([first, every], 1), paired_difference, seed=0), "Hellinger", ">", 0.0, "S4.8")
     assert gain.status == "failed"
 
 
@@ -350,12 +349,12 @@ def test_a_converged_optimisation_passes_the_convergence_control():
 
 
 def test_a_prediction_farther_than_the_siblings_fails_the_floor_check():
-    from claims.s4_ffn.ffn_path_measures import _difference
+    
 
     rng = np.random.default_rng(0)
     floor = rng.uniform(0.05, 0.15, 64)
     h = floor + rng.uniform(0.02, 0.06, 64)  # the FFN-only prediction: farther from the model than a sibling is
-    check = Check.of("H − floor", bootstrap(np.stack([h, floor], 1), _difference, seed=0), "Hellinger", "<", 0.0, "S4.4")
+    check = Check.of("H − floor", bootstrap(np.stack([h, floor], 1), paired_difference, seed=0), "Hellinger", "<", 0.0, "S4.4")
     assert check.status == "failed"
 
 
@@ -417,12 +416,12 @@ def test_s4_8_a_genuine_failure_reads_as_a_finding_not_a_failed_control():
     """All blocks worse than the first (H rises), on the prompt's own approximations as on another's: the gain
     fails and so does the control, which guards the pass only; the record fails on its claim check (a finding)."""
     from claims.s4_ffn.similar_strings_checks import GainEstimates, gain_checks
-    from claims.s4_ffn.similar_strings_measures import _difference, gain_over_shuffled
+    from claims.s4_ffn.similar_strings_measures import gain_over_shuffled
     from reports.checks import ClaimRecord
 
     rng = np.random.default_rng(0)
     u = np.column_stack([m + rng.normal(0, 0.05, 200) for m in (0.3, 0.5, 0.3, 0.4)])
-    checks = gain_checks(GainEstimates(bootstrap(u[:, :2], _difference, seed=0),
+    checks = gain_checks(GainEstimates(bootstrap(u[:, :2], paired_difference, seed=0),
                                        bootstrap(u, gain_over_shuffled, seed=0)))
     rec = ClaimRecord("S4.8", 4, "m", "t", {}, checks)
     assert [c.status for c in rec.checks] == ["failed", "failed"]
@@ -447,17 +446,17 @@ def test_s4_9s_fraction_is_a_census_of_a_whole_vocabulary_and_exact_over_drawn_t
     """S4.9's "the first direction predicts" (version 4): over every token of the vocabulary the fraction is a
     census (deterministic); over 32 drawn tokens its exact interval cannot clear 0.99 (32 of 32: [0.89, 1]), and one
     token in 84 that is not predicted fails the census."""
-    from claims.s4_ffn.token_subspace_measures import _fraction_of_tokens
+    from claims.s4_ffn.token_subspace_measures import fraction_of_tokens
     from claims.s4_ffn.token_subspace_checks import EVERY_TOKEN
 
     def status(predicts, vocab):
-        return Check.of("predicts", _fraction_of_tokens(np.asarray(predicts), vocab), "", ">", EVERY_TOKEN,
+        return Check.of("predicts", fraction_of_tokens(np.asarray(predicts), vocab), "", ">", EVERY_TOKEN,
                         "S4.9").status
 
     assert status(np.ones(84), 84) == "passed"
     assert status(np.r_[np.ones(83), 0], 84) == "failed"
     assert status(np.ones(32), 4000) == "inconclusive"
-    assert _fraction_of_tokens(np.ones(84), 84).method.startswith("deterministic: a census")
+    assert fraction_of_tokens(np.ones(84), 84).method.startswith("deterministic: a census")
 
 
 def test_s4_4s_excess_control_fails_where_every_final_state_points_one_way_and_passes_a_token_own_direction():
@@ -466,13 +465,13 @@ def test_s4_4s_excess_control_fails_where_every_final_state_points_one_way_and_p
     0.88 to another prompt's: the cosine check would pass, the excess (≈ 0.17) fails; a state whose own cosine (0.92)
     is far above the shared 0.3 passes."""
     from claims.s4_ffn.ffn_path_checks import EXCESS_FLOOR
-    from claims.s4_ffn.ffn_path_measures import _excess
+    from claims.s4_ffn.ffn_path_measures import excess_over_cross_token
 
     rng = np.random.default_rng(0)
 
     def status(own: float, shared: float) -> str:
         units = np.column_stack([own + rng.normal(0, 0.01, 64), shared + rng.normal(0, 0.01, 64)])
-        return Check.of("excess", bootstrap(units, _excess, seed=0), "fraction", ">", EXCESS_FLOOR, "S4.4",
+        return Check.of("excess", bootstrap(units, excess_over_cross_token, seed=0), "fraction", ">", EXCESS_FLOOR, "S4.4",
                         role="control").status
 
     assert status(0.90, 0.88) == "failed"
@@ -497,13 +496,13 @@ def test_s4_6s_reading_against_s4s_own_floor_fails_an_approximation_far_above_it
     """S4.6's reading (issue 56): in-sample H minus S4's floor (0.106) under S4's floor SD (0.082). An approximation
     at H ≈ 0.30 fails it; one at S4's own 0.1677 passes, as S4's sentence says of its model."""
     from claims.s4_ffn.similar_strings_checks import SOURCE_FLOOR, SOURCE_FLOOR_SD
-    from claims.s4_ffn.similar_strings_measures import _mean
+    
 
     floor, sd = float(np.mean(SOURCE_FLOOR)), float(np.mean(SOURCE_FLOOR_SD))
     rng = np.random.default_rng(0)
     for centre, status in ((0.30, "failed"), (0.1677, "passed")):
         h = np.clip(rng.normal(centre, 0.05, 2000), 0, 1)
-        check = Check.of("reading", bootstrap(h - floor, _mean, seed=0), "Hellinger", "<", sd, "S4.6", role="reading")
+        check = Check.of("reading", bootstrap(h - floor, sample_mean, seed=0), "Hellinger", "<", sd, "S4.6", role="reading")
         assert check.status == status
 
 

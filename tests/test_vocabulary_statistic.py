@@ -2,13 +2,13 @@
 
 import numpy as np
 
-from claims.s3_inversion.vocabulary_measures import _difference
+from claims.s3_inversion.vocabulary_measures import accuracy_difference
 from latent_instruments.stats import bootstrap
 from reports.checks import Check
 
 
 def _check(counts: np.ndarray) -> Check:
-    return Check.of("gain", bootstrap(counts, _difference(1, 0, 7), seed=0), "fraction of tokens", ">", 0.0, "S3.6")
+    return Check.of("gain", bootstrap(counts, accuracy_difference(1, 0, 7), seed=0), "fraction of tokens", ">", 0.0, "S3.6")
 
 
 def test_equal_totals_give_exactly_zero_and_decide_nothing():

@@ -5,7 +5,7 @@ embedding_checks.py decides.
 import numpy as np
 
 
-def _tilt(bins, pos: np.ndarray, tok: np.ndarray) -> float:
+def position_tilt(bins, pos: np.ndarray, tok: np.ndarray) -> float:
     """Low-band gain minus high-band gain, in decades, of tok+pos over tok; pos, tok (batch, n_freq)."""
     p, t = pos.mean(axis=0), tok.mean(axis=0)
     return float(np.log10(p[bins.low].mean() / t[bins.low].mean()) - np.log10(p[bins.high].mean() / t[bins.high].mean()))

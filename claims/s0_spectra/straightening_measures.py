@@ -7,14 +7,14 @@ import numpy as np
 from claims.s0_spectra.conftest import mean_fit
 
 
-def _deviation_by_layer(bins, units: np.ndarray) -> np.ndarray:
+def deviation_by_layer(bins, units: np.ndarray) -> np.ndarray:
     """RMS scatter about the power law, decades, per layer of the mean spectrum; units (batch, n_layers, n_freq)."""
     return mean_fit(bins, units).deviation
 
 
 def straightening(bins, units: np.ndarray, start: int) -> float:
     """Scatter at the last block minus at the start layer, decades (negative: straighter after the blocks)."""
-    deviation = _deviation_by_layer(bins, units)
+    deviation = deviation_by_layer(bins, units)
     return float(deviation[-1] - deviation[start])
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from claims.s0_spectra.conftest import SPECTRA_NEEDS, mean_fit
 from claims.s0_spectra.embedding_checks import FlatEstimates, TiltEstimates, flat_checks, tilt_checks
-from claims.s0_spectra.embedding_measures import _tilt
+from claims.s0_spectra.embedding_measures import position_tilt
 from fixtures.catalogue import procedure
 
 
@@ -57,10 +57,10 @@ def test_learned_positions_raise_low_frequencies(model_name, spectra, twin_spect
                               "inside attention), so there is no tok+pos layer to compare")
     bins, i_tok, i_pos = spectra.bins, spectra.labels.index("embed"), spectra.labels.index("embed+pos")
     paired = np.stack([spectra.hidden[:, [i_tok, i_pos]], twin_spectra.hidden[:, [i_tok, i_pos]]], axis=1)
-    trained = claim.bootstrap(paired, lambda u: _tilt(bins, u[:, 0, 1], u[:, 0, 0]))
-    learned = claim.bootstrap(paired, lambda u: _tilt(bins, u[:, 0, 1], u[:, 0, 0]) - _tilt(bins, u[:, 1, 1], u[:, 1, 0]))
-    twin = _tilt(bins, paired[:, 1, 1], paired[:, 1, 0])
-    hann = claim.bootstrap(spectra.hidden_hann[:, [i_tok, i_pos]], lambda u: _tilt(bins, u[:, 1], u[:, 0]))
+    trained = claim.bootstrap(paired, lambda u: position_tilt(bins, u[:, 0, 1], u[:, 0, 0]))
+    learned = claim.bootstrap(paired, lambda u: position_tilt(bins, u[:, 0, 1], u[:, 0, 0]) - position_tilt(bins, u[:, 1, 1], u[:, 1, 0]))
+    twin = position_tilt(bins, paired[:, 1, 1], paired[:, 1, 0])
+    hann = claim.bootstrap(spectra.hidden_hann[:, [i_tok, i_pos]], lambda u: position_tilt(bins, u[:, 1], u[:, 0]))
     claim.record(
         tilt_checks(TiltEstimates(trained, learned, hann)),
         procedure=procedure("S0.2/learned-positions-raise-low-frequencies",

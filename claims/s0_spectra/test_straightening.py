@@ -20,12 +20,12 @@ from claims.s0_spectra.straightening_checks import (
     S0_BAND_DECADES, LearnedEstimates, SpanEstimates, StraighteningEstimates, learned_checks, span_checks,
     straightening_checks,
 )
-from claims.s0_spectra.straightening_measures import _deviation_by_layer, learned_straightening, straightening
+from claims.s0_spectra.straightening_measures import deviation_by_layer, learned_straightening, straightening
 
 
 def _trend(bins, units: np.ndarray, start: int) -> float:
     """Spearman correlation of scatter with depth, from the start layer to the last block."""
-    deviation = _deviation_by_layer(bins, units)[start:]
+    deviation = deviation_by_layer(bins, units)[start:]
     return float(stats.spearmanr(np.arange(deviation.size), deviation).statistic)
 
 

@@ -28,8 +28,9 @@ import torch
 from claims.s1_attention.conftest import per_layer
 from claims.s1_attention.trajectory_checks import TrajectoryEstimates, trajectory_checks
 from fixtures.catalogue import procedure
+from latent_instruments.stats import sample_mean
 from reports.plots import series
-from claims.s1_attention.trajectory_measures import _final_gain, over_twin
+from claims.s1_attention.trajectory_measures import final_gain, over_twin
 
 
 NEEDS = ("hook_embed", "blocks.*.hook_resid_post")
@@ -93,11 +94,6 @@ def excess_closeness(states: list[torch.Tensor], rows: torch.Tensor, ids: torch.
     return torch.stack(true_cos, dim=1).cpu().numpy(), torch.stack(other_cos, dim=1).cpu().numpy()
 
 
-def _mean(units: np.ndarray) -> float:
-    """The mean over prompts (one layer's excess closeness)."""
-    return float(units.mean())
-
-
 def _readings(subject, captured, seed: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """{"W_U": (true, other), "W_E": (true, other)} of :func:`excess_closeness` for one model."""
     model, states = subject.model, _depth_states(captured)
@@ -128,9 +124,9 @@ def test_final_state_is_closest_to_the_next_token(model_name, subject, pool, act
     labels = ["embed"] + [f"block {i}" for i in range(1, excess["W_U"].shape[1])]
     paired = np.stack([excess["W_U"][:, -1], twin_excess["W_U"][:, -1]], axis=1)  # (batch, 2)
 
-    input_row = claim.bootstrap(excess["W_E"], _final_gain)  # a reading beside the claim (version 3)
+    input_row = claim.bootstrap(excess["W_E"], final_gain)  # a reading beside the claim (version 3)
     claim.record(
-        trajectory_checks(TrajectoryEstimates(claim.bootstrap(excess["W_U"], _final_gain),
+        trajectory_checks(TrajectoryEstimates(claim.bootstrap(excess["W_U"], final_gain),
                                               claim.bootstrap(paired, over_twin))),
         procedure=procedure("S1.4/final-state-is-closest-to-the-next-token", prompts=excess['W_U'].shape[0],
                             positions=activations.input_ids.shape[1]),
@@ -144,15 +140,15 @@ def test_final_state_is_closest_to_the_next_token(model_name, subject, pool, act
                 "final block's excess closeness minus max(earlier layers', 0)": input_row.value,
                 "low": input_row.low, "high": input_row.high},
             "best layer by excess closeness": {k: labels[int(v.mean(axis=0).argmax())] for k, v in excess.items()},
-            "twin: final gain (not a check)": {k: _final_gain(v) for k, v in twin_excess.items()},
+            "twin: final gain (not a check)": {k: final_gain(v) for k, v in twin_excess.items()},
         },
         plot={
             "kind": "lines", "title": f"S1.4 on {model_name}: closeness to token t+1 along depth",
             "x": list(range(len(labels))), "xlabel": "depth (0 = embedding, ℓ = block ℓ)",
             "ylabel": "cos(next token's row) − cos(other token's row)",
             "series": {
-                "W_U row, final-normed state": series(per_layer(excess["W_U"], _mean, settings.seed)),
-                "W_E row, raw state": series(per_layer(excess["W_E"], _mean, settings.seed)),
+                "W_U row, final-normed state": series(per_layer(excess["W_U"], sample_mean, settings.seed)),
+                "W_E row, raw state": series(per_layer(excess["W_E"], sample_mean, settings.seed)),
                 "twin: W_U row": {"value": twin_excess["W_U"].mean(axis=0).tolist()},
                 "twin: W_E row": {"value": twin_excess["W_E"].mean(axis=0).tolist()},
             },

@@ -6,7 +6,7 @@ twin's. test_trajectory.py measures with these; trajectory_checks.py decides.
 import numpy as np
 
 
-def _final_gain(units: np.ndarray) -> float:
+def final_gain(units: np.ndarray) -> float:
     """Final layer's mean excess closeness minus the larger of every earlier layer's and 0 (other tokens')."""
     mean = units.mean(axis=0)
     return float(mean[-1] - max(mean[:-1].max(), 0.0))

@@ -15,13 +15,14 @@ SOURCE_RATIO, SOURCE_LAYERS = 90.0, 32
 RATE_LOW, RATE_HIGH = (SOURCE_RATIO / 2) ** (1 / SOURCE_LAYERS), (SOURCE_RATIO * 2) ** (1 / SOURCE_LAYERS)
 
 
-def _mean(u: np.ndarray) -> np.ndarray:
+def mean_by_layer(u: np.ndarray) -> np.ndarray:
+    """The mean over prompts of each layer's (or transition's) value: units (batch, layers) -> (layers,)."""
     return u.mean(axis=0)
 
 
 def min_step_ratio(norms: np.ndarray) -> float:
     """Smallest ratio of mean norm, layer l + 1 over layer l; norms (batch, n_layers) → a ratio."""
-    m = _mean(norms)
+    m = mean_by_layer(norms)
     return float((m[1:] / m[:-1]).min())
 
 
@@ -44,4 +45,4 @@ def null_margin(units: np.ndarray, n_blocks: int) -> np.ndarray:
 
     units: (batch, 2 L), the L consecutive cosines then the L mismatched-token cosines, per prompt → (L,).
     """
-    return _mean(units[:, :n_blocks]) - _mean(units[:, n_blocks:])
+    return mean_by_layer(units[:, :n_blocks]) - mean_by_layer(units[:, n_blocks:])

@@ -44,6 +44,29 @@ def _mrr(ranks: np.ndarray) -> float:
     return float((1.0 / ranks).mean())
 
 
+def _analogy_details(ranks: np.ndarray, twin_ranks: np.ndarray, analogies: list, kept: list, spread: float) -> dict:
+    """S2.3's details: top-1, top-10, MRR and median rank under each distance, for the model and its untrained twin;
+    S2's king − man + woman; the rows' norm spread; which pairs are single tokens; every analogy's ranks. ranks
+    (pairs, analogies per pair, [cosine, Euclidean])."""
+    flat, twin_flat = ranks.reshape(-1, 2), twin_ranks.reshape(-1, 2)
+    canonical = next((i for i, a in enumerate(analogies) if a.words == CANONICAL), None)
+    return {
+        "aggregate": {
+            label: {"top-1 rate": _top1(r[:, k]), "top-10 rate": float((r[:, k] <= 10).mean()),
+                    "MRR": _mrr(r[:, k]), "median rank": float(np.median(r[:, k]))}
+            for label, r, k in (("cosine (normalised)", flat, 0), ("Euclidean (raw)", flat, 1),
+                                ("untrained twin, cosine", twin_flat, 0), ("untrained twin, Euclidean", twin_flat, 1))
+        },
+        **({} if canonical is None else {"king − man + woman → queen": {
+            "cosine rank": int(flat[canonical, 0]), "Euclidean rank": int(flat[canonical, 1]),
+            "untrained twin cosine rank": int(twin_flat[canonical, 0])}}),
+        "embedding_row_norm_relative_spread": spread,
+        "pairs": {f"{x}/{y}": {"single tokens": (x, y) in kept} for x, y in PAIRS},
+        "by_analogy": {str(a): {"cosine rank": int(flat[i, 0]), "Euclidean rank": int(flat[i, 1]),
+                                "twin cosine rank": int(twin_flat[i, 0])} for i, a in enumerate(analogies)},
+    }
+
+
 @pytest.mark.claim("S2.3", version=1)
 @pytest.mark.models("trained", "hf", twin=True)
 def test_analogies_land_on_the_sphere(model_name, subject, pool, claim):
@@ -80,28 +103,12 @@ def test_analogies_land_on_the_sphere(model_name, subject, pool, claim):
     twin_lands = claim.bootstrap(twin_ranks[..., 0], _top1)
     by_pair = {name: [claim.bootstrap(r[i], _mrr) for i in range(n)]
                for name, r in (("cosine", ranks[..., 0]), ("euclidean", ranks[..., 1]), ("twin", twin_ranks[..., 0]))}
-    flat, twin_flat = ranks.reshape(-1, 2), twin_ranks.reshape(-1, 2)
-    canonical = next((i for i, a in enumerate(analogies) if a.words == CANONICAL), None)
     labels = [f"{x}/{y}" for x, y in kept]
     claim.record(
         analogy_checks(AnalogyEstimates(lands, misleads, twin_lands)),
         procedure=procedure("S2.3/analogies-land-on-the-sphere", analogies=len(analogies), n=n, pairs=len(PAIRS),
                             vocabulary_size=embedding.shape[0]),
-        details={
-            "aggregate": {
-                label: {"top-1 rate": _top1(r[:, k]), "top-10 rate": float((r[:, k] <= 10).mean()),
-                        "MRR": _mrr(r[:, k]), "median rank": float(np.median(r[:, k]))}
-                for label, r, k in (("cosine (normalised)", flat, 0), ("Euclidean (raw)", flat, 1),
-                                    ("untrained twin, cosine", twin_flat, 0), ("untrained twin, Euclidean", twin_flat, 1))
-            },
-            **({} if canonical is None else {"king − man + woman → queen": {
-                "cosine rank": int(flat[canonical, 0]), "Euclidean rank": int(flat[canonical, 1]),
-                "untrained twin cosine rank": int(twin_flat[canonical, 0])}}),
-            "embedding_row_norm_relative_spread": spread,
-            "pairs": {f"{x}/{y}": {"single tokens": (x, y) in kept} for x, y in PAIRS},
-            "by_analogy": {str(a): {"cosine rank": int(flat[i, 0]), "Euclidean rank": int(flat[i, 1]),
-                                    "twin cosine rank": int(twin_flat[i, 0])} for i, a in enumerate(analogies)},
-        },
+        details=_analogy_details(ranks, twin_ranks, analogies, kept, spread),
         plot={
             "kind": "bars",
             "title": f"S2.3 on {model_name}: mean reciprocal rank of the target, by target pair",

@@ -34,7 +34,7 @@ from claims.s2_residual.stream_checks import (
     COSINE_FLOOR, DirectionEstimates, GrowthEstimates, direction_checks, growth_checks,
 )
 from claims.s2_residual.stream_measures import (
-    RATE_HIGH, RATE_LOW, SOURCE_LAYERS, SOURCE_RATIO, _mean, median_token_growth, min_step_ratio, null_margin,
+    RATE_HIGH, RATE_LOW, SOURCE_LAYERS, SOURCE_RATIO, mean_by_layer, median_token_growth, min_step_ratio, null_margin,
     rate_reading,
 )
 
@@ -61,7 +61,30 @@ def block_rate(norms: np.ndarray) -> float:
 
     norms: (batch, L + 1), column 0 block 1's input (left out: see S2.1's procedure), L ≥ 2.
     """
-    return float(growth_per_layer(torch.from_numpy(_mean(norms)[1:])))
+    return float(growth_per_layer(torch.from_numpy(mean_by_layer(norms)[1:])))
+
+
+def _growth_details(labels: list[str], rate, twin_rate, per_layer: list, twin_per_layer: list, mean: np.ndarray,
+                    twin_mean: np.ndarray) -> dict:
+    """S2.1's details: the rate per block beside Table 1's, the norm by layer (trained, interval, twin), the
+    last-over-first ratios, log-linear fits and the rank correlation with depth; mean, twin_mean (L + 1,)."""
+    fit, twin_fit = fit_log_growth(torch.from_numpy(mean)), fit_log_growth(torch.from_numpy(twin_mean))
+    return {
+        "growth per block, block 1's output to the last (the scaled reading)": {
+            "value": rate.value, "low": rate.low, "high": rate.high, "about Table 1's low": RATE_LOW,
+            "about Table 1's high": RATE_HIGH},
+        "mean_norm_by_layer": {label: {"trained": e.value, "low": e.low, "high": e.high, "untrained twin": t.value}
+                               for label, e, t in zip(labels, per_layer, twin_per_layer)},
+        "last_over_first": float(mean[-1] / mean[0]),
+        "twin_last_over_first": float(twin_mean[-1] / twin_mean[0]),
+        "twin growth per block": {"value": twin_rate.value, "low": twin_rate.low, "high": twin_rate.high},
+        "log_linear_factor_per_layer": fit.factor,
+        "log_linear_r_squared": fit.r_squared,
+        "twin_log_linear_factor_per_layer": twin_fit.factor,
+        "spearman_norm_vs_depth": float(stats.spearmanr(np.arange(mean.size), mean).statistic),
+        "source_ratio_over_32_layers": SOURCE_RATIO,
+        "source_factor_per_layer": SOURCE_FACTOR,
+    }
 
 
 # 4: growth at every step decides, the rate is a reading; 3: the rate per block, about Table 1's; a control
@@ -92,8 +115,7 @@ def test_hidden_state_norm_grows_with_depth(model_name, activations, twin_activa
     twin_rate = claim.bootstrap(twin_norms, block_rate)
     per_layer = [claim.bootstrap(norms[:, i], lambda u: float(u.mean())) for i in range(n_blocks + 1)]
     twin_per_layer = [claim.bootstrap(twin_norms[:, i], lambda u: float(u.mean())) for i in range(n_blocks + 1)]
-    mean, twin_mean = _mean(norms), _mean(twin_norms)
-    fit, twin_fit = fit_log_growth(torch.from_numpy(mean)), fit_log_growth(torch.from_numpy(twin_mean))
+    mean, twin_mean = mean_by_layer(norms), mean_by_layer(twin_norms)
     claim.record(
         growth_checks(GrowthEstimates(keeps_growing, typical), labels[1], labels[-1]),
         beside_source={"norm growth, last layer over first": float(mean[-1] / mean[0])},
@@ -106,22 +128,7 @@ def test_hidden_state_norm_grows_with_depth(model_name, activations, twin_activa
             f"is set by the embedding's own scale), {rate_reading(rate)} Mistral-7B's {RATE_LOW:.3f} .. "
             f"{RATE_HIGH:.3f}× ('about' 90×, a factor of two either way): a reading, not a bound"
         ),
-        details={
-            "growth per block, block 1's output to the last (the scaled reading)": {
-                "value": rate.value, "low": rate.low, "high": rate.high, "about Table 1's low": RATE_LOW,
-                "about Table 1's high": RATE_HIGH},
-            "mean_norm_by_layer": {label: {"trained": e.value, "low": e.low, "high": e.high, "untrained twin": t.value}
-                                   for label, e, t in zip(labels, per_layer, twin_per_layer)},
-            "last_over_first": float(mean[-1] / mean[0]),
-            "twin_last_over_first": float(twin_mean[-1] / twin_mean[0]),
-            "twin growth per block": {"value": twin_rate.value, "low": twin_rate.low, "high": twin_rate.high},
-            "log_linear_factor_per_layer": fit.factor,
-            "log_linear_r_squared": fit.r_squared,
-            "twin_log_linear_factor_per_layer": twin_fit.factor,
-            "spearman_norm_vs_depth": float(stats.spearmanr(np.arange(mean.size), mean).statistic),
-            "source_ratio_over_32_layers": SOURCE_RATIO,
-            "source_factor_per_layer": SOURCE_FACTOR,
-        },
+        details=_growth_details(labels, rate, twin_rate, per_layer, twin_per_layer, mean, twin_mean),
         plot={
             "kind": "lines",
             "title": f"S2.1 on {model_name}: hidden-state norm by depth (first token left out)",
@@ -135,6 +142,22 @@ def test_hidden_state_norm_grows_with_depth(model_name, activations, twin_activa
             },
         },
     )
+
+
+def _direction_plot(model_name: str, n_blocks: int, per_step: list, per_null: list, per_twin: list) -> dict:
+    """S2.2's figure: the consecutive-layer cosine by transition, its mismatched-token null, the twin's, S2's floor."""
+    return {
+        "kind": "lines",
+        "title": f"S2.2 on {model_name}: cosine between consecutive layers, and its mismatched-token null",
+        "x": list(range(1, n_blocks + 1)), "xlabel": "transition l − 1 → l (layer 0 = block 1's input)",
+        "ylabel": "cosine similarity",
+        "series": {
+            "consecutive layers": series(per_step),
+            "null: another token, next layer": series(per_null),
+            "untrained twin, consecutive layers": series(per_twin),
+            "S2 floor (0.88)": {"value": [COSINE_FLOOR] * n_blocks},
+        },
+    }
 
 
 @pytest.mark.claim("S2.2", version=3, sample="prompts")  # 3: the control's null is the mismatched-token pairing
@@ -159,7 +182,7 @@ def test_consecutive_layers_point_the_same_way(model_name, activations, twin_act
     units = np.concatenate([consecutive, mismatched], axis=1)  # paired per prompt
     counted = slice(1, n_blocks)  # block l → block l + 1: every transition after the first block's
 
-    floor = claim.bootstrap(consecutive, lambda u: float(_mean(u)[counted].min()))
+    floor = claim.bootstrap(consecutive, lambda u: float(mean_by_layer(u)[counted].min()))
     above_null = claim.bootstrap(units, lambda u: float(null_margin(u, n_blocks)[counted].min()))
 
     def per_column(x: np.ndarray) -> list:
@@ -185,16 +208,5 @@ def test_consecutive_layers_point_the_same_way(model_name, activations, twin_act
                 for i, (step, c, m, x, t) in enumerate(zip(steps, per_step, per_null, per_cross[1:], per_twin))
             },
         },
-        plot={
-            "kind": "lines",
-            "title": f"S2.2 on {model_name}: cosine between consecutive layers, and its mismatched-token null",
-            "x": list(range(1, n_blocks + 1)), "xlabel": "transition l − 1 → l (layer 0 = block 1's input)",
-            "ylabel": "cosine similarity",
-            "series": {
-                "consecutive layers": series(per_step),
-                "null: another token, next layer": series(per_null),
-                "untrained twin, consecutive layers": series(per_twin),
-                "S2 floor (0.88)": {"value": [COSINE_FLOOR] * n_blocks},
-            },
-        },
+        plot=_direction_plot(model_name, n_blocks, per_step, per_null, per_twin),
     )

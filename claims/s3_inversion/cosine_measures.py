@@ -6,6 +6,6 @@ decides.
 import numpy as np
 
 
-def _ratio(units: np.ndarray, reached: int, start: int) -> float:
+def reached_over_start(units: np.ndarray, reached: int, start: int) -> float:
     """Mean cosine distance reached over the mean at the start: columns of (prompts, …) units."""
     return float(units[:, reached].mean() / units[:, start].mean())

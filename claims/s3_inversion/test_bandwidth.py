@@ -42,6 +42,7 @@ from functools import partial
 
 import numpy as np
 import pytest
+import torch
 
 from claims.s3_inversion.bandwidth_checks import (
     EVERY, BandwidthEstimates, CrossingEstimates, bandwidth_checks, crossing_checks, full_works_check,
@@ -60,6 +61,34 @@ from claims.s3_inversion.bandwidth_measures import Curve, crossing, crossing_fra
 SOURCE_PROMPT = "Mario the man versus Mario the idea"  # S3.10's prompt
 
 
+def _curves(subject, ids: torch.Tensor, problem, steps: int, scale, seed: int) -> tuple[dict, str]:
+    """S3.10's recovery curves ({setting: Curve}) and the headline setting: S3's at source scale, on a CPU the better
+    on the full output, chosen once on the first third of the prompts; the headline curve reads the other two
+    thirds from then on, the crossing's search included. ids (prompts, tokens)."""
+    d = subject.d_model
+    curves = {how: Curve(subject, ids, problem, setting(how, steps, problem.weight), seed) for how in DESCENT_SETTINGS}
+    side_by_side(subject.model, [partial(curve, d) for curve in curves.values()])  # both full outputs at once
+    how = DESCENT_SETTINGS[int(scale.chosen(np.stack([curves[h](d) for h in DESCENT_SETTINGS], -1)))]
+    curves[how].rows = scale.reported(np.arange(ids.shape[0]))
+    return curves, how
+
+
+def _bandwidth_details(curve: Curve, full: float, k_star: int, d: int, how: str) -> dict:
+    """S3.10's details: the crossing, the transition's width (upper bound from the k evaluated) beside S3's, and token
+    accuracy and S3's success test by k; ``full`` the full output's token accuracy."""
+    ks = sorted(curve.points)
+    means = {k: curve.mean(k) for k in ks}
+    below = max((k for k in ks if means[k] <= 0.1 * full), default=0)
+    above = min(k for k in ks if means[k] >= 0.9 * full)
+    return {"crossing k*": k_star, "k* / d_model": round(k_star / d, 4),
+            "transition width (features, upper bound from the k evaluated)": above - below,
+            "transition width / d_model": round((above - below) / d, 4),
+            "S3's transition width / d_model": round(1 / 4096, 5),
+            "token accuracy by k": {str(k): round(means[k], 4) for k in ks},
+            "S3's success test by k (fraction of prompts)": {str(k): round(float(curve.success[k].mean()), 4)
+                                                             for k in ks}}
+
+
 # 9: convergence control; 8: k* = 1 and k* = d decided, no longer gates; 7: untrained full output a control
 @pytest.mark.claim("S3.10", version=9)
 @pytest.mark.models("trained", "hf", "untrained")
@@ -71,22 +100,15 @@ def test_recovery_falls_sharply_with_output_features(model_name, subject, invers
     ids = pool.text_windows(model_name, n, tokens)
     problem = inversions.problem(model_name, subject)
     steps = inversions.scale.steps(model_name)
-    curves = {how: Curve(subject, ids, problem, setting(how, steps, problem.weight), settings.seed) for how in DESCENT_SETTINGS}
-    side_by_side(subject.model, [partial(curve, d) for curve in curves.values()])  # both full outputs at once
-    # the headline setting: S3's at source scale, on a CPU the better on the full output, chosen once on the first
-    # third of the prompts; everything after, the crossing's search included, reads the other two thirds
-    how = DESCENT_SETTINGS[int(inversions.scale.chosen(np.stack([curves[h](d) for h in DESCENT_SETTINGS], -1)))]
+    curves, how = _curves(subject, ids, problem, steps, inversions.scale, settings.seed)
     curve = curves[how]
-    curve.rows = inversions.scale.reported(np.arange(n))
     full = claim.bootstrap(curve(d), lambda u: float(u.mean()))
     by_setting = {"token accuracy, full output, by setting": {h: c.mean(d) for h, c in curves.items()}}
     untrained = subject.entry.random_init
     works = proportion(curve(d) >= EVERY)
-    full_works = full_works_check(works, d)
-    if untrained and not full_works.passed:  # S3 says this block inverts: the descent failed, which must show
-        claim.record([full_works], procedure=procedure("S3.10/recovery-falls-sharply-with-output-features/descent-fails-on-the-full-output",
-                                                       n=n, how=how),
-                     details=by_setting)
+    if untrained and not (full_works := full_works_check(works, d)).passed:  # S3 says this block inverts: the descent failed, which must show
+        claim.record([full_works], details=by_setting, procedure=procedure(
+            "S3.10/recovery-falls-sharply-with-output-features/descent-fails-on-the-full-output", n=n, how=how))
     if full.low < EVERY and not untrained:  # an untrained block's full output is the control above, decided
         claim.not_informative(
             f"the full output ({d} features) recovers {full.value:.3f} of tokens [{full.low:.3f}, {full.high:.3f}], "
@@ -95,15 +117,14 @@ def test_recovery_falls_sharply_with_output_features(model_name, subject, invers
     if k_star == 1:  # no one-feature jump to measure below the first feature: the crossing check decides alone
         k = Estimate(float(k_star), float(k_star), float(k_star), 1.0, len(curve(d)))
         claim.record(crossing_checks(CrossingEstimates(k, works if untrained else None), d),
-                     procedure=procedure("S3.10/recovery-falls-sharply-with-output-features/the-first-feature-recovers-half",
-                                         prompts=len(curve(d)), how=how, first_feature_accuracy=curve.mean(1)), details={"token accuracy by k": {str(k): round(curve.mean(k), 4) for k in sorted(curve.points)}})
+                     procedure=procedure("S3.10/recovery-falls-sharply-with-output-features/the-first-feature-"
+                                         "recovers-half", prompts=len(curve(d)), how=how,
+                                         first_feature_accuracy=curve.mean(1)),
+                     details={"token accuracy by k": {str(k): round(curve.mean(k), 4) for k in sorted(curve.points)}})
     jump = claim.bootstrap(np.column_stack([curve(k_star), curve(k_star - 1)]),
                      lambda u: float(u[:, 0].mean() - u[:, 1].mean()))
     matched = proportion(curve.passed(k_star - 1))  # 0/1 per prompt: an exact interval
     ks = sorted(curve.points)
-    means = {k: curve.mean(k) for k in ks}
-    below = max((k for k in ks if means[k] <= 0.1 * full.value), default=0)
-    above = min(k for k in ks if means[k] >= 0.9 * full.value)
     per_k = [claim.bootstrap(curve(k), lambda u: float(u.mean())) for k in ks]
     fraction = claim.bootstrap(np.column_stack([curve(k) for k in ks]), lambda u: crossing_fraction(u, ks, d))
     estimates = BandwidthEstimates(jump, fraction, matched, works if untrained else None)
@@ -120,19 +141,11 @@ def test_recovery_falls_sharply_with_output_features(model_name, subject, invers
         scaled=" ".join(filter(None, [
             f"S3: trained Llama-7B, 4096 features, one prompt; here {model_name}, {d} features. S3's "
             "attention-only variant (2083 features) is not run.", inversions.scale.note()])),
-        details={
-            "crossing k*": k_star, "k* / d_model": round(k_star / d, 4),
-            "transition width (features, upper bound from the k evaluated)": above - below,
-            "transition width / d_model": round((above - below) / d, 4),
-            "S3's transition width / d_model": round(1 / 4096, 5),
-            "token accuracy by k": {str(k): round(means[k], 4) for k in ks},
-            "S3's success test by k (fraction of prompts)": {str(k): round(float(curve.success[k].mean()), 4)
-                                                             for k in ks},
-            **{f"examples, first {k} features ({how} setting; top-5 per position, as S3 shows them)":
-               first_prompt(examples(ids, curve.top_k[k], subject.tokenizer, "full vocabulary"))
-               for k in (k_star, k_star - 1)},
-            "token accuracy, full output, by setting": {h: c.mean(d) for h, c in curves.items()},
-        },
+        details={**_bandwidth_details(curve, full.value, k_star, d, how),
+                 **{f"examples, first {k} features ({how} setting; top-5 per position, as S3 shows them)":
+                    first_prompt(examples(ids, curve.top_k[k], subject.tokenizer, "full vocabulary"))
+                    for k in (k_star, k_star - 1)},
+                 **by_setting},
         plot={"kind": "lines", "title": f"S3.10 on {model_name}: recovery by output features kept",
               "x": ks, "xlabel": "features kept (first k of block 1's output)", "ylabel": "token accuracy",
               "ylim": [-0.02, 1.02], "series": {f"{how} setting": series(per_k)}},

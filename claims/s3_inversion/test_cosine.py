@@ -52,21 +52,21 @@ from fixtures.catalogue import procedure
 from latent_instruments.ablation import norms_removed
 from latent_instruments.inversion import invert
 from latent_instruments.decoding import direct_fit_decode, pseudo_inverse
-from latent_instruments.stats import bootstrap, per_unit
+from latent_instruments.stats import bootstrap, per_unit, sample_mean
 from models.forwards import frozen, side_by_side
 from reports.plots import series
 from reports.checks import FAILED
-from claims.s3_inversion.cosine_measures import _ratio
+from claims.s3_inversion.cosine_measures import reached_over_start
 
 
 LONG_PROMPT = "Boba Fett was a legendary bounty hunter in the outer rim"  # S3.7's prompt that succeeds
 CONTROL_INPUTS = 64  # one-token inputs of S3.7's control at every scale: 16 leave its interval ±0.23 wide
 CONTROL_SETTING = {False: "better of S3's setting and the adapted one", True: "S3's setting"}  # by Scale.source
+CONTROL_PROCEDURE = {  # the control's setting in the procedure, by Scale.source
+    True: "with S3's setting, on every one of them (at source scale the setting is S3's own, as S3.2-S3.4's)",
+    False: f"with S3's setting and {ADAPTED_DESCRIPTION}, the better chosen on a third of them and reported on the "
+           "other two thirds"}
 CODE_RATE = (0.01, 0.001)  # η of S3's published direct-inversion code (GPT2_direct_representation.py: 0.01 → /10)
-
-
-def _mean(u: np.ndarray) -> float:
-    return float(u.mean())
 
 
 def _cosine_inversion(subject, ids: torch.Tensor, representation: str, steps: int, seed: int,
@@ -104,6 +104,67 @@ def _examples(tokenizer, found: dict) -> dict:
             first_prompt(examples(ids, inversion.top_k, tokenizer, "decoded")) for label, (ids, inversion) in found.items()}
 
 
+def _cannot_identify(exact_fit, vocabulary: int, d_model: int, target: float) -> str:
+    """S3.7's not-informative reason: an exact fit of the direct representation decodes too few tokens."""
+    return (
+        f"the direct representation cannot identify this model's tokens from S3's start: even an exact fit of the "
+        f"input embeddings decodes {exact_fit.value:.3f} [{exact_fit.low:.3f}, {exact_fit.high:.3f}] of them, not "
+        f"most (> {RECOVERS}); plain descent moves the vector over {vocabulary} tokens only within W_E's "
+        f"{d_model}-dimensional column space (vocabulary/width {vocabulary / d_model:.1f}; "
+        f"S3's Llama-7B 7.8, where S3's target of {target:g} decodes them), so no loss can "
+        "recover them and a failure says nothing about the cosine loss. S3's direct representation presumes that "
+        "the fit decodes: 'the trained GPT-2 word-token embedding maps the value at the index of the integer token "
+        "to a value on the order of 1 × 10⁻² whereas the values of other indices are typically ≤ 1 × 10⁻³' "
+        "(Direct Input Representation); this is a property of W_E and S3's start, measured without any descent, "
+        "so it hides no failed instrument")
+
+
+def _other_descents(subject, ids: torch.Tensor, singles: torch.Tensor, steps: int, seed: int) -> dict:
+    """S3.7's descents besides the long cosine one, independent of one another, side by side (the numbers of one by
+    one): {label: (found, start)}. One-token inputs; the long ones under the L2 loss; both at the rate of S3's
+    published direct-inversion code, which starts 100 times lower than its text's η 1 → 1/100; the control's
+    one-token inputs ``singles`` (CONTROL_INPUTS, 1) in embedding space, under S3's setting and the adapted one."""
+    jobs = {"one": (ids[:, :1], "direct", {}), "l2": (ids, "direct", {"loss": "l2"}),
+            "code, long": (ids, "direct", {"rate": CODE_RATE}), "code, one": (ids[:, :1], "direct", {"rate": CODE_RATE}),
+            "indirect": (singles, "indirect", {}), "indirect, adapted": (singles, "indirect", {"adapted": True})}
+    return dict(zip(jobs, side_by_side(subject.model, [
+        partial(_cosine_inversion, subject, x, representation, steps, seed, **options)
+        for x, representation, options in jobs.values()])))
+
+
+def _continued(subject, ids: torch.Tensor, found: tuple, steps: int, seed: int) -> np.ndarray:
+    """S3.7's convergence control: the long and one-token direct descents ``found`` continued from where they
+    stopped by ``further_steps(steps)``; token accuracy (prompts, 2)."""
+    more = side_by_side(subject.model, [
+        partial(_cosine_inversion, subject, x, "direct", further_steps(steps), seed, start=r.inputs)
+        for x, r in zip((ids, ids[:, :1]), found)])
+    return np.column_stack([_numpy(r.token_accuracy) for r, _ in more])
+
+
+def _cosine_details(long_tokens: int, units: np.ndarray, code_units: np.ndarray, control: np.ndarray, per: list,
+                    descent, exact_fit, found: dict, seed: int) -> dict:
+    """S3.7's details: the learning-rate dependence, token accuracies, cosine distances reached and the control's
+    settings; units (prompts, 2: long, one-token) at S3's text's rate and at its code's; control (inputs, 2
+    settings)."""
+    long, one = found["long"][0], found["one"][0]
+    indirect = [found["indirect"][0], found["indirect, adapted"][0]]
+    return {f"learning-rate dependence: long minus one-token (direct, cosine), at S3's text's η 1 → 1/100 and at "
+            f"its code's η {CODE_RATE[0]} → {CODE_RATE[1]}": {
+                "S3's text (the claim's)": _difference(units, seed),
+                "S3's code": _difference(code_units, seed),
+                f"{long_tokens}-token, direct, S3's code rate": float(code_units[:, 0].mean()),
+                "one-token, direct, S3's code rate": float(code_units[:, 1].mean())},
+            "token accuracy": {f"{long_tokens}-token, direct": per[0].value, "one-token, direct": per[1].value,
+                               "one-token, indirect": per[2].value, f"{long_tokens}-token, direct, L2": descent.value,
+                               f"{long_tokens}-token, exact fit from the start": exact_fit.value},
+            "cosine distance reached, median": {
+                f"{long_tokens}-token, direct": float(long.loss.median()), "one-token, direct": float(one.loss.median()),
+                "one-token, indirect (S3's setting)": float(indirect[0].loss.median()),
+                "one-token, indirect (adapted)": float(indirect[1].loss.median())},
+            "one-token, indirect, token accuracy by setting": {
+                "S3's": float(control[:, 0].mean()), "adapted": float(control[:, 1].mean())}}
+
+
 @pytest.mark.claim("S3.7", version=6)  # 6: convergence control; 5: exact and per-prompt controls; 4: direct target 10
 @pytest.mark.models("trained", "hf")
 def test_cosine_direct_inversion_fails_on_one_token(model_name, subject, inversions, pool, claim, settings):
@@ -116,39 +177,21 @@ def test_cosine_direct_inversion_fails_on_one_token(model_name, subject, inversi
     long, start = _cosine_inversion(subject, ids, "direct", steps, settings.seed)
     weight = subject.model.get_input_embeddings().weight.detach()
     reached = direct_fit_decode(ids, start.inputs, pseudo_inverse(weight), start.config.direct_target)
-    exact_fit = claim.bootstrap(_numpy((reached == ids).double().mean(1)), _mean)
+    exact_fit = claim.bootstrap(_numpy((reached == ids).double().mean(1)), sample_mean)
     if exact_fit.low <= RECOVERS:
         claim.not_informative(
-            f"the direct representation cannot identify this model's tokens from S3's start: even an exact fit of the "
-            f"input embeddings decodes {exact_fit.value:.3f} [{exact_fit.low:.3f}, {exact_fit.high:.3f}] of them, not "
-            f"most (> {RECOVERS}); plain descent moves the vector over {weight.shape[0]} tokens only within W_E's "
-            f"{subject.d_model}-dimensional column space (vocabulary/width {weight.shape[0] / subject.d_model:.1f}; "
-            f"S3's Llama-7B 7.8, where S3's target of {start.config.direct_target:g} decodes them), so no loss can "
-            "recover them and a failure says nothing about the cosine loss. S3's direct representation presumes that "
-            "the fit decodes: 'the trained GPT-2 word-token embedding maps the value at the index of the integer token "
-            "to a value on the order of 1 × 10⁻² whereas the values of other indices are typically ≤ 1 × 10⁻³' "
-            "(Direct Input Representation); this is a property of W_E and S3's start, measured without any descent, "
-            "so it hides no failed instrument",
+            _cannot_identify(exact_fit, weight.shape[0], subject.d_model, start.config.direct_target),
             details={"token accuracy of an exact fit (direct, S3's start)": exact_fit.value,
                      "token accuracy reached, long input, cosine loss": float(long.token_accuracy.mean())})
     singles = pool.text_windows(model_name, CONTROL_INPUTS, 1)
-    # the other descents, independent of one another, side by side (the numbers of one by one): one-token inputs; the
-    # long ones under the L2 loss; both at the rate of S3's published direct-inversion code, which starts 100 times
-    # lower than its text's η 1 → 1/100 (used above); the control's one-token inputs in embedding space, under S3's
-    # setting and the adapted one (the control takes the better)
-    jobs = {"one": (ids[:, :1], "direct", {}), "l2": (ids, "direct", {"loss": "l2"}),
-            "code, long": (ids, "direct", {"rate": CODE_RATE}), "code, one": (ids[:, :1], "direct", {"rate": CODE_RATE}),
-            "indirect": (singles, "indirect", {}), "indirect, adapted": (singles, "indirect", {"adapted": True})}
-    found = dict(zip(jobs, side_by_side(subject.model, [
-        partial(_cosine_inversion, subject, x, representation, steps, settings.seed, **options)
-        for x, representation, options in jobs.values()])))
+    found = {"long": (long, start), **_other_descents(subject, ids, singles, steps, settings.seed)}
     one, l2 = found["one"][0], found["l2"][0]
-    at_code_rate = [found["code, long"][0], found["code, one"][0]]
-    code_units = np.column_stack([_numpy(r.token_accuracy) for r in at_code_rate])
     indirect = [found["indirect"][0], found["indirect, adapted"][0]]
-    units = np.column_stack([_numpy(long.token_accuracy), _numpy(one.token_accuracy)])
-    control = np.column_stack([_numpy(i.token_accuracy) for i in indirect])  # (CONTROL_INPUTS, 2 settings)
-    per = [claim.bootstrap(units[:, i], _mean) for i in range(2)]
+    # token accuracies, (prompts, 2): long and one-token at S3's text's rate and at its code's; the control's
+    # (CONTROL_INPUTS, 2 settings)
+    units, code_units, control = (np.column_stack([_numpy(found[k][0].token_accuracy) for k in pair]) for pair in (
+        ("long", "one"), ("code, long", "code, one"), ("indirect", "indirect, adapted")))
+    per = [claim.bootstrap(units[:, i], sample_mean) for i in range(2)]
     better = scale.chosen(control)  # the control's setting, chosen once (on a CPU on a third of the inputs)
     per.append(scale.reported_fraction(control, better))  # one token per input: 0/1, an exact interval
 
@@ -158,10 +201,7 @@ def test_cosine_direct_inversion_fails_on_one_token(model_name, subject, inversi
     context = (long_tokens, CONTROL_SETTING[scale.source], CONTROL_INPUTS, steps)
     converged = {}
     if cosine_checks(estimates, *context)[0].status == FAILED:  # the same two descents continued: does it stay?
-        more = side_by_side(subject.model, [
-            partial(_cosine_inversion, subject, x, "direct", further_steps(steps), settings.seed, start=r.inputs)
-            for x, r in ((ids, long), (ids[:, :1], one))])
-        continued = np.column_stack([_numpy(r.token_accuracy) for r, _ in more])
+        continued = _continued(subject, ids, (long, one), steps, settings.seed)
         estimates = replace(estimates, longer=claim.bootstrap(continued, difference))
         converged = {f"token accuracy after {steps + further_steps(steps)} steps (convergence control)": {
             f"{long_tokens}-token, direct": float(continued[:, 0].mean()), "one-token, direct": float(continued[:, 1].mean())}}
@@ -170,27 +210,12 @@ def test_cosine_direct_inversion_fails_on_one_token(model_name, subject, inversi
         procedure=procedure("S3.7/cosine-direct-inversion-fails-on-one-token", n=n, long_tokens=long_tokens,
                             LONG_PROMPT=LONG_PROMPT, direct_target=start.config.direct_target, steps=steps,
                             code_rate_start=CODE_RATE[0], code_rate_end=CODE_RATE[1], CONTROL_INPUTS=CONTROL_INPUTS,
-                            control_setting=("with S3's setting, on every one of them (at source scale the setting is S3's own, as S3.2-S3.4's)"
-                                             if scale.source else f"with S3's setting and {ADAPTED_DESCRIPTION}, the better chosen on a third of "
-                                             "them and reported on the other two thirds"),
+                            control_setting=CONTROL_PROCEDURE[scale.source],
                             convergence=continues("the ordering", "the long and one-token descents")),
         scaled=" ".join(filter(None, [f"S3: trained Llama-7B (4096 wide, vocabulary 32000), one prompt each; here "
                                       f"{model_name} ({subject.d_model} wide).", scale.note()])),
-        details={f"learning-rate dependence: long minus one-token (direct, cosine), at S3's text's η 1 → 1/100 and at "
-                 f"its code's η {CODE_RATE[0]} → {CODE_RATE[1]}": {
-                     "S3's text (the claim's)": _difference(units, settings.seed),
-                     "S3's code": _difference(code_units, settings.seed),
-                     f"{long_tokens}-token, direct, S3's code rate": float(code_units[:, 0].mean()),
-                     "one-token, direct, S3's code rate": float(code_units[:, 1].mean())},
-                 "token accuracy": {f"{long_tokens}-token, direct": per[0].value, "one-token, direct": per[1].value,
-                                    "one-token, indirect": per[2].value, f"{long_tokens}-token, direct, L2": descent.value,
-                                    f"{long_tokens}-token, exact fit from the start": exact_fit.value},
-                 "cosine distance reached, median": {
-                     f"{long_tokens}-token, direct": float(long.loss.median()), "one-token, direct": float(one.loss.median()),
-                     "one-token, indirect (S3's setting)": float(indirect[0].loss.median()),
-                     "one-token, indirect (adapted)": float(indirect[1].loss.median())},
-                 "one-token, indirect, token accuracy by setting": {
-                     "S3's": float(control[:, 0].mean()), "adapted": float(control[:, 1].mean())},
+        details={**_cosine_details(long_tokens, units, code_units, control, per, descent, exact_fit, found,
+                                   settings.seed),
                  **converged,
                  **_examples(subject.tokenizer, {
                      f"{long_tokens}-token input, direct": (ids, long), "one-token inputs, direct": (ids[:, :1], one),
@@ -230,7 +255,7 @@ def check_layer_norm(model_name, subject, inversions, pool, claim, settings) -> 
         with norms_removed(block) as removed:
             without_norm, start_without = _cosine_inversion(subject, ids, "direct", steps, settings.seed)
         without = np.column_stack([_numpy(without_norm.loss), _numpy(start_without.loss)])
-        minimised = claim.bootstrap(without, lambda u: _ratio(u, 0, 1))
+        minimised = claim.bootstrap(without, lambda u: reached_over_start(u, 0, 1))
         tried[str(steps)] = round(minimised.value, 4)
         if minimised.high < MINIMISED:
             break
@@ -243,10 +268,10 @@ def check_layer_norm(model_name, subject, inversions, pool, claim, settings) -> 
         "start, with norms": float(units[:, 2].mean()), "start, without norms": float(units[:, 3].mean()),
         "one token, with norms": float(units[:, 4].mean()), "one token, start": float(units[:, 5].mean())},
         "without norms, distance reached over its start, by N": tried}
-    one = claim.bootstrap(units, lambda u: _ratio(u, 4, 5))
+    one = claim.bootstrap(units, lambda u: reached_over_start(u, 4, 5))
     claim.record(
         layer_norm_checks(LayerNormEstimates(
-            claim.bootstrap(units, lambda u: _ratio(u, 0, 2)),
+            claim.bootstrap(units, lambda u: reached_over_start(u, 0, 2)),
             claim.bootstrap(units, lambda u: float(u[:, 0].mean() - u[:, 1].mean())), minimised, one)),
         procedure=procedure("S3.13/check-layer-norm", n=n, SHORT_TOKENS=SHORT_TOKENS, steps=steps, removed=removed,
                             first_budget=scale.steps(model_name), budgets=', '.join(map(str, BUDGETS)),

@@ -28,11 +28,9 @@ from claims.s3_inversion.depth_checks import DepthEstimates, depth_checks, first
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, SOURCE_PROMPT, first_prompt
 from claims.s3_inversion.scope import SMALL_TRAINED
 from fixtures.catalogue import procedure
-from latent_instruments.stats import bootstrap, proportion
+from latent_instruments.stats import bootstrap, proportion, sample_mean
 from reports.plots import series
 from reports.checks import INCONCLUSIVE
-
-
 
 
 def depths(n_blocks: int) -> list[int]:
@@ -55,8 +53,31 @@ def _by_depth(units: np.ndarray, statistic, seed: int) -> list:
     return [bootstrap(units[:, i], statistic, seed=seed) for i in range(units.shape[1])]
 
 
-def _mean(u: np.ndarray) -> float:
-    return float(u.mean())
+UNTRAINED_DECIDED = ("An untrained model's drop is decided at S3's own N = 200 (no longer descent: S3's untrained blocks "
+                     "invert after N = 200).")
+
+
+def _continued(model_name, subject, inversions, blocks: list[int], best: list[str], chosen, accuracy: np.ndarray
+               ) -> np.ndarray:
+    """S3.4's convergence control on a trained model: blocks 1 and L's headline descents continued to 5N, in place of
+    theirs in the reported (prompts, depth, settings) ``accuracy``."""
+    first, last = inversions.runs_of(model_name, subject, [(blocks[0] - 1, best[0]), (blocks[-1] - 1, best[-1])],
+                                     continued=True)
+    continued = inversions.scale.reported(accuracy).copy()
+    continued[:, 0, chosen[0]], continued[:, -1, chosen[-1]] = first.accuracy, last.accuracy
+    return continued
+
+
+def _depth_plot(model_name: str, blocks: list[int], headline_label: str, per_depth: list, accuracy: np.ndarray,
+                start: np.ndarray, seed: int) -> dict:
+    """S3.4's figure: recovery by depth in the headline setting, in each setting, and chance; accuracy (prompts,
+    depth, settings), start (prompts,)."""
+    by_setting = {s: _by_depth(accuracy[..., DESCENT_SETTINGS.index(s)], sample_mean, seed) for s in ("source", "adapted")}
+    return {"kind": "lines", "title": f"S3.4 on {model_name}: recovery by depth (restricted vocabulary)",
+            "x": blocks, "xlabel": "block whose output is inverted", "ylabel": "token accuracy", "ylim": [-0.02, 1.02],
+            "series": {headline_label: series(per_depth), "S3's own setting": series(by_setting["source"]),
+                       "adapted setting": series(by_setting["adapted"]),
+                       "random start (chance)": {"value": [float(start.mean())] * len(blocks)}}}
 
 
 # 7: a decided drop's convergence control on a trained model (blocks 1 and L continued to 5N)
@@ -114,21 +135,15 @@ def check_depth(model_name, subject, inversions, claim, settings) -> None:
     context = (blocks[-1], scale.headline_label, scale.headline_reading, deepest, scale.steps(model_name))
     if not untrained and depth_checks(estimates, *context)[0].status != INCONCLUSIVE:  # a hold rests on the deepest
         # block's failure to recover, a failure on the first's: both continued
-        first, last = inversions.runs_of(model_name, subject, [(blocks[0] - 1, best[0]), (blocks[-1] - 1, deepest)],
-                                         continued=True)
-        continued = scale.reported(accuracy).copy()
-        continued[:, 0, chosen[0]], continued[:, -1, chosen[-1]] = first.accuracy, last.accuracy
+        continued = _continued(model_name, subject, inversions, blocks, best, chosen, accuracy)
         estimates = replace(estimates, longer=claim.bootstrap(continued, first_minus_last))
-    source_setting = _by_depth(accuracy[..., DESCENT_SETTINGS.index("source")], _mean, settings.seed)
-    adapted_setting = _by_depth(accuracy[..., DESCENT_SETTINGS.index("adapted")], _mean, settings.seed)
     claim.record(
         depth_checks(estimates, *context),
         procedure=procedure("S3.4/check-depth", prompts=accuracy.shape[0], tokens=problem.tokens,
                             SOURCE_PROMPT=SOURCE_PROMPT, blocks=', '.join(map(str, blocks)),
                             steps=runs[blocks[0], 'source'].steps, headline_label=scale.headline_label,
-                            convergence=continues("the drop", "blocks 1 and L's headline descents", holds=True) if not untrained else
-                                         "An untrained model's drop is decided at S3's own N = 200 (no longer descent: S3's untrained blocks "
-                                         "invert after N = 200)."),
+                            convergence=UNTRAINED_DECIDED if untrained else continues(
+                                "the drop", "blocks 1 and L's headline descents", holds=True)),
         scaled=" ".join(filter(None, [
             "S3 inverts one prompt from GPT-2 (12 blocks, 768 wide) and Llama 7B/30B (32/60 blocks); here "
             f"{model_name} ({len(subject.adapter.block_list(subject.model))} blocks, {subject.d_model} wide) at "
@@ -139,12 +154,5 @@ def check_depth(model_name, subject, inversions, claim, settings) -> None:
             **{f"examples, block {b} ({best[i]} setting; top-5 per position, as S3 shows them)":
                first_prompt(runs[b, best[i]].examples) for i, b in enumerate(blocks)},
         },
-        plot={
-            "kind": "lines",
-            "title": f"S3.4 on {model_name}: recovery by depth (restricted vocabulary)",
-            "x": blocks, "xlabel": "block whose output is inverted", "ylabel": "token accuracy", "ylim": [-0.02, 1.02],
-            "series": {scale.headline_label: series(per_depth), "S3's own setting": series(source_setting),
-                       "adapted setting": series(adapted_setting),
-                       "random start (chance)": {"value": [float(start.mean())] * len(blocks)}},
-        },
+        plot=_depth_plot(model_name, blocks, scale.headline_label, per_depth, accuracy, start, settings.seed),
     )

@@ -57,6 +57,45 @@ def _best(units: np.ndarray, scale) -> int:
     return int(scale.chosen(units[:, 1]))
 
 
+def _pair(pair, kind: str, units: dict, chosen: dict, inversions, claim) -> tuple[list, str]:
+    """One pair's checks (``kind`` "trained" or "untrained twins") and why it was not compared ("" where it was):
+    the twins' works controls first (S3 says untrained blocks invert: a descent failing there is a control, red),
+    then the gate (most unmasked tokens recovered), then the pair's claim check, continued to 5N where the trained
+    pair's ordering is decided. units: {(model, block): (prompts, [masked, unmasked, chance])}."""
+    checks = []
+    if kind == "untrained twins":
+        checks = works_checks(TwinsEstimates([proportion(units[m.name, BLOCK][:, 1] > HALF) for m in pair]),
+                              [m.name for m in pair])
+        if not all(c.passed for c in checks):
+            return checks, ""
+    weak = [] if kind == "untrained twins" else [f"{m.name} {e.value:.3f} [{e.low:.3f}, {e.high:.3f}]" for m in pair
+            for e in [claim.bootstrap(units[m.name, BLOCK][:, 1], lambda u: float(u.mean()))]
+            if e.low <= HALF]
+    if weak:
+        return checks, (f"{kind}: the inversion from block {BLOCK} recovers no more than half of the unmasked "
+                        f"tokens on {', '.join(weak)}, so a missed masked token would be the optimiser's. "
+                        + SMALL_TRAINED)
+    mixer_found, transformer_found = (units[m.name, BLOCK][:, 0] for m in (pair[1], pair[0]))  # 0/1 per prompt
+    mixer_above = claim.bootstrap(units[pair[1].name, BLOCK][:, [0, 2]],
+                                  lambda u: float(u[:, 0].mean() - u[:, 1].mean()))
+    estimates = PairEstimates(proportion_difference(mixer_found, transformer_found, paired=True), mixer_above)
+    context = (kind, pair[0].name, pair[1].name, inversions.scale.steps(pair[0].name))
+    if kind == "trained" and pair_checks(estimates, *context)[0].status != INCONCLUSIVE:  # both masked descents
+        found = [inversions.runs_of(m.name, m, [(BLOCK - 1, DESCENT_SETTINGS[chosen[m.name, BLOCK]])],  # to 5N
+                                    masked=MASKED, continued=True)[0].hits[:, :MASKED].mean(1) for m in pair]
+        estimates = replace(estimates, longer=proportion_difference(found[1], found[0], paired=True))
+    return checks + pair_checks(estimates, *context), ""
+
+
+def _examples(inversions, models, chosen: dict) -> dict:
+    """Report sections: each model's decoded examples from block ``BLOCK`` without the first position."""
+    return {f"examples, {m.name} block {BLOCK}, [:, 1:, :] ({DESCENT_SETTINGS[chosen[m.name, BLOCK]]} setting; top-5 "
+            "per position, as S3 shows them)":
+            first_prompt(inversions.run(m.name, m, BLOCK - 1, DESCENT_SETTINGS[chosen[m.name, BLOCK]],
+                                        masked=MASKED).examples)
+            for m in models}
+
+
 # 7: the trained pair's decided ordering continued to 5N (it rests on the transformer's failure to recover the token)
 @pytest.mark.claim("S3.12", version=7)  # 6: untrained pair's recovery a control; 5: paired score interval
 @pytest.mark.models("mixer", twin=True)
@@ -74,30 +113,9 @@ def test_a_masked_mixer_carries_more_non_self_information(model_name, group, gro
     recovered = {f"{name}, block {b}": float(u[:, 1].mean()) for (name, b), u in units.items()}
     checks, gated = [], []
     for pair, kind in ((group, "trained"), (group_twins, "untrained twins")):
-        if kind == "untrained twins":  # S3 says untrained blocks invert: a descent failing there is a control, red
-            works = works_checks(TwinsEstimates([proportion(units[m.name, BLOCK][:, 1] > HALF) for m in pair]),
-                                 [m.name for m in pair])
-            checks.extend(works)
-            if not all(c.passed for c in works):
-                continue
-        weak = [] if kind == "untrained twins" else [f"{m.name} {e.value:.3f} [{e.low:.3f}, {e.high:.3f}]" for m in pair
-                for e in [claim.bootstrap(units[m.name, BLOCK][:, 1], lambda u: float(u.mean()))]
-                if e.low <= HALF]
-        if weak:
-            gated.append(f"{kind}: the inversion from block {BLOCK} recovers no more than half of the unmasked "
-                         f"tokens on {', '.join(weak)}, so a missed masked token would be the optimiser's. "
-                         + SMALL_TRAINED)
-            continue
-        mixer_found, transformer_found = (units[m.name, BLOCK][:, 0] for m in (pair[1], pair[0]))  # 0/1 per prompt
-        mixer_above = claim.bootstrap(units[pair[1].name, BLOCK][:, [0, 2]],
-                                      lambda u: float(u[:, 0].mean() - u[:, 1].mean()))
-        estimates = PairEstimates(proportion_difference(mixer_found, transformer_found, paired=True), mixer_above)
-        context = (kind, pair[0].name, pair[1].name, inversions.scale.steps(pair[0].name))
-        if kind == "trained" and pair_checks(estimates, *context)[0].status != INCONCLUSIVE:  # both masked descents
-            found = [inversions.runs_of(m.name, m, [(BLOCK - 1, DESCENT_SETTINGS[chosen[m.name, BLOCK]])],  # to 5N
-                                        masked=MASKED, continued=True)[0].hits[:, :MASKED].mean(1) for m in pair]
-            estimates = replace(estimates, longer=proportion_difference(found[1], found[0], paired=True))
-        checks.extend(pair_checks(estimates, *context))
+        made, gate = _pair(pair, kind, units, chosen, inversions, claim)
+        checks.extend(made)
+        gated.extend([gate] if gate else [])
     if not any(c.role == "claim" for c in checks) and all(c.passed for c in checks):
         claim.not_informative("; ".join(gated),
                               details={"masked first token recovered": masked, "unmasked tokens recovered": recovered})
@@ -107,8 +125,8 @@ def test_a_masked_mixer_carries_more_non_self_information(model_name, group, gro
                             prompts=len(units[transformer.name, BLOCK]), BLOCK=BLOCK,
                             headline_label=inversions.scale.headline_label, transformer=transformer.name,
                             mixer=mixer.name,
-                            convergence=continues("the trained pair's ordering", "both models' masked block-" + str(BLOCK) + " descents",
-                                         holds=True)),
+                            convergence=continues("the trained pair's ordering",
+                                                  f"both models' masked block-{BLOCK} descents", holds=True)),
         scaled=" ".join(filter(None, [
             f"S3: mixers 64-2048 wide and a 256-wide 8-block transformer on TinyStories; here {transformer.d_model} "
             "wide, 4 blocks, on the corpus.", inversions.scale.note()])),
@@ -120,10 +138,7 @@ def test_a_masked_mixer_carries_more_non_self_information(model_name, group, gro
                                                    for m in group},
             "chance (random start, restricted vocabulary)": {
                 f"{name}, block {b}": float(u[:, 2].mean()) for (name, b), u in units.items()},
-            **{f"examples, {m.name} block {BLOCK}, [:, 1:, :] ({DESCENT_SETTINGS[chosen[m.name, BLOCK]]} setting; top-5 per "
-               "position, as S3 shows them)":
-               first_prompt(inversions.run(m.name, m, BLOCK - 1, DESCENT_SETTINGS[chosen[m.name, BLOCK]], masked=MASKED).examples)
-               for m in (*group, *group_twins)},
+            **_examples(inversions, (*group, *group_twins), chosen),
         },
         plot={"kind": "bars", "title": f"S3.12: masked first token from [:, 1:, :] (block {BLOCK})",
               "categories": [m.name for m in (*group, *group_twins)], "ylabel": "fraction of prompts",

@@ -60,6 +60,34 @@ def _kept(u: np.ndarray, scale: Scale, chosen: np.ndarray) -> float:
     return float((removed - chance) / gain) if gain > 0 else 0.0
 
 
+def _measure(name: str, model, inversions) -> tuple[np.ndarray, np.ndarray, dict]:
+    """One model's block-1 inversions, intact and without the attention residual, in both settings: (units (prompts,
+    variants, settings + chance), S3's success test without the residual (prompts, settings), the report's decoded
+    examples in each variant's better setting)."""
+    scale = inversions.scale
+    runs = {(v, s): run for v in VARIANTS
+            for s, run in zip(DESCENT_SETTINGS, inversions.runs_of(name, model, [(0, s) for s in DESCENT_SETTINGS], v))}
+    shown = {}
+    for v in VARIANTS:
+        how = DESCENT_SETTINGS[int(scale.chosen(np.column_stack([runs[v, s].accuracy for s in DESCENT_SETTINGS])))]
+        label = f"examples, {name}, {v or 'intact'} ({how} setting; top-5 per position, as S3 shows them)"
+        shown[label] = first_prompt(runs[v, how].examples)
+    chance = runs["", DESCENT_SETTINGS[0]].start_accuracy
+    success = np.column_stack([runs[REMOVED, s].success for s in DESCENT_SETTINGS])
+    units = np.stack([np.column_stack([*(runs[v, s].accuracy for s in DESCENT_SETTINGS), chance]) for v in VARIANTS], 1)
+    return units, success, shown
+
+
+def _continued(name: str, model, inversions, units: np.ndarray, chosen) -> np.ndarray:
+    """The reported ``units`` (prompts, variants, settings + chance) with each variant's headline column replaced by
+    its descent continued to 5N (S3.11's convergence control)."""
+    continued = inversions.scale.reported(units).copy()
+    for i, v in enumerate(VARIANTS):
+        [run] = inversions.runs_of(name, model, [(0, DESCENT_SETTINGS[int(chosen[i])])], v, continued=True)
+        continued[:, i, chosen[i]] = run.accuracy  # the reported prompts
+    return continued
+
+
 # 9: the trained model's held share continued too (a hold rests on its ablated block's failure to recover)
 @pytest.mark.claim("S3.11", version=9, sample="prompts")  # 8: convergence control; 7: twin above chance a control
 @pytest.mark.models("trained", "hf", twin=True)
@@ -71,16 +99,8 @@ def test_attention_residual_carries_self_token_identity(model_name, subject, gro
     models = {model_name: subject, twin.name: twin}
     units, shown, success = {}, {}, {}
     for name, m in models.items():
-        runs = {(v, s): run for v in VARIANTS
-                for s, run in zip(DESCENT_SETTINGS, inversions.runs_of(name, m, [(0, s) for s in DESCENT_SETTINGS], v))}
-        for v in VARIANTS:
-            how = DESCENT_SETTINGS[int(scale.chosen(np.column_stack([runs[v, s].accuracy for s in DESCENT_SETTINGS])))]
-            label = f"examples, {name}, {v or 'intact'} ({how} setting; top-5 per position, as S3 shows them)"
-            shown[label] = first_prompt(runs[v, how].examples)
-        chance = runs["", DESCENT_SETTINGS[0]].start_accuracy
-        success[name] = np.column_stack([runs[REMOVED, s].success for s in DESCENT_SETTINGS])  # (prompts, settings)
-        units[name] = np.stack([np.column_stack([*(runs[v, s].accuracy for s in DESCENT_SETTINGS), chance])
-                                for v in VARIANTS], 1)  # (prompts, variants, settings + chance)
+        units[name], success[name], examples = _measure(name, m, inversions)
+        shown.update(examples)
     chosen = {name: scale.chosen(u[:, :, :-1]) for name, u in units.items()}  # (variants,) each, chosen once
     kept = {name: claim.bootstrap(scale.reported(u), lambda v, c=chosen[name]: _kept(v, scale, c))
             for name, u in units.items()}
@@ -90,8 +110,9 @@ def test_attention_residual_carries_self_token_identity(model_name, subject, gro
     works = proportion(scale.reported(units[twin.name][:, 0, chosen[twin.name][0]] > units[twin.name][:, 0, -1]))
     twin_works = twin_works_check(works, twin.name)
     if not twin_works.passed:  # S3 says an untrained block 1 inverts: the descent failed, which must show
-        claim.record([twin_works], procedure=procedure("S3.11/attention-residual-carries-self-token-identity/the-twin-descent-fails",
-                                                       prompts=units[twin.name].shape[0]), details=intact)
+        claim.record([twin_works], details=intact, procedure=procedure(
+            "S3.11/attention-residual-carries-self-token-identity/the-twin-descent-fails",
+            prompts=units[twin.name].shape[0]))
     if accuracy[model_name][0].low <= units[model_name][:, 0, -1].mean():
         claim.not_informative(f"{model_name} recovers no more than chance from block 1 even intact "
                               f"({accuracy[model_name][0].value:.3f}); there is nothing for the removal to destroy. "
@@ -101,16 +122,10 @@ def test_attention_residual_carries_self_token_identity(model_name, subject, gro
     context = (model_name, twin.name, scale.headline_reading, scale.source, scale.steps(model_name),
                scale.steps(twin.name))
     shares = dict(zip(models, residual_checks(estimates, *context)[:2]))
-    longer = {}
-    for name, check in shares.items():  # a failed share, or the trained one's hold: its headline descents continued
-        if check.status == FAILED or (name == model_name and check.status == PASSED):
-            continued = scale.reported(units[name]).copy()  # the headline columns replaced by the continued descents'
-            for i, v in enumerate(VARIANTS):
-                how = DESCENT_SETTINGS[int(chosen[name][i])]
-                [run] = inversions.runs_of(name, models[name], [(0, how)], v, continued=True)  # reported prompts
-                continued[:, i, chosen[name][i]] = run.accuracy
-            longer["kept_longer" if name == model_name else "twin_longer"] = claim.bootstrap(
-                continued, lambda v, c=chosen[name]: _kept(v, scale, c))
+    longer = {"kept_longer" if name == model_name else "twin_longer": claim.bootstrap(
+        _continued(name, models[name], inversions, units[name], chosen[name]), lambda v, c=chosen[name]: _kept(v, scale, c))
+        for name, check in shares.items()  # a failed share, or the trained one's hold: its headline descents continued
+        if check.status == FAILED or (name == model_name and check.status == PASSED)}
     claim.record(
         residual_checks(replace(estimates, **longer), *context),
         procedure=procedure("S3.11/attention-residual-carries-self-token-identity", prompts=units[model_name].shape[0],

@@ -31,7 +31,7 @@ from claims.s3_inversion.vocabulary_checks import VocabularyEstimates, vocabular
 from fixtures.catalogue import procedure
 from reports.plots import series
 from reports.checks import INCONCLUSIVE
-from claims.s3_inversion.vocabulary_measures import _difference
+from claims.s3_inversion.vocabulary_measures import accuracy_difference
 
 
 SATURATED = 0.99  # full-vocabulary accuracy from which a restriction has nothing left to improve
@@ -40,6 +40,27 @@ DECODINGS = ("whole vocabulary", "prompt + distractors", "prompt only")
 
 # 8: a decided gain's convergence control (block 1's descent continued to 5N: a gain rests on the whole vocabulary's
 # failure to recover the prompt, which more steps can remove)
+def _counts(accuracy: np.ndarray, tokens: int) -> np.ndarray:
+    """Tokens right per prompt, exact: token accuracies (prompts, decodings) over ``tokens`` positions, as counts."""
+    return np.rint(accuracy.astype(np.float64) * tokens).astype(np.int64)
+
+
+def _vocabulary_details(run, how: str, estimates: list) -> dict:
+    """S3.6's details: token accuracy by decoding (and version 3's −inf masking), chance, where a masked 0 wins,
+    the setting and block 1's decoded examples."""
+    return {
+        "token accuracy by decoding": {d: e.value for d, e in zip(DECODINGS, estimates)},
+        "random start, prompt-only decoding (chance)": estimates[3].value,
+        "token accuracy by decoding, −inf masking (version 3's)": {
+            DECODINGS[1]: float(run.accuracy.mean()), DECODINGS[2]: float(run.prompt_accuracy.mean()),
+            "random start, prompt only": float(run.start_prompt_accuracy.mean())},
+        "positions where a masked 0 wins (S3's decoding)": {
+            DECODINGS[1]: float(run.zero_wins.mean()), DECODINGS[2]: float(run.zero_prompt_wins.mean())},
+        "setting": how,
+        "examples (block 1; top-5 per position, as S3 shows them)": first_prompt(run.examples),
+    }
+
+
 @pytest.mark.claim("S3.6", version=8, sample="prompts")  # 7: 24 CPU prompts, a third choose (6: chosen once)
 @pytest.mark.models("trained", "hf")
 def test_restricting_the_vocabulary_improves_recovery(model_name, subject, inversions, claim, settings):
@@ -54,7 +75,7 @@ def test_restricting_the_vocabulary_improves_recovery(model_name, subject, inver
     units = inversions.scale.reported(np.column_stack([run.full_accuracy, run.zero_accuracy, run.zero_prompt_accuracy,
                                                        run.start_zero_prompt_accuracy]))
     tokens = run.hits.shape[1]
-    counts = np.rint(units.astype(np.float64) * tokens).astype(np.int64)  # tokens right per prompt, exact
+    counts = _counts(units, tokens)
     estimates = [claim.bootstrap(units[:, i], lambda u: float(u.mean())) for i in range(4)]
     if estimates[0].low >= SATURATED:
         claim.not_informative(
@@ -62,16 +83,16 @@ def test_restricting_the_vocabulary_improves_recovery(model_name, subject, inver
             "to improve here", details={"token accuracy by decoding": dict(zip(DECODINGS, (e.value for e in estimates)))})
     distractors = problem.allowed.sum(1).float().mean().item() - problem.prompt_allowed.sum(1).float().mean().item()
     pairs = ((2, 0), (1, 0), (2, 1))  # the three gains: prompt-only, distractors, narrowing (columns of counts)
-    vocabulary = VocabularyEstimates(*(claim.bootstrap(counts, _difference(*pair, tokens)) for pair in pairs),
-                                     above_start=claim.bootstrap(counts, _difference(2, 3, tokens)))
+    vocabulary = VocabularyEstimates(*(claim.bootstrap(counts, accuracy_difference(*pair, tokens)) for pair in pairs),
+                                     above_start=claim.bootstrap(counts, accuracy_difference(2, 3, tokens)))
     steps = inversions.scale.steps(model_name)
     gains = vocabulary_checks(vocabulary, steps)[:3]
     if any(g.status != INCONCLUSIVE for g in gains):  # the same a_g after a 5N descent, decoded the same three ways
         [more] = inversions.runs_of(model_name, subject, [(0, how)], continued=True)  # the reported prompts
-        more_counts = np.rint(np.column_stack([more.full_accuracy, more.zero_accuracy, more.zero_prompt_accuracy])
-                              .astype(np.float64) * tokens).astype(np.int64)
+        more_counts = _counts(np.column_stack([more.full_accuracy, more.zero_accuracy, more.zero_prompt_accuracy]),
+                              tokens)
         vocabulary = replace(vocabulary, longer=tuple(
-            claim.bootstrap(more_counts, _difference(*pair, tokens)) if g.status != INCONCLUSIVE else None
+            claim.bootstrap(more_counts, accuracy_difference(*pair, tokens)) if g.status != INCONCLUSIVE else None
             for g, pair in zip(gains, pairs)))
     claim.record(
         vocabulary_checks(vocabulary, steps),
@@ -84,18 +105,7 @@ def test_restricting_the_vocabulary_improves_recovery(model_name, subject, inver
         scaled=" ".join(filter(None, [
             f"S3: one prompt through block 1 of GPT-2 (768 wide) and GPT-J (4096); here {model_name} "
             f"({subject.d_model} wide, vocabulary {problem.weight.shape[0]}).", inversions.scale.note()])),
-        details={
-            "token accuracy by decoding": {d: e.value for d, e in zip(DECODINGS, estimates)},
-            "random start, prompt-only decoding (chance)": estimates[3].value,
-            "token accuracy by decoding, −inf masking (version 3's)": {
-                DECODINGS[1]: float(run.accuracy.mean()), DECODINGS[2]: float(run.prompt_accuracy.mean()),
-                "random start, prompt only": float(run.start_prompt_accuracy.mean())},
-            "positions where a masked 0 wins (S3's decoding)": {
-                DECODINGS[1]: float(run.zero_wins.mean()), DECODINGS[2]: float(run.zero_prompt_wins.mean())},
-            "setting": how,
-            "examples (block 1; top-5 per position, as S3 shows them)":
-                first_prompt(run.examples),
-        },
+        details=_vocabulary_details(run, how, estimates),
         plot={
             "kind": "bars",
             "title": f"S3.6 on {model_name}: one a_g, three vocabularies",

@@ -48,6 +48,11 @@ def _accuracy(inversions, rung, block: int, vocabulary: str) -> np.ndarray:
     return np.stack([r.full_accuracy if vocabulary == "full-vocabulary" else r.accuracy for r in runs], -1)
 
 
+VOCABULARY = {"full-vocabulary": "the whole vocabulary",  # the decoding of each variant, in the procedure
+              "restricted": "each prompt's allowed vocabulary (the distinct tokens of its continuation to the length "
+                            "of S3's 13-token sentence; −inf outside)"}
+
+
 @pytest.mark.claim("S3.5", version=6)  # 6: exact binomial success; 24 CPU prompts, a third choose
 @pytest.mark.models("ladder")
 @pytest.mark.parametrize("variant", ["full-vocabulary", "restricted"])
@@ -71,10 +76,7 @@ def test_wider_models_invert_better(model_name, variant, group, inversions, clai
     chosen = {key: scale.chosen(u) for key, u in units.items()}  # (rungs,) each, chosen once
     gains = {key: claim.bootstrap(scale.reported(u), lambda v, c=chosen[key]: width_gain(v, scale, c))
              for key, u in units.items()}
-    narrowest = {seed: rungs[0] for seed, rungs in seeds.items()}
-    success_units = {seed: np.stack([r.success for r in inversions.runs_of(m.name, m, [(0, s) for s in DESCENT_SETTINGS])], -1)
-                     for seed, m in narrowest.items()}
-    success = {seed: scale.reported_fraction(u, scale.chosen(u)) for seed, u in success_units.items()}
+    success = {seed: _success(inversions, rungs[0]) for seed, rungs in seeds.items()}  # the narrowest rung's
     per_rung = {key: [claim.bootstrap(scale.reported(u[:, i]), lambda v, c=chosen[key][i]: float(scale.headline(v, c))) for i in range(u.shape[1])]
                 for key, u in units.items()}
 
@@ -87,9 +89,7 @@ def test_wider_models_invert_better(model_name, variant, group, inversions, clai
                             SOURCE_PROMPT=SOURCE_PROMPT, blocks=', '.join(map(str, blocks)),
                             steps=inversions.run(group[0].name, group[0], 0, 'source').steps,
                             headline_label=scale.headline_label,
-                            vocabulary=("the whole vocabulary" if variant == "full-vocabulary" else
-                                        "each prompt's allowed vocabulary (the distinct tokens of its continuation to the length of S3's "
-                                        "13-token sentence; −inf outside)")),
+                            vocabulary=VOCABULARY[variant]),
         scaled=" ".join(filter(None, [
             "S3 compares GPT-2 (768), GPT-2 XL (1600), GPT-J and Llama-7B (4096), Llama-13B/30B (5120/6656) on one "
             f"prompt; here {', '.join(m.name for m in group)} ({', '.join(str(m.d_model) for m in group)} wide), "
@@ -103,14 +103,17 @@ def test_wider_models_invert_better(model_name, variant, group, inversions, clai
             **{f"examples, {m.name} block 1 (top-5 per position, as S3 shows them)":
                first_prompt(inversions.run(m.name, m, 0, _headline(inversions, m)).examples) for m in example_rungs},
         },
-        plot={
-            "kind": "lines",
-            "title": f"S3.5 on {model_name} ({variant}): recovery by width",
-            "x": widths[next(iter(seeds))], "xlabel": "d_model", "ylabel": "token accuracy", "ylim": [-0.02, 1.02],
-            "series": {f"seed {seed}, block {b}": series(per_rung[seed, b]) | {"x": widths[seed]}
-                       for seed, b in units},
-        },
+        plot={"kind": "lines", "title": f"S3.5 on {model_name} ({variant}): recovery by width",
+              "x": widths[next(iter(seeds))], "xlabel": "d_model", "ylabel": "token accuracy", "ylim": [-0.02, 1.02],
+              "series": {f"seed {seed}, block {b}": series(per_rung[seed, b]) | {"x": widths[seed]}
+                         for seed, b in units}},
     )
+
+
+def _success(inversions, rung):
+    """The fraction of the rung's prompts passing S3's success test at block 1 in its better setting (exact)."""
+    units = np.stack([r.success for r in inversions.runs_of(rung.name, rung, [(0, s) for s in DESCENT_SETTINGS])], -1)
+    return inversions.scale.reported_fraction(units, inversions.scale.chosen(units))
 
 
 def _headline(inversions, rung) -> str:

@@ -3,7 +3,7 @@ it; vocabulary_checks.py decides.
 """
 
 
-def _difference(a: int, b: int, tokens: int):
+def accuracy_difference(a: int, b: int, tokens: int):
     """Statistic of units (prompts, decodings) holding counts of tokens right per prompt: the accuracy of decoding
     ``a`` minus that of ``b``, from integer counts (exact: equal accuracies give 0, not a float32 rounding)."""
     return lambda u: float(u[:, a].sum() - u[:, b].sum()) / (len(u) * tokens)

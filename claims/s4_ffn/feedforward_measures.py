@@ -43,7 +43,7 @@ def last_position_distances(subject, input_ids: torch.Tensor) -> np.ndarray:
     return torch.stack(out, dim=1).double().numpy()
 
 
-def _ratio(block: int):
+def ablation_ratio(block: int):
     """Statistic: H(no FFN) / H(no attention) of one block, a ratio of means over prompts."""
     def statistic(units: np.ndarray) -> float:
         mean = units[:, block].mean(axis=0)
@@ -75,7 +75,7 @@ def s4_2_estimates(h: np.ndarray, seed: int, floor: Estimate | None = None) -> F
     """
     if h.ndim != 3 or h.shape[2] != 2:
         raise ValueError(f"ablation distances must be (prompts, blocks, 2), got {h.shape}")
-    return FeedforwardEstimates([bootstrap(h, _ratio(b), seed=seed) for b in range(h.shape[1])],
+    return FeedforwardEstimates([bootstrap(h, ablation_ratio(b), seed=seed) for b in range(h.shape[1])],
                                 bootstrap(h, block_one_lead, seed=seed) if h.shape[1] > 1 else None,
                                 floor or bootstrap(h, weakest_attention_ablation, seed=seed))
 

@@ -34,17 +34,17 @@ def block_readings(captured) -> np.ndarray:
     return torch.stack(rows, dim=1).numpy()
 
 
-def _norm_ratio(block: int):
+def output_norm_ratio(block: int):
     """Statistic: mean FFN output norm / mean attention output norm of one block (ratio of means over prompts)."""
     return lambda u: float(u[:, block, 1].mean() / u[:, block, 0].mean())
 
 
-def _cosine(block: int):
+def block_cosine(block: int):
     """Statistic: mean cos(attention output, FFN output) of the same token in one block (cosine units)."""
     return lambda u: float(u[:, block, 2].mean())
 
 
-def _excess(block: int, over: int = 3, of: int = 2):
+def cosine_excess(block: int, over: int = 3, of: int = 2):
     """Statistic: mean cosine ``of`` minus mean cosine ``over`` (cosine units) of one block."""
     return lambda u: float(u[:, block, of].mean() - u[:, block, over].mean())
 

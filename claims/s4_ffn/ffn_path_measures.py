@@ -9,12 +9,7 @@ import torch
 from latent_instruments.geometry import excess_over_baseline
 
 
-def _difference(u: np.ndarray) -> float:
-    """Mean of column 0 minus mean of column 1; units (batch, 2) paired per prompt."""
-    return float(u[:, 0].mean() - u[:, 1].mean())
-
-
-def _excess(units: np.ndarray) -> float:
+def excess_over_cross_token(units: np.ndarray) -> float:
     """(c − b) / (1 − b) of the mean same-token cosine c and cross-token cosine b; units (batch, 2) = [c, b]."""
     c, b = units.mean(axis=0)
     return float(excess_over_baseline(torch.tensor(c), torch.tensor(b)))

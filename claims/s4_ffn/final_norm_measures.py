@@ -10,7 +10,7 @@ from hypothesis import given, settings as hypothesis_settings, strategies as st
 from latent_instruments.normalization import relative_norm_change
 
 
-def _paired_excess(u: np.ndarray) -> float:
+def paired_excess(u: np.ndarray) -> float:
     """Mean over prompts and vectors of the first change minus the second; units (batch, k, 2)."""
     return float((u[..., 0] - u[..., 1]).mean())
 

@@ -5,15 +5,6 @@ similar_strings_checks.py decides.
 import numpy as np
 
 
-def _mean(u: np.ndarray) -> float:
-    return float(u.mean())
-
-
-def _difference(u: np.ndarray) -> float:
-    """Mean of column 0 minus mean of column 1; units (P, 2) paired per prompt."""
-    return float(u[:, 0].mean() - u[:, 1].mean())
-
-
 def gain_over_shuffled(u: np.ndarray) -> float:
     """S4.8's control: the all-blocks gain over the first block, on each prompt's own approximations minus on another
     prompt's, in Hellinger distance. units (P, 4) per prompt: H(first), H(all) on its own approximations, then the

@@ -38,7 +38,7 @@ from latent_instruments.distances import hellinger_distance
 from models.forwards import ablated_logits
 from reports.plots import series
 from claims.s4_ffn.feedforward_measures import (
-    SOURCE_NO_ATTN, SOURCE_NO_FFN, _ratio, last_position_distances, s4_2_estimates, weakest_attention_ablation,
+    SOURCE_NO_ATTN, SOURCE_NO_FFN, ablation_ratio, last_position_distances, s4_2_estimates, weakest_attention_ablation,
 )
 
 
@@ -92,10 +92,10 @@ def test_ffn_output_dominates_each_block(model_name, subject, pool, activations,
     h = last_position_distances(subject, ids)
     twin_h = last_position_distances(twin, ids.to(twin.input_device))
     context_h = ablation_distances(subject, activations)  # version 3's reading: every position, full context
-    context_ratios = [claim.bootstrap(context_h, _ratio(b)) for b in range(context_h.shape[1])]
+    context_ratios = [claim.bootstrap(context_h, ablation_ratio(b)) for b in range(context_h.shape[1])]
     n_blocks = h.shape[1]
-    ratios = [claim.bootstrap(h, _ratio(b)) for b in range(n_blocks)]
-    twin_ratios = [claim.bootstrap(twin_h, _ratio(b)) for b in range(n_blocks)]
+    ratios = [claim.bootstrap(h, ablation_ratio(b)) for b in range(n_blocks)]
+    twin_ratios = [claim.bootstrap(twin_h, ablation_ratio(b)) for b in range(n_blocks)]
     sides = [[claim.bootstrap(h, _mean(b, s)) for s in (0, 1)] for b in range(n_blocks)]
     floor = claim.bootstrap(h, weakest_attention_ablation)
     source = n_blocks == len(SOURCE_RATIO)  # the source's row sits beside ours only where the depths agree

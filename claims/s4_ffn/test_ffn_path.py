@@ -32,9 +32,9 @@ from claims.s4_ffn.ffn_path_checks import NEARLY_SAME_WAY, FfnPathEstimates, ffn
 from fixtures.catalogue import procedure
 from latent_instruments.distances import hellinger_distance
 from latent_instruments.errors import require_finite
-from latent_instruments.stats import per_unit
+from latent_instruments.stats import paired_difference, per_unit
 from reports.plots import series
-from claims.s4_ffn.ffn_path_measures import _difference, _excess
+from claims.s4_ffn.ffn_path_measures import excess_over_cross_token
 
 
 NEEDS = ("blocks.0.hook_resid_pre", "blocks.*.hook_attn_out", "blocks.*.hook_mlp_out", "blocks.*.hook_resid_post",
@@ -143,6 +143,34 @@ def _mean(u: np.ndarray) -> float:
 
 
 # 7: the seed-sibling floor a reading (S4 speaks of the norm); 6: excess floor in S4's words; 5: readout control per prompt
+def _by_depth(r: dict, t: dict) -> dict:
+    """S4.4's details by block: cosine and norm ratio of input + Σ FFN outputs to the stream, model and twin."""
+    return {f"block {i + 1}": {"cos": float(r["cos"][:, i].mean()), "norm ratio": float(r["ratio"][:, i].mean()),
+                               "twin cos": float(t["cos"][:, i].mean()),
+                               "twin norm ratio": float(t["ratio"][:, i].mean())}
+            for i in range(r["cos"].shape[1])}
+
+
+def _final_state(r: dict, t: dict, cos, ratio, h, floor: np.ndarray | None) -> dict:
+    """S4.4's details at the final state: the FFN-only state, the attention-only and input-only contrasts, the
+    untrained twin's, and the seed-sibling floors (this model's where it has siblings, and S4's)."""
+    last = r["cos"].shape[1] - 1
+    return {
+        "input + Σ FFN outputs (S4.4)": {"cos": cos.value, "norm ratio": ratio.value, "H": h.value,
+                                         "cross-token cos": float(r["cross"].mean())},
+        "input + Σ attention outputs (contrast)": {"cos": float(r["attn_cos"].mean()),
+                                                   "norm ratio": float(r["attn_ratio"].mean()),
+                                                   "H": float(r["attn_H"].mean())},
+        "input alone (contrast)": {"cos": float(r["input_cos"].mean()), "H": float(r["input_H"].mean())},
+        "untrained twin: input + Σ FFN outputs (no floor: its predictions are near uniform)": {
+            "cos": float(t["cos"][:, last].mean()), "norm ratio": float(t["ratio"][:, last].mean()),
+            "H": float(t["H"].mean()), "cross-token cos": float(t["cross"].mean())},
+        "seed-sibling floor (this model's, on the same prompts)": {"H": float(floor.mean()) if floor is not None
+                                                                   else float("nan")},
+        "S4 sibling floor (Appendix II)": {"H": SOURCE_SIBLING_FLOOR},
+    }
+
+
 @pytest.mark.claim("S4.4", version=7, sample="prompts")
 @pytest.mark.models("trained", "hf", twin=True, siblings=True)
 @pytest.mark.needs(*NEEDS)
@@ -160,29 +188,11 @@ def test_ffn_only_state_is_shorter_and_aligned(model_name, subject, pool, activa
 
     cos, ratio, h = est(r["cos"][:, last]), est(r["ratio"][:, last]), est(r["H"])
     paired = np.stack([r["cos"][:, last], r["cross"]], axis=1)
-    excess = claim.bootstrap(paired, _excess)
+    excess = claim.bootstrap(paired, excess_over_cross_token)
     floor = sibling_floor(siblings, activations.input_ids, activations.cache.logits) if siblings else None
     checks = ffn_path_checks(FfnPathEstimates(
         ratio, cos, excess, est(r["input_cos"]), per_unit(r["readout_H"], "max"),
-        None if floor is None else claim.bootstrap(np.stack([r["H"], floor], axis=1), _difference), len(siblings or [])))
-    per_depth = {f"block {i + 1}": {"cos": float(r["cos"][:, i].mean()), "norm ratio": float(r["ratio"][:, i].mean()),
-                                    "twin cos": float(t["cos"][:, i].mean()),
-                                    "twin norm ratio": float(t["ratio"][:, i].mean())}
-                 for i in range(last + 1)}
-    final = {
-        "input + Σ FFN outputs (S4.4)": {"cos": cos.value, "norm ratio": ratio.value, "H": h.value,
-                                         "cross-token cos": float(r["cross"].mean())},
-        "input + Σ attention outputs (contrast)": {"cos": float(r["attn_cos"].mean()),
-                                                   "norm ratio": float(r["attn_ratio"].mean()),
-                                                   "H": float(r["attn_H"].mean())},
-        "input alone (contrast)": {"cos": float(r["input_cos"].mean()), "H": float(r["input_H"].mean())},
-        "untrained twin: input + Σ FFN outputs (no floor: its predictions are near uniform)": {
-            "cos": float(t["cos"][:, last].mean()), "norm ratio": float(t["ratio"][:, last].mean()),
-            "H": float(t["H"].mean()), "cross-token cos": float(t["cross"].mean())},
-        "seed-sibling floor (this model's, on the same prompts)": {"H": float(floor.mean()) if floor is not None
-                                                                   else float("nan")},
-        "S4 sibling floor (Appendix II)": {"H": SOURCE_SIBLING_FLOOR},
-    }
+        None if floor is None else claim.bootstrap(np.stack([r["H"], floor], axis=1), paired_difference), len(siblings or [])))
     readings = {f"cosine > {b:.4g}": replace(checks[1], threshold=b).status for b in READINGS}  # the cosine check
     blocks = list(range(1, last + 2))
     claim.record(
@@ -190,7 +200,7 @@ def test_ffn_only_state_is_shorter_and_aligned(model_name, subject, pool, activa
         procedure=procedure("S4.4/ffn-only-state-is-shorter-and-aligned", prompts=r['H'].shape[0],
                             positions=activations.input_ids.shape[1],
                             FIRST_POSITION=FIRST_POSITION),
-        details={"final state": final, "by depth": per_depth,
+        details={"final state": _final_state(r, t, cos, ratio, h, floor), "by depth": _by_depth(r, t),
                  "the cosine check at readings of 'nearly the same way' from S4's 'quite close' to 'quite different'":
                      readings,
                  "floor reading": (f"this model's own floor, {len(siblings)} seed siblings" if floor is not None else

@@ -23,7 +23,7 @@ from latent_instruments.normalization import (
 from claims.s4_ffn.final_norm_checks import (CLOSE, COSINE, SCALE, SOURCE_TURNED_CHANGE, FinalNormEstimates,
                                              final_norm_checks)
 from latent_instruments.stats import Estimate, per_unit
-from claims.s4_ffn.final_norm_measures import _paired_excess, worst_scale_change
+from claims.s4_ffn.final_norm_measures import paired_excess, worst_scale_change
 
 
 N_VECTORS = 256  # S4 uses 1000 prompts' last positions; we sample positions of the held-out batch, evenly per prompt
@@ -73,6 +73,29 @@ def _row(e: Estimate) -> dict:
 
 
 # 8: 'a little' decided, under 10 × S4's 0.41 % (source's numbers); 7: S4's ordering decided, 'a little' a reading
+IDENTITY = (  # S4.5's not-informative reason on a norm with unit gain and zero bias
+    "the final norm has unit gain and zero bias (random init), so its output is the standardised input, "
+    "whose norm is sqrt(d_model) whatever the input's scale or direction (RMSNorm: up to its eps): both "
+    "parts of S4.5 hold as an identity (measured: ×10 moves the output norm by {scaled:.1e}, the "
+    "turn to cosine 0.52 by {rotated:.1e}) and say nothing about a learned norm. S4's claim is "
+    "about a trained model's final LayerNorm, whose gain and bias are learned")
+
+
+def _direction_dependence(norm, x: torch.Tensor, turned: torch.Tensor, rotated: np.ndarray, est) -> dict:
+    """S4.5's details on what makes the output norm depend on direction: the gain's unevenness, the bias's size, and
+    the mean change as measured (``rotated``), with the gain evened and with the bias removed; x, turned (batch,
+    positions, d_model); ``est`` the test's bootstrap of a mean."""
+    gain, bias = norm.weight.detach().double(), getattr(norm, "bias", None)
+    evened, unbiased = _changes(with_even_gain(norm), x, turned), _changes(without_bias(norm), x, turned)
+    return {
+        "gain unevenness, std(g²) / mean(g²)": {"value": gain_unevenness(norm)},
+        "‖bias‖ / ‖gain‖": {"value": 0.0 if bias is None else float(bias.detach().double().norm() / gain.norm())},
+        "mean change, as measured": _row(est(rotated)),
+        "mean change, gain evened (bias kept)": _row(est(evened)),
+        "mean change, bias removed (gain kept)": _row(est(unbiased)),
+    }
+
+
 @pytest.mark.claim("S4.5", version=8, sample="prompts")
 @pytest.mark.models("trained", "hf", "reference")
 @pytest.mark.needs("ln_final.hook_in")
@@ -86,26 +109,19 @@ def test_final_norm_removes_scale(model_name, subject, activations, claim, setti
     close = rotate_to_cosine(x.flatten(0, 1), CLOSE, torch.Generator().manual_seed(seed + 1)).reshape(x.shape) * SCALE
     scaled, rotated, nearly = _changes(norm, x, x * SCALE), _changes(norm, x, turned), _changes(norm, x, close)
     if _identity_parameters(norm):
-        claim.not_informative(
-            "the final norm has unit gain and zero bias (random init), so its output is the standardised input, "
-            "whose norm is sqrt(d_model) whatever the input's scale or direction (RMSNorm: up to its eps): both "
-            f"parts of S4.5 hold as an identity (measured: ×10 moves the output norm by {scaled.mean():.1e}, the "
-            f"turn to cosine 0.52 by {rotated.mean():.1e}) and say nothing about a learned norm. S4's claim is "
-            "about a trained model's final LayerNorm, whose gain and bias are learned",
-            details={"identity": {"mean change, ×10": float(scaled.mean()),
-                                  "mean change, turned to cosine 0.52 and ×10": float(rotated.mean()),
-                                  "d_model": x.shape[-1]}})
+        claim.not_informative(IDENTITY.format(scaled=scaled.mean(), rotated=rotated.mean()),
+                              details={"identity": {"mean change, ×10": float(scaled.mean()),
+                                                    "mean change, turned to cosine 0.52 and ×10": float(rotated.mean()),
+                                                    "d_model": x.shape[-1]}})
     unnormalised = _changes(torch.nn.Identity(), x, x * SCALE)
-    evened, unbiased = _changes(with_even_gain(norm), x, turned), _changes(without_bias(norm), x, turned)
     concentrated = _changes(with_concentrated_gain(norm), x, turned)
     worst, examples = worst_scale_change(norm, x.flatten(0, 1))
 
     def est(u, statistic=_mean):
         return claim.bootstrap(u, statistic)
 
-    gain, bias = norm.weight.detach().double(), getattr(norm, "bias", None)
     estimates = FinalNormEstimates(
-        turned=est(rotated), turned_excess=est(np.stack([rotated, nearly], axis=-1), _paired_excess),
+        turned=est(rotated), turned_excess=est(np.stack([rotated, nearly], axis=-1), paired_excess),
         worst_scale=Estimate(worst, worst, worst, 1.0, examples), examples=examples,
         unnormalised=per_unit(unnormalised, "min"), concentrated=est(concentrated))
     claim.record(
@@ -119,14 +135,7 @@ def test_final_norm_removes_scale(model_name, subject, activations, claim, setti
                 "largest": {"value": float(rotated.max())}, "S4 (one vector)": {"value": SOURCE_TURNED_CHANGE},
                 "mean, turned to cosine 0.9967 instead": _row(est(nearly)),
             },
-            "what makes the output norm depend on direction": {
-                "gain unevenness, std(g²) / mean(g²)": {"value": gain_unevenness(norm)},
-                "‖bias‖ / ‖gain‖": {"value": 0.0 if bias is None
-                                    else float(bias.detach().double().norm() / gain.norm())},
-                "mean change, as measured": _row(est(rotated)),
-                "mean change, gain evened (bias kept)": _row(est(evened)),
-                "mean change, bias removed (gain kept)": _row(est(unbiased)),
-            },
+            "what makes the output norm depend on direction": _direction_dependence(norm, x, turned, rotated, est),
             "mean_input_norm": float(x.norm(dim=-1).mean()), "largest change, × 10": float(scaled.max()),
             "mean change, × 10 (an identity of the norm)": _row(est(scaled)),
             "mean change, gain concentrated on 1/16 of the coordinates": _row(est(concentrated)),

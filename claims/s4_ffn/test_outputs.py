@@ -28,7 +28,7 @@ from claims.s4_ffn.conftest import FIRST_POSITION, SOURCE_ATTN_NORM, SOURCE_COSI
 from claims.s4_ffn.ffn_output_checks import SOURCE_RATIO, FfnOutputEstimates, ffn_output_checks
 from fixtures.catalogue import procedure
 from reports.plots import series
-from claims.s4_ffn.ffn_output_measures import _cosine, _excess, _norm_ratio, block_readings, least_above_twin
+from claims.s4_ffn.ffn_output_measures import block_cosine, cosine_excess, output_norm_ratio, block_readings, least_above_twin
 
 
 NEEDS = ("blocks.*.hook_attn_out", "blocks.*.hook_mlp_out")
@@ -44,10 +44,10 @@ def test_ffn_outputs_longer_and_aligned_with_attention(model_name, activations, 
     cosine's excess over a cross-token baseline is a reading beside the verdict."""
     units, twin = block_readings(activations), block_readings(twin_activations)
     n_blocks = units.shape[1]
-    ratios = [claim.bootstrap(units, _norm_ratio(b)) for b in range(n_blocks)]
-    cosines = [claim.bootstrap(units, _cosine(b)) for b in range(n_blocks)]
-    excess = [claim.bootstrap(units, _excess(b)) for b in range(n_blocks)]
-    twin_ratios = [claim.bootstrap(twin, _norm_ratio(b)) for b in range(n_blocks)]
+    ratios = [claim.bootstrap(units, output_norm_ratio(b)) for b in range(n_blocks)]
+    cosines = [claim.bootstrap(units, block_cosine(b)) for b in range(n_blocks)]
+    excess = [claim.bootstrap(units, cosine_excess(b)) for b in range(n_blocks)]
+    twin_ratios = [claim.bootstrap(twin, output_norm_ratio(b)) for b in range(n_blocks)]
     source = n_blocks == len(SOURCE_RATIO)
 
     above_twin = claim.bootstrap(np.stack([units[:, :, 2], twin[:, :, 2]], axis=-1), least_above_twin)

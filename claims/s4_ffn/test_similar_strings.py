@@ -17,7 +17,8 @@ from claims.s4_ffn.similar_strings_checks import (
 )
 from fixtures.catalogue import procedure
 from reports.plots import series
-from claims.s4_ffn.similar_strings_measures import _difference, _mean, gain_over_shuffled
+from latent_instruments.stats import paired_difference, sample_mean
+from claims.s4_ffn.similar_strings_measures import gain_over_shuffled
 
 
 SOURCE_TOP1 = 0.806  # S4's repository (widening_similar_space): argmax agreement on the same 20,000 prompts
@@ -65,26 +66,10 @@ def _procedure(a: Approximation) -> str:
     )
 
 
-@pytest.mark.claim("S4.6", version=3)  # 3: the n-gram baseline a reading (S4 claims none); 2: held-out prompts
-@pytest.mark.models("siblings")
-def test_similar_strings_approximate_the_prediction(model_name, approximation, claim):
-    """S4.6: on held-out prompts, H(approximation, model) within one per-prompt SD of the sibling floor; the back-off
-    n-gram's distance is a reading beside it (S4 makes no claim against string statistics)."""
-    a = approximation
-    half = a.eval_half
-    held = a.variants["held-out"]
-    h = held.distance(a.probs("held-out"))[half]
-    floor = _floor(a, "held-out")[half]
-    ngram = held.distance(held.backoff_probs[a.backoff_order])[half]
-    shuffled = held.distance(a.probs("held-out")[np.roll(np.arange(a.n_prompts), 1)])[half]  # another prompt's
-    floor_sd = float(floor.std())
-    over_floor = claim.bootstrap(np.stack([h, floor], axis=1), _difference)
-    over_ngram = claim.bootstrap(np.stack([h, ngram], axis=1), _difference)
-    shuffled_over_floor = claim.bootstrap(np.stack([shuffled, floor], axis=1), _difference)
-    in_sample = a.variants["source"].distance(a.probs("source"))[half]  # S4's procedure, values tuned to the model
-    checks = approximation_checks(ApproximationEstimates(over_floor, shuffled_over_floor,
-                                                         claim.bootstrap(in_sample - S4_FLOOR, _mean), floor_sd))
-    rows = {}
+def _against_the_model(a: Approximation) -> dict:
+    """S4.6's table on the evaluation half: H(approximation, model) and top-1 agreement for each prompt variant and
+    set of values, beside the seed-sibling floor, version 1's suffix baseline, the back-off n-grams and S4's."""
+    half, rows = a.eval_half, {}
     for variant in ("source", "held-out"):
         v = a.variants[variant]
         for values in ("fitted", "source"):
@@ -104,6 +89,29 @@ def test_similar_strings_approximate_the_prediction(model_name, approximation, c
                                                                                    "SD H": float(bo.std())}
     rows["S4 (in-sample, 20,000 prompts)"] = {"mean H": SOURCE_APPROXIMATION_H, "SD H": 0.1215,
                                              "top-1 agreement": SOURCE_TOP1}
+    return rows
+
+
+@pytest.mark.claim("S4.6", version=3)  # 3: the n-gram baseline a reading (S4 claims none); 2: held-out prompts
+@pytest.mark.models("siblings")
+def test_similar_strings_approximate_the_prediction(model_name, approximation, claim):
+    """S4.6: on held-out prompts, H(approximation, model) within one per-prompt SD of the sibling floor; the back-off
+    n-gram's distance is a reading beside it (S4 makes no claim against string statistics)."""
+    a = approximation
+    half = a.eval_half
+    held = a.variants["held-out"]
+    h = held.distance(a.probs("held-out"))[half]
+    floor = _floor(a, "held-out")[half]
+    ngram = held.distance(held.backoff_probs[a.backoff_order])[half]
+    shuffled = held.distance(a.probs("held-out")[np.roll(np.arange(a.n_prompts), 1)])[half]  # another prompt's
+    floor_sd = float(floor.std())
+    over_floor = claim.bootstrap(np.stack([h, floor], axis=1), paired_difference)
+    over_ngram = claim.bootstrap(np.stack([h, ngram], axis=1), paired_difference)
+    shuffled_over_floor = claim.bootstrap(np.stack([shuffled, floor], axis=1), paired_difference)
+    in_sample = a.variants["source"].distance(a.probs("source"))[half]  # S4's procedure, values tuned to the model
+    checks = approximation_checks(ApproximationEstimates(over_floor, shuffled_over_floor,
+                                                         claim.bootstrap(in_sample - S4_FLOOR, sample_mean), floor_sd))
+    rows = _against_the_model(a)
     hist = {name: np.histogram(d, HISTOGRAM_BINS)[0].tolist() for name, d in
             (("approximation", h), ("seed siblings", floor), ("back-off n-gram", ngram))}
     ngram_reading = {
@@ -138,7 +146,7 @@ def test_seed_siblings_differ_little(model_name, approximation, claim):
     distances, rows = {}, {}
     for name, probs in zip(a.siblings, v.sibling_probs):
         d = v.distance(probs)
-        est = distances[name] = claim.bootstrap(d, _mean)
+        est = distances[name] = claim.bootstrap(d, sample_mean)
         held = a.variants["held-out"].distance(a.variants["held-out"].sibling_probs[a.siblings.index(name)])
         rows[name] = {"mean H": est.value, "SD H": float(d.std()), "min": float(d.min()), "max": float(d.max()),
                       "held-out prompts mean H": float(held.mean())}
@@ -150,7 +158,7 @@ def test_seed_siblings_differ_little(model_name, approximation, claim):
         details={"model against each seed sibling": rows},
         plot={"kind": "bars", "title": f"S4.7: H between {a.model} and its seed siblings",
               "categories": list(a.siblings), "xlabel": "sibling", "ylabel": "mean H",
-              "series": {"this model": series([claim.bootstrap(v.distance(p), _mean) for p in v.sibling_probs]),
+              "series": {"this model": series([claim.bootstrap(v.distance(p), sample_mean) for p in v.sibling_probs]),
                          "S4 (its own siblings)": {"value": list(SOURCE_FLOOR)}}},
         scaled=f"{a.model}'s recipe at S4's seeds, {a.n_prompts:,} prompts",
         beside_source={f"mean H(model, seed sibling {i + 1})": rows[name]["mean H"]
@@ -167,7 +175,7 @@ def test_all_blocks_beat_the_first(model_name, approximation, claim):
     half = a.eval_half
     every = v.distance(a.probs("held-out"))[half]
     first = v.distance(a.probs("held-out", blocks=slice(0, 1)))[half]
-    gain = claim.bootstrap(np.stack([first, every], axis=1), _difference)
+    gain = claim.bootstrap(np.stack([first, every], axis=1), paired_difference)
     other = np.roll(np.arange(a.n_prompts), 1)  # prompt i paired with prompt i − 1's approximations
     shuffled = [v.distance(a.probs("held-out", blocks=b)[other])[half] for b in (slice(0, 1), slice(None))]
     own = claim.bootstrap(np.stack([first, every, *shuffled], axis=1), gain_over_shuffled)
@@ -190,7 +198,7 @@ def test_all_blocks_beat_the_first(model_name, approximation, claim):
                  "S4's worked prompts": _examples(a)},
         plot={"kind": "bars", "title": f"S4.8 on {a.model}: first block alone against all blocks",
               "categories": ["first block", "all blocks"], "xlabel": "approximation", "ylabel": "mean H",
-              "series": {"held-out half": series([claim.bootstrap(first, _mean),
-                                                  claim.bootstrap(every, _mean)])}},
+              "series": {"held-out half": series([claim.bootstrap(first, sample_mean),
+                                                  claim.bootstrap(every, sample_mean)])}},
         scaled=f"{a.n_blocks} blocks, {a.n_prompts:,} prompts",
     )

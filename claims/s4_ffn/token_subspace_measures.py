@@ -24,7 +24,7 @@ ONE_DIRECTION = 6.0  # S4 Appendix V: 'the first singular value is much larger (
 CONTINUED_TOKENS = 8  # the least predicted tokens, whose mean p decides the "≈ 1" check, are continued
 
 
-def _fraction_of_tokens(predicts: np.ndarray, vocab: int) -> Estimate:
+def fraction_of_tokens(predicts: np.ndarray, vocab: int) -> Estimate:
     """The fraction of measured tokens that succeed: a census (deterministic given the restarts) where every token
     of the vocabulary was measured, else the exact binomial interval over the drawn tokens.
 
