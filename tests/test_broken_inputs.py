@@ -227,7 +227,7 @@ def test_a_merge_refuses_runs_judged_by_other_rules_and_replays_every_runs_model
 def test_a_run_stopped_early_or_narrowed_by_last_failed_says_so_and_is_no_previous_run(tmp_path):
     """Case 5: after -x the tests that never ran vanished (interrupted false, "deselected by a marker"), and the
     next full run compared itself against a --lf run."""
-    from reports import history, render
+    from reports import history, sections
     from reports.document import RunDocument
     from tests.helpers import pytest_inprocess
     from tests.builders import CASES
@@ -244,7 +244,7 @@ def test_a_run_stopped_early_or_narrowed_by_last_failed_says_so_and_is_no_previo
     assert whole.complete and len(whole.records) == 13
     stopped = run("-p", "no:cacheprovider", "-x")
     assert stopped.incomplete and stopped.incomplete[0].startswith("stopped early: stopping after 1 failures")
-    assert "INCOMPLETE: stopped early" in render.header_lines(stopped)[0]
+    assert "INCOMPLETE: stopped early" in sections.header_lines(stopped)[0]
     assert run().complete  # writes the last-failed cache
     narrowed = run("--lf")
     assert narrowed.replay == whole.replay and len(narrowed.records) < 13

@@ -47,7 +47,7 @@ def test_a_capture_that_cannot_fit_is_refused_naming_a_size_that_fits():
 
 
 def test_the_report_shows_the_largest_planned_capture_beside_the_measured_peak():
-    from reports.render import _planned
+    from reports.sections import _planned
 
     models = {"tiny-w96": {"capture_estimate_mib": 40.2}, "ref-opt-125m": {"capture_estimate_mib": 812.0},
               "broken": {"error": "x"}}

@@ -13,7 +13,7 @@ import pytest
 
 from fixtures.catalogue import catalogue_json, load_catalogue
 from fixtures.settings import Settings
-from reports import baseline, render, tables, writer
+from reports import baseline, render, sections, tables, writer
 from latent_instruments.stats import Estimate
 from reports.records import builds_agree
 from reports.checks import Check, ClaimRecord
@@ -115,7 +115,7 @@ def test_each_claim_has_one_section_with_its_statement_thresholds_and_a_table_of
     md = (write(settings_for(tmp_path), [record(0.2), record(0.3, "tiny-w96")]) / "report.md").read_text()
     assert md.count("## S0.3 — In a trained model the hidden-state spectrum straightens") == 1
     assert md.count("claim check *straightening > 0 decades*: S0 Fig 2: positive drop") == 1
-    assert "**tiny-w96 — slope_by_layer**" in md and "| block 1 | -1.2 |" in md  # details as tables, not JSON
+    assert "### tiny-w96: details\n\n**slope_by_layer**" in md and "| block 1 | -1.2 |" in md  # details as tables, not JSON
 
 
 def test_coverage_lists_every_catalogued_claim(tmp_path):
@@ -294,7 +294,7 @@ def test_the_same_name_on_other_weights_is_flagged_as_retrained_in_place(tmp_pat
     changes = compare(old, [record(0.2)], _models(tiny_w128="c"))
     assert [m["new"] for m in changes["retrained_in_place"]] == ["tiny-w128"]
     assert compare(old, [record(0.2)], _models(tiny_w128="a"))["retrained_in_place"] == []
-    assert "RETRAINED IN PLACE: tiny-w128" in "\n".join(render.baseline_lines(as_doc({"baseline": changes})))
+    assert "RETRAINED IN PLACE: tiny-w128" in "\n".join(sections.baseline_lines(as_doc({"baseline": changes})))
 
 
 def test_a_change_of_the_ledger_alone_is_not_a_measured_change(tmp_path):
@@ -437,7 +437,7 @@ def test_a_ledger_why_that_quotes_other_numbers_than_the_run_is_named_in_the_rep
     assert doc.to_json()["records"][0]["ledger_quotes_disagree"]
     doc.run_id = "x"
     assert "LEDGER OUT OF DATE: the why of 1 ledger entries quotes a decision this run did not reach on the same " \
-           "weights, or other numbers on the machine it names (S0.3 on tiny-w96)" in "\n".join(render.header_lines(doc))
+           "weights, or other numbers on the machine it names (S0.3 on tiny-w96)" in "\n".join(sections.header_lines(doc))
     note = tables.subject_rows(doc.records, doc.models)[1][0][-1]
     assert "the ledger's why does not match this run: straightening: the ledger quotes -0.25" in note
 
@@ -575,12 +575,12 @@ def test_prompt_windows_redrawn_as_not_text_are_named_in_the_header(tmp_path):
     models = {"tiny-w96": {"weights_sha256": "abc", "prompt_windows_redrawn": {}},
               "llama": {"weights_sha256": "def", "prompt_windows_redrawn": {"32 × 21": 3, "64 × 5": 1}}}
     doc = writer.results(settings_for(tmp_path), [record(0.5)], models, 0, 1.0, catalogue_json())
-    header = "\n".join(render.header_lines(doc))
+    header = "\n".join(sections.header_lines(doc))
     assert "prompt windows redrawn as not text" in header and "llama 32 × 21: 3, 64 × 5: 1" in header
     assert "tiny-w96" not in header.split("redrawn")[1]
     models["llama"]["prompt_windows_redrawn"] = {}
     doc = writer.results(settings_for(tmp_path), [record(0.5)], models, 0, 1.0, catalogue_json())
-    assert "redrawn" not in "\n".join(render.header_lines(doc))
+    assert "redrawn" not in "\n".join(sections.header_lines(doc))
 
 
 def test_the_measured_part_of_a_ledger_why_is_written_from_the_record(tmp_path):
