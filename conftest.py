@@ -76,7 +76,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SETTINGS_KEY] = settings
     register_user_groups(settings.groups)  # the run's own groups become subjects models.zoo.resolve knows
     config.stash[RECORDS_KEY] = []
-    config.pluginmanager.register(Collector(config), "latent-claims-collector")
+    config.pluginmanager.register(Collector(config, settings), "latent-claims-collector")
     pin_cpu_threads(int(getattr(config, "workerinput", {}).get("workercount", 1)))  # xdist: cores shared
     controller = getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput")
     if settings.device.startswith("cuda") and not controller:  # the xdist controller runs no model: no CUDA context
