@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from fixtures.catalogue import catalogued, procedure
-from latent_instruments.stats import Estimate
+from fixtures.catalogue_text import catalogued, procedure
+from latent_instruments.stats import Estimate, sample_mean
 from reports.checks import Check
 
 # ---- <topic>_checks.py: the estimates and the checks, a pure function ------------------------------------------
@@ -66,8 +66,8 @@ def test_the_claim_in_words(model_name, activations, twin_activations, claim):
 
     # estimates with intervals (bootstrap over prompts, at the run's --seed); a claim that is an identity here ends
     # with claim.not_informative("why")
-    estimates = TopicEstimates(claim.bootstrap(per_prompt, lambda u: float(u.mean())),
-                               claim.bootstrap(twin_per_prompt, lambda u: float(u.mean())))
+    estimates = TopicEstimates(claim.bootstrap(per_prompt, sample_mean),
+                               claim.bootstrap(twin_per_prompt, sample_mean))
     claim.record(
         topic_checks(estimates),
         # the catalogue's [[claims.procedures]] text of this key: prompts, positions, layers used, and every

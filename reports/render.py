@@ -19,7 +19,7 @@ from joblib import Parallel, delayed
 from reports import plots
 from reports.checks import FAILS_AS_EXPECTED, HOLDS, INCONCLUSIVE, NOT_INFORMATIVE, RED, ClaimRecord
 from reports.document import RunDocument
-from reports.sections import Em, Figures, Lines, Section, Table, report_sections
+from reports.sections import Italic, Figures, Lines, Section, Table, report_sections
 from reports.tables import label
 
 
@@ -116,8 +116,8 @@ def _figure(name: str, drawn: bytes | str | None, claim_id: str, record: ClaimRe
 
 
 def _md_line(line) -> str:
-    """A line of the section model as markdown: its :class:`reports.sections.Em` parts in italics."""
-    return "".join(f"*{part}*" if isinstance(part, Em) else part for part in ((line,) if isinstance(line, str) else line))
+    """A line of the section model as markdown: its :class:`reports.sections.Italic` parts in italics."""
+    return "".join(f"*{part}*" if isinstance(part, Italic) else part for part in ((line,) if isinstance(line, str) else line))
 
 
 def _md_block(block) -> list[str]:
@@ -147,18 +147,19 @@ def markdown(doc: RunDocument) -> str:
 
 
 def _html_line(line) -> str:
-    """A line of the section model as escaped HTML: its :class:`reports.sections.Em` parts in italics."""
-    return "".join(f"<i>{html.escape(part)}</i>" if isinstance(part, Em) else html.escape(part)
+    """A line of the section model as escaped HTML: its :class:`reports.sections.Italic` parts in italics."""
+    return "".join(f"<i>{html.escape(part)}</i>" if isinstance(part, Italic) else html.escape(part)
                    for part in ((line,) if isinstance(line, str) else line))
 
 
-def _html_block(block, doc: RunDocument, drawn: dict) -> str:
+def _html_block(block, drawn: dict) -> str:
     """One block of the section model as HTML."""
     if isinstance(block, Table):
         table = html_table(block.header, block.rows, groups=block.groups, links=block.links, colour=block.colour)
         return f"<div class='wide'>{table}</div>" if block.wide else table
     if isinstance(block, Section):
-        return collapsed(block.title, "".join(_html_block(b, doc, drawn) for b in block.blocks))
+        inner = "".join(_html_block(b, drawn) for b in block.blocks)
+        return collapsed(block.title, inner) if block.collapsed else f"<h{block.level}>{html.escape(block.title)}</h{block.level}>{inner}"
     if isinstance(block, Figures):
         shown = [_figure(figure_name(i, r), drawn.get(figure_name(i, r)), block.claim, r) for i, r in block.records]
         return "<div class='figs'>" + "".join(shown) + "</div>" if shown and drawn else ""
@@ -180,7 +181,7 @@ def to_html(doc: RunDocument, drawn: dict[str, bytes | str] | None = None) -> st
     parts = [f"<!doctype html><meta charset='utf-8'><title>latent-claims {html.escape(str(doc.run_id))}</title>"
              f"<style>{STYLE}</style><main>", "<h1>latent-claims report</h1>"]
     for section in report_sections(doc):
-        inner = "\n".join(filter(None, (_html_block(block, doc, drawn) for block in section.blocks)))
+        inner = "\n".join(filter(None, (_html_block(block, drawn) for block in section.blocks)))
         if section.collapsed:
             parts.append(collapsed(section.title, inner))
         else:

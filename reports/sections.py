@@ -23,19 +23,19 @@ MATRIX_NOTE = ("claims × subjects; each cell: the outcome and the claim check's
                "the lower-α level its claim table gives (with n) where the claim is sequential over prompts")
 
 
-class Em(str):
+class Italic(str):
     """A part of a line set in italics (a check's name in its claim's list of thresholds)."""
 
 
 @dataclass(frozen=True)
 class Lines:
-    """Lines of text, each a string or a tuple of strings and :class:`Em` parts.
+    """Lines of text, each a string or a tuple of strings and :class:`Italic` parts.
 
     ``style``: "meta" (run facts and notes, small), "items" (a bulleted list), "text" (a paragraph each),
     "label" (a bold line naming what follows), "note" (an emphasised paragraph).
     """
 
-    lines: list
+    lines: list[str | tuple[str, ...]]
     style: str = "text"
 
 
@@ -51,7 +51,7 @@ class Table:
     """
 
     header: list[str]
-    rows: list[list]
+    rows: list[list]  # cells: str, or reports.tables.OutcomeCell
     groups: list[tuple[str, int]] | None = None
     links: bool = False
     colour: bool = True
@@ -72,7 +72,7 @@ class Section:
     the reader opens it (report.html); ``level`` 2 for the report's sections, 3 for one nested in a claim's."""
 
     title: str
-    blocks: list = field(default_factory=list)
+    blocks: list["Lines | Table | Figures | Section"] = field(default_factory=list)
     anchor: str = ""
     collapsed: bool = False
     level: int = 2
@@ -183,12 +183,13 @@ def claim_section(doc: RunDocument, claim_id: str, entry: dict, records: list[Cl
     blocks = [Lines([source_line(entry, records)], "meta")]
     if is_implementation(doc, claim_id):
         blocks.append(Lines([IMPLEMENTATION_NOTE], "note"))
-    blocks.append(Lines([(f"{role} check ", Em(shown), f"{_from(entry, name, key)}: {derivation}")
+    blocks.append(Lines([(f"{role} check ", Italic(shown), f"{_from(entry, name, key)}: {derivation}")
                          for role, name, shown, derivation, key in thresholds(records)], "items"))
     blocks.append(Table(*subject_rows(records, doc.models or {}), wide=True))
     beside = source_rows(entry, records)
     if beside:
-        blocks += [Lines([f"Source vs measured ({SOURCE_NOTE})"], "label"), Table(*beside, colour=False, wide=True)]
+        blocks += [Lines(["Source vs measured"], "label"), Lines([SOURCE_NOTE], "meta"),
+                   Table(*beside, colour=False, wide=True)]
     blocks.append(Lines([f"Procedure: {p}" for p in dict.fromkeys(r.procedure for r in records if r.procedure)]))
     index = {id(r): i for i, r in enumerate(doc.records)}
     blocks.append(Figures([(index[id(r)], r) for r in records if r.plot], claim_id))
@@ -209,7 +210,8 @@ def report_sections(doc: RunDocument) -> list[Section]:
         out.append(Section("This machine's builds against the shipped weights",
                            [Lines(shipped_verdicts.lines(doc.against_shipped), "items")]))
     if doc.baseline:
-        out.append(Section("Changes since the baseline", [Lines(baseline_lines(doc), "items")]))
+        compared, *changes = baseline_lines(doc)
+        out.append(Section("Changes since the baseline", [Lines([compared]), Lines(changes, "items")]))
     out.append(Section("Summary", [Table(*summary_rows(doc), links=True, colour=False)]))
     groups = [(name, len(members)) for name, members in column_groups(doc)]
     out.append(Section("Outcomes", [Lines([MATRIX_NOTE], "meta"),
@@ -219,7 +221,7 @@ def report_sections(doc: RunDocument) -> list[Section]:
         out.append(Section("Agreement between builds", [
             Lines([BUILDS_NOTE], "meta"), Table(*builds_rows(doc)),
             Lines([f"not run on the seed siblings: {c}: {why}" for c, why in (doc.builds_not_run or {}).items()],
-                  "meta")], collapsed=True))
+                  "items")], collapsed=True))
     out.append(Section("Models", [Table(*model_rows(doc))], collapsed=True))
     out.append(Section("Where the time goes", [Table(*time_rows(doc), colour=False)], collapsed=True))
     return out + [claim_section(doc, claim_id, entry, records) for claim_id, entry, records in claims_of(doc)]

@@ -10,7 +10,7 @@ import math
 import re
 
 from reports.checks import (
-    CONTROL_FAILED, ERROR, FAILED, FAILS, FAILS_AS_EXPECTED, HOLDS, INCONCLUSIVE, NOT_INFORMATIVE, RED, Check, ClaimRecord,
+    CONTROL_FAILED, ERROR, FAILED, FAILS, FAILS_AS_EXPECTED, HOLDS, INCONCLUSIVE, RED, Check, ClaimRecord,
     Outcome,
 )
 from reports.document import RunDocument

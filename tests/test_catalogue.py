@@ -173,7 +173,7 @@ def test_every_derivation_lives_in_the_catalogue_beside_its_threshold():
 
 
 def test_a_derivation_is_read_by_key_and_filled():
-    from fixtures.catalogue import catalogued
+    from fixtures.catalogue_text import catalogued
 
     filled = catalogued("S3.7/token-accuracy-of-one-token-inputs-indirect-embedding-representation", RECOVERS=0.5,
                         control_inputs=64)
@@ -190,23 +190,30 @@ def test_a_derivation_is_read_by_key_and_filled():
 
 
 def _procedure_keys() -> tuple[list[str], list[str]]:
-    """(the keys the claim test files read procedures by, file:line of each ``record(procedure=...)`` whose text is
-    written in the code instead: neither ``procedure(KEY, ...)`` nor a helper's call)."""
-    keys, written = [], []
-    for path in sorted(CLAIMS.rglob("test_*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if not (isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "record"):
-                continue
-            given = next((k.value for k in node.keywords if k.arg == "procedure"), None)
-            if isinstance(given, ast.Call) and getattr(given.func, "id", "") == "procedure":
-                keys.append(given.args[0].value)
-            elif given is not None and not isinstance(given, ast.Call):
-                written.append(f"{path.name}:{node.lineno}")
+    """(the keys the claim files read procedures by, file:line of each ``record(procedure=...)`` whose text is not
+    read from the catalogue: neither ``procedure(KEY, ...)`` nor a helper of the claim files that returns one, as
+    ``residual_procedure``)."""
+    def is_procedure(node) -> bool:
+        return isinstance(node, ast.Call) and getattr(node.func, "id", "") == "procedure" and bool(node.args)
+
+    trees = {path: ast.parse(path.read_text(encoding="utf-8")) for path in sorted(CLAIMS.rglob("*.py"))
+             if path.name != "_template.py"}
+    helpers = {node.name for tree in trees.values() for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)
+               and any(isinstance(r, ast.Return) and is_procedure(r.value) for r in ast.walk(node))}
+    keys = [node.args[0].value for tree in trees.values() for node in ast.walk(tree) if is_procedure(node)]
+    written = []
+    for path, tree in trees.items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "record":
+                given = next((k.value for k in node.keywords if k.arg == "procedure"), None)
+                if given is not None and not (is_procedure(given) or getattr(getattr(given, "func", None), "id", "")
+                                              in helpers):
+                    written.append(f"{path.name}:{node.lineno}")
     return keys, written
 
 
 def test_every_procedure_lives_in_the_catalogue():
-    """Issue 65, item 4: a record's procedure is the catalogue's text of its key, each entry read by one record."""
+    """Issue 65, item 4: a record's procedure is the catalogue's text of its key, each entry read at one place."""
     keys, written = _procedure_keys()
     entries = [p.key for c in load_catalogue().claims.values() for p in c.procedures]
     assert written == []
@@ -214,7 +221,7 @@ def test_every_procedure_lives_in_the_catalogue():
 
 
 def test_a_procedure_is_read_by_key_and_filled():
-    from fixtures.catalogue import procedure
+    from fixtures.catalogue_text import procedure
 
     text = procedure("S3.1/the-pseudo-inverse-recovers-the-tokens", prompts=16, tokens=12, SOURCE_PROMPT="The sky")
     assert text.startswith("16 held-out prompts of 12 tokens (the length of S3's prompt 'The sky' in this tokenizer)")

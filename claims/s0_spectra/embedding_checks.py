@@ -8,7 +8,7 @@ positions, an exponent of about -1/3. "Flat" (uniform power) is taken as an expo
 
 from dataclasses import dataclass
 
-from fixtures.catalogue import catalogued
+from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
 

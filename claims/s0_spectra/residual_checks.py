@@ -13,7 +13,7 @@ than half the attention residuals' (``CLOSER``; a reading: "pretty close" is mor
 
 from dataclasses import dataclass
 
-from fixtures.catalogue import catalogued
+from fixtures.catalogue_text import catalogued
 from latent_instruments.clean_law import CLEAN_LAW_QUANTILE
 from latent_instruments.stats import Estimate
 from reports.checks import Check

@@ -13,6 +13,7 @@ import numpy as np
 
 from claims.s0_spectra.conftest import early_blocks, loglog_panels, mean_fit
 from fixtures.catalogue import load_catalogue
+from fixtures.catalogue_text import procedure
 from latent_instruments.clean_law import CLEAN_LAW_QUANTILE, clean_law_scatter, periodograms_averaged
 from latent_instruments.spectra import largest_excess, low_band_share
 
@@ -89,11 +90,11 @@ def spectra_figure(model_name: str, title: str, bins, psd: np.ndarray) -> dict:
 
 
 def residual_procedure(spectra, what: str) -> str:
-    """The procedure sentence of an S0.6-S0.10 record; ``what`` names the spectra's states."""
-    return (f"{spectra.sequences} held-out sequences of {spectra.positions} tokens (S0: 8 × 2048), first token "
-            f"dropped, |rfft|² of {what} averaged over d_model then sequences; {spectra.bins.centers.size} log-spaced "
-            f"bins over {spectra.bins.band_decades:.2f} decades. Depth mapping: first {early_blocks(spectra.n_blocks)} "
-            f"of {spectra.n_blocks} blocks stand for S0's first three of 12.")
+    """The procedure sentence of an S0.6-S0.10 record (the catalogue's "S0.6/residual-spectra"); ``what`` names the
+    spectra's states."""
+    return procedure("S0.6/residual-spectra", sequences=spectra.sequences, positions=spectra.positions, what=what,
+                     bins=spectra.bins.centers.size, band_decades=spectra.bins.band_decades,
+                     early=early_blocks(spectra.n_blocks), n_blocks=spectra.n_blocks)
 
 
 def flattest_law(bins, units: np.ndarray) -> float:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fixtures.catalogue import catalogued
+from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
 

@@ -10,7 +10,7 @@ import pytest
 from claims.s0_spectra.conftest import SPECTRA_NEEDS, mean_fit
 from claims.s0_spectra.embedding_checks import FlatEstimates, TiltEstimates, flat_checks, tilt_checks
 from claims.s0_spectra.embedding_measures import position_tilt
-from fixtures.catalogue import procedure
+from fixtures.catalogue_text import procedure
 
 
 @pytest.mark.claim("S0.1", version=2, sample="prompts")  # 2: more prompts while inconclusive (fixtures.rounds)

@@ -14,7 +14,7 @@ import pytest
 from scipy import stats
 
 from claims.s0_spectra.conftest import SPECTRA_NEEDS, beyond_null, loglog_panels, mean_fit
-from fixtures.catalogue import procedure
+from fixtures.catalogue_text import procedure
 from reports.plots import series
 from claims.s0_spectra.straightening_checks import (
     S0_BAND_DECADES, LearnedEstimates, SpanEstimates, StraighteningEstimates, learned_checks, span_checks,

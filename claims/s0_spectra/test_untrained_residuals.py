@@ -24,7 +24,7 @@ from claims.s0_spectra.residual_spectra import (
     CALIBRATIONS, apart_over_clean_law, block_labels, clean_law_tolerance, closeness_ratio, flattest_law,
     outlier_lead, residual_procedure, shape_distance, spectra_figure,
 )
-from fixtures.catalogue import procedure
+from fixtures.catalogue_text import procedure
 from latent_instruments.clean_law import CLEAN_LAW_QUANTILE
 from models.zoo import resolve
 

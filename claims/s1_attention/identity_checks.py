@@ -8,7 +8,7 @@ bounds of the dtype the model ran in, passed in by the test (S1 gives no figure)
 
 from dataclasses import dataclass
 
-from fixtures.catalogue import catalogued
+from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
 

@@ -18,8 +18,9 @@ import torch
 
 from claims.s1_attention.conftest import per_layer
 from claims.s1_attention.probe_checks import ProbeEstimates, probe_checks
-from fixtures.catalogue import procedure
+from fixtures.catalogue_text import procedure
 from latent_instruments.probes import layer_probe, majority_rate, shuffled_null, time_pooled
+from latent_instruments.stats import sample_mean
 from models.capture import run_with_cache
 from models.corpus import NoPlaysError, corpus_works
 from reports.plots import series
@@ -108,12 +109,12 @@ def test_pooled_features_are_linearly_separable_by_play(model_name, subject, cor
     correct = layer_probe(features, plays, settings.seed)  # (n, n_layers) out-of-fold
     best = int(correct[:, 1:].mean(axis=0).argmax()) + 1
     control = shuffled_null(features[:, best], plays, settings.seed, SHUFFLES)  # (n, SHUFFLES), the best block
-    null = claim.bootstrap(control, lambda u: float(u.mean()))
+    null = claim.bootstrap(control, sample_mean)
     with_genre = np.array([g is not None for g in genres])
     genre = np.array([g for g in genres if g is not None])
     genre_correct = layer_probe(features[with_genre], genre, settings.seed)
     chance, n = majority_rate(plays), len(plays)
-    accuracy = per_layer(correct, lambda u: float(u.mean()), settings.seed)
+    accuracy = per_layer(correct, sample_mean, settings.seed)
     last = correct.shape[1] - 1
     best_minus_last = claim.bootstrap(correct, lambda u: float(u[:, 1:].mean(axis=0).max() - u[:, -1].mean()))
     claim.record(

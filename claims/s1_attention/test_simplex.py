@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from claims.s1_attention.conftest import ALL_ROLES, attention_modules
-from fixtures.catalogue import procedure
+from fixtures.catalogue_text import procedure
 from latent_instruments.attention import (
     NotAnOddsRatio, ScoreForm, causal_mean, convex_combination, output_error_bound, probability_rounding,
     simplex_deviation,

@@ -27,7 +27,7 @@ import torch
 
 from claims.s1_attention.conftest import per_layer
 from claims.s1_attention.trajectory_checks import TrajectoryEstimates, trajectory_checks
-from fixtures.catalogue import procedure
+from fixtures.catalogue_text import procedure
 from latent_instruments.stats import sample_mean
 from reports.plots import series
 from claims.s1_attention.trajectory_measures import final_gain, over_twin

@@ -7,7 +7,8 @@ import numpy as np
 
 
 def final_gain(units: np.ndarray) -> float:
-    """Final layer's mean excess closeness minus the larger of every earlier layer's and 0 (other tokens')."""
+    """Statistic of units (prompts, layers): the final layer's mean excess closeness minus the larger of every
+    earlier layer's and 0 (other tokens'), in the units' own unit."""
     mean = units.mean(axis=0)
     return float(mean[-1] - max(mean[:-1].max(), 0.0))
 

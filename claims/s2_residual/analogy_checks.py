@@ -4,7 +4,7 @@ self-tests (``tests/cases_s2.py``) drive the same function to hold and to fail e
 
 from dataclasses import dataclass
 
-from fixtures.catalogue import catalogued
+from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
 

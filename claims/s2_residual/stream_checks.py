@@ -4,7 +4,7 @@ and the self-tests (``tests/cases_s2.py``) drive the same functions to hold and 
 
 from dataclasses import dataclass
 
-from fixtures.catalogue import catalogued
+from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from claims.s2_residual.analogy_checks import AnalogyEstimates, analogy_checks
-from fixtures.catalogue import procedure
+from fixtures.catalogue_text import procedure
 from latent_instruments.analogies import Analogy, analogy_ranks, crossed_analogies, word_token
 from models.zoo import resolve
 from reports.plots import series

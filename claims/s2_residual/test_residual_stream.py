@@ -24,11 +24,12 @@ import pytest
 import torch
 from scipy import stats
 
-from fixtures.catalogue import procedure
+from fixtures.catalogue_text import procedure
 from latent_instruments.geometry import (
     consecutive_cosines, cross_token_cosine, fit_log_growth, growth_per_layer, mean_norm_by_layer,
     mismatched_consecutive_cosines, token_norm_ratio,
 )
+from latent_instruments.stats import sample_mean
 from reports.plots import series
 from claims.s2_residual.stream_checks import (
     COSINE_FLOOR, DirectionEstimates, GrowthEstimates, direction_checks, growth_checks,
@@ -113,8 +114,8 @@ def test_hidden_state_norm_grows_with_depth(model_name, activations, twin_activa
     rate = claim.bootstrap(norms, block_rate)
     typical = claim.bootstrap(ratios, median_token_growth)
     twin_rate = claim.bootstrap(twin_norms, block_rate)
-    per_layer = [claim.bootstrap(norms[:, i], lambda u: float(u.mean())) for i in range(n_blocks + 1)]
-    twin_per_layer = [claim.bootstrap(twin_norms[:, i], lambda u: float(u.mean())) for i in range(n_blocks + 1)]
+    per_layer = [claim.bootstrap(norms[:, i], sample_mean) for i in range(n_blocks + 1)]
+    twin_per_layer = [claim.bootstrap(twin_norms[:, i], sample_mean) for i in range(n_blocks + 1)]
     mean, twin_mean = mean_by_layer(norms), mean_by_layer(twin_norms)
     claim.record(
         growth_checks(GrowthEstimates(keeps_growing, typical), labels[1], labels[-1]),
@@ -186,7 +187,7 @@ def test_consecutive_layers_point_the_same_way(model_name, activations, twin_act
     above_null = claim.bootstrap(units, lambda u: float(null_margin(u, n_blocks)[counted].min()))
 
     def per_column(x: np.ndarray) -> list:
-        return [claim.bootstrap(x[:, i], lambda u: float(u.mean())) for i in range(x.shape[1])]
+        return [claim.bootstrap(x[:, i], sample_mean) for i in range(x.shape[1])]
 
     per_step, per_null, per_cross = per_column(consecutive), per_column(mismatched), per_column(cross)
     per_twin = per_column(twin_consecutive)

@@ -4,11 +4,11 @@ self-tests (``tests/cases_s3.py``, ``tests/test_s3_checks.py``) drive the same f
 
 from dataclasses import dataclass
 
-from fixtures.catalogue import catalogued
+from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
 
-AGREES = 0.5  # the two attributions agree: mean per-prompt Spearman ρ above ½ (derivation at the check)
+AGREES = 0.5  # the two attributions agree: mean per-prompt Spearman ρ above ½ (derivation: the catalogue row of its check)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import torch
 from scipy.stats import spearmanr
 
 from claims.s3_inversion.attribution_checks import AgreementEstimates
-from latent_instruments.stats import bootstrap
+from latent_instruments.stats import bootstrap, sample_mean
 
 
 def other_frequent_token(ids: torch.Tensor) -> torch.Tensor:
@@ -32,5 +32,5 @@ def rank_agreement(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def agreement_estimates(rho: np.ndarray, twin_rho: np.ndarray, seed: int) -> AgreementEstimates:
     """S3.8's estimates from per-prompt ρ of defined prompts, (prompts,) each: the means, bootstrapped."""
-    return AgreementEstimates(bootstrap(rho, lambda u: float(u.mean()), seed=seed),
-                              bootstrap(twin_rho, lambda u: float(u.mean()), seed=seed))
+    return AgreementEstimates(bootstrap(rho, sample_mean, seed=seed),
+                              bootstrap(twin_rho, sample_mean, seed=seed))

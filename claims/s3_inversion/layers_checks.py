@@ -5,7 +5,7 @@
 from dataclasses import dataclass
 
 from claims.s3_inversion.convergence import convergence_check
-from fixtures.catalogue import catalogued
+from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
 

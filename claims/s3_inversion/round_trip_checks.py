@@ -4,11 +4,11 @@ self-tests (``tests/cases_s3.py``) drive the same function to hold and to fail e
 
 from dataclasses import dataclass
 
-from fixtures.catalogue import catalogued
+from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
 
-EXACT = 0.999  # S3: the round trip gives the prompt back exactly, every token (see the derivation)
+EXACT = 0.999  # S3: the round trip gives the prompt back exactly, every token (derivation: the catalogue row of its check)
 PERMUTED_CEILING = 0.5  # control: the same embeddings decoded with W_E's rows shuffled must not give the prompt
 
 

@@ -30,7 +30,7 @@ import torch
 from captum.attr import FeatureAblation, InputXGradient
 
 from claims.s3_inversion.attribution_checks import agreement_checks
-from fixtures.catalogue import procedure
+from fixtures.catalogue_text import procedure
 from models.forwards import frozen
 from claims.s3_inversion.attribution_measures import agreement_estimates, other_frequent_token, rank_agreement
 

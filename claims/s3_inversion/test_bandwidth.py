@@ -50,8 +50,8 @@ from claims.s3_inversion.bandwidth_checks import (
 from claims.s3_inversion.convergence import UNTRAINED_PAST_N, continues
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, examples, first_prompt, setting
 from claims.s3_inversion.scope import SMALL_TRAINED
-from fixtures.catalogue import procedure
-from latent_instruments.stats import Estimate, proportion
+from fixtures.catalogue_text import procedure
+from latent_instruments.stats import Estimate, paired_difference, proportion, sample_mean
 from models.forwards import side_by_side
 from reports.plots import series
 from reports.checks import FAILED
@@ -102,7 +102,7 @@ def test_recovery_falls_sharply_with_output_features(model_name, subject, invers
     steps = inversions.scale.steps(model_name)
     curves, how = _curves(subject, ids, problem, steps, inversions.scale, settings.seed)
     curve = curves[how]
-    full = claim.bootstrap(curve(d), lambda u: float(u.mean()))
+    full = claim.bootstrap(curve(d), sample_mean)
     by_setting = {"token accuracy, full output, by setting": {h: c.mean(d) for h, c in curves.items()}}
     untrained = subject.entry.random_init
     works = proportion(curve(d) >= EVERY)
@@ -122,15 +122,14 @@ def test_recovery_falls_sharply_with_output_features(model_name, subject, invers
                                          first_feature_accuracy=curve.mean(1)),
                      details={"token accuracy by k": {str(k): round(curve.mean(k), 4) for k in sorted(curve.points)}})
     jump = claim.bootstrap(np.column_stack([curve(k_star), curve(k_star - 1)]),
-                     lambda u: float(u[:, 0].mean() - u[:, 1].mean()))
+                     paired_difference)
     matched = proportion(curve.passed(k_star - 1))  # 0/1 per prompt: an exact interval
     ks = sorted(curve.points)
-    per_k = [claim.bootstrap(curve(k), lambda u: float(u.mean())) for k in ks]
+    per_k = [claim.bootstrap(curve(k), sample_mean) for k in ks]
     fraction = claim.bootstrap(np.column_stack([curve(k) for k in ks]), lambda u: crossing_fraction(u, ks, d))
     estimates = BandwidthEstimates(jump, fraction, matched, works if untrained else None)
     if bandwidth_checks(estimates, k_star, d, steps)[0].status == FAILED:  # the two descents either side of the
-        paired = lambda u: float(u[:, 0].mean() - u[:, 1].mean())  # noqa: E731  (crossing continued: does it stay?)
-        estimates = replace(estimates, longer=claim.bootstrap(curve.continued(k_star, k_star - 1), paired))
+        estimates = replace(estimates, longer=claim.bootstrap(curve.continued(k_star, k_star - 1), paired_difference))
     claim.record(
         bandwidth_checks(estimates, k_star, d, steps),
         procedure=procedure("S3.10/recovery-falls-sharply-with-output-features", n=n, tokens=tokens,

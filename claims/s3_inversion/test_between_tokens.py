@@ -45,10 +45,10 @@ from claims.s3_inversion.between_tokens_checks import (
 from claims.s3_inversion.convergence import LONGER, SCHEDULE, deepens
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, first_prompt, layer_output, setting
 from claims.s3_inversion.scope import SMALL_TRAINED
-from fixtures.catalogue import procedure
+from fixtures.catalogue_text import procedure
 from latent_instruments.inversion import invert
 from latent_instruments.decoding import pseudo_inverse
-from latent_instruments.stats import per_unit, proportion, proportion_difference
+from latent_instruments.stats import per_unit, proportion, proportion_difference, sample_mean
 from models.adapters import adapter_for
 from models.forwards import side_by_side
 from models.loading import LoadedModel
@@ -80,7 +80,7 @@ def test_later_positions_do_not_identify_a_masked_token(model_name, subject, gro
     best = int(scale.chosen(own[:, 1]))  # the headline setting, by the unmasked tokens on a CPU (chosen once)
     reported = scale.reported(own)
     masked = proportion(reported[:, 0, best])  # MASKED = 1 position: 0/1 per prompt, an exact interval
-    unmasked = claim.bootstrap(reported[:, 1, best], lambda u: float(u.mean()))
+    unmasked = claim.bootstrap(reported[:, 1, best], sample_mean)
     twin_best = scale.chosen(units[twin.name][:, 1])
     twin_masked = scale.reported_fraction(units[twin.name][:, 0], twin_best)
     run = inversions.run(model_name, subject, 0, DESCENT_SETTINGS[best], masked=MASKED)

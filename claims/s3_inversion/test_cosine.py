@@ -48,11 +48,11 @@ from claims.s3_inversion.cosine_checks import (
 from claims.s3_inversion.inversions import (
     ADAPTED_DESCRIPTION, TOP_K, examples, first_prompt, layer_output, setting,
 )
-from fixtures.catalogue import procedure
+from fixtures.catalogue_text import procedure
 from latent_instruments.ablation import norms_removed
 from latent_instruments.inversion import invert
 from latent_instruments.decoding import direct_fit_decode, pseudo_inverse
-from latent_instruments.stats import bootstrap, per_unit, sample_mean
+from latent_instruments.stats import bootstrap, paired_difference, per_unit, sample_mean
 from models.forwards import frozen, side_by_side
 from reports.plots import series
 from reports.checks import FAILED
@@ -61,7 +61,7 @@ from claims.s3_inversion.cosine_measures import reached_over_start
 
 LONG_PROMPT = "Boba Fett was a legendary bounty hunter in the outer rim"  # S3.7's prompt that succeeds
 CONTROL_INPUTS = 64  # one-token inputs of S3.7's control at every scale: 16 leave its interval ±0.23 wide
-CONTROL_SETTING = {False: "better of S3's setting and the adapted one", True: "S3's setting"}  # by Scale.source
+CONTROL_SETTING = {True: "S3's setting", False: "better of S3's setting and the adapted one"}  # by Scale.source
 CONTROL_PROCEDURE = {  # the control's setting in the procedure, by Scale.source
     True: "with S3's setting, on every one of them (at source scale the setting is S3's own, as S3.2-S3.4's)",
     False: f"with S3's setting and {ADAPTED_DESCRIPTION}, the better chosen on a third of them and reported on the "
@@ -92,9 +92,9 @@ def _numpy(t: torch.Tensor) -> np.ndarray:
     return t.double().cpu().numpy()
 
 
-def _difference(units: np.ndarray, seed: int) -> str:
+def _difference_text(units: np.ndarray, seed: int) -> str:
     """"v [low, high]": long minus one-token accuracy of (prompts, 2) units, with its 95 % bootstrap interval."""
-    e = bootstrap(units, lambda u: float(u[:, 0].mean() - u[:, 1].mean()), seed=seed)
+    e = bootstrap(units, paired_difference, seed=seed)
     return f"{e.value:.3f} [{e.low:.3f}, {e.high:.3f}]"
 
 
@@ -150,8 +150,8 @@ def _cosine_details(long_tokens: int, units: np.ndarray, code_units: np.ndarray,
     indirect = [found["indirect"][0], found["indirect, adapted"][0]]
     return {f"learning-rate dependence: long minus one-token (direct, cosine), at S3's text's η 1 → 1/100 and at "
             f"its code's η {CODE_RATE[0]} → {CODE_RATE[1]}": {
-                "S3's text (the claim's)": _difference(units, seed),
-                "S3's code": _difference(code_units, seed),
+                "S3's text (the claim's)": _difference_text(units, seed),
+                "S3's code": _difference_text(code_units, seed),
                 f"{long_tokens}-token, direct, S3's code rate": float(code_units[:, 0].mean()),
                 "one-token, direct, S3's code rate": float(code_units[:, 1].mean())},
             "token accuracy": {f"{long_tokens}-token, direct": per[0].value, "one-token, direct": per[1].value,
@@ -196,13 +196,12 @@ def test_cosine_direct_inversion_fails_on_one_token(model_name, subject, inversi
     per.append(scale.reported_fraction(control, better))  # one token per input: 0/1, an exact interval
 
     descent = per_unit(_numpy(l2.token_accuracy), "min")  # the optimiser works: asserted of every input
-    difference = lambda u: float(u[:, 0].mean() - u[:, 1].mean())  # noqa: E731 - long minus one-token, per prompt
-    estimates = CosineEstimates(claim.bootstrap(units, difference), per[2], descent)
+    estimates = CosineEstimates(claim.bootstrap(units, paired_difference), per[2], descent)
     context = (long_tokens, CONTROL_SETTING[scale.source], CONTROL_INPUTS, steps)
     converged = {}
     if cosine_checks(estimates, *context)[0].status == FAILED:  # the same two descents continued: does it stay?
         continued = _continued(subject, ids, (long, one), steps, settings.seed)
-        estimates = replace(estimates, longer=claim.bootstrap(continued, difference))
+        estimates = replace(estimates, longer=claim.bootstrap(continued, paired_difference))
         converged = {f"token accuracy after {steps + further_steps(steps)} steps (convergence control)": {
             f"{long_tokens}-token, direct": float(continued[:, 0].mean()), "one-token, direct": float(continued[:, 1].mean())}}
     claim.record(
@@ -272,8 +271,8 @@ def check_layer_norm(model_name, subject, inversions, pool, claim, settings) -> 
     claim.record(
         layer_norm_checks(LayerNormEstimates(
             claim.bootstrap(units, lambda u: reached_over_start(u, 0, 2)),
-            claim.bootstrap(units, lambda u: float(u[:, 0].mean() - u[:, 1].mean())), minimised, one)),
-        procedure=procedure("S3.13/check-layer-norm", n=n, SHORT_TOKENS=SHORT_TOKENS, steps=steps, removed=removed,
+            claim.bootstrap(units, paired_difference), minimised, one)),
+        procedure=procedure("S3.13/layer-norm-impedes-cosine-minimisation", n=n, SHORT_TOKENS=SHORT_TOKENS, steps=steps, removed=removed,
                             first_budget=scale.steps(model_name), budgets=', '.join(map(str, BUDGETS)),
                             convergence=deepens("its claim check fails where the distance with norms ends below a tenth of its start, minimised "
                                          "although S3 says it cannot be; a longer descent only lowers it further")),

@@ -27,7 +27,7 @@ from claims.s3_inversion.convergence import continues
 from claims.s3_inversion.depth_checks import DepthEstimates, depth_checks, first_works_check
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, SOURCE_PROMPT, first_prompt
 from claims.s3_inversion.scope import SMALL_TRAINED
-from fixtures.catalogue import procedure
+from fixtures.catalogue_text import procedure
 from latent_instruments.stats import bootstrap, proportion, sample_mean
 from reports.plots import series
 from reports.checks import INCONCLUSIVE
@@ -115,7 +115,7 @@ def check_depth(model_name, subject, inversions, claim, settings) -> None:
     works = proportion(scale.reported(accuracy[:, 0, chosen[0]] > start))
     first_works = first_works_check(works)
     if untrained and not first_works.passed:  # S3 says an untrained block 1 inverts: the descent failed
-        claim.record([first_works], procedure=procedure("S3.4/check-depth/descent-fails-on-block-1",
+        claim.record([first_works], procedure=procedure("S3.4/inversion-degrades-with-depth/descent-fails-on-block-1",
                                                         prompts=accuracy.shape[0]),
                      details=by_block)
     if not untrained and first_over_chance.low <= 0:
@@ -139,7 +139,7 @@ def check_depth(model_name, subject, inversions, claim, settings) -> None:
         estimates = replace(estimates, longer=claim.bootstrap(continued, first_minus_last))
     claim.record(
         depth_checks(estimates, *context),
-        procedure=procedure("S3.4/check-depth", prompts=accuracy.shape[0], tokens=problem.tokens,
+        procedure=procedure("S3.4/inversion-degrades-with-depth", prompts=accuracy.shape[0], tokens=problem.tokens,
                             SOURCE_PROMPT=SOURCE_PROMPT, blocks=', '.join(map(str, blocks)),
                             steps=runs[blocks[0], 'source'].steps, headline_label=scale.headline_label,
                             convergence=UNTRAINED_DECIDED if untrained else continues(

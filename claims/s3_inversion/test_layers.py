@@ -44,7 +44,7 @@ import pytest
 from claims.s3_inversion.convergence import continues
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, first_prompt
 from claims.s3_inversion.layers_checks import LAYERS, LayersEstimates, gap_check, layers_checks
-from fixtures.catalogue import procedure
+from fixtures.catalogue_text import procedure
 from reports.plots import series
 from reports.checks import FAILED, INCONCLUSIVE
 from claims.s3_inversion.layers_measures import recovered_share

@@ -33,8 +33,8 @@ from claims.s3_inversion.convergence import continues
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, first_prompt
 from claims.s3_inversion.mixer_checks import BLOCK, HALF, PairEstimates, TwinsEstimates, pair_checks, works_checks
 from claims.s3_inversion.scope import SMALL_TRAINED
-from fixtures.catalogue import procedure
-from latent_instruments.stats import proportion, proportion_difference
+from fixtures.catalogue_text import procedure
+from latent_instruments.stats import paired_difference, proportion, proportion_difference, sample_mean
 from models.evaluation import held_out_bits_per_character
 from reports.plots import series
 from reports.checks import INCONCLUSIVE
@@ -57,7 +57,7 @@ def _best(units: np.ndarray, scale) -> int:
     return int(scale.chosen(units[:, 1]))
 
 
-def _pair(pair, kind: str, units: dict, chosen: dict, inversions, claim) -> tuple[list, str]:
+def _pair_checks_or_gate(pair, kind: str, units: dict, chosen: dict, inversions, claim) -> tuple[list, str]:
     """One pair's checks (``kind`` "trained" or "untrained twins") and why it was not compared ("" where it was):
     the twins' works controls first (S3 says untrained blocks invert: a descent failing there is a control, red),
     then the gate (most unmasked tokens recovered), then the pair's claim check, continued to 5N where the trained
@@ -69,7 +69,7 @@ def _pair(pair, kind: str, units: dict, chosen: dict, inversions, claim) -> tupl
         if not all(c.passed for c in checks):
             return checks, ""
     weak = [] if kind == "untrained twins" else [f"{m.name} {e.value:.3f} [{e.low:.3f}, {e.high:.3f}]" for m in pair
-            for e in [claim.bootstrap(units[m.name, BLOCK][:, 1], lambda u: float(u.mean()))]
+            for e in [claim.bootstrap(units[m.name, BLOCK][:, 1], sample_mean)]
             if e.low <= HALF]
     if weak:
         return checks, (f"{kind}: the inversion from block {BLOCK} recovers no more than half of the unmasked "
@@ -77,7 +77,7 @@ def _pair(pair, kind: str, units: dict, chosen: dict, inversions, claim) -> tupl
                         + SMALL_TRAINED)
     mixer_found, transformer_found = (units[m.name, BLOCK][:, 0] for m in (pair[1], pair[0]))  # 0/1 per prompt
     mixer_above = claim.bootstrap(units[pair[1].name, BLOCK][:, [0, 2]],
-                                  lambda u: float(u[:, 0].mean() - u[:, 1].mean()))
+                                  paired_difference)
     estimates = PairEstimates(proportion_difference(mixer_found, transformer_found, paired=True), mixer_above)
     context = (kind, pair[0].name, pair[1].name, inversions.scale.steps(pair[0].name))
     if kind == "trained" and pair_checks(estimates, *context)[0].status != INCONCLUSIVE:  # both masked descents
@@ -113,7 +113,7 @@ def test_a_masked_mixer_carries_more_non_self_information(model_name, group, gro
     recovered = {f"{name}, block {b}": float(u[:, 1].mean()) for (name, b), u in units.items()}
     checks, gated = [], []
     for pair, kind in ((group, "trained"), (group_twins, "untrained twins")):
-        made, gate = _pair(pair, kind, units, chosen, inversions, claim)
+        made, gate = _pair_checks_or_gate(pair, kind, units, chosen, inversions, claim)
         checks.extend(made)
         gated.extend([gate] if gate else [])
     if not any(c.role == "claim" for c in checks) and all(c.passed for c in checks):
@@ -143,6 +143,6 @@ def test_a_masked_mixer_carries_more_non_self_information(model_name, group, gro
         plot={"kind": "bars", "title": f"S3.12: masked first token from [:, 1:, :] (block {BLOCK})",
               "categories": [m.name for m in (*group, *group_twins)], "ylabel": "fraction of prompts",
               "series": {"masked token recovered": series(
-                  [claim.bootstrap(units[m.name, BLOCK][:, 0], lambda u: float(u.mean()))
+                  [claim.bootstrap(units[m.name, BLOCK][:, 0], sample_mean)
                    for m in (*group, *group_twins)])}},
     )

@@ -40,7 +40,7 @@ from claims.s3_inversion.inversions import DESCENT_SETTINGS, first_prompt
 from claims.s3_inversion.scale import Scale
 from claims.s3_inversion.residual_checks import ResidualEstimates, residual_checks, twin_works_check
 from claims.s3_inversion.scope import SMALL_TRAINED
-from fixtures.catalogue import procedure
+from fixtures.catalogue_text import procedure
 from latent_instruments.stats import proportion
 from reports.plots import series
 from reports.checks import FAILED, PASSED

@@ -16,7 +16,7 @@ import torch
 
 from claims.s3_inversion.inversions import SOURCE_PROMPT, examples
 from claims.s3_inversion.round_trip_checks import RoundTripEstimates, round_trip_checks
-from fixtures.catalogue import procedure
+from fixtures.catalogue_text import procedure
 from latent_instruments.decoding import PseudoInverse, decode_top_k
 from latent_instruments.stats import per_unit
 

@@ -19,7 +19,7 @@ import pytest
 from claims.s3_inversion.convergence import continues
 from claims.s3_inversion.inversions import ADAPTED_DESCRIPTION, DESCENT_SETTINGS, SOURCE_DESCRIPTION, SOURCE_PROMPT
 from claims.s3_inversion.untrained_checks import GapEstimates, RecoveryEstimates, gap_checks, recovery_checks
-from fixtures.catalogue import procedure
+from fixtures.catalogue_text import procedure
 from latent_instruments.stats import proportion_difference
 from reports.checks import FAILED, INCONCLUSIVE
 

@@ -28,7 +28,8 @@ import pytest
 from claims.s3_inversion.convergence import continues
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, SOURCE_PROMPT, first_prompt
 from claims.s3_inversion.vocabulary_checks import VocabularyEstimates, vocabulary_checks
-from fixtures.catalogue import procedure
+from fixtures.catalogue_text import procedure
+from latent_instruments.stats import sample_mean
 from reports.plots import series
 from reports.checks import INCONCLUSIVE
 from claims.s3_inversion.vocabulary_measures import accuracy_difference
@@ -38,8 +39,6 @@ SATURATED = 0.99  # full-vocabulary accuracy from which a restriction has nothin
 DECODINGS = ("whole vocabulary", "prompt + distractors", "prompt only")
 
 
-# 8: a decided gain's convergence control (block 1's descent continued to 5N: a gain rests on the whole vocabulary's
-# failure to recover the prompt, which more steps can remove)
 def _counts(accuracy: np.ndarray, tokens: int) -> np.ndarray:
     """Tokens right per prompt, exact: token accuracies (prompts, decodings) over ``tokens`` positions, as counts."""
     return np.rint(accuracy.astype(np.float64) * tokens).astype(np.int64)
@@ -61,6 +60,8 @@ def _vocabulary_details(run, how: str, estimates: list) -> dict:
     }
 
 
+# 8: a decided gain's convergence control (block 1's descent continued to 5N: a gain rests on the whole vocabulary's
+# failure to recover the prompt, which more steps can remove)
 @pytest.mark.claim("S3.6", version=8, sample="prompts")  # 7: 24 CPU prompts, a third choose (6: chosen once)
 @pytest.mark.models("trained", "hf")
 def test_restricting_the_vocabulary_improves_recovery(model_name, subject, inversions, claim, settings):
@@ -76,7 +77,7 @@ def test_restricting_the_vocabulary_improves_recovery(model_name, subject, inver
                                                        run.start_zero_prompt_accuracy]))
     tokens = run.hits.shape[1]
     counts = _counts(units, tokens)
-    estimates = [claim.bootstrap(units[:, i], lambda u: float(u.mean())) for i in range(4)]
+    estimates = [claim.bootstrap(units[:, i], sample_mean) for i in range(4)]
     if estimates[0].low >= SATURATED:
         claim.not_informative(
             f"the whole-vocabulary decoding is already exact ({estimates[0].value:.3f}): a restriction has nothing "

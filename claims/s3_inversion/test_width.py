@@ -35,7 +35,7 @@ import pytest
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, SOURCE_PROMPT, first_prompt
 from claims.s3_inversion.test_depth import depths
 from claims.s3_inversion.width_checks import WidthEstimates, width_checks
-from fixtures.catalogue import procedure
+from fixtures.catalogue_text import procedure
 from models.evaluation import held_out_bits_per_character
 from models.zoo import resolve
 from reports.plots import series
@@ -48,7 +48,7 @@ def _accuracy(inversions, rung, block: int, vocabulary: str) -> np.ndarray:
     return np.stack([r.full_accuracy if vocabulary == "full-vocabulary" else r.accuracy for r in runs], -1)
 
 
-VOCABULARY = {"full-vocabulary": "the whole vocabulary",  # the decoding of each variant, in the procedure
+DECODING_BY_VARIANT = {"full-vocabulary": "the whole vocabulary",  # the decoding of each variant, in the procedure
               "restricted": "each prompt's allowed vocabulary (the distinct tokens of its continuation to the length "
                             "of S3's 13-token sentence; −inf outside)"}
 
@@ -89,7 +89,7 @@ def test_wider_models_invert_better(model_name, variant, group, inversions, clai
                             SOURCE_PROMPT=SOURCE_PROMPT, blocks=', '.join(map(str, blocks)),
                             steps=inversions.run(group[0].name, group[0], 0, 'source').steps,
                             headline_label=scale.headline_label,
-                            vocabulary=VOCABULARY[variant]),
+                            vocabulary=DECODING_BY_VARIANT[variant]),
         scaled=" ".join(filter(None, [
             "S3 compares GPT-2 (768), GPT-2 XL (1600), GPT-J and Llama-7B (4096), Llama-13B/30B (5120/6656) on one "
             f"prompt; here {', '.join(m.name for m in group)} ({', '.join(str(m.d_model) for m in group)} wide), "

@@ -4,7 +4,7 @@
 
 from dataclasses import dataclass
 
-from fixtures.catalogue import catalogued
+from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
 

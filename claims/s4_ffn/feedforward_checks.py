@@ -4,7 +4,7 @@ self-tests (``tests/cases_s4.py``, ``tests/test_s4_checks.py``) drive the same f
 
 from dataclasses import dataclass
 
-from fixtures.catalogue import catalogued
+from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
 

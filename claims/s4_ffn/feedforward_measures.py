@@ -44,7 +44,8 @@ def last_position_distances(subject, input_ids: torch.Tensor) -> np.ndarray:
 
 
 def ablation_ratio(block: int):
-    """Statistic: H(no FFN) / H(no attention) of one block, a ratio of means over prompts."""
+    """Statistic of units (prompts, blocks, 2): H(no FFN) / H(no attention) of one block, a ratio of means over
+    prompts (Hellinger distances to the intact prediction; [..., 0] attention removed, [..., 1] FFN removed)."""
     def statistic(units: np.ndarray) -> float:
         mean = units[:, block].mean(axis=0)
         return float(mean[1] / mean[0])

@@ -15,7 +15,7 @@ mean cosine above the untrained twin's.
 from dataclasses import dataclass
 
 from claims.s4_ffn.conftest import SOURCE_ATTN_NORM, SOURCE_COSINE, SOURCE_FFN_NORM
-from fixtures.catalogue import catalogued
+from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
 

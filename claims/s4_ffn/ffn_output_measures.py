@@ -35,17 +35,20 @@ def block_readings(captured) -> np.ndarray:
 
 
 def output_norm_ratio(block: int):
-    """Statistic: mean FFN output norm / mean attention output norm of one block (ratio of means over prompts)."""
+    """Statistic of :func:`block_readings`' units (prompts, blocks, 4): mean FFN output norm / mean attention output
+    norm of one block (a ratio of means over prompts, unitless)."""
     return lambda u: float(u[:, block, 1].mean() / u[:, block, 0].mean())
 
 
 def block_cosine(block: int):
-    """Statistic: mean cos(attention output, FFN output) of the same token in one block (cosine units)."""
+    """Statistic of :func:`block_readings`' units (prompts, blocks, 4): mean cos(attention output, FFN output) of
+    the same token in one block (cosine)."""
     return lambda u: float(u[:, block, 2].mean())
 
 
 def cosine_excess(block: int, over: int = 3, of: int = 2):
-    """Statistic: mean cosine ``of`` minus mean cosine ``over`` (cosine units) of one block."""
+    """Statistic of :func:`block_readings`' units (prompts, blocks, 4): mean cosine ``of`` minus mean cosine
+    ``over`` of one block (cosine; by default the same-token cosine minus the cross-token baseline)."""
     return lambda u: float(u[:, block, of].mean() - u[:, block, over].mean())
 
 

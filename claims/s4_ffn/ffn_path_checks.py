@@ -11,7 +11,7 @@ discounting the shared direction, the FFN-only state is not "quite different" fr
 import math
 from dataclasses import dataclass
 
-from fixtures.catalogue import catalogued
+from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
 

@@ -13,7 +13,7 @@ cannot decide alone. Version 6's 0.09, set after version 5's 1 % had failed ever
 
 from dataclasses import dataclass
 
-from fixtures.catalogue import catalogued
+from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
 

@@ -5,7 +5,7 @@ and to fail each check. Distances are Hellinger distances H between next-token d
 
 from dataclasses import dataclass
 
-from fixtures.catalogue import catalogued
+from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
 

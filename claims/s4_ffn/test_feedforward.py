@@ -33,7 +33,7 @@ import pytest
 import torch
 
 from claims.s4_ffn.feedforward_checks import feedforward_checks
-from fixtures.catalogue import procedure
+from fixtures.catalogue_text import procedure
 from latent_instruments.distances import hellinger_distance
 from models.forwards import ablated_logits
 from reports.plots import series

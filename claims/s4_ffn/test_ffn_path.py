@@ -29,10 +29,10 @@ import torch
 
 from claims.s4_ffn.conftest import FIRST_POSITION, mean_cosine, mean_norm_ratio
 from claims.s4_ffn.ffn_path_checks import NEARLY_SAME_WAY, FfnPathEstimates, ffn_path_checks
-from fixtures.catalogue import procedure
+from fixtures.catalogue_text import procedure
 from latent_instruments.distances import hellinger_distance
 from latent_instruments.errors import require_finite
-from latent_instruments.stats import paired_difference, per_unit
+from latent_instruments.stats import paired_difference, per_unit, sample_mean
 from reports.plots import series
 from claims.s4_ffn.ffn_path_measures import excess_over_cross_token
 
@@ -138,11 +138,6 @@ def path_readings(subject, captured, contrasts: bool = True) -> dict[str, np.nda
     return out
 
 
-def _mean(u: np.ndarray) -> float:
-    return float(u.mean())
-
-
-# 7: the seed-sibling floor a reading (S4 speaks of the norm); 6: excess floor in S4's words; 5: readout control per prompt
 def _by_depth(r: dict, t: dict) -> dict:
     """S4.4's details by block: cosine and norm ratio of input + Σ FFN outputs to the stream, model and twin."""
     return {f"block {i + 1}": {"cos": float(r["cos"][:, i].mean()), "norm ratio": float(r["ratio"][:, i].mean()),
@@ -171,6 +166,7 @@ def _final_state(r: dict, t: dict, cos, ratio, h, floor: np.ndarray | None) -> d
     }
 
 
+# 7: the seed-sibling floor a reading (S4 speaks of the norm); 6: excess floor in S4's words; 5: readout control per prompt
 @pytest.mark.claim("S4.4", version=7, sample="prompts")
 @pytest.mark.models("trained", "hf", twin=True, siblings=True)
 @pytest.mark.needs(*NEEDS)
@@ -184,7 +180,7 @@ def test_ffn_only_state_is_shorter_and_aligned(model_name, subject, pool, activa
     last = r["cos"].shape[1] - 1
 
     def est(u):
-        return claim.bootstrap(u, _mean)
+        return claim.bootstrap(u, sample_mean)
 
     cos, ratio, h = est(r["cos"][:, last]), est(r["ratio"][:, last]), est(r["H"])
     paired = np.stack([r["cos"][:, last], r["cross"]], axis=1)

@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 import torch
 
-from fixtures.catalogue import procedure
+from fixtures.catalogue_text import procedure
 from latent_instruments.normalization import (
     gain_unevenness, relative_norm_change, rotate_to_cosine, with_concentrated_gain, with_even_gain, without_bias,
 )
 from claims.s4_ffn.final_norm_checks import (CLOSE, COSINE, SCALE, SOURCE_TURNED_CHANGE, FinalNormEstimates,
                                              final_norm_checks)
-from latent_instruments.stats import Estimate, per_unit
+from latent_instruments.stats import Estimate, per_unit, sample_mean
 from claims.s4_ffn.final_norm_measures import paired_excess, worst_scale_change
 
 
@@ -56,10 +56,6 @@ def _changes(norm: torch.nn.Module, x: torch.Tensor, other: torch.Tensor) -> np.
     return relative_norm_change(norm, x.flatten(0, 1), other.flatten(0, 1)).reshape(x.shape[:2]).cpu().numpy()
 
 
-def _mean(u: np.ndarray) -> float:
-    return float(u.mean())
-
-
 def _median(u: np.ndarray) -> float:
     return float(np.median(u))
 
@@ -72,8 +68,7 @@ def _row(e: Estimate) -> dict:
     return {"value": e.value, "low": e.low, "high": e.high}
 
 
-# 8: 'a little' decided, under 10 × S4's 0.41 % (source's numbers); 7: S4's ordering decided, 'a little' a reading
-IDENTITY = (  # S4.5's not-informative reason on a norm with unit gain and zero bias
+IDENTITY_REASON = (  # S4.5's not-informative reason on a norm with unit gain and zero bias
     "the final norm has unit gain and zero bias (random init), so its output is the standardised input, "
     "whose norm is sqrt(d_model) whatever the input's scale or direction (RMSNorm: up to its eps): both "
     "parts of S4.5 hold as an identity (measured: ×10 moves the output norm by {scaled:.1e}, the "
@@ -96,6 +91,7 @@ def _direction_dependence(norm, x: torch.Tensor, turned: torch.Tensor, rotated: 
     }
 
 
+# 8: 'a little' decided, under 10 × S4's 0.41 % (source's numbers); 7: S4's ordering decided, 'a little' a reading
 @pytest.mark.claim("S4.5", version=8, sample="prompts")
 @pytest.mark.models("trained", "hf", "reference")
 @pytest.mark.needs("ln_final.hook_in")
@@ -109,7 +105,7 @@ def test_final_norm_removes_scale(model_name, subject, activations, claim, setti
     close = rotate_to_cosine(x.flatten(0, 1), CLOSE, torch.Generator().manual_seed(seed + 1)).reshape(x.shape) * SCALE
     scaled, rotated, nearly = _changes(norm, x, x * SCALE), _changes(norm, x, turned), _changes(norm, x, close)
     if _identity_parameters(norm):
-        claim.not_informative(IDENTITY.format(scaled=scaled.mean(), rotated=rotated.mean()),
+        claim.not_informative(IDENTITY_REASON.format(scaled=scaled.mean(), rotated=rotated.mean()),
                               details={"identity": {"mean change, ×10": float(scaled.mean()),
                                                     "mean change, turned to cosine 0.52 and ×10": float(rotated.mean()),
                                                     "d_model": x.shape[-1]}})
@@ -117,7 +113,7 @@ def test_final_norm_removes_scale(model_name, subject, activations, claim, setti
     concentrated = _changes(with_concentrated_gain(norm), x, turned)
     worst, examples = worst_scale_change(norm, x.flatten(0, 1))
 
-    def est(u, statistic=_mean):
+    def est(u, statistic=sample_mean):
         return claim.bootstrap(u, statistic)
 
     estimates = FinalNormEstimates(

@@ -26,7 +26,7 @@ import pytest
 
 from claims.s4_ffn.conftest import FIRST_POSITION, SOURCE_ATTN_NORM, SOURCE_COSINE, SOURCE_FFN_NORM
 from claims.s4_ffn.ffn_output_checks import SOURCE_RATIO, FfnOutputEstimates, ffn_output_checks
-from fixtures.catalogue import procedure
+from fixtures.catalogue_text import procedure
 from reports.plots import series
 from claims.s4_ffn.ffn_output_measures import block_cosine, cosine_excess, output_norm_ratio, block_readings, least_above_twin
 

@@ -13,7 +13,7 @@ meta device (nothing allocated) to show the source's figure beside ours.
 import pytest
 
 from claims.s4_ffn.parameters_checks import SOURCE_FFN, ParameterEstimates, parameters_checks
-from fixtures.catalogue import procedure
+from fixtures.catalogue_text import procedure
 from latent_instruments.stats import Estimate
 from models.adapters import adapter_for
 from claims.s4_ffn.parameter_counts import (

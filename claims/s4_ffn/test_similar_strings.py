@@ -15,7 +15,7 @@ from claims.s4_ffn.similar_strings_checks import (
     S4_FLOOR, SOURCE_APPROXIMATION_H, SOURCE_FLOOR, ApproximationEstimates, GainEstimates, SiblingEstimates,
     approximation_checks, gain_checks, sibling_checks,
 )
-from fixtures.catalogue import procedure
+from fixtures.catalogue_text import procedure
 from reports.plots import series
 from latent_instruments.stats import paired_difference, sample_mean
 from claims.s4_ffn.similar_strings_measures import gain_over_shuffled
@@ -51,19 +51,11 @@ def _examples(a: Approximation) -> dict[str, dict]:
 
 
 def _procedure(a: Approximation) -> str:
-    return (
-        f"{a.n_strings:,} unique {STRING_LENGTH}-token strings of the first {TEXT_CHARS:,} characters of the training "
-        f"split (S4: 858,923 of its 1,115,394-character file), each one's FFN output at its last position per block "
-        f"(cached per model and text); {a.n_prompts:,} prompts (S4: 20,000). Variant 'source': prompts drawn from the "
-        "strings, so each is among its own similar strings (S4's procedure); 'held-out': prompts from the validation "
-        "split. Per block, strings with cosine > t_b (strict, as S4's code) add the counts of the tokens that follow "
-        "their occurrences; blocks are weighted on raw counts and normalised once (S4). S4's values "
-        f"(thresholds {a.source_thresholds}, weights {a.source_weights}: its six carried to {a.n_blocks} blocks by "
-        f"relative depth) and fitted values (thresholds {a.fitted_thresholds} from the grid by mean single-block H, "
-        f"weights {a.fitted_weights} by Nelder-Mead on mean H) fitted on one half of the source prompts; checks use "
-        "the fitted values on the other half, since S4 tuned its values on its own model and prompts. Model and "
-        f"seed siblings ({', '.join(a.siblings)}): softmax at the last position. Bootstrap over prompts."
-    )
+    """The procedure sentence of an S4.6-S4.8 record (the catalogue's "S4.6/approximation")."""
+    return procedure("S4.6/approximation", n_strings=a.n_strings, STRING_LENGTH=STRING_LENGTH, TEXT_CHARS=TEXT_CHARS,
+                     n_prompts=a.n_prompts, source_thresholds=a.source_thresholds, source_weights=a.source_weights,
+                     n_blocks=a.n_blocks, fitted_thresholds=a.fitted_thresholds, fitted_weights=a.fitted_weights,
+                     siblings=", ".join(a.siblings))
 
 
 def _against_the_model(a: Approximation) -> dict:

@@ -14,11 +14,11 @@ from claims.s4_ffn.token_subspace_checks import (
     SOURCE_CHANCE, SOURCE_SATISFIED, SOURCE_SPECIFIC, SubspaceEstimates, TokenEmbeddingEstimates,
     subspace_checks, token_embedding_checks,
 )
-from fixtures.catalogue import procedure
+from fixtures.catalogue_text import procedure
 from fixtures.memory import large_blocks_reused
 from latent_instruments.similar_strings import mass_tokens
 from models.forwards import logits_from_block_input_fn
-from latent_instruments.stats import per_unit
+from latent_instruments.stats import per_unit, sample_mean
 from latent_instruments.token_subspaces import (chance_in_top_half, first_directions, in_top_half,
                                                 learn_token_embeddings, singular_values, subspace_scores)
 from reports.plots import series
@@ -68,10 +68,6 @@ def _subspace_facts(learned, readout, device) -> dict[str, np.ndarray]:
     return {"p": learned.probability.mean(dim=1).numpy(), "ratio": (s[:, 0] / s[:, 1]).numpy(),
             "centred": (c[:, 0] / c[:, 1]).numpy(), "predicts": (p.argmax(-1) == learned.tokens).numpy(),
             "p_v1": p[rows, learned.tokens].numpy(), "drift": drift.numpy()}
-
-
-def _fraction(u: np.ndarray) -> float:
-    return float(u.mean())
 
 
 def _embedding_details(f: dict, t: dict, ratio, shuffled, more: dict, tokens, decode) -> dict:
@@ -144,7 +140,7 @@ def test_token_embeddings_lie_along_one_direction(model_name, subject, pool, cla
     )
 
 
-def _block(b: int, a, subject, directions, model_tokens: list, claim, seed: int) -> tuple:
+def _block_criterion(b: int, a, subject, directions, model_tokens: list, claim, seed: int) -> tuple:
     """S4.10 for block ``b`` (0-based) on the evaluation half: (its details row, the excess over the prompt-shuffled
     null (|cos|, final-layer subspaces), the excess in the block's own subspaces (None for the last block, whose own
     are the final-layer ones), whether each prompt's 90 %-mass tokens all rank in the top half (prompts,))."""
@@ -198,10 +194,10 @@ def test_ffn_outputs_point_to_predicted_tokens(model_name, approximation, pool, 
                        axis=1).astype(np.float64)
     final_state, excesses, specifics = claim.bootstrap(control, excess_over_null), [], []
     for b in range(a.n_blocks):
-        row, excess, specific, satisfied = _block(b, a, subject, directions, model_tokens, claim, seed)
+        row, excess, specific, satisfied = _block_criterion(b, a, subject, directions, model_tokens, claim, seed)
         excesses.append(excess)
         specifics.extend([] if specific is None else [specific])
-        fractions.append(claim.bootstrap(satisfied, _fraction))
+        fractions.append(claim.bootstrap(satisfied, sample_mean))
         chances.append(row["chance"])
         rows[f"block {b + 1}"] = row
     for i, (s, c) in enumerate(zip(SOURCE_SATISFIED, SOURCE_CHANCE)):

@@ -14,7 +14,7 @@ chance where the ranking is biased, so reading S4's excess as the bound for ours
 
 from dataclasses import dataclass
 
-from fixtures.catalogue import catalogued
+from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
 
