@@ -1,16 +1,17 @@
-"""TEMPLATE — two files to fill in (docs/new-claim.md): the checks part below goes to
-claims/<family folder>/<topic>_checks.py, the test part to claims/<family folder>/test_<topic>.py, and a Case
-to tests/cases_<family>.py.
+"""TEMPLATE — three files to fill in (docs/new-claim.md): the checks part below goes to
+claims/<family folder>/<topic>_checks.py, the measure part to claims/<family folder>/<topic>_measures.py, the test
+part to claims/<family folder>/test_<topic>.py, and a Case to tests/cases_<family>.py.
 
 SX.Y — the claim in one sentence, as claims/catalogue.toml states it.
 
-A claim reads top to bottom: catalogue entry → measure → estimates with intervals → pure checks with derivations →
-record. It never loads models itself (the fixtures do), never hard-codes a measurement, and never tunes a threshold
+A claim reads top to bottom: catalogue entry → measure (activations to estimates with intervals) → pure checks with
+derivations → record; the test only wires the fixtures to the two. It never loads models itself (the fixtures do), never hard-codes a measurement, and never tunes a threshold
 until it passes. tests/test_claim_checks.py refuses a Check.of written in a test file.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+import numpy as np
 import pytest
 
 from fixtures.catalogue_text import catalogued, procedure
@@ -29,10 +30,13 @@ class TopicEstimates:
     Attributes:
         statistic: what it is, in its unit.
         control: what would fail a vacuous pass, in its unit.
+        per_prompt: shown beside the checks, deciding nothing: (prompts,) the statistic's units (what the record's
+            details and figures need; a default, so that the self-test's constructed estimates can leave it out).
     """
 
     statistic: Estimate
     control: Estimate
+    per_prompt: np.ndarray | None = field(default=None, compare=False)
 
 
 def topic_checks(e: TopicEstimates) -> list[Check]:
@@ -49,7 +53,24 @@ def topic_checks(e: TopicEstimates) -> list[Check]:
     ]
 
 
-# ---- test_<topic>.py: measure, then the checks -------------------------------------------------------------------
+# ---- <topic>_measures.py: activations to estimates ---------------------------------------------------------------
+
+
+def measure_topic(captured, twin_captured, claim) -> TopicEstimates:
+    """SX.Y's measurement: one number per prompt (the bootstrap unit), with its interval at the run's --seed.
+
+    Args:
+        captured, twin_captured: the model's and its untrained twin's captures, (batch, seq, d_model) activations.
+        claim: the claim's recorder (``fixtures.recording.ClaimRecorder``): its ``bootstrap``; a claim that is an
+            identity here ends with ``claim.not_informative("why")``.
+    """
+    per_prompt = captured.cache["blocks.0.hook_resid_post"].float().norm(dim=-1).mean(dim=1).cpu().numpy()  # (batch,)
+    twin_per_prompt = twin_captured.cache["blocks.0.hook_resid_post"].float().norm(dim=-1).mean(dim=1).cpu().numpy()
+    return TopicEstimates(claim.bootstrap(per_prompt, sample_mean), claim.bootstrap(twin_per_prompt, sample_mean),
+                          per_prompt=per_prompt)
+
+
+# ---- test_<topic>.py: the fixtures wired to the measure and the checks ------------------------------------------
 
 
 # an id of claims/catalogue.toml; bump version when the procedure changes. sample="prompts": the statistic is a mean
@@ -60,19 +81,12 @@ def topic_checks(e: TopicEstimates) -> list[Check]:
 @pytest.mark.needs("blocks.*.hook_resid_post")  # canonical activations read (models/adapters.py lists them)
 def test_the_claim_in_words(model_name, activations, twin_activations, claim):
     """SX.Y: what is measured, on what, against what."""
-    # measure: one number per prompt (the bootstrap unit), shape (batch,)
-    per_prompt = activations.cache["blocks.0.hook_resid_post"].float().norm(dim=-1).mean(dim=1).cpu().numpy()
-    twin_per_prompt = twin_activations.cache["blocks.0.hook_resid_post"].float().norm(dim=-1).mean(dim=1).cpu().numpy()
-
-    # estimates with intervals (bootstrap over prompts, at the run's --seed); a claim that is an identity here ends
-    # with claim.not_informative("why")
-    estimates = TopicEstimates(claim.bootstrap(per_prompt, sample_mean),
-                               claim.bootstrap(twin_per_prompt, sample_mean))
+    estimates = measure_topic(activations, twin_activations, claim)
     claim.record(
         topic_checks(estimates),
         # the catalogue's [[claims.procedures]] text of this key: prompts, positions, layers used, and every
         # difference from the source's procedure, "{prompts}" filled here
-        procedure=procedure("SX.Y/the-claim-in-words", prompts=len(per_prompt)),
+        procedure=procedure("SX.Y/the-claim-in-words", prompts=len(estimates.per_prompt)),
         details={"per_layer": {"block 1": float(estimates.statistic.value)}},  # tables: {row: value} or {row: {col: v}}
         # the same quantity as a number the source reports on its own subject (catalogue.toml's source_numbers)
         beside_source={"the catalogue's quantity": float(estimates.statistic.value)},

@@ -35,10 +35,11 @@ def test_no_self_test_imports_another_test_module():
     claim test file included (whose edits would break its importers)."""
     import re
 
-    importers = sorted(p.name for p in (REPO / "tests").glob("test_*.py")
+    modules = [*(REPO / "tests").glob("*.py"), *(REPO / "claims").rglob("*.py")]
+    importers = sorted(p.relative_to(REPO).as_posix() for p in modules
                        if re.search(r"^\s*(from (tests|claims\.\w+)\.test_\w+ import|import (tests|claims\.\w+)\.test_)",
                                     p.read_text(encoding="utf-8"), re.MULTILINE))
-    assert importers == [], f"these import another test module: {importers}"
+    assert importers == [], f"these import a test module: {importers}"
 
 
 def long_claim_functions(root: Path = REPO) -> dict[str, int]:
@@ -67,3 +68,53 @@ def test_a_long_claim_function_is_found(tmp_path):
     (tmp_path / "claims" / "s9" / "test_long.py").write_text(f"@decorator\ndef test_long():\n{body}")
     (tmp_path / "claims" / "s9" / "test_short.py").write_text(f"def test_short():\n{body}")
     assert long_claim_functions(tmp_path) == {"claims/s9/test_long.py::test_long": MAX_TEST_LINES + 1}
+
+
+def _is_claim_test(node: ast.FunctionDef) -> bool:
+    """Whether a function is marked ``@pytest.mark.claim(...)``."""
+    return any(isinstance(d, ast.Call) and ast.unparse(d.func) == "pytest.mark.claim" for d in node.decorator_list)
+
+
+def _called(node: ast.AST) -> set[str]:
+    """The names a function calls directly (``f(...)``, not ``x.f(...)``)."""
+    return {n.func.id for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+
+
+def claim_tests_without_a_measure(root: Path = REPO) -> list[str]:
+    """file::function of the claim tests (``@pytest.mark.claim``) that call no ``measure_*`` function imported from
+    a module that is not a test module, themselves or through a function of their own module they call (S3.4's
+    ``check_depth``, shared by its trained and untrained tests)."""
+    out = []
+    for path in sorted((root / "claims").rglob("test_*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        measures = {alias.asname or alias.name for node in tree.body if isinstance(node, ast.ImportFrom)
+                    and not node.module.rsplit(".", 1)[-1].startswith("test_") for alias in node.names
+                    if alias.name.startswith("measure_")}
+        local = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+        for node in filter(_is_claim_test, local.values()):
+            called = _called(node)
+            called |= {name for helper in called & set(local) for name in _called(local[helper])}
+            if not called & measures:
+                out.append(f"{path.relative_to(root).as_posix()}::{node.name}")
+    return out
+
+
+def test_every_claim_test_wires_a_measure_to_its_checks():
+    """Issue 65, item 1: a claim is measure(...) -> estimates, checks(estimates) -> [Check], and a test that wires the
+    fixtures to the two; the measuring lives in the family's ``*_measures.py``, not in the test."""
+    assert claim_tests_without_a_measure() == [], (
+        "these claim tests measure inline: move the measurement into a measure_<what>(...) of the family's "
+        f"<topic>_measures.py that returns the estimates: {claim_tests_without_a_measure()}")
+
+
+def test_a_claim_test_measuring_inline_is_found(tmp_path):
+    (tmp_path / "claims" / "s9").mkdir(parents=True)
+    (tmp_path / "claims" / "s9" / "test_x.py").write_text(
+        "import pytest\nfrom claims.s9.x_measures import measure_x\nfrom claims.s9.test_y import measure_y\n\n"
+        "@pytest.mark.claim('S9.1', version=1)\ndef test_wired(claim):\n    claim.record(checks(measure_x()))\n\n"
+        "@pytest.mark.claim('S9.2', version=1)\ndef test_shared(claim):\n    shared(claim)\n\n"
+        "def shared(claim):\n    claim.record(checks(measure_x()))\n\n"
+        "@pytest.mark.claim('S9.3', version=1)\ndef test_inline(claim):\n    claim.record(checks(claim.bootstrap(1)))\n\n"
+        "@pytest.mark.claim('S9.4', version=1)\ndef test_from_a_test(claim):\n    claim.record(checks(measure_y()))\n")
+    assert claim_tests_without_a_measure(tmp_path) == ["claims/s9/test_x.py::test_inline",
+                                                       "claims/s9/test_x.py::test_from_a_test"]

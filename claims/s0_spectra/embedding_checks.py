@@ -6,7 +6,7 @@ positions, an exponent of about -1/3. "Flat" (uniform power) is taken as an expo
 (``FLAT_SLOPE``).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
@@ -49,11 +49,13 @@ class TiltEstimates:
         trained: the trained model's tilt.
         learned: its tilt minus its untrained twin's, paired on the same token ids.
         hann: the trained model's tilt, Hann-windowed with each sequence's mean removed.
+        twin: shown beside the checks, deciding nothing: the untrained twin's tilt (a point value).
     """
 
     trained: Estimate
     learned: Estimate
     hann: Estimate
+    twin: float = field(default=float("nan"), compare=False)
 
 
 def tilt_checks(e: TiltEstimates) -> list[Check]:

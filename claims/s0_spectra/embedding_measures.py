@@ -1,11 +1,53 @@
-"""S0.2's statistic: the low-band minus high-band gain of tok+pos over tok. test_embeddings.py measures with it;
-embedding_checks.py decides.
+"""S0.1 and S0.2's measurements on the embedding layers' spectra: the token embeddings' exponent and the low-band
+minus high-band gain of tok+pos over tok. test_embeddings.py measures with these; embedding_checks.py decides.
 """
 
 import numpy as np
+
+from claims.s0_spectra.conftest import mean_fit
+from claims.s0_spectra.embedding_checks import FlatEstimates, TiltEstimates
 
 
 def position_tilt(bins, pos: np.ndarray, tok: np.ndarray) -> float:
     """Low-band gain minus high-band gain, in decades, of tok+pos over tok; pos, tok (batch, n_freq)."""
     p, t = pos.mean(axis=0), tok.mean(axis=0)
     return float(np.log10(p[bins.low].mean() / t[bins.low].mean()) - np.log10(p[bins.high].mean() / t[bins.high].mean()))
+
+
+def measure_flat(spectra, claim) -> FlatEstimates:
+    """S0.1's measurement over sequences: the fitted power-law exponent of the token-embedding states, and the
+    absolute exponent of the same embeddings with their positions shuffled within each sequence (the control:
+    white by construction).
+
+    Args:
+        spectra: the model's spectra (``claims.s0_spectra.conftest``) with ``hidden`` and ``shuffled_embed``,
+            each (batch, [layers,] n_freq) power.
+        claim: the claim's recorder (``fixtures.recording.ClaimRecorder``): its ``bootstrap``.
+    """
+    bins, embed = spectra.bins, spectra.hidden[:, spectra.labels.index("embed")]  # (batch, n_freq)
+    return FlatEstimates(claim.bootstrap(embed, lambda u: float(mean_fit(bins, u).slope)),
+                         claim.bootstrap(spectra.shuffled_embed, lambda u: abs(float(mean_fit(bins, u).slope))))
+
+
+def measure_tilt(spectra, twin_spectra, claim) -> TiltEstimates:
+    """S0.2's measurement over sequences: the tilt of tok+pos over tok in the trained model, its excess over the
+    untrained twin's on the same token ids, and the trained tilt Hann-windowed (the control).
+
+    Args:
+        spectra, twin_spectra: the model's and its twin's spectra with ``hidden`` (and ``hidden_hann``).
+        claim: the claim's recorder (``fixtures.recording.ClaimRecorder``): its ``bootstrap``.
+    Raises:
+        pytest.skip.Exception: through ``claim.not_informative`` where no position embeddings are added to the
+            stream.
+    """
+    if "embed+pos" not in spectra.labels:
+        claim.not_informative("no position embeddings are added to the stream (rotary or ALiBi positions act "
+                              "inside attention), so there is no tok+pos layer to compare")
+    bins, i_tok, i_pos = spectra.bins, spectra.labels.index("embed"), spectra.labels.index("embed+pos")
+    paired = np.stack([spectra.hidden[:, [i_tok, i_pos]], twin_spectra.hidden[:, [i_tok, i_pos]]], axis=1)
+    return TiltEstimates(
+        claim.bootstrap(paired, lambda u: position_tilt(bins, u[:, 0, 1], u[:, 0, 0])),
+        claim.bootstrap(paired, lambda u: position_tilt(bins, u[:, 0, 1], u[:, 0, 0])
+                        - position_tilt(bins, u[:, 1, 1], u[:, 1, 0])),
+        claim.bootstrap(spectra.hidden_hann[:, [i_tok, i_pos]], lambda u: position_tilt(bins, u[:, 1], u[:, 0])),
+        twin=position_tilt(bins, paired[:, 1, 1], paired[:, 1, 0]))

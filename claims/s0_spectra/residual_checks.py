@@ -11,7 +11,9 @@ law of their own. The contrast sets the scale: the MLP residuals' shape distance
 than half the attention residuals' (``CLOSER``; a reading: "pretty close" is more than "closer").
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from fixtures.catalogue_text import catalogued
 from latent_instruments.clean_law import CLEAN_LAW_QUANTILE
@@ -37,11 +39,18 @@ class BendEstimates:
         later: the largest |bend| of blocks 2..L.
         outlier: block 1's |bend| minus the largest of blocks 2..L.
         not_white: the flattest exponent of blocks 2..L minus that of their position-shuffled states (log-log slope).
+        calibration: shown beside the checks (``bend_checks`` is given it): the catalogue's ``Calibration`` of
+            "pretty close" at this length.
+        straight, tolerance: shown, deciding nothing: per block, what leakage alone bends a straight law, and a
+            clean law's scatter (decades; version 4's tolerance).
     """
 
     later: Estimate
     outlier: Estimate
     not_white: Estimate
+    calibration: object = field(default=None, compare=False)
+    straight: np.ndarray | None = field(default=None, compare=False)
+    tolerance: np.ndarray | None = field(default=None, compare=False)
 
 
 def bend_checks(e: BendEstimates, calibration) -> list[Check]:
@@ -75,10 +84,14 @@ class ClosenessEstimates:
     Attributes:
         close: shape distance, MLP residual to hidden state, over the attention residual's (means over blocks; ratio).
         apart: shape distance, attention residual to hidden state, minus a clean law's scatter (decades).
+        by_block: shown beside the checks, deciding nothing: a clean law's scatter per block (decades).
+        white: shown: per block, the hidden states' shape distance from their position-shuffled spectra (decades).
     """
 
     close: Estimate
     apart: Estimate
+    by_block: np.ndarray | None = field(default=None, compare=False)
+    white: np.ndarray | None = field(default=None, compare=False)
 
 
 def closeness_checks(e: ClosenessEstimates) -> list[Check]:
@@ -158,10 +171,12 @@ class LowBandEstimates:
     Attributes:
         ratio: log10 of the early blocks' mean low-band share of their updates over the later blocks'.
         windowed: the same of the Hann-windowed, mean-removed updates.
+        per_block: shown beside the checks, deciding nothing: each block's low-band share of its update's power.
     """
 
     ratio: Estimate
     windowed: Estimate
+    per_block: list[Estimate] = field(default_factory=list, compare=False)
 
 
 def low_band_checks(e: LowBandEstimates, early_blocks: int) -> list[Check]:

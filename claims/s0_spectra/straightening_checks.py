@@ -7,7 +7,7 @@ S0 (text under Fig 2): "the transformer output's power law only spans ~1 OOM" ov
 outside.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -67,10 +67,12 @@ class SpanEstimates:
     Attributes:
         slope: its power-law exponent (log-log slope).
         windowed: the exponent of its Hann-windowed, mean-removed spectrum.
+        by_layer: shown beside the checks, deciding nothing: every layer's exponent.
     """
 
     slope: Estimate
     windowed: Estimate
+    by_layer: list[Estimate] = field(default_factory=list, compare=False)
 
 
 def span_checks(e: SpanEstimates, last: str) -> list[Check]:
@@ -97,10 +99,12 @@ class LearnedEstimates:
     Attributes:
         learned: straightening from block 1 to the last block, trained minus twin (decades).
         ordered: that difference minus the position-shuffled streams' (decades).
+        twin: shown beside the checks, deciding nothing: the twin's straightening, positions removed, from block 1.
     """
 
     learned: Estimate
     ordered: Estimate
+    twin: Estimate | None = field(default=None, compare=False)
 
 
 def learned_checks(e: LearnedEstimates, last: str) -> list[Check]:

@@ -4,12 +4,11 @@ S0.1 — token embeddings (before positions) have a flat power spectrum, trained
 S0.2 — in a trained model, adding learned position embeddings raises low-frequency power; untrained, it does not.
 """
 
-import numpy as np
 import pytest
 
-from claims.s0_spectra.conftest import SPECTRA_NEEDS, mean_fit
-from claims.s0_spectra.embedding_checks import FlatEstimates, TiltEstimates, flat_checks, tilt_checks
-from claims.s0_spectra.embedding_measures import position_tilt
+from claims.s0_spectra.conftest import SPECTRA_NEEDS
+from claims.s0_spectra.embedding_checks import flat_checks, tilt_checks
+from claims.s0_spectra.embedding_measures import measure_flat, measure_tilt
 from fixtures.catalogue_text import procedure
 
 
@@ -25,15 +24,14 @@ def test_token_embeddings_have_a_flat_spectrum(model_name, spectra, claim):
     or the instrument (binning, first-token drop) is biased and a flat verdict
     would mean nothing.
     """
+    e = measure_flat(spectra, claim)
     bins, embed = spectra.bins, spectra.hidden[:, spectra.labels.index("embed")]  # (batch, n_freq)
-    slope = claim.bootstrap(embed, lambda u: float(mean_fit(bins, u).slope))
-    shuffled = claim.bootstrap(spectra.shuffled_embed, lambda u: abs(float(mean_fit(bins, u).slope)))
     claim.record(
-        flat_checks(FlatEstimates(slope, shuffled)),
+        flat_checks(e),
         procedure=procedure("S0.1/token-embeddings-have-a-flat-spectrum", sequences=embed.shape[0],
                             positions=spectra.positions, bins=bins.centers.size,
                             band_decades=bins.band_decades),
-        details={"exponent": {"token embeddings": slope.value, "shuffled positions": shuffled.value}},
+        details={"exponent": {"token embeddings": e.slope.value, "shuffled positions": e.shuffled.value}},
         plot={"kind": "loglog", "x": bins.freqs.tolist(), "xlabel": "frequency (cycles/token)", "ylabel": "power",
               "panels": {f"{model_name}: token embeddings": {"embed": embed.mean(0).tolist(),
                                                              "shuffled positions": spectra.shuffled_embed.mean(0).tolist()}}},
@@ -52,21 +50,14 @@ def test_learned_positions_raise_low_frequencies(model_name, spectra, twin_spect
     uncorrelated with the tokens raises all frequencies alike, so only the tilt
     says that the positions carry low-frequency structure.
     """
-    if "embed+pos" not in spectra.labels:
-        claim.not_informative("no position embeddings are added to the stream (rotary or ALiBi positions act "
-                              "inside attention), so there is no tok+pos layer to compare")
+    e = measure_tilt(spectra, twin_spectra, claim)
     bins, i_tok, i_pos = spectra.bins, spectra.labels.index("embed"), spectra.labels.index("embed+pos")
-    paired = np.stack([spectra.hidden[:, [i_tok, i_pos]], twin_spectra.hidden[:, [i_tok, i_pos]]], axis=1)
-    trained = claim.bootstrap(paired, lambda u: position_tilt(bins, u[:, 0, 1], u[:, 0, 0]))
-    learned = claim.bootstrap(paired, lambda u: position_tilt(bins, u[:, 0, 1], u[:, 0, 0]) - position_tilt(bins, u[:, 1, 1], u[:, 1, 0]))
-    twin = position_tilt(bins, paired[:, 1, 1], paired[:, 1, 0])
-    hann = claim.bootstrap(spectra.hidden_hann[:, [i_tok, i_pos]], lambda u: position_tilt(bins, u[:, 1], u[:, 0]))
     claim.record(
-        tilt_checks(TiltEstimates(trained, learned, hann)),
+        tilt_checks(e),
         procedure=procedure("S0.2/learned-positions-raise-low-frequencies",
                             sequences=spectra.hidden.shape[0], positions=spectra.positions),
-        details={"tilt (decades)": {"trained": trained.value, "untrained twin": twin, "trained, Hann-windowed": hann.value}},
-
+        details={"tilt (decades)": {"trained": e.trained.value, "untrained twin": e.twin,
+                                    "trained, Hann-windowed": e.hann.value}},
         plot={"kind": "loglog", "x": bins.freqs.tolist(), "xlabel": "frequency (cycles/token)", "ylabel": "power",
               "panels": {f"{model_name}": {"embed": spectra.hidden[:, i_tok].mean(0).tolist(),
                                            "embed+pos": spectra.hidden[:, i_pos].mean(0).tolist()},

@@ -11,29 +11,21 @@ them, and a straight shallow law scored as crooked.
 
 import numpy as np
 import pytest
-from scipy import stats
 
-from claims.s0_spectra.conftest import SPECTRA_NEEDS, beyond_null, loglog_panels, mean_fit
+from claims.s0_spectra.conftest import SPECTRA_NEEDS, loglog_panels, mean_fit
+from claims.s0_spectra.straightening_checks import S0_BAND_DECADES, learned_checks, span_checks, straightening_checks
+from claims.s0_spectra.straightening_measures import (
+    learned_straightening, measure_learned, measure_span, measure_straightening, straightening,
+)
 from fixtures.catalogue_text import procedure
 from reports.plots import series
-from claims.s0_spectra.straightening_checks import (
-    S0_BAND_DECADES, LearnedEstimates, SpanEstimates, StraighteningEstimates, learned_checks, span_checks,
-    straightening_checks,
-)
-from claims.s0_spectra.straightening_measures import deviation_by_layer, learned_straightening, straightening
-
-
-def _trend(bins, units: np.ndarray, start: int) -> float:
-    """Spearman correlation of scatter with depth, from the start layer to the last block."""
-    deviation = deviation_by_layer(bins, units)[start:]
-    return float(stats.spearmanr(np.arange(deviation.size), deviation).statistic)
 
 
 @pytest.mark.claim("S0.3", version=5, sample="prompts")  # 5: control, straighter than the position-shuffled stream
 @pytest.mark.models("trained", "hf")
 @pytest.mark.needs(*SPECTRA_NEEDS)
 @pytest.mark.spectra("hidden", "hidden_hann", "shuffled hidden")
-def test_power_law_straightens_with_depth(model_name, spectra, claim, settings):
+def test_power_law_straightens_with_depth(model_name, spectra, claim):
     """S0.3: the scatter about a power law falls with depth, layer by layer, and the last block's law is one.
 
     Checks: the Spearman correlation of scatter with depth is negative; the last
@@ -44,15 +36,11 @@ def test_power_law_straightens_with_depth(model_name, spectra, claim, settings):
     """
     bins, hidden, start = spectra.bins, spectra.hidden, spectra.start
     labels = spectra.labels
-    trend = claim.bootstrap(hidden, lambda u: _trend(bins, u, start))
-    drop = claim.bootstrap(hidden, lambda u: straightening(bins, u, start))
-    slope = claim.bootstrap(hidden[:, -1], lambda u: float(mean_fit(bins, u).slope))
-    windowed = claim.bootstrap(spectra.hidden_hann, lambda u: straightening(bins, u, start))
-    ordered = beyond_null(hidden, spectra.shuffled.hidden, lambda u: straightening(bins, u, start), settings.seed)
+    e = measure_straightening(spectra, claim)
     deviation = mean_fit(bins, hidden).deviation
     deviation_hann = mean_fit(bins, spectra.hidden_hann).deviation
     claim.record(
-        straightening_checks(StraighteningEstimates(trend, drop, slope, windowed, ordered), labels[start], labels[-1]),
+        straightening_checks(e, labels[start], labels[-1]),
         procedure=procedure("S0.3/power-law-straightens-with-depth", sequences=hidden.shape[0],
                             positions=spectra.positions, bins=bins.centers.size,
                             band_decades=bins.band_decades),
@@ -79,24 +67,21 @@ def test_final_power_law_spans_about_one_decade(model_name, spectra, claim):
     exponent near −1/3, and "about" allows a factor of two in span.
     """
     bins, hidden, labels = spectra.bins, spectra.hidden, spectra.labels
-    slope = claim.bootstrap(hidden[:, -1], lambda u: float(mean_fit(bins, u).slope))
-    windowed = claim.bootstrap(spectra.hidden_hann[:, -1], lambda u: float(mean_fit(bins, u).slope))
-    by_layer = [claim.bootstrap(hidden[:, i], lambda u: float(mean_fit(bins, u).slope))
-                for i in range(len(labels))]
+    e = measure_span(spectra, claim)
     claim.record(
-        span_checks(SpanEstimates(slope, windowed), labels[-1]),
-        beside_source={"span of the final layers' power law": abs(slope.value) * S0_BAND_DECADES},
+        span_checks(e, labels[-1]),
+        beside_source={"span of the final layers' power law": abs(e.slope.value) * S0_BAND_DECADES},
         procedure=procedure("S0.4/final-power-law-spans-about-one-decade", sequences=hidden.shape[0],
                             positions=spectra.positions, bins=bins.centers.size,
                             band_decades=bins.band_decades),
         scaled=(f"S0 measured the span over 3.0 decades of frequency (2048 tokens); {spectra.positions} tokens give "
                 f"{bins.band_decades:.2f}, so the exponent (span per decade) is compared"),
-        details={"per layer": {label: {"exponent": e.value, "span over this band (decades)": abs(e.value) * bins.band_decades,
-                                       "span over S0's band (decades)": abs(e.value) * S0_BAND_DECADES}
-                               for label, e in zip(labels, by_layer)}},
+        details={"per layer": {label: {"exponent": x.value, "span over this band (decades)": abs(x.value) * bins.band_decades,
+                                       "span over S0's band (decades)": abs(x.value) * S0_BAND_DECADES}
+                               for label, x in zip(labels, e.by_layer)}},
         plot={"kind": "lines", "title": f"S0.4 on {model_name}: power-law exponent by layer", "x": list(range(len(labels))),
               "xlabel": "layer (0 = " + labels[0] + ")", "ylabel": "log-log slope",
-              "series": {"exponent": series(by_layer), "S0: −1/3 (1 decade over 3.0)": {"value": [-1 / S0_BAND_DECADES] * len(labels)}}},
+              "series": {"exponent": series(e.by_layer), "S0: −1/3 (1 decade over 3.0)": {"value": [-1 / S0_BAND_DECADES] * len(labels)}}},
     )
 
 
@@ -104,7 +89,7 @@ def test_final_power_law_spans_about_one_decade(model_name, spectra, claim):
 @pytest.mark.models("trained", "hf", twin=True)
 @pytest.mark.needs(*SPECTRA_NEEDS)
 @pytest.mark.spectra("hidden", "hidden_nopos", "shuffled hidden_nopos")
-def test_straightening_is_learned(model_name, spectra, twin_spectra, claim, settings):
+def test_straightening_is_learned(model_name, spectra, twin_spectra, claim):
     """S0.5: the untrained twin straightens less than the trained model, on the same token ids.
 
     Learned positions confound S0.3's comparison: the trained model's position embedding adds a
@@ -113,24 +98,17 @@ def test_straightening_is_learned(model_name, spectra, twin_spectra, claim, sett
     Here the position embedding is subtracted from every layer's state, and the straightening is
     counted from block 1's output (block 1 of both models applied, the bump's own start left out).
     """
-    bins, n = spectra.bins, len(spectra.labels)
-    first = spectra.labels.index("block 1")
-    if n - first < 2:
-        claim.not_informative("one block: no straightening after block 1 to compare")
-    paired = np.stack([spectra.hidden_nopos, twin_spectra.hidden_nopos], axis=1)  # (batch, 2, n_layers, n_freq)
-    null = np.stack([spectra.shuffled.hidden_nopos, twin_spectra.shuffled.hidden_nopos], axis=1)
-    learned = claim.bootstrap(paired, lambda u: learned_straightening(bins, u, first))
-    ordered = beyond_null(paired, null, lambda u: learned_straightening(bins, u, first), settings.seed)
-    twin = claim.bootstrap(twin_spectra.hidden_nopos, lambda u: straightening(bins, u, first))
+    e = measure_learned(spectra, twin_spectra, claim)
+    bins, first = spectra.bins, spectra.labels.index("block 1")
     with_positions = np.stack([spectra.hidden, twin_spectra.hidden], axis=1)
     start = spectra.start
     claim.record(
-        learned_checks(LearnedEstimates(learned, ordered), spectra.labels[-1]),
+        learned_checks(e, spectra.labels[-1]),
         procedure=procedure("S0.5/straightening-is-learned", sequences=spectra.hidden.shape[0],
                             positions=spectra.positions),
         details={"straightening (decades)": {
             "trained, positions removed, from block 1": straightening(bins, spectra.hidden_nopos, first),
-            "untrained twin, positions removed, from block 1": twin.value,
+            "untrained twin, positions removed, from block 1": e.twin.value,
             f"trained minus twin with positions, from {spectra.labels[start]} (S0.3's, confounded)":
                 learned_straightening(bins, with_positions, start),
             f"confound: scatter at {spectra.labels[start]}, trained minus twin":

@@ -13,19 +13,12 @@ sequence (white by construction, every token's state kept): a spike, a law or a 
 show as well comes from the estimator's noise or from single tokens, not from structure along the sequence.
 """
 
-import numpy as np
 import pytest
 
 from claims.s0_spectra.conftest import SPECTRA_NEEDS, early_blocks
-from claims.s0_spectra.residual_checks import (
-    AttentionSpikeEstimates, LowBandEstimates, MlpSpikeEstimates, attention_spike_checks, low_band_checks,
-    mlp_spike_checks,
-)
-from claims.s0_spectra.residual_spectra import (
-    block_labels, early_over_late, low_band_excess, outlier_lead, over_middle, residual_procedure, spectra_figure,
-    spikes, spikes_over_null,
-)
-from latent_instruments.spectra import low_band_share
+from claims.s0_spectra.residual_checks import attention_spike_checks, low_band_checks, mlp_spike_checks
+from claims.s0_spectra.residual_measures import measure_attention_spikes, measure_low_band, measure_mlp_spike
+from claims.s0_spectra.residual_spectra import block_labels, residual_procedure, spectra_figure, spikes
 from reports.plots import series
 
 
@@ -35,18 +28,11 @@ from reports.plots import series
 @pytest.mark.spectra("attn", "shuffled attn")
 def test_trained_attention_residual_spikes(model_name, spectra, claim):
     """S0.8: the early blocks' attention residuals spike more than the middle ones; the last spikes at low frequency."""
-    n, e = spectra.n_blocks, early_blocks(spectra.n_blocks)
-    if n - e < 2:
-        claim.not_informative(f"{n} blocks: after the first {e} and the last there is no middle to compare")
-    bins, attn = spectra.bins, spectra.attn
-    early = claim.bootstrap(attn, lambda u: over_middle(spikes(bins, u)[0], slice(0, e), e))
-    last = claim.bootstrap(attn, lambda u: over_middle(spikes(bins, u)[0], slice(-1, None), e))
-    low = claim.bootstrap(attn[:, -1], lambda u: low_band_excess(bins, u))
-    above_noise = claim.bootstrap(np.stack([attn, spectra.shuffled.attn], axis=1),
-                           lambda u: spikes_over_null(bins, u, [slice(0, e), slice(-1, None)]))
+    estimates = measure_attention_spikes(spectra, claim)
+    bins, attn, n = spectra.bins, spectra.attn, spectra.n_blocks
     size, freq = spikes(bins, attn)
     claim.record(
-        attention_spike_checks(AttentionSpikeEstimates(early, last, low, above_noise), e),
+        attention_spike_checks(estimates, early_blocks(n)),
         procedure=residual_procedure(spectra, "each block's attention residual (attn_out)"),
         details={"spikes by block": {b: {"size (decades)": float(s), "at (cycles/token)": float(f)}
                                      for b, s, f in zip(block_labels(n), size, freq)}},
@@ -60,15 +46,11 @@ def test_trained_attention_residual_spikes(model_name, spectra, claim):
 @pytest.mark.spectra("mlp", "shuffled mlp")
 def test_trained_mlp_residual_spike_in_block_one(model_name, spectra, claim):
     """S0.9: block 1's MLP residual spikes more than any later block's."""
-    if spectra.n_blocks < 2:
-        claim.not_informative("one block: no later block to compare with")
+    estimates = measure_mlp_spike(spectra, claim)
     bins, mlp = spectra.bins, spectra.mlp
-    first = claim.bootstrap(mlp, lambda u: outlier_lead(spikes(bins, u)[0]))
-    above_noise = claim.bootstrap(np.stack([mlp, spectra.shuffled.mlp], axis=1),
-                           lambda u: spikes_over_null(bins, u, [slice(0, 1)]))
     size, freq = spikes(bins, mlp)
     claim.record(
-        mlp_spike_checks(MlpSpikeEstimates(first, above_noise)),
+        mlp_spike_checks(estimates),
         procedure=residual_procedure(spectra, "each block's MLP residual (mlp_out)"),
         details={"spikes by block": {b: {"size (decades)": float(s), "at (cycles/token)": float(f)}
                                      for b, s, f in zip(block_labels(spectra.n_blocks), size, freq)}},
@@ -82,19 +64,13 @@ def test_trained_mlp_residual_spike_in_block_one(model_name, spectra, claim):
 @pytest.mark.spectra("update", "update_hann")
 def test_early_blocks_add_low_frequencies(model_name, spectra, claim):
     """S0.10: the early blocks' updates put a larger share of their power in the low band than later blocks'."""
-    n, e = spectra.n_blocks, early_blocks(spectra.n_blocks)
-    if n - e < 1:
-        claim.not_informative(f"{n} blocks: no later block to compare with")
-    bins, update = spectra.bins, spectra.update
-    ratio = claim.bootstrap(update, lambda u: early_over_late(bins, u, e))
-    windowed = claim.bootstrap(spectra.update_hann, lambda u: early_over_late(bins, u, e))
-    per_block = [claim.bootstrap(update[:, i], lambda u: float(low_band_share(bins, u.mean(axis=0))))
-                 for i in range(n)]
+    estimates = measure_low_band(spectra, claim)
+    n = spectra.n_blocks
     claim.record(
-        low_band_checks(LowBandEstimates(ratio, windowed), e),
+        low_band_checks(estimates, early_blocks(n)),
         procedure=residual_procedure(spectra, "each block's update resid_post − resid_pre (attention + MLP residual)"),
-        details={"low-band share by block": dict(zip(block_labels(n), (e_.value for e_ in per_block)))},
+        details={"low-band share by block": dict(zip(block_labels(n), (x.value for x in estimates.per_block)))},
         plot={"kind": "bars", "title": f"S0.10 on {model_name}: low-band share of each block's update",
               "categories": block_labels(n), "xlabel": "block", "ylabel": "share of power in the low band",
-              "series": {"low-band share": series(per_block)}},
+              "series": {"low-band share": series(estimates.per_block)}},
     )

@@ -14,19 +14,15 @@ sequence (white by construction, every token's state kept): a spike, a law or a 
 show as well comes from the estimator's noise or from single tokens, not from structure along the sequence.
 """
 
-import numpy as np
 import pytest
 
-from claims.s0_spectra.bends import bends, calibration_figure, largest_later_bend, straight_bends
-from claims.s0_spectra.conftest import SPECTRA_NEEDS, beyond_null, loglog_panels, mean_fit
-from claims.s0_spectra.residual_checks import BendEstimates, ClosenessEstimates, bend_checks, closeness_checks
-from claims.s0_spectra.residual_spectra import (
-    CALIBRATIONS, apart_over_clean_law, block_labels, clean_law_tolerance, closeness_ratio, flattest_law,
-    outlier_lead, residual_procedure, shape_distance, spectra_figure,
-)
+from claims.s0_spectra.bends import bends, calibration_figure
+from claims.s0_spectra.conftest import SPECTRA_NEEDS, loglog_panels, mean_fit
+from claims.s0_spectra.residual_checks import bend_checks, closeness_checks
+from claims.s0_spectra.residual_measures import measure_bends, measure_closeness
+from claims.s0_spectra.residual_spectra import block_labels, residual_procedure, shape_distance, spectra_figure
 from fixtures.catalogue_text import procedure
 from latent_instruments.clean_law import CLEAN_LAW_QUANTILE
-from models.zoo import resolve
 
 
 # 7: "pretty close" calibrated out of sample (16 other inits, training-split windows); 6: on S0's subject itself, half
@@ -35,40 +31,18 @@ from models.zoo import resolve
 @pytest.mark.models("untrained", "reference")
 @pytest.mark.needs(*SPECTRA_NEEDS)
 @pytest.mark.spectra("attn", "shuffled attn")
-def test_untrained_attention_residuals_are_nearly_straight(model_name, spectra, claim, settings):
+def test_untrained_attention_residuals_are_nearly_straight(model_name, spectra, claim):
     """S0.6: blocks 2..L's attention residuals bend no more than 19 in 20 random inits of S0's subject do at this
     length (S0: "pretty close"; calibrated out of sample, ``CALIBRATIONS``); block 1 bends most. Bending less than half as much as S0's block 1 is a reading beside the verdict.
 
     Equivalence at a fixed margin (``PRETTY_CLOSE`` at this length): the whole interval of the largest later bend
     below it.
     """
-    if spectra.n_blocks < 2:
-        claim.not_informative("one block: there is no 'layer 1 excepted' to compare with")
-    bins, attn = spectra.bins, spectra.attn
-    if bins.centers.size < 4:
-        claim.not_informative(f"{spectra.positions} positions give {bins.centers.size} log-spaced bins: too few to "
-                              "fit a bend")
-    if spectra.positions not in CALIBRATIONS:
-        claim.not_informative(
-            f"'pretty close' is calibrated out of sample on S0's subject class (random inits of OPT-125m) at "
-            f"{', '.join(map(str, CALIBRATIONS))} tokens per sequence, and the bend depends on the length: at "
-            f"{spectra.positions} there is no margin. Run at one of those lengths (--prompts NxT), or calibrate this "
-            "one: python -m claims.s0_spectra.calibrate_pretty_close --positions T --sequences N --write (a GPU "
-            "for S0's 2048)")
-    calibration = CALIBRATIONS[spectra.positions]
-    if resolve(model_name.removesuffix(":untrained")).source == resolve("ref-opt-125m").source \
-            and settings.seed in calibration.seeds:
-        claim.not_informative(
-            f"this init of OPT-125m (seed {settings.seed}) is one of the {len(calibration.seeds)} the margin was "
-            "calibrated on: judged by its own sample, the check could not fail. Run with another --seed")
-    straight = straight_bends(bins, attn)  # what leakage alone bends, per block
-    later = claim.bootstrap(attn, lambda u: largest_later_bend(bins, u, straight))
-    outlier = claim.bootstrap(attn, lambda u: outlier_lead(np.abs(bends(bins, u, straight))))
-    not_white = beyond_null(attn, spectra.shuffled.attn, lambda u: flattest_law(bins, u), settings.seed)
-    tolerance = clean_law_tolerance(bins, attn, spectra.shuffled.attn, settings.seed)
+    e = measure_bends(model_name, spectra, claim)
+    bins, attn, calibration, straight, tolerance = spectra.bins, spectra.attn, e.calibration, e.straight, e.tolerance
     deviation = mean_fit(bins, attn).deviation
     claim.record(
-        bend_checks(BendEstimates(later, outlier, not_white), calibration),
+        bend_checks(e, calibration),
         procedure=procedure("S0.6/untrained-attention-residuals-are-nearly-straight",
                             spectra=residual_procedure(spectra, "each block's attention residual (attn_out)"),
                             straight_bends=", ".join(f"{b:.3f}" for b in straight), CLEAN_LAW_QUANTILE=CLEAN_LAW_QUANTILE,
@@ -82,7 +56,7 @@ def test_untrained_attention_residuals_are_nearly_straight(model_name, spectra, 
                  "reading: a clean law's scatter by block (decades; version 4's tolerance, which shrinks as the "
                  "sample grows)": dict(zip(block_labels(spectra.n_blocks), map(float, tolerance)))},
         plot={"kind": "beside", "figures": [spectra_figure(model_name, "attention residuals (S0 Fig 4)", bins, attn),
-                                                  calibration_figure(calibration, later, model_name)]},
+                                                  calibration_figure(calibration, e.later, model_name)]},
     )
 
 
@@ -90,7 +64,7 @@ def test_untrained_attention_residuals_are_nearly_straight(model_name, spectra, 
 @pytest.mark.models("untrained", "reference")
 @pytest.mark.needs(*SPECTRA_NEEDS)
 @pytest.mark.spectra("attn", "mlp", "hidden", "shuffled hidden")
-def test_untrained_mlp_residuals_match_hidden_states(model_name, spectra, claim, settings):
+def test_untrained_mlp_residuals_match_hidden_states(model_name, spectra, claim):
     """S0.7: the MLP residuals' spectral shape is close to the hidden states', by S0's contrast with the attention
     residuals: their shape distance is less than half the attention residuals'.
 
@@ -100,27 +74,15 @@ def test_untrained_mlp_residuals_match_hidden_states(model_name, spectra, claim,
     position-shuffled (white) spectra, any two such spectra are "close": the claim
     is then not informative.
     """
+    e = measure_closeness(spectra, claim)
     bins, mlp, n = spectra.bins, spectra.mlp, spectra.n_blocks
-    hidden = spectra.hidden[:, -n:]  # each block's output
-    by_block = clean_law_tolerance(bins, hidden, spectra.shuffled.hidden[:, -n:], settings.seed)
-    clean = float(by_block.mean())
-    white = shape_distance(bins, hidden, spectra.shuffled.hidden[:, -n:])  # (n_blocks,)
-    if white.mean() < clean:
-        claim.not_informative(
-            f"the hidden states are featureless: their shape differs from their position-shuffled (white) spectra by "
-            f"{white.mean():.3f} decades RMS (mean over blocks), under the {clean:.3f}-decade tolerance (a clean "
-            "law's scatter at this length), so any two such spectra are close",
-            details={"hidden-state shape distance from shuffled, by block (decades)": dict(zip(block_labels(n), map(float, white)))})
-    close = claim.bootstrap(np.concatenate([mlp, spectra.attn, hidden], axis=1),
-                            lambda u: closeness_ratio(bins, u, n))
-    apart = claim.bootstrap(np.concatenate([spectra.attn, hidden], axis=1),
-                            lambda u: apart_over_clean_law(bins, u, n, clean))
+    hidden, white, by_block = spectra.hidden[:, -n:], e.white, e.by_block  # each block's output
     claim.record(
-        closeness_checks(ClosenessEstimates(close, apart)),
+        closeness_checks(e),
         procedure=procedure("S0.7/untrained-mlp-residuals-match-hidden-states",
                             spectra=residual_procedure(spectra, "each block's MLP and attention residuals and output "
                                                                 "(resid_post)"),
-                            CLEAN_LAW_QUANTILE=CLEAN_LAW_QUANTILE, clean=clean,
+                            CLEAN_LAW_QUANTILE=CLEAN_LAW_QUANTILE, clean=float(by_block.mean()),
                             mlp_shape_distance=float(shape_distance(bins, mlp, hidden).mean()), white_mean=white.mean()),
         details={"shape distance by block (decades)": {
             b: {"MLP residual to hidden state": float(d), "attention residual to hidden state": float(a),

@@ -6,7 +6,9 @@ estimate is the worst entry over prompts, blocks and heads, its interval the val
 bounds of the dtype the model ran in, passed in by the test (S1 gives no figure).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
@@ -22,12 +24,15 @@ class SimplexEstimates:
         future: worst probability on a future key (j > i).
         negative: worst negative entry, max(−p_ij).
         leak: largest probability the future check finds in the transposed pattern (a control).
+        per_block: shown beside the checks, deciding nothing: {"row_sum", "future", "negative"}: (prompts, n_blocks)
+            the worst of each per prompt and block.
     """
 
     row_sum: Estimate
     future: Estimate
     negative: Estimate
     leak: Estimate
+    per_block: dict[str, np.ndarray] = field(default_factory=dict, compare=False)
 
 
 def simplex_checks(e: SimplexEstimates, dtype_name: str, n_keys: int, sum_tolerance: float, zero: float) -> list[Check]:
@@ -64,11 +69,16 @@ class OddsRatioEstimates:
         ratio: worst |p − p̂| / bound, p̂ the softmax of the Gaussian log odds ratios with σ² = 1/s.
         wider: smallest such ratio with σ² = 2/s (a control).
         unrotated: smallest such ratio without the rotary embedding (a control of rotary models; None otherwise).
+        forms: shown beside the checks, deciding nothing: each block's ``latent_instruments.attention.ScoreForm``.
+        per_block: shown: {"ratio", "wider", "unrotated" (rotary models only), "max_abs_error"}: (prompts,
+            n_blocks) per prompt and block.
     """
 
     ratio: Estimate
     wider: Estimate
     unrotated: Estimate | None = None
+    forms: list = field(default_factory=list, compare=False)
+    per_block: dict[str, np.ndarray] = field(default_factory=dict, compare=False)
 
 
 def odds_ratio_checks(e: OddsRatioEstimates, dtype_name: str) -> list[Check]:
@@ -97,10 +107,12 @@ class ConvexEstimates:
     Attributes:
         ratio: worst |y − Σ_j p_ij v_j| / bound over prompts, blocks, heads, positions, dims.
         uniform: smallest worst ratio with uniform causal weights 1/(i+1) (a control).
+        per_block: shown beside the checks, deciding nothing: {"ratio", "uniform"}: (prompts, n_blocks).
     """
 
     ratio: Estimate
     uniform: Estimate
+    per_block: dict[str, np.ndarray] = field(default_factory=dict, compare=False)
 
 
 def convex_checks(e: ConvexEstimates, dtype_name: str, n_keys: int) -> list[Check]:

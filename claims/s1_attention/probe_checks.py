@@ -6,7 +6,9 @@ S1 gives no accuracy.
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
@@ -23,6 +25,14 @@ class ProbeEstimates:
         chance: the majority rate of the plays.
         n: windows.
         shuffles: shufflings averaged in ``null``.
+        correct, genre_correct: shown beside the checks, deciding nothing: (windows, n_layers) out-of-fold
+            correctness of the play probe and of the First Folio genre probe (windows with a genre).
+        genre: shown: the genre of each window that has one.
+        labels: shown: the layers' labels ("embed", "block 1" .. "block L"); best_layer: the best block's index.
+        control: shown: (windows, shuffles) correctness of the shuffled-label probes at the best block.
+        accuracy: shown: per layer, the play probe's accuracy.
+        best_minus_last: shown: the best block's accuracy minus the last block's, paired.
+        length: shown: tokens per window.
     """
 
     best: Estimate
@@ -30,6 +40,15 @@ class ProbeEstimates:
     chance: float
     n: int
     shuffles: int
+    correct: np.ndarray | None = field(default=None, compare=False)
+    genre_correct: np.ndarray | None = field(default=None, compare=False)
+    genre: np.ndarray | None = field(default=None, compare=False)
+    labels: list[str] = field(default_factory=list, compare=False)
+    best_layer: int = field(default=0, compare=False)
+    control: np.ndarray | None = field(default=None, compare=False)
+    accuracy: list[Estimate] = field(default_factory=list, compare=False)
+    best_minus_last: Estimate | None = field(default=None, compare=False)
+    length: int = field(default=0, compare=False)
 
 
 def probe_checks(e: ProbeEstimates) -> list[Check]:

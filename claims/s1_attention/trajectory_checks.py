@@ -2,7 +2,9 @@
 self-tests (``tests/cases_s1.py``) drive the same function to hold and to fail each check.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
@@ -18,10 +20,18 @@ class TrajectoryEstimates:
         gain: the final block's excess closeness to the unembedding row W_U[τ_(t+1)] (final norm applied at every
             depth, the logit lens) minus max(earlier layers', 0).
         over_twin: the final layer's excess closeness, the model's minus its untrained twin's (paired).
+        readings, twin_readings: shown beside the checks, deciding nothing: {"W_U", "W_E"}: (true, other), each
+            (prompts, n_layers) mean cosines with the next token's row and another token's, model and twin.
+        input_row: shown: the final gain read on the input-embedding row W_E (a reading since version 3).
+        by_layer: shown: {"W_U", "W_E"}: each layer's mean excess closeness.
     """
 
     gain: Estimate
     over_twin: Estimate
+    readings: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, compare=False)
+    twin_readings: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, compare=False)
+    input_row: Estimate | None = field(default=None, compare=False)
+    by_layer: dict[str, list[Estimate]] = field(default_factory=dict, compare=False)
 
 
 def trajectory_checks(e: TrajectoryEstimates) -> list[Check]:

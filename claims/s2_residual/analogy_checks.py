@@ -2,7 +2,9 @@
 self-tests (``tests/cases_s2.py``) drive the same function to hold and to fail each check.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
@@ -19,11 +21,22 @@ class AnalogyEstimates:
         lands: top-1 rate under cosine on normalised input embeddings (fraction of analogies).
         misleads: mean reciprocal rank, cosine (normalised) minus Euclidean (raw), paired.
         twin_lands: the untrained twin's top-1 rate under cosine (fraction of analogies).
+        ranks, twin_ranks: shown beside the checks, deciding nothing: target ranks (pairs, analogies per pair,
+            [cosine, Euclidean]) of the model and of its untrained twin.
+        analogies, kept: shown: the analogies (``latent_instruments.analogies.Analogy``) and the word pairs kept.
+        spread: shown: the relative spread of the embedding's row norms.
+        by_pair: shown: {"cosine", "euclidean", "twin"}: mean reciprocal rank per target pair.
     """
 
     lands: Estimate
     misleads: Estimate
     twin_lands: Estimate
+    ranks: np.ndarray | None = field(default=None, compare=False)
+    twin_ranks: np.ndarray | None = field(default=None, compare=False)
+    analogies: list = field(default_factory=list, compare=False)
+    kept: list[tuple[str, str]] = field(default_factory=list, compare=False)
+    spread: float = field(default=float("nan"), compare=False)
+    by_pair: dict[str, list[Estimate]] = field(default_factory=dict, compare=False)
 
 
 def analogy_checks(e: AnalogyEstimates) -> list[Check]:

@@ -2,7 +2,9 @@
 and the self-tests (``tests/cases_s2.py``) drive the same functions to hold and to fail each check.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
@@ -19,10 +21,21 @@ class GrowthEstimates:
     Attributes:
         keeps_growing: the smallest step ratio of the mean norm, layer l + 1 / layer l.
         typical: the median token's norm ratio, last block / block 1.
+        labels: shown beside the checks, deciding nothing: the layers' labels, block 1's input first (L + 1).
+        norms, twin_norms: shown: (prompts, L + 1) mean L2 norm per layer, the model's and its untrained twin's.
+        rate, twin_rate: shown: the growth factor per block from block 1's output to the last (the scaled reading).
+        per_layer, twin_per_layer: shown: the mean norm of each layer over prompts.
     """
 
     keeps_growing: Estimate
     typical: Estimate
+    labels: list[str] = field(default_factory=list, compare=False)
+    norms: np.ndarray | None = field(default=None, compare=False)
+    twin_norms: np.ndarray | None = field(default=None, compare=False)
+    rate: Estimate | None = field(default=None, compare=False)
+    twin_rate: Estimate | None = field(default=None, compare=False)
+    per_layer: list[Estimate] = field(default_factory=list, compare=False)
+    twin_per_layer: list[Estimate] = field(default_factory=list, compare=False)
 
 
 def growth_checks(e: GrowthEstimates, first: str, last: str) -> list[Check]:
@@ -43,10 +56,19 @@ class DirectionEstimates:
     Attributes:
         floor: the smallest consecutive-layer cosine of a token's states.
         above_null: the smallest margin of that cosine over the mismatched-token null (paired).
+        labels: shown beside the checks, deciding nothing: the layers' labels, block 1's input first (L + 1).
+        per_step, per_null, per_cross, per_twin: shown: per transition (per layer for ``per_cross``), the mean
+            consecutive cosine, its mismatched-token null, the cross-token cosine and the untrained twin's
+            consecutive cosine.
     """
 
     floor: Estimate
     above_null: Estimate
+    labels: list[str] = field(default_factory=list, compare=False)
+    per_step: list[Estimate] = field(default_factory=list, compare=False)
+    per_null: list[Estimate] = field(default_factory=list, compare=False)
+    per_cross: list[Estimate] = field(default_factory=list, compare=False)
+    per_twin: list[Estimate] = field(default_factory=list, compare=False)
 
 
 def direction_checks(e: DirectionEstimates, counted: str) -> list[Check]:

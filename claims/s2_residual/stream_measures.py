@@ -4,6 +4,16 @@ stream_checks.py decides.
 """
 
 import numpy as np
+import torch
+
+from claims.s2_residual.stream_checks import DirectionEstimates, GrowthEstimates
+from latent_instruments.geometry import (
+    consecutive_cosines, cross_token_cosine, growth_per_layer, mean_norm_by_layer, mismatched_consecutive_cosines,
+    token_norm_ratio,
+)
+from latent_instruments.stats import sample_mean
+
+RESIDUAL_NEEDS = ("blocks.0.hook_resid_pre", "blocks.*.hook_resid_post")
 
 
 # S2 Table 1 (Mistral-7B instruct, 32 layers): the norm "grows exponentially by nearly 90x", a constant rate of
@@ -46,3 +56,82 @@ def null_margin(units: np.ndarray, n_blocks: int) -> np.ndarray:
     units: (batch, 2 L), the L consecutive cosines then the L mismatched-token cosines, per prompt → (L,).
     """
     return mean_by_layer(units[:, :n_blocks]) - mean_by_layer(units[:, n_blocks:])
+
+
+def residual_stream(captured) -> tuple[list[str], list[torch.Tensor]]:
+    """Labels and hidden states by depth, each (batch, seq, d_model): block 1's input, then every block's output.
+
+    Needs ``RESIDUAL_NEEDS``. The first label is "embed+pos" where the model adds learned
+    positions before block 1, else "embed"; then "block 1" .. "block L".
+    """
+    cache = captured.cache
+    labels = ["embed+pos" if cache.learned_positions else "embed"] + [f"block {i + 1}" for i in range(cache.n_blocks)]
+    layers = [cache["blocks.0.hook_resid_pre"]] + [cache[f"blocks.{i}.hook_resid_post"] for i in range(cache.n_blocks)]
+    return labels, layers
+
+
+def block_rate(norms: np.ndarray) -> float:
+    """Growth factor per block of the mean norm from block 1's output to the last block's, × per block.
+
+    norms: (batch, L + 1), column 0 block 1's input (left out: see S2.1's procedure), L ≥ 2.
+    """
+    return float(growth_per_layer(torch.from_numpy(mean_by_layer(norms)[1:])))
+
+
+def _per_column(x: np.ndarray, claim) -> list:
+    """The mean over prompts of each column of x (prompts, columns), with its bootstrap interval."""
+    return [claim.bootstrap(x[:, i], sample_mean) for i in range(x.shape[1])]
+
+
+def measure_growth(captured, twin_captured, claim) -> GrowthEstimates:
+    """S2.1's measurement over prompts (the unit: a prompt's mean L2 norm over positions, first left out, at each
+    layer): the smallest step ratio of the mean norm, and the median token's growth from block 1 to the last (the
+    control: a mean lifted by a few outlier tokens would pass with most tokens not growing).
+
+    Args:
+        captured, twin_captured: the model's and its untrained twin's captures with ``RESIDUAL_NEEDS``.
+        claim: the claim's recorder (``fixtures.recording.ClaimRecorder``): its ``bootstrap``.
+    Raises:
+        pytest.skip.Exception: through ``claim.not_informative`` for a one-block model (no rate between blocks).
+    """
+    labels, layers = residual_stream(captured)
+    _, twin_layers = residual_stream(twin_captured)
+    if len(layers) < 3:
+        claim.not_informative("one block: no rate between block outputs to compare with Table 1's")
+    norms = mean_norm_by_layer(layers).numpy()  # (batch, L + 1)
+    twin_norms = mean_norm_by_layer(twin_layers).numpy()
+    ratios = token_norm_ratio(layers[1], layers[-1]).numpy()  # (batch, seq − 1)
+    return GrowthEstimates(
+        claim.bootstrap(norms, min_step_ratio), claim.bootstrap(ratios, median_token_growth), labels=labels,
+        norms=norms, twin_norms=twin_norms, rate=claim.bootstrap(norms, block_rate),
+        twin_rate=claim.bootstrap(twin_norms, block_rate), per_layer=_per_column(norms, claim),
+        twin_per_layer=_per_column(twin_norms, claim))
+
+
+def measure_direction(captured, twin_captured, claim) -> DirectionEstimates:
+    """S2.2's measurement over prompts (the unit: a prompt's mean over positions, first left out, of
+    cos(h_l[t], h_{l+1}[t]) per transition), over every transition after block 1's: the smallest consecutive cosine
+    and its smallest margin over the mismatched-token null, cos(h_l[t], h_{l+1}[s]), t ≠ s (paired per prompt).
+
+    Args:
+        captured, twin_captured: the model's and its untrained twin's captures with ``RESIDUAL_NEEDS``.
+        claim: the claim's recorder (``fixtures.recording.ClaimRecorder``): its ``bootstrap``.
+    Raises:
+        pytest.skip.Exception: through ``claim.not_informative`` for a one-block model (its only transition is
+            embedding → block 1, which S2 lets stabilise).
+    """
+    labels, layers = residual_stream(captured)
+    _, twin_layers = residual_stream(twin_captured)
+    n_blocks = len(layers) - 1
+    if n_blocks < 2:
+        claim.not_informative("one block: its only transition is embedding → block 1, which S2 lets stabilise")
+    consecutive = consecutive_cosines(layers).numpy()  # (batch, L)
+    mismatched = mismatched_consecutive_cosines(layers).numpy()  # (batch, L): the null
+    units = np.concatenate([consecutive, mismatched], axis=1)  # paired per prompt
+    counted = slice(1, n_blocks)  # block l → block l + 1: every transition after the first block's
+    return DirectionEstimates(
+        claim.bootstrap(consecutive, lambda u: float(mean_by_layer(u)[counted].min())),
+        claim.bootstrap(units, lambda u: float(null_margin(u, n_blocks)[counted].min())), labels=labels,
+        per_step=_per_column(consecutive, claim), per_null=_per_column(mismatched, claim),
+        per_cross=_per_column(cross_token_cosine(layers).numpy(), claim),  # (batch, L + 1), reported
+        per_twin=_per_column(consecutive_cosines(twin_layers).numpy(), claim))

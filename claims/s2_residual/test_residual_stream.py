@@ -24,58 +24,30 @@ import pytest
 import torch
 from scipy import stats
 
-from fixtures.catalogue_text import procedure
-from latent_instruments.geometry import (
-    consecutive_cosines, cross_token_cosine, fit_log_growth, growth_per_layer, mean_norm_by_layer,
-    mismatched_consecutive_cosines, token_norm_ratio,
-)
-from latent_instruments.stats import sample_mean
-from reports.plots import series
-from claims.s2_residual.stream_checks import (
-    COSINE_FLOOR, DirectionEstimates, GrowthEstimates, direction_checks, growth_checks,
-)
+from claims.s2_residual.stream_checks import COSINE_FLOOR, GrowthEstimates, direction_checks, growth_checks
 from claims.s2_residual.stream_measures import (
-    RATE_HIGH, RATE_LOW, SOURCE_LAYERS, SOURCE_RATIO, mean_by_layer, median_token_growth, min_step_ratio, null_margin,
-    rate_reading,
+    RATE_HIGH, RATE_LOW, RESIDUAL_NEEDS, SOURCE_LAYERS, SOURCE_RATIO, mean_by_layer, measure_direction,
+    measure_growth, rate_reading,
 )
+from fixtures.catalogue_text import procedure
+from latent_instruments.geometry import fit_log_growth
+from reports.plots import series
 
-
-RESIDUAL_NEEDS = ("blocks.0.hook_resid_pre", "blocks.*.hook_resid_post")
 
 SOURCE_FACTOR = SOURCE_RATIO ** (1 / SOURCE_LAYERS)
 
 
-def residual_stream(captured) -> tuple[list[str], list[torch.Tensor]]:
-    """Labels and hidden states by depth, each (batch, seq, d_model): block 1's input, then every block's output.
-
-    Needs ``RESIDUAL_NEEDS``. The first label is "embed+pos" where the model adds learned
-    positions before block 1, else "embed"; then "block 1" .. "block L".
-    """
-    cache = captured.cache
-    labels = ["embed+pos" if cache.learned_positions else "embed"] + [f"block {i + 1}" for i in range(cache.n_blocks)]
-    layers = [cache["blocks.0.hook_resid_pre"]] + [cache[f"blocks.{i}.hook_resid_post"] for i in range(cache.n_blocks)]
-    return labels, layers
-
-
-def block_rate(norms: np.ndarray) -> float:
-    """Growth factor per block of the mean norm from block 1's output to the last block's, × per block.
-
-    norms: (batch, L + 1), column 0 block 1's input (left out: see S2.1's procedure), L ≥ 2.
-    """
-    return float(growth_per_layer(torch.from_numpy(mean_by_layer(norms)[1:])))
-
-
-def _growth_details(labels: list[str], rate, twin_rate, per_layer: list, twin_per_layer: list, mean: np.ndarray,
-                    twin_mean: np.ndarray) -> dict:
+def _growth_details(g: GrowthEstimates) -> dict:
     """S2.1's details: the rate per block beside Table 1's, the norm by layer (trained, interval, twin), the
-    last-over-first ratios, log-linear fits and the rank correlation with depth; mean, twin_mean (L + 1,)."""
+    last-over-first ratios, log-linear fits and the rank correlation with depth."""
+    rate, twin_rate, mean, twin_mean = g.rate, g.twin_rate, mean_by_layer(g.norms), mean_by_layer(g.twin_norms)
     fit, twin_fit = fit_log_growth(torch.from_numpy(mean)), fit_log_growth(torch.from_numpy(twin_mean))
     return {
         "growth per block, block 1's output to the last (the scaled reading)": {
             "value": rate.value, "low": rate.low, "high": rate.high, "about Table 1's low": RATE_LOW,
             "about Table 1's high": RATE_HIGH},
         "mean_norm_by_layer": {label: {"trained": e.value, "low": e.low, "high": e.high, "untrained twin": t.value}
-                               for label, e, t in zip(labels, per_layer, twin_per_layer)},
+                               for label, e, t in zip(g.labels, g.per_layer, g.twin_per_layer)},
         "last_over_first": float(mean[-1] / mean[0]),
         "twin_last_over_first": float(twin_mean[-1] / twin_mean[0]),
         "twin growth per block": {"value": twin_rate.value, "low": twin_rate.low, "high": twin_rate.high},
@@ -101,26 +73,12 @@ def test_hidden_state_norm_grows_with_depth(model_name, activations, twin_activa
     only the mean: a mean lifted by a few outlier tokens (massive activations) would
     pass the claim checks with most tokens' states not growing.
     """
-    labels, layers = residual_stream(activations)
-    _, twin_layers = residual_stream(twin_activations)
-    n_blocks = len(layers) - 1
-    if n_blocks < 2:
-        claim.not_informative("one block: no rate between block outputs to compare with Table 1's")
-    norms = mean_norm_by_layer(layers).numpy()  # (batch, L + 1)
-    twin_norms = mean_norm_by_layer(twin_layers).numpy()
-    ratios = token_norm_ratio(layers[1], layers[-1]).numpy()  # (batch, seq − 1)
-
-    keeps_growing = claim.bootstrap(norms, min_step_ratio)
-    rate = claim.bootstrap(norms, block_rate)
-    typical = claim.bootstrap(ratios, median_token_growth)
-    twin_rate = claim.bootstrap(twin_norms, block_rate)
-    per_layer = [claim.bootstrap(norms[:, i], sample_mean) for i in range(n_blocks + 1)]
-    twin_per_layer = [claim.bootstrap(twin_norms[:, i], sample_mean) for i in range(n_blocks + 1)]
-    mean, twin_mean = mean_by_layer(norms), mean_by_layer(twin_norms)
+    e = measure_growth(activations, twin_activations, claim)
+    labels, rate, mean, n_blocks = e.labels, e.rate, mean_by_layer(e.norms), len(e.labels) - 1
     claim.record(
-        growth_checks(GrowthEstimates(keeps_growing, typical), labels[1], labels[-1]),
+        growth_checks(e, labels[1], labels[-1]),
         beside_source={"norm growth, last layer over first": float(mean[-1] / mean[0])},
-        procedure=procedure("S2.1/hidden-state-norm-grows-with-depth", prompts=norms.shape[0],
+        procedure=procedure("S2.1/hidden-state-norm-grows-with-depth", prompts=e.norms.shape[0],
                             positions=activations.input_ids.shape[1], first_label=labels[0]),
         scaled=(
             f"S2 measured Mistral-7B (32 layers, 90× from first to last layer, {SOURCE_FACTOR:.3f}× per layer); "
@@ -129,15 +87,15 @@ def test_hidden_state_norm_grows_with_depth(model_name, activations, twin_activa
             f"is set by the embedding's own scale), {rate_reading(rate)} Mistral-7B's {RATE_LOW:.3f} .. "
             f"{RATE_HIGH:.3f}× ('about' 90×, a factor of two either way): a reading, not a bound"
         ),
-        details=_growth_details(labels, rate, twin_rate, per_layer, twin_per_layer, mean, twin_mean),
+        details=_growth_details(e),
         plot={
             "kind": "lines",
             "title": f"S2.1 on {model_name}: hidden-state norm by depth (first token left out)",
             "x": list(range(n_blocks + 1)), "xlabel": f"layer (0 = {labels[0]}, l = block l's output)",
             "ylabel": "mean L2 norm", "logy": True,
             "series": {
-                model_name: series(per_layer),
-                "untrained twin": series(twin_per_layer),
+                model_name: series(e.per_layer),
+                "untrained twin": series(e.twin_per_layer),
                 "Mistral-7B's rate (90× over 32 layers), from this model's block 1":
                     {"value": [float(mean[1] * SOURCE_FACTOR ** (k - 1)) for k in range(n_blocks + 1)]},
             },
@@ -171,32 +129,14 @@ def test_consecutive_layers_point_the_same_way(model_name, activations, twin_act
     per transition; the null pairs each token with every *other* token of the prompt across
     the same two layers, cos(h_l[t], h_{l+1}[s]), t ≠ s.
     """
-    labels, layers = residual_stream(activations)
-    _, twin_layers = residual_stream(twin_activations)
-    n_blocks = len(layers) - 1
-    if n_blocks < 2:
-        claim.not_informative("one block: its only transition is embedding → block 1, which S2 lets stabilise")
-    consecutive = consecutive_cosines(layers).numpy()  # (batch, L)
-    mismatched = mismatched_consecutive_cosines(layers).numpy()  # (batch, L): the null
-    cross = cross_token_cosine(layers).numpy()  # (batch, L + 1), reported
-    twin_consecutive = consecutive_cosines(twin_layers).numpy()
-    units = np.concatenate([consecutive, mismatched], axis=1)  # paired per prompt
-    counted = slice(1, n_blocks)  # block l → block l + 1: every transition after the first block's
-
-    floor = claim.bootstrap(consecutive, lambda u: float(mean_by_layer(u)[counted].min()))
-    above_null = claim.bootstrap(units, lambda u: float(null_margin(u, n_blocks)[counted].min()))
-
-    def per_column(x: np.ndarray) -> list:
-        return [claim.bootstrap(x[:, i], sample_mean) for i in range(x.shape[1])]
-
-    per_step, per_null, per_cross = per_column(consecutive), per_column(mismatched), per_column(cross)
-    per_twin = per_column(twin_consecutive)
-    steps = [f"{labels[i]} → {labels[i + 1]}" for i in range(n_blocks)]
+    e = measure_direction(activations, twin_activations, claim)
+    n_blocks = len(e.labels) - 1
+    steps = [f"{e.labels[i]} → {e.labels[i + 1]}" for i in range(n_blocks)]
     claim.record(
-        direction_checks(DirectionEstimates(floor, above_null), f"{steps[1]} .. {steps[-1]}"),
-        beside_source={"smallest consecutive-layer cosine": floor.value},
-        procedure=procedure("S2.2/consecutive-layers-point-the-same-way", prompts=consecutive.shape[0],
-                            positions=activations.input_ids.shape[1], first_label=labels[0]),
+        direction_checks(e, f"{steps[1]} .. {steps[-1]}"),
+        beside_source={"smallest consecutive-layer cosine": e.floor.value},
+        procedure=procedure("S2.2/consecutive-layers-point-the-same-way", prompts=e.per_step[0].n,
+                            positions=activations.input_ids.shape[1], first_label=e.labels[0]),
         scaled=(
             f"S2 measured Mistral-7B (32 layers: consecutive-layer cosine stabilises above 0.88); tested here: every "
             f"transition after block 1 of this {n_blocks}-block model above 0.88"
@@ -206,8 +146,8 @@ def test_consecutive_layers_point_the_same_way(model_name, activations, twin_act
                 step: {"consecutive": c.value, "low": c.low, "high": c.high, "counted": i >= 1,
                        "mismatched-token null": m.value, "null low": m.low, "null high": m.high,
                        "cross-token (later layer)": x.value, "untrained twin consecutive": t.value}
-                for i, (step, c, m, x, t) in enumerate(zip(steps, per_step, per_null, per_cross[1:], per_twin))
+                for i, (step, c, m, x, t) in enumerate(zip(steps, e.per_step, e.per_null, e.per_cross[1:], e.per_twin))
             },
         },
-        plot=_direction_plot(model_name, n_blocks, per_step, per_null, per_twin),
+        plot=_direction_plot(model_name, n_blocks, e.per_step, e.per_null, e.per_twin),
     )

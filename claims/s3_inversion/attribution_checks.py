@@ -2,7 +2,9 @@
 self-tests (``tests/cases_s3.py``, ``tests/test_s3_checks.py``) drive the same function to hold and to fail.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
@@ -18,10 +20,22 @@ class AgreementEstimates:
     Attributes:
         agreement: mean Spearman ρ over positions of gradient×input and occlusion.
         twin: the same with the untrained twin's gradient×input (a broken-instrument control).
+        attributions: shown beside the checks, deciding nothing: {"gradient×input", "occlusion", "twin",
+            "by token"}: (prompts, T) per-token attributions (occlusion by the mean embedding; "by token": by another
+            frequent token).
+        rho, twin_rho: shown: per-prompt ρ (NaN where undefined).
+        undefined: shown: why prompts were left out (the sentence of the procedure).
+        readings: shown: {what: mean ρ over the prompts with a defined correlation}, the claim's and the control's
+            beside the readings that locate them (a random attribution, occlusion by another frequent token).
     """
 
     agreement: Estimate
     twin: Estimate
+    attributions: dict[str, np.ndarray] = field(default_factory=dict, compare=False)
+    rho: np.ndarray | None = field(default=None, compare=False)
+    twin_rho: np.ndarray | None = field(default=None, compare=False)
+    undefined: str = field(default="", compare=False)
+    readings: dict[str, float] = field(default_factory=dict, compare=False)
 
 
 def agreement_checks(e: AgreementEstimates) -> list[Check]:

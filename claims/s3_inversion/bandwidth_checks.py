@@ -2,7 +2,7 @@
 self-tests (``tests/cases_s3.py``, ``tests/test_s3_checks.py``) drive the same functions to hold and to fail.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from claims.s3_inversion.convergence import convergence_check
 from claims.s3_inversion.scope import UNTRAINED_INVERTS, works_check
@@ -55,6 +55,10 @@ class BandwidthEstimates:
         matched: fraction of prompts passing S3's success test on the first k* − 1 features (exact).
         full_works: on an untrained block, the fraction of prompts the full output gives back (exact); else None.
         longer: ``jump`` after the descents at k* and k* − 1 continued to 5N (None where not continued).
+        k_star: shown beside the checks (``bandwidth_checks`` is given it): the crossing; steps: shown: N.
+        curves, how: shown: {setting: ``bandwidth_measures.Curve``} and the headline setting.
+        full: shown: the full output's token accuracy (headline setting).
+        per_k: shown: token accuracy at each k evaluated, in increasing k.
     """
 
     jump: Estimate
@@ -62,6 +66,12 @@ class BandwidthEstimates:
     matched: Estimate
     full_works: Estimate | None = None
     longer: Estimate | None = None
+    k_star: int = field(default=0, compare=False)
+    steps: int = field(default=0, compare=False)
+    curves: dict = field(default_factory=dict, compare=False)
+    how: str = field(default="", compare=False)
+    full: Estimate | None = field(default=None, compare=False)
+    per_k: list[Estimate] = field(default_factory=list, compare=False)
 
 
 def bandwidth_checks(e: BandwidthEstimates, k_star: int, d_model: int, steps: int) -> list[Check]:

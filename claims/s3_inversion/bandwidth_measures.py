@@ -1,5 +1,5 @@
-"""S3.10's measurements: token accuracy against the number of output features kept, and the crossing k* where it reaches
-half the full output's. test_bandwidth.py measures with these; bandwidth_checks.py decides.
+"""S3.10's measurements: token accuracy against the number of output features kept, the crossing k* where it reaches
+half the full output's, and the jump at it. test_bandwidth.py measures with these; bandwidth_checks.py decides.
 """
 
 from dataclasses import replace
@@ -8,13 +8,17 @@ from functools import partial
 import numpy as np
 import torch
 
-from claims.s3_inversion.bandwidth_checks import CrossingEstimates, crossing_checks
+from claims.s3_inversion.bandwidth_checks import (
+    EVERY, BandwidthEstimates, CrossingEstimates, bandwidth_checks, crossing_checks, full_works_check,
+)
 from claims.s3_inversion.convergence import further_steps
-from claims.s3_inversion.inversions import TOP_K, layer_output
+from claims.s3_inversion.inversions import DESCENT_SETTINGS, TOP_K, layer_output, setting
+from claims.s3_inversion.scope import SMALL_TRAINED
+from fixtures.catalogue_text import procedure
 from latent_instruments.inversion import invert
-from latent_instruments.stats import Estimate
+from latent_instruments.stats import Estimate, paired_difference, proportion, sample_mean
 from models.forwards import descents_at_once, frozen, side_by_side
-from reports.checks import Check
+from reports.checks import FAILED, Check
 
 
 GRID = 4  # first pass: k at quarters of d_model
@@ -133,3 +137,71 @@ def threshold_within(k_star: int, prompts: int) -> Check:
     """S3.10's crossing check (``crossing_checks``) of the count ``k_star`` over ``prompts`` (exact: no interval)."""
     return crossing_checks(CrossingEstimates(Estimate(float(k_star), float(k_star), float(k_star), 1.0, prompts)),
                            0)[0]
+
+
+def _curves(subject, ids: torch.Tensor, problem, steps: int, scale, seed: int) -> tuple[dict, str]:
+    """S3.10's recovery curves ({setting: Curve}) and the headline setting: S3's at source scale, on a CPU the better
+    on the full output, chosen once on the first third of the prompts; the headline curve reads the other two
+    thirds from then on, the crossing's search included. ids (prompts, tokens)."""
+    d = subject.d_model
+    curves = {how: Curve(subject, ids, problem, setting(how, steps, problem.weight), seed) for how in DESCENT_SETTINGS}
+    side_by_side(subject.model, [partial(curve, d) for curve in curves.values()])  # both full outputs at once
+    how = DESCENT_SETTINGS[int(scale.chosen(np.stack([curves[h](d) for h in DESCENT_SETTINGS], -1)))]
+    curves[how].rows = scale.reported(np.arange(ids.shape[0]))
+    return curves, how
+
+
+def by_setting(curves: dict, d_model: int) -> dict:
+    """S3.10's details on the headline choice: {title: {setting: the full output's token accuracy}}."""
+    return {"token accuracy, full output, by setting": {h: c.mean(d_model) for h, c in curves.items()}}
+
+
+def measure_bandwidth(model_name: str, subject, ids: torch.Tensor, inversions, claim) -> BandwidthEstimates:
+    """S3.10's measurement on block 1's output of ``ids`` (prompts, tokens): the recovery curve by features kept,
+    in the headline setting, its crossing k*, the jump in token accuracy from k* − 1 to k* features, k* / d_model
+    on resampled prompts, S3's success test at k* − 1 (a control), on an untrained block the full output's
+    recovery (a control), and where the jump fails, the jump after the two descents continued to 5N.
+
+    Args:
+        model_name: the model's zoo name; subject: the loaded model (``LoadedModel``).
+        inversions: the S3 family's inversion runner; claim: the claim's recorder (its ``bootstrap``, ``seed``).
+    Raises:
+        ControlFailed: through ``claim.record`` where an untrained block's full output does not give back most
+            prompts (the descent failed).
+        pytest.skip.Exception: through ``claim.not_informative`` where a trained model's full output does not
+            recover every token (no level to fall from).
+        ClaimDoesNotHold, ClaimInconclusive: through ``claim.record`` where k* = 1 (the crossing check decides
+            alone).
+    """
+    d, problem, steps = subject.d_model, inversions.problem(model_name, subject), inversions.scale.steps(model_name)
+    curves, how = _curves(subject, ids, problem, steps, inversions.scale, claim.seed)
+    curve = curves[how]
+    full = claim.bootstrap(curve(d), sample_mean)
+    untrained = subject.entry.random_init
+    works = proportion(curve(d) >= EVERY)
+    if untrained and not (full_works := full_works_check(works, d)).passed:  # S3 says this block inverts: the descent failed, which must show
+        claim.record([full_works], details=by_setting(curves, d), procedure=procedure(
+            "S3.10/recovery-falls-sharply-with-output-features/descent-fails-on-the-full-output", n=ids.shape[0], how=how))
+    if full.low < EVERY and not untrained:  # an untrained block's full output is the control above, decided
+        claim.not_informative(
+            f"the full output ({d} features) recovers {full.value:.3f} of tokens [{full.low:.3f}, {full.high:.3f}], "
+            f"not every token (≥ {EVERY}): there is no level to fall from. {SMALL_TRAINED}", details=by_setting(curves, d))
+    k_star = crossing(curve, d, full.value / 2)
+    if k_star == 1:  # no one-feature jump to measure below the first feature: the crossing check decides alone
+        k = Estimate(float(k_star), float(k_star), float(k_star), 1.0, len(curve(d)))
+        claim.record(crossing_checks(CrossingEstimates(k, works if untrained else None), d),
+                     procedure=procedure("S3.10/recovery-falls-sharply-with-output-features/the-first-feature-"
+                                         "recovers-half", prompts=len(curve(d)), how=how,
+                                         first_feature_accuracy=curve.mean(1)),
+                     details={"token accuracy by k": {str(k): round(curve.mean(k), 4) for k in sorted(curve.points)}})
+    jump = claim.bootstrap(np.column_stack([curve(k_star), curve(k_star - 1)]),
+                     paired_difference)
+    matched = proportion(curve.passed(k_star - 1))  # 0/1 per prompt: an exact interval
+    ks = sorted(curve.points)
+    per_k = [claim.bootstrap(curve(k), sample_mean) for k in ks]
+    fraction = claim.bootstrap(np.column_stack([curve(k) for k in ks]), lambda u: crossing_fraction(u, ks, d))
+    estimates = BandwidthEstimates(jump, fraction, matched, works if untrained else None, k_star=k_star, steps=steps,
+                                   curves=curves, how=how, full=full, per_k=per_k)
+    if bandwidth_checks(estimates, k_star, d, steps)[0].status == FAILED:  # the two descents either side of the
+        estimates = replace(estimates, longer=claim.bootstrap(curve.continued(k_star, k_star - 1), paired_difference))
+    return estimates

@@ -2,7 +2,9 @@
 self-tests (``tests/cases_s3.py``) drive the same functions to hold and to fail each check.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from claims.s3_inversion.convergence import convergence_check
 from claims.s3_inversion.scope import UNTRAINED_INVERTS, works_check
@@ -24,11 +26,22 @@ class MaskedEstimates:
         masked: fraction of prompts whose masked first token is recovered.
         twin_works: fraction of the twin's prompts whose unmasked tokens mostly come back.
         longer: ``masked`` after the headline descent continued to 5N (None where not continued).
+        setting: shown beside the checks, deciding nothing: the headline setting; run: its ``inversions.Run``.
+        unmasked: shown: the unmasked tokens recovered (fraction of tokens).
+        twin_masked, twin_unmasked: shown: the twin's masked-token rate and unmasked-token accuracy.
+        prompts, reported: shown: the prompts inverted, and those reported.
     """
 
     masked: Estimate
     twin_works: Estimate
     longer: Estimate | None = None
+    setting: str = field(default="", compare=False)
+    run: object = field(default=None, compare=False)
+    unmasked: Estimate | None = field(default=None, compare=False)
+    twin_masked: Estimate | None = field(default=None, compare=False)
+    twin_unmasked: float = field(default=float("nan"), compare=False)
+    prompts: int = field(default=0, compare=False)
+    reported: int = field(default=0, compare=False)
 
 
 def twin_works_check(twin_works: Estimate, twin: str) -> Check:
@@ -56,11 +69,16 @@ class WideLayerEstimates:
         wider_more: fraction finding the masked token, wider minus narrower (Newcombe, independent proportions).
         wider: the wider layers' fraction finding it (exact).
         unmasked: the least unmasked-token accuracy over the wider layers (per unit).
+        fraction: shown beside the checks, deciding nothing: each width's fraction finding the masked token.
+        outcomes: shown: (seeds, widths, [masked found, unmasked accuracy]); chosen: {(width, seed): setting}.
     """
 
     wider_more: Estimate
     wider: Estimate
     unmasked: Estimate
+    fraction: list[Estimate] = field(default_factory=list, compare=False)
+    outcomes: np.ndarray | None = field(default=None, compare=False)
+    chosen: dict = field(default_factory=dict, compare=False)
 
 
 def wide_layer_checks(e: WideLayerEstimates, widths: tuple[int, int], seeds: int) -> list[Check]:

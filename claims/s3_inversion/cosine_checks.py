@@ -2,7 +2,9 @@
 self-tests (``tests/cases_s3.py``) drive the same functions to hold and to fail each check.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from claims.s3_inversion.convergence import convergence_check
 from fixtures.catalogue_text import catalogued
@@ -24,12 +26,34 @@ class CosineEstimates:
         indirect: token accuracy of the control's one-token inputs in embedding space (an exact interval).
         descent: the least token accuracy of the long inputs under the L2 loss (per input).
         longer: ``ordering`` after the descents continued to 5N steps (None where not continued).
+        found: shown beside the checks, deciding nothing: {label: (found, start) inversions} of every descent
+            ("long", "one", "l2", "code, long", "code, one", "indirect", "indirect, adapted").
+        units, code_units: shown: (prompts, [long, one-token]) token accuracy at S3's text's rate and its code's.
+        code_ordering: shown: ``ordering`` at the rate of S3's published code.
+        control: shown: (control inputs, [S3's setting, adapted]) token accuracy of the indirect one-token inputs.
+        per: shown: token accuracy of the long, one-token and (the control's setting) indirect inputs.
+        exact_fit: shown: token accuracy of an exact fit of the direct representation from S3's start.
+        continued: shown: (prompts, [long, one-token]) token accuracy after the convergence control's longer
+            descents (None where not continued).
+        singles: shown: (control inputs, 1) the control's one-token inputs.
+        context: shown: the arguments ``cosine_checks`` takes after the estimates (long tokens, the control's setting
+            in words, its inputs, N).
     """
 
     ordering: Estimate
     indirect: Estimate
     descent: Estimate
     longer: Estimate | None = None
+    found: dict = field(default_factory=dict, compare=False)
+    units: np.ndarray | None = field(default=None, compare=False)
+    code_units: np.ndarray | None = field(default=None, compare=False)
+    code_ordering: Estimate | None = field(default=None, compare=False)
+    control: np.ndarray | None = field(default=None, compare=False)
+    per: list[Estimate] = field(default_factory=list, compare=False)
+    exact_fit: Estimate | None = field(default=None, compare=False)
+    continued: np.ndarray | None = field(default=None, compare=False)
+    singles: object = field(default=None, compare=False)
+    context: tuple = field(default=(), compare=False)
 
 
 def cosine_checks(e: CosineEstimates, long_tokens: int, control_setting: str, control_inputs: int,
@@ -69,12 +93,22 @@ class LayerNormEstimates:
         gap: distance reached with the norms minus without (1 − cos), paired.
         minimised: distance reached without the norms over its start.
         one: distance reached by one-token inputs with the norms over its start.
+        units: shown beside the checks, deciding nothing: (prompts, 6) cosine distances: with norms, without, their
+            starts, one token with norms, its start.
+        tried: shown: {N: the distance reached without norms over its start}; steps: shown: the N the comparison ran.
+        removed: shown: how many norms were removed; inversions: shown: {"with norms", "without norms"}: the
+            found inputs.
     """
 
     with_norms: Estimate
     gap: Estimate
     minimised: Estimate
     one: Estimate
+    units: np.ndarray | None = field(default=None, compare=False)
+    tried: dict[str, float] = field(default_factory=dict, compare=False)
+    steps: int = field(default=0, compare=False)
+    removed: int = field(default=0, compare=False)
+    inversions: dict = field(default_factory=dict, compare=False)
 
 
 def layer_norm_checks(e: LayerNormEstimates) -> list[Check]:

@@ -1,11 +1,174 @@
-"""S3.13's statistic: the cosine distance reached over its start. test_cosine.py measures with it; cosine_checks.py
-decides.
+"""S3.7 and S3.13's measurements: inversions of block 1's output under the cosine loss, direct and indirect, at S3's
+rates and with the layer norms removed, and the cosine distance reached over its start. test_cosine.py measures with
+these; cosine_checks.py decides.
 """
 
+from dataclasses import replace
+from functools import partial
+from typing import Callable
 
 import numpy as np
+import torch
+
+from claims.s3_inversion.convergence import further_steps
+from claims.s3_inversion.cosine_checks import (
+    BUDGETS, MINIMISED, RECOVERS, CosineEstimates, LayerNormEstimates, cosine_checks,
+)
+from claims.s3_inversion.inversions import TOP_K, layer_output, setting
+from latent_instruments.ablation import norms_removed
+from latent_instruments.decoding import direct_fit_decode, pseudo_inverse
+from latent_instruments.inversion import invert
+from latent_instruments.stats import paired_difference, per_unit, sample_mean
+from models.forwards import frozen, side_by_side
+from reports.checks import FAILED
+
+CODE_RATE = (0.01, 0.001)  # η of S3's published direct-inversion code (GPT2_direct_representation.py: 0.01 → /10)
+CONTROL_SETTING = {True: "S3's setting", False: "better of S3's setting and the adapted one"}  # by Scale.source
 
 
 def reached_over_start(units: np.ndarray, reached: int, start: int) -> float:
     """Mean cosine distance reached over the mean at the start: columns of (prompts, …) units."""
     return float(units[:, reached].mean() / units[:, start].mean())
+
+
+def _cosine_inversion(subject, ids: torch.Tensor, representation: str, steps: int, seed: int,
+                      adapted: bool = False, loss: str = "cosine", rate: tuple[float, float] | None = None,
+                      start: torch.Tensor | None = None):
+    """(found, start) inversions of ``ids`` (batch, T) from block 1's output under the cosine loss (or ``loss``):
+    S3's setting, or (``adapted``, embedding space only) the normalised step from the embeddings' scale of
+    S3.2-S3.4; ``rate`` (η at step 0, η at step N) replaces the setting's; ``start`` continues an earlier found
+    input for ``steps`` more (the convergence control)."""
+    weight = subject.model.get_input_embeddings().weight.detach()
+    layer = layer_output(subject, 0, ids.shape[1])
+    config = replace(setting("adapted" if adapted else "source", steps, weight), representation=representation,
+                     loss=loss)
+    if rate is not None:
+        config = replace(config, lr=rate[0], lr_end=rate[1])
+    with frozen(subject.model):
+        found = invert(layer, ids, weight, torch.Generator().manual_seed(seed), config, k=TOP_K, start=start)
+        start = invert(layer, ids, weight, torch.Generator().manual_seed(seed), replace(config, steps=0), k=1)
+    return found, start
+
+
+def _numpy(t: torch.Tensor) -> np.ndarray:
+    return t.double().cpu().numpy()
+
+
+def _cannot_identify(exact_fit, vocabulary: int, d_model: int, target: float) -> str:
+    """S3.7's not-informative reason: an exact fit of the direct representation decodes too few tokens."""
+    return (
+        f"the direct representation cannot identify this model's tokens from S3's start: even an exact fit of the "
+        f"input embeddings decodes {exact_fit.value:.3f} [{exact_fit.low:.3f}, {exact_fit.high:.3f}] of them, not "
+        f"most (> {RECOVERS}); plain descent moves the vector over {vocabulary} tokens only within W_E's "
+        f"{d_model}-dimensional column space (vocabulary/width {vocabulary / d_model:.1f}; "
+        f"S3's Llama-7B 7.8, where S3's target of {target:g} decodes them), so no loss can "
+        "recover them and a failure says nothing about the cosine loss. S3's direct representation presumes that "
+        "the fit decodes: 'the trained GPT-2 word-token embedding maps the value at the index of the integer token "
+        "to a value on the order of 1 × 10⁻² whereas the values of other indices are typically ≤ 1 × 10⁻³' "
+        "(Direct Input Representation); this is a property of W_E and S3's start, measured without any descent, "
+        "so it hides no failed instrument")
+
+
+def _other_descents(subject, ids: torch.Tensor, singles: torch.Tensor, steps: int, seed: int) -> dict:
+    """S3.7's descents besides the long cosine one, independent of one another, side by side (the numbers of one by
+    one): {label: (found, start)}. One-token inputs; the long ones under the L2 loss; both at the rate of S3's
+    published direct-inversion code, which starts 100 times lower than its text's η 1 → 1/100; the control's
+    one-token inputs ``singles`` (CONTROL_INPUTS, 1) in embedding space, under S3's setting and the adapted one."""
+    jobs = {"one": (ids[:, :1], "direct", {}), "l2": (ids, "direct", {"loss": "l2"}),
+            "code, long": (ids, "direct", {"rate": CODE_RATE}), "code, one": (ids[:, :1], "direct", {"rate": CODE_RATE}),
+            "indirect": (singles, "indirect", {}), "indirect, adapted": (singles, "indirect", {"adapted": True})}
+    return dict(zip(jobs, side_by_side(subject.model, [
+        partial(_cosine_inversion, subject, x, representation, steps, seed, **options)
+        for x, representation, options in jobs.values()])))
+
+
+def _continued(subject, ids: torch.Tensor, found: tuple, steps: int, seed: int) -> np.ndarray:
+    """S3.7's convergence control: the long and one-token direct descents ``found`` continued from where they
+    stopped by ``further_steps(steps)``; token accuracy (prompts, 2)."""
+    more = side_by_side(subject.model, [
+        partial(_cosine_inversion, subject, x, "direct", further_steps(steps), seed, start=r.inputs)
+        for x, r in zip((ids, ids[:, :1]), found)])
+    return np.column_stack([_numpy(r.token_accuracy) for r, _ in more])
+
+
+def measure_cosine(model_name: str, subject, ids: torch.Tensor, draw_singles: Callable[[], torch.Tensor], inversions,
+                   claim) -> CosineEstimates:
+    """S3.7's measurement on block 1's output: the long inputs ``ids`` (prompts, T) against their first tokens under
+    the cosine loss (direct representation, S3's setting), gated on an exact fit of the direct representation
+    decoding the tokens; the control's one-token inputs in embedding space and the long inputs under the L2 loss
+    (controls); the same at the rate of S3's published code (shown); and where the ordering fails, the two descents
+    continued (the convergence control).
+
+    Args:
+        model_name: the model's zoo name; subject: the loaded model (``LoadedModel``).
+        draw_singles: () -> (control inputs, 1) the control's one-token inputs, drawn only where informative.
+        inversions: the S3 family's inversion runner; claim: the claim's recorder (its ``bootstrap``, ``seed``).
+    Raises:
+        pytest.skip.Exception: through ``claim.not_informative`` where an exact fit of the direct representation
+            decodes too few tokens (no loss could recover them).
+    """
+    scale, seed = inversions.scale, claim.seed
+    steps, long_tokens = scale.steps(model_name), ids.shape[1]
+    long, start = _cosine_inversion(subject, ids, "direct", steps, seed)
+    weight = subject.model.get_input_embeddings().weight.detach()
+    reached = direct_fit_decode(ids, start.inputs, pseudo_inverse(weight), start.config.direct_target)
+    exact_fit = claim.bootstrap(_numpy((reached == ids).double().mean(1)), sample_mean)
+    if exact_fit.low <= RECOVERS:
+        claim.not_informative(
+            _cannot_identify(exact_fit, weight.shape[0], subject.d_model, start.config.direct_target),
+            details={"token accuracy of an exact fit (direct, S3's start)": exact_fit.value,
+                     "token accuracy reached, long input, cosine loss": float(long.token_accuracy.mean())})
+    singles = draw_singles()
+    found = {"long": (long, start), **_other_descents(subject, ids, singles, steps, seed)}
+    one, l2 = found["one"][0], found["l2"][0]
+    # token accuracies, (prompts, 2): long and one-token at S3's text's rate and at its code's; the control's
+    # (CONTROL_INPUTS, 2 settings)
+    units, code_units, control = (np.column_stack([_numpy(found[k][0].token_accuracy) for k in pair]) for pair in (
+        ("long", "one"), ("code, long", "code, one"), ("indirect", "indirect, adapted")))
+    per = [claim.bootstrap(units[:, i], sample_mean) for i in range(2)]
+    better = scale.chosen(control)  # the control's setting, chosen once (on a CPU on a third of the inputs)
+    per.append(scale.reported_fraction(control, better))  # one token per input: 0/1, an exact interval
+
+    descent = per_unit(_numpy(l2.token_accuracy), "min")  # the optimiser works: asserted of every input
+    context = (long_tokens, CONTROL_SETTING[scale.source], len(singles), steps)
+    estimates = CosineEstimates(claim.bootstrap(units, paired_difference), per[2], descent, found=found, units=units,
+                                code_units=code_units, code_ordering=claim.bootstrap(code_units, paired_difference),
+                                control=control, per=per, exact_fit=exact_fit,
+                                singles=singles, context=context)
+    if cosine_checks(estimates, *context)[0].status == FAILED:  # the same two descents continued: does it stay?
+        continued = _continued(subject, ids, (long, one), steps, seed)
+        estimates = replace(estimates, longer=claim.bootstrap(continued, paired_difference), continued=continued)
+    return estimates
+
+
+def measure_layer_norm(model_name: str, subject, ids: torch.Tensor, inversions, claim) -> LayerNormEstimates:
+    """S3.13's measurement on a random-init model's block 1, direct representation, inputs ``ids`` (prompts,
+    ``SHORT_TOKENS``): the budget is the first of N, 5N, 25N at which the descent without norms minimises (its
+    control); at it, the distance reached with the norms over its start, with minus without (paired), and one-token
+    inputs with the norms (S3's premise, a control).
+
+    Args:
+        model_name: the model's zoo name; subject: the loaded model (``LoadedModel``).
+        inversions: the S3 family's inversion runner; claim: the claim's recorder (its ``bootstrap``, ``seed``).
+    """
+    scale, seed = inversions.scale, claim.seed
+    block = subject.adapter.block_list(subject.model)[0]
+    tried = {}
+    for factor in BUDGETS:  # the descent's budget: the first at which it minimises without norms (the control)
+        steps = scale.steps(model_name) * factor
+        with norms_removed(block) as removed:
+            without_norm, start_without = _cosine_inversion(subject, ids, "direct", steps, seed)
+        without = np.column_stack([_numpy(without_norm.loss), _numpy(start_without.loss)])
+        minimised = claim.bootstrap(without, lambda u: reached_over_start(u, 0, 1))
+        tried[str(steps)] = round(minimised.value, 4)
+        if minimised.high < MINIMISED:
+            break
+    (with_norm, start), (one_token, one_start) = side_by_side(subject.model, [
+        partial(_cosine_inversion, subject, x, "direct", steps, seed) for x in (ids, ids[:, :1])])
+    units = np.column_stack([_numpy(with_norm.loss), without[:, 0], _numpy(start.loss), without[:, 1],
+                             _numpy(one_token.loss), _numpy(one_start.loss)])
+    one = claim.bootstrap(units, lambda u: reached_over_start(u, 4, 5))
+    return LayerNormEstimates(claim.bootstrap(units, lambda u: reached_over_start(u, 0, 2)),
+                              claim.bootstrap(units, paired_difference), minimised, one, units=units, tried=tried,
+                              steps=steps, removed=removed,
+                              inversions={"with norms": with_norm, "without norms": without_norm})

@@ -2,7 +2,9 @@
 (``tests/cases_s3.py``) drive the same function to hold and to fail each check.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from claims.s3_inversion.convergence import convergence_check
 from claims.s3_inversion.scope import UNTRAINED_INVERTS, works_check
@@ -29,12 +31,27 @@ class DepthEstimates:
         first_works: on an untrained model, the fraction of prompts on which block 1 beats the random start (an
             exact interval); None on a trained one.
         longer: ``drop`` after blocks 1 and L's headline descents continued to 5N (None where not continued).
+        context: shown beside the checks, deciding nothing: the arguments ``depth_checks`` takes after the
+            estimates (last block, headline label and reading, the deepest block's setting, N).
+        blocks, best: shown: the blocks inverted (1-based) and each one's headline setting.
+        runs: shown: {(block, setting): ``inversions.Run``}.
+        accuracy, start: shown: token accuracy (prompts, depths, settings) and the random start's (prompts,).
+        per_depth: shown: each depth's headline token accuracy; by_setting: shown: {setting: each depth's token
+            accuracy in it}.
     """
 
     drop: Estimate
     success: Estimate
     first_works: Estimate | None = None
     longer: Estimate | None = None
+    context: tuple = field(default=(), compare=False)
+    blocks: list[int] = field(default_factory=list, compare=False)
+    best: list[str] = field(default_factory=list, compare=False)
+    runs: dict = field(default_factory=dict, compare=False)
+    accuracy: np.ndarray | None = field(default=None, compare=False)
+    start: np.ndarray | None = field(default=None, compare=False)
+    per_depth: list[Estimate] = field(default_factory=list, compare=False)
+    by_setting: dict[str, list[Estimate]] = field(default_factory=dict, compare=False)
 
 
 def depth_checks(e: DepthEstimates, last_block: int, headline_label: str, headline_reading: str, deepest: str,

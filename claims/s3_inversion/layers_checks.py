@@ -2,7 +2,7 @@
 (``tests/cases_s3.py``) drive the same functions to hold and to fail each check.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from claims.s3_inversion.convergence import convergence_check
 from fixtures.catalogue_text import catalogued
@@ -36,11 +36,20 @@ class LayersEstimates:
         share: the share of block 1's advantage over block 3 that blocks 1-3 together recover (fraction of the gap).
         advantage: block 1's token accuracy minus block 3's.
         longer: ``share`` after each target's headline descent continued to 5N (None where not continued).
+        targets: shown beside the checks, deciding nothing: {label: the block (or blocks) inverted, 0-based}.
+        runs: shown: {(label, setting): ``inversions.Run``}; best: shown: {label: its headline setting}.
+        per: shown: each target's headline token accuracy; steps: shown: N; prompts: shown: the prompts inverted.
     """
 
     share: Estimate
     advantage: Estimate
     longer: Estimate | None = None
+    targets: dict = field(default_factory=dict, compare=False)
+    runs: dict = field(default_factory=dict, compare=False)
+    best: dict[str, str] = field(default_factory=dict, compare=False)
+    per: list[Estimate] = field(default_factory=list, compare=False)
+    steps: int = field(default=0, compare=False)
+    prompts: int = field(default=0, compare=False)
 
 
 def layers_checks(e: LayersEstimates, headline_reading: str, steps: int) -> list[Check]:

@@ -2,7 +2,7 @@
 (``tests/cases_s3.py``) drive the same functions to hold and to fail each check.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from claims.s3_inversion.convergence import convergence_check
 from claims.s3_inversion.scope import UNTRAINED_INVERTS, works_check
@@ -59,3 +59,39 @@ def pair_checks(e: PairEstimates, kind: str, transformer: str, mixer: str, steps
             "fraction of prompts", ">", 0.0, role="control",
             **catalogued("S3.12/masked-first-token-recovered-by-minus-chance-block")),
     ]
+
+
+@dataclass(frozen=True)
+class MixerEstimates:
+    """What S3.12's test measures on its two pairs, the trained one and their untrained twins.
+
+    Attributes:
+        twins: the untrained twins' recovery of the unmasked tokens (their controls).
+        pairs: {kind: the pair's estimates, or None where it was not compared: gated, or the twins' control failed}.
+        names: {kind: (transformer, mixer)}; steps: {kind: the transformer's N}.
+        gated: shown beside the checks, deciding nothing: why a pair was not compared.
+        units: shown: {(model, block): (prompts, [masked, unmasked, chance])} in the headline setting.
+        chosen: shown: {(model, block): the headline setting's index}.
+        masked: shown: each model's masked-token recovery from block ``BLOCK`` (trained pair, then twins).
+    """
+
+    twins: TwinsEstimates
+    pairs: dict[str, PairEstimates | None]
+    names: dict[str, tuple[str, str]]
+    steps: dict[str, int]
+    gated: list[str] = field(default_factory=list, compare=False)
+    units: dict = field(default_factory=dict, compare=False)
+    chosen: dict = field(default_factory=dict, compare=False)
+    masked: list[Estimate] = field(default_factory=list, compare=False)
+
+
+def mixer_checks(e: MixerEstimates) -> list[Check]:
+    """S3.12's checks: the trained pair's (where compared), then the twins' controls, then the twins' pair's (where
+    compared): :func:`pair_checks` and :func:`works_checks` in that order."""
+    checks = []
+    for kind in ("trained", "untrained twins"):
+        if kind == "untrained twins":
+            checks += works_checks(e.twins, list(e.names[kind]))
+        if e.pairs.get(kind) is not None:
+            checks += pair_checks(e.pairs[kind], kind, *e.names[kind], e.steps[kind])
+    return checks

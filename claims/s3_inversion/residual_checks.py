@@ -2,7 +2,9 @@
 self-tests (``tests/cases_s3.py``) drive the same function to hold and to fail each check.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from claims.s3_inversion.convergence import convergence_check
 from claims.s3_inversion.scope import UNTRAINED_INVERTS, works_check
@@ -26,6 +28,11 @@ class ResidualEstimates:
         twin_works: fraction of prompts on which the twin's intact block 1 beats chance (exact).
         kept_longer, twin_longer: the shares after the headline descents continued to 5N (None where not
             continued: the trained share where decided, the twin's where it fails).
+        context: shown beside the checks, deciding nothing: the arguments ``residual_checks`` takes after the
+            estimates (the two models' names, the headline reading, whether at source scale, each one's N).
+        accuracy: shown: {model: [headline token accuracy intact, removed]}.
+        success_by_setting: shown: {model: (prompts, settings) S3's success test without the residual}.
+        examples: shown: {report title: decoded examples}; prompts: shown: the prompts inverted.
     """
 
     kept: Estimate
@@ -34,6 +41,11 @@ class ResidualEstimates:
     twin_works: Estimate
     kept_longer: Estimate | None = None
     twin_longer: Estimate | None = None
+    context: tuple = field(default=(), compare=False)
+    accuracy: dict[str, list[Estimate]] = field(default_factory=dict, compare=False)
+    success_by_setting: dict[str, np.ndarray] = field(default_factory=dict, compare=False)
+    examples: dict = field(default_factory=dict, compare=False)
+    prompts: int = field(default=0, compare=False)
 
 
 def twin_works_check(twin_works: Estimate, twin: str) -> Check:

@@ -2,7 +2,10 @@
 self-tests (``tests/cases_s3.py``) drive the same function to hold and to fail each check.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
 
 from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
@@ -20,12 +23,20 @@ class RoundTripEstimates:
         recovered: the least token accuracy of argmax(W_E[ids]·W_E⁺) over the prompts.
         permuted: the largest token accuracy with W_E's rows shuffled (a control).
         prompts: prompts; tokens: tokens per prompt.
+        rank: shown beside the checks, deciding nothing: rank(W_E).
+        ratio: shown: per token, the true coordinate over the largest other (S3: ~1e-2 against ≤ 1e-3).
+        shifted: shown: the token accuracy of a′ = a + 0.05·noise (prompts, tokens) 0/1.
+        top: shown: (prompts, tokens, 5) the round trip's top-5 token ids.
     """
 
     recovered: Estimate
     permuted: Estimate
     prompts: int
     tokens: int
+    rank: int = field(default=0, compare=False)
+    ratio: np.ndarray | None = field(default=None, compare=False)
+    shifted: torch.Tensor | None = field(default=None, compare=False)
+    top: torch.Tensor | None = field(default=None, compare=False)
 
 
 def round_trip_checks(e: RoundTripEstimates) -> list[Check]:

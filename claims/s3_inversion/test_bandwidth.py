@@ -37,40 +37,17 @@ prompts and the jump is measured again; a failure that does not stay is the step
 inconclusive (``claims.s3_inversion.convergence``).
 """
 
-from dataclasses import replace
-from functools import partial
-
-import numpy as np
 import pytest
-import torch
 
-from claims.s3_inversion.bandwidth_checks import (
-    EVERY, BandwidthEstimates, CrossingEstimates, bandwidth_checks, crossing_checks, full_works_check,
-)
+from claims.s3_inversion.bandwidth_checks import bandwidth_checks
+from claims.s3_inversion.bandwidth_measures import Curve, by_setting, measure_bandwidth
 from claims.s3_inversion.convergence import UNTRAINED_PAST_N, continues
-from claims.s3_inversion.inversions import DESCENT_SETTINGS, examples, first_prompt, setting
-from claims.s3_inversion.scope import SMALL_TRAINED
+from claims.s3_inversion.inversions import examples, first_prompt
 from fixtures.catalogue_text import procedure
-from latent_instruments.stats import Estimate, paired_difference, proportion, sample_mean
-from models.forwards import side_by_side
 from reports.plots import series
-from reports.checks import FAILED
-from claims.s3_inversion.bandwidth_measures import Curve, crossing, crossing_fraction
 
 
 SOURCE_PROMPT = "Mario the man versus Mario the idea"  # S3.10's prompt
-
-
-def _curves(subject, ids: torch.Tensor, problem, steps: int, scale, seed: int) -> tuple[dict, str]:
-    """S3.10's recovery curves ({setting: Curve}) and the headline setting: S3's at source scale, on a CPU the better
-    on the full output, chosen once on the first third of the prompts; the headline curve reads the other two
-    thirds from then on, the crossing's search included. ids (prompts, tokens)."""
-    d = subject.d_model
-    curves = {how: Curve(subject, ids, problem, setting(how, steps, problem.weight), seed) for how in DESCENT_SETTINGS}
-    side_by_side(subject.model, [partial(curve, d) for curve in curves.values()])  # both full outputs at once
-    how = DESCENT_SETTINGS[int(scale.chosen(np.stack([curves[h](d) for h in DESCENT_SETTINGS], -1)))]
-    curves[how].rows = scale.reported(np.arange(ids.shape[0]))
-    return curves, how
 
 
 def _bandwidth_details(curve: Curve, full: float, k_star: int, d: int, how: str) -> dict:
@@ -92,60 +69,31 @@ def _bandwidth_details(curve: Curve, full: float, k_star: int, d: int, how: str)
 # 9: convergence control; 8: k* = 1 and k* = d decided, no longer gates; 7: untrained full output a control
 @pytest.mark.claim("S3.10", version=9)
 @pytest.mark.models("trained", "hf", "untrained")
-def test_recovery_falls_sharply_with_output_features(model_name, subject, inversions, pool, claim, settings):
+def test_recovery_falls_sharply_with_output_features(model_name, subject, inversions, pool, claim):
     """S3.10: one feature fewer than the crossing k* loses most of the recovered tokens (block 1)."""
     d = subject.d_model
     tokens = min(len(subject.tokenizer.encode(SOURCE_PROMPT)), subject.context)
     n = inversions.scale.prompts_for(d)
     ids = pool.text_windows(model_name, n, tokens)
-    problem = inversions.problem(model_name, subject)
-    steps = inversions.scale.steps(model_name)
-    curves, how = _curves(subject, ids, problem, steps, inversions.scale, settings.seed)
-    curve = curves[how]
-    full = claim.bootstrap(curve(d), sample_mean)
-    by_setting = {"token accuracy, full output, by setting": {h: c.mean(d) for h, c in curves.items()}}
-    untrained = subject.entry.random_init
-    works = proportion(curve(d) >= EVERY)
-    if untrained and not (full_works := full_works_check(works, d)).passed:  # S3 says this block inverts: the descent failed, which must show
-        claim.record([full_works], details=by_setting, procedure=procedure(
-            "S3.10/recovery-falls-sharply-with-output-features/descent-fails-on-the-full-output", n=n, how=how))
-    if full.low < EVERY and not untrained:  # an untrained block's full output is the control above, decided
-        claim.not_informative(
-            f"the full output ({d} features) recovers {full.value:.3f} of tokens [{full.low:.3f}, {full.high:.3f}], "
-            f"not every token (≥ {EVERY}): there is no level to fall from. {SMALL_TRAINED}", details=by_setting)
-    k_star = crossing(curve, d, full.value / 2)
-    if k_star == 1:  # no one-feature jump to measure below the first feature: the crossing check decides alone
-        k = Estimate(float(k_star), float(k_star), float(k_star), 1.0, len(curve(d)))
-        claim.record(crossing_checks(CrossingEstimates(k, works if untrained else None), d),
-                     procedure=procedure("S3.10/recovery-falls-sharply-with-output-features/the-first-feature-"
-                                         "recovers-half", prompts=len(curve(d)), how=how,
-                                         first_feature_accuracy=curve.mean(1)),
-                     details={"token accuracy by k": {str(k): round(curve.mean(k), 4) for k in sorted(curve.points)}})
-    jump = claim.bootstrap(np.column_stack([curve(k_star), curve(k_star - 1)]),
-                     paired_difference)
-    matched = proportion(curve.passed(k_star - 1))  # 0/1 per prompt: an exact interval
+    e = measure_bandwidth(model_name, subject, ids, inversions, claim)
+    curve, how, k_star = e.curves[e.how], e.how, e.k_star
     ks = sorted(curve.points)
-    per_k = [claim.bootstrap(curve(k), sample_mean) for k in ks]
-    fraction = claim.bootstrap(np.column_stack([curve(k) for k in ks]), lambda u: crossing_fraction(u, ks, d))
-    estimates = BandwidthEstimates(jump, fraction, matched, works if untrained else None)
-    if bandwidth_checks(estimates, k_star, d, steps)[0].status == FAILED:  # the two descents either side of the
-        estimates = replace(estimates, longer=claim.bootstrap(curve.continued(k_star, k_star - 1), paired_difference))
     claim.record(
-        bandwidth_checks(estimates, k_star, d, steps),
+        bandwidth_checks(e, k_star, d, e.steps),
         procedure=procedure("S3.10/recovery-falls-sharply-with-output-features", n=n, tokens=tokens,
-                            SOURCE_PROMPT=SOURCE_PROMPT, steps=steps, how=how,
+                            SOURCE_PROMPT=SOURCE_PROMPT, steps=e.steps, how=how,
                             headline_label=inversions.scale.headline_label, prompts=len(curve(d)),
                             feature_counts=len(ks), convergence=continues("the jump", "the descents at k* and k* − 1"),
                             UNTRAINED_PAST_N=UNTRAINED_PAST_N),
         scaled=" ".join(filter(None, [
             f"S3: trained Llama-7B, 4096 features, one prompt; here {model_name}, {d} features. S3's "
             "attention-only variant (2083 features) is not run.", inversions.scale.note()])),
-        details={**_bandwidth_details(curve, full.value, k_star, d, how),
+        details={**_bandwidth_details(curve, e.full.value, k_star, d, how),
                  **{f"examples, first {k} features ({how} setting; top-5 per position, as S3 shows them)":
                     first_prompt(examples(ids, curve.top_k[k], subject.tokenizer, "full vocabulary"))
                     for k in (k_star, k_star - 1)},
-                 **by_setting},
+                 **by_setting(e.curves, d)},
         plot={"kind": "lines", "title": f"S3.10 on {model_name}: recovery by output features kept",
               "x": ks, "xlabel": "features kept (first k of block 1's output)", "ylabel": "token accuracy",
-              "ylim": [-0.02, 1.02], "series": {f"{how} setting": series(per_k)}},
+              "ylim": [-0.02, 1.02], "series": {f"{how} setting": series(e.per_k)}},
     )

@@ -36,76 +36,39 @@ the same prompts and the share measured again; a failure that does not stay is t
 inconclusive (``claims.s3_inversion.convergence``).
 """
 
-from dataclasses import replace
-
-import numpy as np
 import pytest
 
 from claims.s3_inversion.convergence import continues
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, first_prompt
-from claims.s3_inversion.layers_checks import LAYERS, LayersEstimates, gap_check, layers_checks
+from claims.s3_inversion.layers_checks import layers_checks
+from claims.s3_inversion.layers_measures import measure_layers
 from fixtures.catalogue_text import procedure
 from reports.plots import series
-from reports.checks import FAILED, INCONCLUSIVE
-from claims.s3_inversion.layers_measures import recovered_share
 
 
 # not sample="prompts": the share is a ratio whose denominator, block 1's advantage over block 3, is within noise
 # of 0 on the tiny models; at 32 prompts its interval spans [-0.6, 2.3] and the control straddles (issue 20)
 @pytest.mark.claim("S3.14", version=9)  # 9: a hold continued too; 8: convergence control, no gap a failed control
 @pytest.mark.models("trained", "hf")
-def test_several_layers_do_not_improve_inversion(model_name, subject, inversions, claim, settings):
+def test_several_layers_do_not_improve_inversion(model_name, subject, inversions, claim):
     """S3.14: inversion from blocks 1-3 concatenated recovers less than half of block 1's advantage over block 3
     alone (each target its headline setting)."""
-    scale = inversions.scale
-    n_blocks = len(subject.adapter.block_list(subject.model))
-    if n_blocks < LAYERS:
-        claim.not_informative(f"{model_name} has {n_blocks} blocks, fewer than S3's three layers")
-    ids = inversions.problem(model_name, subject).ids
-    targets = {"block 1": 0, f"block {LAYERS}": LAYERS - 1, f"blocks 1-{LAYERS} concatenated": tuple(range(LAYERS))}
-    keys = [(label, s) for label in targets for s in DESCENT_SETTINGS]
-    runs = dict(zip(keys, inversions.runs_of(model_name, subject, [(targets[label], s) for label, s in keys])))
-    units = np.stack([np.stack([runs[label, s].accuracy for s in DESCENT_SETTINGS], -1) for label in targets], 1)  # (p, 3, s)
-    first, last = 0, 1  # columns of the targets: block 1, block 3 (and 2: blocks 1-3 together)
-    chosen = scale.chosen(units)  # (3,): each target's headline setting, chosen once
-    reported = scale.reported(units)
-    per = [claim.bootstrap(reported[:, i], lambda u, c=chosen[i]: float(scale.headline(u, c)))
-           for i in range(3)]
-    advantage = claim.bootstrap(reported, lambda u: float(scale.headline(u, chosen)[first] - scale.headline(u, chosen)[last]))
-    if gap_check(advantage).status == FAILED:  # decisively no gap: the share cannot be measured, and that shows
-        claim.record([gap_check(advantage)], procedure=procedure("S3.14/several-layers-do-not-improve-inversion/no-gap",
-                                                                 prompts=units.shape[0], LAYERS=LAYERS,
-                                                                 headline_label=scale.headline_label,
-                                                                 first_accuracy=per[first].value,
-                                                                 last_accuracy=per[last].value),
-            details={f"token accuracy ({scale.headline_label})": {label: e.value for label, e in zip(targets, per)}})
-
-    share = claim.bootstrap(reported, lambda u: recovered_share(u, scale, chosen))
-    best = {label: DESCENT_SETTINGS[int(i)] for label, i in zip(targets, chosen)}
-    estimates = LayersEstimates(share, advantage)
-    steps = runs["block 1", "source"].steps
-    if layers_checks(estimates, scale.headline_reading, steps)[0].status != INCONCLUSIVE:  # decided (issue 64: a
-        # hold too, which more steps on the concatenated target could reverse): each target's headline descent
-        # continued on the same prompts: does it stay?
-        more = inversions.runs_of(model_name, subject, [(targets[label], best[label]) for label in targets],
-                                  continued=True)
-        continued = reported.copy()  # the headline columns replaced by the continued descents' (reported prompts)
-        for i, run in enumerate(more):
-            continued[:, i, chosen[i]] = run.accuracy
-        estimates = replace(estimates, longer=claim.bootstrap(continued, lambda u: recovered_share(u, scale, chosen)))
+    e = measure_layers(model_name, subject, inversions, claim)
+    scale, n_blocks, per, best, runs = inversions.scale, len(subject.adapter.block_list(subject.model)), e.per, e.best, e.runs
     claim.record(
-        layers_checks(estimates, scale.headline_reading, steps),
-        procedure=procedure("S3.14/several-layers-do-not-improve-inversion", prompts=units.shape[0],
-                            tokens=ids.shape[1], steps=steps, headline_label=scale.headline_label,
+        layers_checks(e, scale.headline_reading, e.steps),
+        procedure=procedure("S3.14/several-layers-do-not-improve-inversion", prompts=e.prompts,
+                            tokens=inversions.problem(model_name, subject).ids.shape[1], steps=e.steps,
+                            headline_label=scale.headline_label,
                             convergence=continues("the share", "each target's headline descents", holds=True)),
         scaled=" ".join(filter(None, [
             f"S3: trained GPT-2 (12 blocks, 768 wide); here {model_name} ({n_blocks} blocks, {subject.d_model} wide).",
             inversions.scale.note()])),
-        details={f"token accuracy ({scale.headline_label})": {label: e.value for label, e in zip(targets, per)},
+        details={f"token accuracy ({scale.headline_label})": {label: x.value for label, x in zip(e.targets, per)},
                  "token accuracy by setting": {f"{label} ({s})": float(runs[label, s].accuracy.mean())
-                                               for label in targets for s in DESCENT_SETTINGS},
+                                               for label in e.targets for s in DESCENT_SETTINGS},
                  **{f"examples, {label} ({best[label]} setting; top-5 per position, as S3 shows them)":
-                    first_prompt(runs[label, best[label]].examples) for label in targets}},
+                    first_prompt(runs[label, best[label]].examples) for label in e.targets}},
         plot={"kind": "bars", "title": f"S3.14 on {model_name}: inversion by target",
-              "categories": list(targets), "ylabel": "token accuracy", "series": {scale.headline_label: series(per)}},
+              "categories": list(e.targets), "ylabel": "token accuracy", "series": {scale.headline_label: series(per)}},
     )

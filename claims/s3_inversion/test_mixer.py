@@ -24,67 +24,15 @@ chance (the random start's hits over the same restricted vocabulary), else "more
 only mean the transformer does worse than chance.
 """
 
-from dataclasses import replace
-
-import numpy as np
 import pytest
 
 from claims.s3_inversion.convergence import continues
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, first_prompt
-from claims.s3_inversion.mixer_checks import BLOCK, HALF, PairEstimates, TwinsEstimates, pair_checks, works_checks
-from claims.s3_inversion.scope import SMALL_TRAINED
+from claims.s3_inversion.mixer_checks import BLOCK, mixer_checks
+from claims.s3_inversion.mixer_measures import MASKED, measure_mixer
 from fixtures.catalogue_text import procedure
-from latent_instruments.stats import paired_difference, proportion, proportion_difference, sample_mean
 from models.evaluation import held_out_bits_per_character
 from reports.plots import series
-from reports.checks import INCONCLUSIVE
-
-
-MASKED = 1  # [:, 1:, :]
-
-
-def _masked_and_unmasked(inversions, model, block: int) -> np.ndarray:
-    """(prompts, [masked, unmasked, chance], settings) recovery from ``block`` (1-based) without the first position;
-    chance is the random start's restricted accuracy (the same at every position: its draws are i.i.d.)."""
-    runs = inversions.runs_of(model.name, model, [(block - 1, s) for s in DESCENT_SETTINGS], masked=MASKED)
-    return np.stack([np.column_stack([r.hits[:, :MASKED].mean(1), r.hits[:, MASKED:].mean(1), r.start_accuracy])
-                     for r in runs], -1)
-
-
-def _best(units: np.ndarray, scale) -> int:
-    """The headline setting by index (``Scale.chosen``): on a CPU the one that recovers more unmasked tokens;
-    units (prompts, 3, settings)."""
-    return int(scale.chosen(units[:, 1]))
-
-
-def _pair_checks_or_gate(pair, kind: str, units: dict, chosen: dict, inversions, claim) -> tuple[list, str]:
-    """One pair's checks (``kind`` "trained" or "untrained twins") and why it was not compared ("" where it was):
-    the twins' works controls first (S3 says untrained blocks invert: a descent failing there is a control, red),
-    then the gate (most unmasked tokens recovered), then the pair's claim check, continued to 5N where the trained
-    pair's ordering is decided. units: {(model, block): (prompts, [masked, unmasked, chance])}."""
-    checks = []
-    if kind == "untrained twins":
-        checks = works_checks(TwinsEstimates([proportion(units[m.name, BLOCK][:, 1] > HALF) for m in pair]),
-                              [m.name for m in pair])
-        if not all(c.passed for c in checks):
-            return checks, ""
-    weak = [] if kind == "untrained twins" else [f"{m.name} {e.value:.3f} [{e.low:.3f}, {e.high:.3f}]" for m in pair
-            for e in [claim.bootstrap(units[m.name, BLOCK][:, 1], sample_mean)]
-            if e.low <= HALF]
-    if weak:
-        return checks, (f"{kind}: the inversion from block {BLOCK} recovers no more than half of the unmasked "
-                        f"tokens on {', '.join(weak)}, so a missed masked token would be the optimiser's. "
-                        + SMALL_TRAINED)
-    mixer_found, transformer_found = (units[m.name, BLOCK][:, 0] for m in (pair[1], pair[0]))  # 0/1 per prompt
-    mixer_above = claim.bootstrap(units[pair[1].name, BLOCK][:, [0, 2]],
-                                  paired_difference)
-    estimates = PairEstimates(proportion_difference(mixer_found, transformer_found, paired=True), mixer_above)
-    context = (kind, pair[0].name, pair[1].name, inversions.scale.steps(pair[0].name))
-    if kind == "trained" and pair_checks(estimates, *context)[0].status != INCONCLUSIVE:  # both masked descents
-        found = [inversions.runs_of(m.name, m, [(BLOCK - 1, DESCENT_SETTINGS[chosen[m.name, BLOCK]])],  # to 5N
-                                    masked=MASKED, continued=True)[0].hits[:, :MASKED].mean(1) for m in pair]
-        estimates = replace(estimates, longer=proportion_difference(found[1], found[0], paired=True))
-    return checks + pair_checks(estimates, *context), ""
 
 
 def _examples(inversions, models, chosen: dict) -> dict:
@@ -100,27 +48,16 @@ def _examples(inversions, models, chosen: dict) -> dict:
 @pytest.mark.claim("S3.12", version=7)  # 6: untrained pair's recovery a control; 5: paired score interval
 @pytest.mark.models("mixer", twin=True)
 def test_a_masked_mixer_carries_more_non_self_information(model_name, group, group_twins, inversions, claim,
-                                                          settings, corpus):
+                                                          corpus):
     """S3.12: the masked mixer recovers a masked first token from later positions more often than the
     transformer of its width and recipe (second block's output)."""
     transformer, mixer = group
-    blocks = (1, BLOCK)
-    both_settings = {(m.name, b): _masked_and_unmasked(inversions, m, b) for m in (*group, *group_twins) for b in blocks}
-    chosen = {key: _best(u, inversions.scale) for key, u in both_settings.items()}  # once, on a third of the prompts
-    units = {key: inversions.scale.reported(u[..., chosen[key]])  # (prompts, [masked, unmasked, chance])
-             for key, u in both_settings.items()}
+    e = measure_mixer(group, group_twins, inversions, claim)
+    units = e.units
     masked = {f"{name}, block {b}": float(u[:, 0].mean()) for (name, b), u in units.items()}
     recovered = {f"{name}, block {b}": float(u[:, 1].mean()) for (name, b), u in units.items()}
-    checks, gated = [], []
-    for pair, kind in ((group, "trained"), (group_twins, "untrained twins")):
-        made, gate = _pair_checks_or_gate(pair, kind, units, chosen, inversions, claim)
-        checks.extend(made)
-        gated.extend([gate] if gate else [])
-    if not any(c.role == "claim" for c in checks) and all(c.passed for c in checks):
-        claim.not_informative("; ".join(gated),
-                              details={"masked first token recovered": masked, "unmasked tokens recovered": recovered})
     claim.record(
-        checks,
+        mixer_checks(e),
         procedure=procedure("S3.12/a-masked-mixer-carries-more-non-self-information",
                             prompts=len(units[transformer.name, BLOCK]), BLOCK=BLOCK,
                             headline_label=inversions.scale.headline_label, transformer=transformer.name,
@@ -133,16 +70,14 @@ def test_a_masked_mixer_carries_more_non_self_information(model_name, group, gro
         details={
             "masked first token recovered": masked,
             "unmasked tokens recovered": recovered,
-            "pairs not compared (gate)": gated or "none",
+            "pairs not compared (gate)": e.gated or "none",
             "held-out loss (bits per character)": {m.name: round(held_out_bits_per_character(m, corpus.validation), 4)
                                                    for m in group},
             "chance (random start, restricted vocabulary)": {
                 f"{name}, block {b}": float(u[:, 2].mean()) for (name, b), u in units.items()},
-            **_examples(inversions, (*group, *group_twins), chosen),
+            **_examples(inversions, (*group, *group_twins), e.chosen),
         },
         plot={"kind": "bars", "title": f"S3.12: masked first token from [:, 1:, :] (block {BLOCK})",
               "categories": [m.name for m in (*group, *group_twins)], "ylabel": "fraction of prompts",
-              "series": {"masked token recovered": series(
-                  [claim.bootstrap(units[m.name, BLOCK][:, 0], sample_mean)
-                   for m in (*group, *group_twins)])}},
+              "series": {"masked token recovered": series(e.masked)}},
     )

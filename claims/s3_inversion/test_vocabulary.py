@@ -20,28 +20,14 @@ does not produce the recovery: the random start a₀, decoded the same way, stay
 −inf decodings and how often a masked 0 wins are reported beside.
 """
 
-from dataclasses import replace
-
-import numpy as np
 import pytest
 
 from claims.s3_inversion.convergence import continues
-from claims.s3_inversion.inversions import DESCENT_SETTINGS, SOURCE_PROMPT, first_prompt
-from claims.s3_inversion.vocabulary_checks import VocabularyEstimates, vocabulary_checks
+from claims.s3_inversion.inversions import SOURCE_PROMPT, first_prompt
+from claims.s3_inversion.vocabulary_checks import vocabulary_checks
+from claims.s3_inversion.vocabulary_measures import DECODINGS, measure_vocabulary
 from fixtures.catalogue_text import procedure
-from latent_instruments.stats import sample_mean
 from reports.plots import series
-from reports.checks import INCONCLUSIVE
-from claims.s3_inversion.vocabulary_measures import accuracy_difference
-
-
-SATURATED = 0.99  # full-vocabulary accuracy from which a restriction has nothing left to improve
-DECODINGS = ("whole vocabulary", "prompt + distractors", "prompt only")
-
-
-def _counts(accuracy: np.ndarray, tokens: int) -> np.ndarray:
-    """Tokens right per prompt, exact: token accuracies (prompts, decodings) over ``tokens`` positions, as counts."""
-    return np.rint(accuracy.astype(np.float64) * tokens).astype(np.int64)
 
 
 def _vocabulary_details(run, how: str, estimates: list) -> dict:
@@ -64,53 +50,28 @@ def _vocabulary_details(run, how: str, estimates: list) -> dict:
 # failure to recover the prompt, which more steps can remove)
 @pytest.mark.claim("S3.6", version=8, sample="prompts")  # 7: 24 CPU prompts, a third choose (6: chosen once)
 @pytest.mark.models("trained", "hf")
-def test_restricting_the_vocabulary_improves_recovery(model_name, subject, inversions, claim, settings):
+def test_restricting_the_vocabulary_improves_recovery(model_name, subject, inversions, claim):
     """S3.6: one a_g from block 1, decoded over the whole vocabulary, the prompt's continuation's tokens and the
     prompt's own tokens; accuracy rises strictly at each narrowing."""
     problem = inversions.problem(model_name, subject)
-    runs = dict(zip(DESCENT_SETTINGS, inversions.runs_of(model_name, subject, [(0, s) for s in DESCENT_SETTINGS])))
-    # the headline setting: S3's at source scale, on a CPU the better by S3's sentence vocabulary
-    # (chosen once, on a third of the prompts; the checks read the other two thirds)
-    how = DESCENT_SETTINGS[int(inversions.scale.chosen(np.column_stack([runs[s].accuracy for s in DESCENT_SETTINGS])))]
-    run = runs[how]
-    units = inversions.scale.reported(np.column_stack([run.full_accuracy, run.zero_accuracy, run.zero_prompt_accuracy,
-                                                       run.start_zero_prompt_accuracy]))
-    tokens = run.hits.shape[1]
-    counts = _counts(units, tokens)
-    estimates = [claim.bootstrap(units[:, i], sample_mean) for i in range(4)]
-    if estimates[0].low >= SATURATED:
-        claim.not_informative(
-            f"the whole-vocabulary decoding is already exact ({estimates[0].value:.3f}): a restriction has nothing "
-            "to improve here", details={"token accuracy by decoding": dict(zip(DECODINGS, (e.value for e in estimates)))})
+    e = measure_vocabulary(model_name, subject, inversions, claim)
     distractors = problem.allowed.sum(1).float().mean().item() - problem.prompt_allowed.sum(1).float().mean().item()
-    pairs = ((2, 0), (1, 0), (2, 1))  # the three gains: prompt-only, distractors, narrowing (columns of counts)
-    vocabulary = VocabularyEstimates(*(claim.bootstrap(counts, accuracy_difference(*pair, tokens)) for pair in pairs),
-                                     above_start=claim.bootstrap(counts, accuracy_difference(2, 3, tokens)))
-    steps = inversions.scale.steps(model_name)
-    gains = vocabulary_checks(vocabulary, steps)[:3]
-    if any(g.status != INCONCLUSIVE for g in gains):  # the same a_g after a 5N descent, decoded the same three ways
-        [more] = inversions.runs_of(model_name, subject, [(0, how)], continued=True)  # the reported prompts
-        more_counts = _counts(np.column_stack([more.full_accuracy, more.zero_accuracy, more.zero_prompt_accuracy]),
-                              tokens)
-        vocabulary = replace(vocabulary, longer=tuple(
-            claim.bootstrap(more_counts, accuracy_difference(*pair, tokens)) if g.status != INCONCLUSIVE else None
-            for g, pair in zip(gains, pairs)))
     claim.record(
-        vocabulary_checks(vocabulary, steps),
-        procedure=procedure("S3.6/restricting-the-vocabulary-improves-recovery", prompts=units.shape[0],
-                            tokens=problem.tokens, SOURCE_PROMPT=SOURCE_PROMPT, how=how,
-                            headline_label=inversions.scale.headline_label, steps=run.steps,
+        vocabulary_checks(e, e.steps),
+        procedure=procedure("S3.6/restricting-the-vocabulary-improves-recovery", prompts=e.prompts,
+                            tokens=problem.tokens, SOURCE_PROMPT=SOURCE_PROMPT, how=e.how,
+                            headline_label=inversions.scale.headline_label, steps=e.run.steps,
                             vocabulary_size=problem.weight.shape[0],
                             sentence_tokens=problem.sentence_tokens, distractors=distractors,
                             convergence=continues("a gain", "block 1's headline descent", holds=True)),
         scaled=" ".join(filter(None, [
             f"S3: one prompt through block 1 of GPT-2 (768 wide) and GPT-J (4096); here {model_name} "
             f"({subject.d_model} wide, vocabulary {problem.weight.shape[0]}).", inversions.scale.note()])),
-        details=_vocabulary_details(run, how, estimates),
+        details=_vocabulary_details(e.run, e.how, e.by_decoding),
         plot={
             "kind": "bars",
             "title": f"S3.6 on {model_name}: one a_g, three vocabularies",
             "categories": list(DECODINGS) + ["random start, prompt only"], "ylabel": "token accuracy",
-            "series": {"block 1": series(estimates)},
+            "series": {"block 1": series(e.by_decoding)},
         },
     )

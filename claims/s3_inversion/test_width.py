@@ -27,25 +27,13 @@ Guards, each reported:
   on most prompts of the narrowest rung: else its lower accuracy is the optimiser stopping short.
 """
 
-from itertools import groupby
-
-import numpy as np
 import pytest
 
-from claims.s3_inversion.inversions import DESCENT_SETTINGS, SOURCE_PROMPT, first_prompt
-from claims.s3_inversion.test_depth import depths
-from claims.s3_inversion.width_checks import WidthEstimates, width_checks
+from claims.s3_inversion.inversions import SOURCE_PROMPT, first_prompt
+from claims.s3_inversion.width_checks import width_checks
+from claims.s3_inversion.width_measures import headline_setting, measure_width
 from fixtures.catalogue_text import procedure
-from models.evaluation import held_out_bits_per_character
-from models.zoo import resolve
 from reports.plots import series
-from claims.s3_inversion.width_measures import ladder_gate, width_gain
-
-
-def _accuracy(inversions, rung, block: int, vocabulary: str) -> np.ndarray:
-    """(prompts, settings) token accuracy of one rung at one block (1-based), in the chosen decoding."""
-    runs = inversions.runs_of(rung.name, rung, [(block - 1, s) for s in DESCENT_SETTINGS])
-    return np.stack([r.full_accuracy if vocabulary == "full-vocabulary" else r.accuracy for r in runs], -1)
 
 
 DECODING_BY_VARIANT = {"full-vocabulary": "the whole vocabulary",  # the decoding of each variant, in the procedure
@@ -56,36 +44,15 @@ DECODING_BY_VARIANT = {"full-vocabulary": "the whole vocabulary",  # the decodin
 @pytest.mark.claim("S3.5", version=6)  # 6: exact binomial success; 24 CPU prompts, a third choose
 @pytest.mark.models("ladder")
 @pytest.mark.parametrize("variant", ["full-vocabulary", "restricted"])
-def test_wider_models_invert_better(model_name, variant, group, inversions, claim, settings, corpus):
+def test_wider_models_invert_better(model_name, variant, group, inversions, claim, corpus):
     """S3.5: at each training seed, the widest rung recovers more tokens than the narrowest, from the first
     block and from a deeper one (⌈L/3⌉, S3's 4 of 12)."""
-    entry = resolve(model_name)
-    seed_of = dict(zip(entry.members, entry.member_seeds))  # the zoo's training seeds; a user's declared seed sets
-    seeds = {seed: list(rungs) for seed, rungs in groupby(group, key=lambda m: seed_of[m.name])}
-    blocks = depths(len(group[0].adapter.block_list(group[0].model)))[:2]  # block 1 and S3's "4 of 12"
-    losses = {m.name: round(held_out_bits_per_character(m, corpus.validation), 4) for m in group}
-    why = ladder_gate({m.name: m.d_model for m in group}, {seed: [m.name for m in rungs] for seed, rungs in seeds.items()},
-                      losses)
-    if why:
-        claim.not_informative(why, details={"held-out loss (bits per character)": losses,
-                                            "widths": {m.name: m.d_model for m in group}})
-
-    units = {(seed, b): np.stack([_accuracy(inversions, r, b, variant) for r in rungs], 1)  # (prompts, rungs, s)
-             for seed, rungs in seeds.items() for b in blocks}
-    scale = inversions.scale
-    chosen = {key: scale.chosen(u) for key, u in units.items()}  # (rungs,) each, chosen once
-    gains = {key: claim.bootstrap(scale.reported(u), lambda v, c=chosen[key]: width_gain(v, scale, c))
-             for key, u in units.items()}
-    success = {seed: _success(inversions, rungs[0]) for seed, rungs in seeds.items()}  # the narrowest rung's
-    per_rung = {key: [claim.bootstrap(scale.reported(u[:, i]), lambda v, c=chosen[key][i]: float(scale.headline(v, c))) for i in range(u.shape[1])]
-                for key, u in units.items()}
-
-    widths = {seed: [m.d_model for m in rungs] for seed, rungs in seeds.items()}
-    checks = width_checks(WidthEstimates(gains, success, widths), scale.headline_label)
+    e = measure_width(model_name, group, variant, inversions, corpus, claim)
+    scale, seeds, widths, blocks, per_rung = inversions.scale, e.seeds, e.widths, e.blocks, e.per_rung
     example_rungs = [seeds[next(iter(seeds))][i] for i in (0, -1)]
     claim.record(
-        checks,
-        procedure=procedure("S3.5/wider-models-invert-better", prompts=units[next(iter(units))].shape[0],
+        width_checks(e, scale.headline_label),
+        procedure=procedure("S3.5/wider-models-invert-better", prompts=e.prompts,
                             SOURCE_PROMPT=SOURCE_PROMPT, blocks=', '.join(map(str, blocks)),
                             steps=inversions.run(group[0].name, group[0], 0, 'source').steps,
                             headline_label=scale.headline_label,
@@ -96,27 +63,15 @@ def test_wider_models_invert_better(model_name, variant, group, inversions, clai
             "a 2x range below the widths where S3 sees gains.", inversions.scale.note()])),
         details={
             "variant": variant,
-            "held-out loss (bits per character) by rung": losses,
+            "held-out loss (bits per character) by rung": e.losses,
             f"token accuracy by rung ({scale.headline_label})": {
-                f"seed {seed}, block {b}": {m.name: e.value for m, e in zip(seeds[seed], per_rung[seed, b])}
-                for seed, b in units},
+                f"seed {seed}, block {b}": {m.name: x.value for m, x in zip(seeds[seed], per_rung[seed, b])}
+                for seed, b in per_rung},
             **{f"examples, {m.name} block 1 (top-5 per position, as S3 shows them)":
-               first_prompt(inversions.run(m.name, m, 0, _headline(inversions, m)).examples) for m in example_rungs},
+               first_prompt(inversions.run(m.name, m, 0, headline_setting(inversions, m)).examples) for m in example_rungs},
         },
         plot={"kind": "lines", "title": f"S3.5 on {model_name} ({variant}): recovery by width",
               "x": widths[next(iter(seeds))], "xlabel": "d_model", "ylabel": "token accuracy", "ylim": [-0.02, 1.02],
               "series": {f"seed {seed}, block {b}": series(per_rung[seed, b]) | {"x": widths[seed]}
-                         for seed, b in units}},
+                         for seed, b in per_rung}},
     )
-
-
-def _success(inversions, rung):
-    """The fraction of the rung's prompts passing S3's success test at block 1 in its better setting (exact)."""
-    units = np.stack([r.success for r in inversions.runs_of(rung.name, rung, [(0, s) for s in DESCENT_SETTINGS])], -1)
-    return inversions.scale.reported_fraction(units, inversions.scale.chosen(units))
-
-
-def _headline(inversions, rung) -> str:
-    """The rung's headline setting at block 1 (on a CPU the better by restricted token accuracy)."""
-    units = np.column_stack([inversions.run(rung.name, rung, 0, s).accuracy for s in DESCENT_SETTINGS])
-    return DESCENT_SETTINGS[int(inversions.scale.chosen(units))]

@@ -5,7 +5,7 @@ S3.2: S3's one prompt is recovered exactly at N = 200; one success fixes no rate
 recovery is the typical outcome": most prompts, by the interval's low end (``EXACT_MAJORITY``).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from claims.s3_inversion.convergence import convergence_check
 from fixtures.catalogue_text import catalogued
@@ -25,11 +25,16 @@ class RecoveryEstimates:
         exact: fraction of prompts recovered exactly (the headline setting; an exact interval).
         start: token accuracy of the random start a₀, the higher of the two settings (fraction of tokens).
         success: fraction of prompts passing S3's success test (an exact interval).
+        runs: shown beside the checks, deciding nothing: {setting: ``inversions.Run``} of block 1.
+        best: shown: the headline setting; prompts: shown: the prompts inverted.
     """
 
     exact: Estimate
     start: Estimate
     success: Estimate
+    runs: dict = field(default_factory=dict, compare=False)
+    best: str = field(default="", compare=False)
+    prompts: int = field(default=0, compare=False)
 
 
 def recovery_checks(e: RecoveryEstimates, headline_label: str, headline_reading: str, best: str) -> list[Check]:
@@ -61,6 +66,10 @@ class GapEstimates:
         success: fraction of the trained model's prompts passing S3's success test (an exact interval).
         exact_longer, token_longer: the gaps after the descents continued to 5N, for a decided gap (None for an
             undecided one, or where not continued).
+        context: shown beside the checks, deciding nothing: the arguments ``gap_checks`` takes after the estimates
+            (headline label and reading, the trained model's headline setting, its N).
+        runs: shown: {(model, setting): ``inversions.Run``} of block 1; best: shown: each model's headline setting,
+            trained first; prompts: shown: the prompts inverted.
     """
 
     exact_gap: Estimate
@@ -68,6 +77,10 @@ class GapEstimates:
     success: Estimate
     exact_longer: Estimate | None = None
     token_longer: Estimate | None = None
+    context: tuple = field(default=(), compare=False)
+    runs: dict = field(default_factory=dict, compare=False)
+    best: list[str] = field(default_factory=list, compare=False)
+    prompts: int = field(default=0, compare=False)
 
 
 def gap_checks(e: GapEstimates, headline_label: str, headline_reading: str, best: str, steps: int) -> list[Check]:

@@ -2,7 +2,7 @@
 self-tests (``tests/cases_s3.py``) drive the same function to hold and to fail each check.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from claims.s3_inversion.convergence import convergence_check
 from fixtures.catalogue_text import catalogued
@@ -22,6 +22,11 @@ class VocabularyEstimates:
         above_start: prompt-only decoding, found input minus the random start a₀ (a control).
         longer: the three gains after the descent continued to 5N, each None where its gain is undecided (or not
             continued), in the order above.
+        run: shown beside the checks, deciding nothing: block 1's ``inversions.Run`` in the headline setting.
+        how: shown: that setting; steps: shown: N.
+        by_decoding: shown: token accuracy by decoding (whole vocabulary, prompt + distractors, prompt only) and
+            the random start's (prompt only).
+        prompts: shown: the prompts reported.
     """
 
     prompt_only: Estimate
@@ -29,6 +34,11 @@ class VocabularyEstimates:
     narrowing: Estimate
     above_start: Estimate
     longer: tuple[Estimate | None, Estimate | None, Estimate | None] = (None, None, None)
+    run: object = field(default=None, compare=False)
+    how: str = field(default="", compare=False)
+    steps: int = field(default=0, compare=False)
+    by_decoding: list[Estimate] = field(default_factory=list, compare=False)
+    prompts: int = field(default=0, compare=False)
 
 
 def vocabulary_checks(e: VocabularyEstimates, steps: int) -> list[Check]:

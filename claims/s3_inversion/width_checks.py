@@ -2,7 +2,7 @@
 (``tests/cases_s3.py``) drive the same function to hold and to fail each check.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
@@ -19,11 +19,21 @@ class WidthEstimates:
         gains: {(training seed, block): token accuracy of the widest rung minus the narrowest, paired}.
         success: {training seed: fraction of the narrowest rung's prompts passing S3's success test} (exact).
         widths: {training seed: the rungs' d_model, narrowest first}.
+        seeds: shown beside the checks, deciding nothing: {training seed: its rungs (``LoadedModel``), narrowest
+            first}.
+        blocks: shown: the blocks inverted (1-based); losses: shown: {rung: held-out bits per character}.
+        per_rung: shown: {(training seed, block): each rung's headline token accuracy}.
+        prompts: shown: the prompts each rung was inverted on.
     """
 
     gains: dict[tuple[int, int], Estimate]
     success: dict[int, Estimate]
     widths: dict[int, list[int]]
+    seeds: dict[int, list] = field(default_factory=dict, compare=False)
+    blocks: list[int] = field(default_factory=list, compare=False)
+    losses: dict[str, float] = field(default_factory=dict, compare=False)
+    per_rung: dict[tuple[int, int], list[Estimate]] = field(default_factory=dict, compare=False)
+    prompts: int = field(default=0, compare=False)
 
 
 def width_checks(e: WidthEstimates, headline_label: str) -> list[Check]:

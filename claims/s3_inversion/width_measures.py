@@ -3,9 +3,16 @@ measures with these; width_checks.py decides.
 """
 
 
+from itertools import groupby
+
 import numpy as np
 
+from claims.s3_inversion.depth_measures import depths
+from claims.s3_inversion.inversions import DESCENT_SETTINGS
 from claims.s3_inversion.scale import Scale
+from claims.s3_inversion.width_checks import WidthEstimates
+from models.evaluation import held_out_bits_per_character
+from models.zoo import resolve
 
 
 GAIN_ONSET = 4096  # S3: gains appear from 4096 wide (GPT-J, Llama-7B); 768 -> 1600 is "no noticeably better"
@@ -65,3 +72,60 @@ def ladder_gate(widths: dict[str, int], rungs_by_seed: dict[int, list[str]], los
         return ("convergence gate: a wider rung has a higher held-out loss than a narrower one of its seed "
                 f"({'; '.join(reordered)} bits per character), so the ladder orders by training, not width")
     return None
+
+
+def _accuracy(inversions, rung, block: int, vocabulary: str) -> np.ndarray:
+    """(prompts, settings) token accuracy of one rung at one block (1-based), in the chosen decoding."""
+    runs = inversions.runs_of(rung.name, rung, [(block - 1, s) for s in DESCENT_SETTINGS])
+    return np.stack([r.full_accuracy if vocabulary == "full-vocabulary" else r.accuracy for r in runs], -1)
+
+
+def _success(inversions, rung):
+    """The fraction of the rung's prompts passing S3's success test at block 1 in its better setting (exact)."""
+    units = np.stack([r.success for r in inversions.runs_of(rung.name, rung, [(0, s) for s in DESCENT_SETTINGS])], -1)
+    return inversions.scale.reported_fraction(units, inversions.scale.chosen(units))
+
+
+def headline_setting(inversions, rung) -> str:
+    """The rung's headline setting at block 1 (on a CPU the better by restricted token accuracy)."""
+    units = np.column_stack([inversions.run(rung.name, rung, 0, s).accuracy for s in DESCENT_SETTINGS])
+    return DESCENT_SETTINGS[int(inversions.scale.chosen(units))]
+
+
+def measure_width(model_name: str, group: list, variant: str, inversions, corpus, claim) -> WidthEstimates:
+    """S3.5's measurement on a ladder of widths: at each training seed, from block 1 and from ⌈L/3⌉, the widest rung's
+    token accuracy minus the narrowest's (each its headline setting), and the narrowest rung's success test (a
+    control); the ladder gated on its widths and its rungs' training first.
+
+    Args:
+        model_name: the ladder's zoo name; group: its rungs (``LoadedModel``), by seed then width.
+        variant: "full-vocabulary" or "restricted", the decoding.
+        inversions: the S3 family's inversion runner; corpus: the corpus (its validation split rates the rungs).
+        claim: the claim's recorder (``fixtures.recording.ClaimRecorder``): its ``bootstrap``.
+    Raises:
+        pytest.skip.Exception: through ``claim.not_informative`` where the ladder cannot measure width
+            (:func:`ladder_gate`).
+    """
+    entry = resolve(model_name)
+    seed_of = dict(zip(entry.members, entry.member_seeds))  # the zoo's training seeds; a user's declared seed sets
+    seeds = {seed: list(rungs) for seed, rungs in groupby(group, key=lambda m: seed_of[m.name])}
+    blocks = depths(len(group[0].adapter.block_list(group[0].model)))[:2]  # block 1 and S3's "4 of 12"
+    losses = {m.name: round(held_out_bits_per_character(m, corpus.validation), 4) for m in group}
+    why = ladder_gate({m.name: m.d_model for m in group}, {seed: [m.name for m in rungs] for seed, rungs in seeds.items()},
+                      losses)
+    if why:
+        claim.not_informative(why, details={"held-out loss (bits per character)": losses,
+                                            "widths": {m.name: m.d_model for m in group}})
+    units = {(seed, b): np.stack([_accuracy(inversions, r, b, variant) for r in rungs], 1)  # (prompts, rungs, s)
+             for seed, rungs in seeds.items() for b in blocks}
+    scale = inversions.scale
+    chosen = {key: scale.chosen(u) for key, u in units.items()}  # (rungs,) each, chosen once
+    return WidthEstimates(
+        {key: claim.bootstrap(scale.reported(u), lambda v, c=chosen[key]: width_gain(v, scale, c))
+         for key, u in units.items()},
+        {seed: _success(inversions, rungs[0]) for seed, rungs in seeds.items()},  # the narrowest rung's
+        {seed: [m.d_model for m in rungs] for seed, rungs in seeds.items()},
+        seeds=seeds, blocks=blocks, losses=losses,
+        per_rung={key: [claim.bootstrap(scale.reported(u[:, i]), lambda v, c=chosen[key][i]: float(scale.headline(v, c)))
+                        for i in range(u.shape[1])] for key, u in units.items()},
+        prompts=units[next(iter(units))].shape[0])

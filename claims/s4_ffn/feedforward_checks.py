@@ -2,7 +2,9 @@
 self-tests (``tests/cases_s4.py``, ``tests/test_s4_checks.py``) drive the same function to hold and to fail.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
@@ -22,11 +24,22 @@ class FeedforwardEstimates:
         ratios: per block, H(no FFN) / H(no attention) (a ratio of means).
         lead: block 1's H(no FFN) − H(no attention) minus the largest later block's (None for one block).
         floor: the smallest block's mean H(no attention) (a control: a dead ablation gives ~1e-7).
+        h, twin_h, context_h: shown beside the checks, deciding nothing: per-prompt H (prompts, n_blocks, 2;
+            [..., 0] attention dropped, [..., 1] FFN dropped) at the last position, of the untrained twin there, and
+            over every position of full-context prompts (version 3's reading).
+        sides: shown: per block, [mean H(no attention), mean H(no FFN)].
+        twin_ratios, context_ratios: shown: per block, the twin's ratio and the full-context ratio.
     """
 
     ratios: list[Estimate]
     lead: Estimate | None
     floor: Estimate
+    h: np.ndarray | None = field(default=None, compare=False)
+    twin_h: np.ndarray | None = field(default=None, compare=False)
+    context_h: np.ndarray | None = field(default=None, compare=False)
+    sides: list[list[Estimate]] = field(default_factory=list, compare=False)
+    twin_ratios: list[Estimate] = field(default_factory=list, compare=False)
+    context_ratios: list[Estimate] = field(default_factory=list, compare=False)
 
 
 def feedforward_checks(e: FeedforwardEstimates) -> list[Check]:

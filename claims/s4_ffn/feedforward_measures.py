@@ -2,6 +2,8 @@
 them. test_feedforward.py measures with these; feedforward_checks.py decides.
 """
 
+from dataclasses import replace
+
 import numpy as np
 import torch
 
@@ -41,6 +43,30 @@ def last_position_distances(subject, input_ids: torch.Tensor) -> np.ndarray:
             for drop in ("attn", "mlp")]
         out.append(torch.stack(row, dim=1))  # (batch, 2)
     return torch.stack(out, dim=1).double().numpy()
+
+
+def ablation_distances(subject, captured) -> np.ndarray:
+    """Per-prompt mean Hellinger distance of each single-summand ablation to the full model (S4 Appendix IV).
+
+    Args:
+        subject: the loaded model (``LoadedModel``).
+        captured: its capture with ``logits`` (``Captured``); the ablated passes run on its input_ids.
+    Returns:
+        (batch, n_blocks, 2) float64: [..., 0] attention output dropped, [..., 1] FFN output dropped;
+        H at every position, averaged per prompt, in [0, 1].
+    Raises:
+        NonFiniteError: if logits are not finite.
+        RuntimeError: if the adapter's module did not run inside the block.
+    """
+    full = torch.softmax(captured.cache.logits, dim=-1)
+    out = []
+    for block in range(captured.cache.n_blocks):
+        row = []
+        for drop in ("attn", "mlp"):
+            logits = ablated_logits(subject.model, subject.adapter, captured.input_ids, block, drop).to(full.device)
+            row.append(hellinger_distance(full, torch.softmax(logits, dim=-1)).mean(dim=1).cpu())  # (batch,)
+        out.append(torch.stack(row, dim=1))
+    return torch.stack(out, dim=1).numpy()
 
 
 def ablation_ratio(block: int):
@@ -84,3 +110,31 @@ def s4_2_estimates(h: np.ndarray, seed: int, floor: Estimate | None = None) -> F
 def s4_2_checks(h: np.ndarray, seed: int) -> list:
     """S4.2's claim checks (``feedforward_checks`` of :func:`s4_2_estimates`, the control left out)."""
     return [c for c in feedforward_checks(s4_2_estimates(h, seed)) if c.role == "claim"]
+
+
+def _side_mean(block: int, side: int):
+    """Statistic of units (prompts, blocks, 2): one block's mean H with one summand dropped (0 attention, 1 FFN)."""
+    return lambda units: float(units[:, block, side].mean())
+
+
+def measure_ffn_dominance(subject, twin, input_ids: torch.Tensor, captured, claim) -> FeedforwardEstimates:
+    """S4.2's measurement: the ablations' H at the last position of ``input_ids`` (batch, seq) on the model and its
+    untrained twin, and over every position of ``captured``'s full-context prompts (version 3's reading).
+
+    Args:
+        subject, twin: the loaded model and its untrained twin (``LoadedModel``).
+        captured: the model's capture with ``logits`` (see :func:`ablation_distances`).
+        claim: the claim's recorder (``fixtures.recording.ClaimRecorder``), whose ``bootstrap`` gives the intervals.
+    Raises:
+        as :func:`last_position_distances`, :func:`ablation_distances` and ``ClaimRecorder.bootstrap``.
+    """
+    h = last_position_distances(subject, input_ids)
+    twin_h = last_position_distances(twin, input_ids.to(twin.input_device))
+    context_h = ablation_distances(subject, captured)
+    blocks = range(h.shape[1])
+    return replace(
+        s4_2_estimates(h, claim.seed, claim.bootstrap(h, weakest_attention_ablation)),
+        h=h, twin_h=twin_h, context_h=context_h,
+        sides=[[claim.bootstrap(h, _side_mean(b, s)) for s in (0, 1)] for b in blocks],
+        twin_ratios=[claim.bootstrap(twin_h, ablation_ratio(b)) for b in blocks],
+        context_ratios=[claim.bootstrap(context_h, ablation_ratio(b)) for b in range(context_h.shape[1])])

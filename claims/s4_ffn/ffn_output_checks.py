@@ -12,7 +12,9 @@ that control, on the same token ids and paired per prompt, guards every pass (``
 mean cosine above the untrained twin's.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from claims.s4_ffn.conftest import SOURCE_ATTN_NORM, SOURCE_COSINE, SOURCE_FFN_NORM
 from fixtures.catalogue_text import catalogued
@@ -33,12 +35,18 @@ class FfnOutputEstimates:
         excess: that cosine minus the cross-token baseline (the FFN output of another prompt's token at the same
             position).
         above_twin: least over blocks of the mean cosine minus the untrained twin's, on the same token ids.
+        units, twin_units: shown beside the checks, deciding nothing: the model's and its twin's per-prompt readings
+            (prompts, n_blocks, 4) of ``ffn_output_measures.block_readings``.
+        twin_ratios: shown: the twin's norm ratio per block.
     """
 
     ratios: list[Estimate]
     cosines: list[Estimate]
     excess: list[Estimate]
     above_twin: Estimate
+    units: np.ndarray | None = field(default=None, compare=False)
+    twin_units: np.ndarray | None = field(default=None, compare=False)
+    twin_ratios: list[Estimate] = field(default_factory=list, compare=False)
 
 
 def ffn_output_checks(e: FfnOutputEstimates) -> list[Check]:

@@ -6,6 +6,7 @@ import numpy as np
 import torch
 
 from claims.s4_ffn.conftest import mean_cosine, mean_norm
+from claims.s4_ffn.ffn_output_checks import FfnOutputEstimates
 
 
 def block_readings(captured) -> np.ndarray:
@@ -59,3 +60,23 @@ def least_above_twin(paired: np.ndarray) -> float:
         paired: (batch, n_blocks, 2): [..., 0] the model's same-token cosine, [..., 1] its twin's, per prompt.
     """
     return float((paired[:, :, 0].mean(axis=0) - paired[:, :, 1].mean(axis=0)).min())
+
+
+def measure_ffn_outputs(captured, twin_captured, claim) -> FfnOutputEstimates:
+    """S4.3's measurement: every block's norm ratio, cosine and cross-token excess over prompts, and the least
+    excess of the cosine over the untrained twin's, on the same token ids.
+
+    Args:
+        captured, twin_captured: the model's and its twin's captures (see :func:`block_readings`).
+        claim: the claim's recorder (``fixtures.recording.ClaimRecorder``), whose ``bootstrap`` gives the intervals.
+    Raises:
+        as :func:`block_readings` and ``ClaimRecorder.bootstrap``.
+    """
+    units, twin = block_readings(captured), block_readings(twin_captured)
+    blocks = range(units.shape[1])
+    return FfnOutputEstimates(
+        ratios=[claim.bootstrap(units, output_norm_ratio(b)) for b in blocks],
+        cosines=[claim.bootstrap(units, block_cosine(b)) for b in blocks],
+        excess=[claim.bootstrap(units, cosine_excess(b)) for b in blocks],
+        above_twin=claim.bootstrap(np.stack([units[:, :, 2], twin[:, :, 2]], axis=-1), least_above_twin),
+        units=units, twin_units=twin, twin_ratios=[claim.bootstrap(twin, output_norm_ratio(b)) for b in blocks])

@@ -9,7 +9,9 @@ discounting the shared direction, the FFN-only state is not "quite different" fr
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
@@ -34,6 +36,10 @@ class FfnPathEstimates:
         below_siblings: mean H(prediction from input + Σ FFN outputs, model's) minus the seed siblings' (a reading;
             None without siblings).
         siblings: how many seed siblings ``below_siblings`` is measured against.
+        h: shown beside the checks, deciding nothing: H of the final FFN-only state's prediction to the model's.
+        readings, twin_readings: shown: ``ffn_path_measures.path_readings`` of the model and of its untrained twin.
+        floor: shown: (prompts,) H between the model's prediction and its seed siblings' (None without siblings).
+        by_depth: shown: {"cos", "ratio"}: per block, the FFN-only state's estimates against the stream.
     """
 
     ratio: Estimate
@@ -43,6 +49,11 @@ class FfnPathEstimates:
     readout: Estimate
     below_siblings: Estimate | None = None
     siblings: int = 0
+    h: Estimate | None = field(default=None, compare=False)
+    readings: dict[str, np.ndarray] = field(default_factory=dict, compare=False)
+    twin_readings: dict[str, np.ndarray] = field(default_factory=dict, compare=False)
+    floor: np.ndarray | None = field(default=None, compare=False)
+    by_depth: dict[str, list[Estimate]] = field(default_factory=dict, compare=False)
 
 
 def ffn_path_checks(e: FfnPathEstimates) -> list[Check]:

@@ -8,7 +8,9 @@ import torch
 from torch import nn
 from transformers import GPT2Config, GPT2LMHeadModel
 
-from models.adapters import Adapter
+from claims.s4_ffn.parameters_checks import SOURCE_FFN, ParameterEstimates
+from latent_instruments.stats import Estimate
+from models.adapters import Adapter, adapter_for
 
 
 # The FFN's modules where the adapter's ``mlp`` names only the summand module: OPT's FFN is inline (fc1, fc2),
@@ -132,3 +134,23 @@ def s4_shape_as_gpt2() -> nn.Module:
                         activation_function="relu", tie_word_embeddings=False, bos_token_id=0, eos_token_id=0)
     with torch.device("meta"):
         return GPT2LMHeadModel(config)
+
+
+def _exact(value: float) -> Estimate:
+    """A count as an estimate: exact, no interval."""
+    return Estimate(value, value, value, 1.0, 1)
+
+
+def measure_parameters(subject) -> ParameterEstimates:
+    """S4.1's measurement (exact counts): the model's FFN share, and how far the same count is from S4's figure on
+    S4's shape built as the zoo's GPT-2 (the count's control).
+
+    Args:
+        subject: the loaded model (``LoadedModel``).
+    Raises:
+        ValueError: as :func:`count_parameters`.
+    """
+    count = count_parameters(subject.model, subject.adapter)
+    gpt2 = s4_shape_as_gpt2()
+    gpt2_count = count_parameters(gpt2, adapter_for(gpt2))
+    return ParameterEstimates(_exact(count.ffn_share), _exact(abs(gpt2_count.ffn - SOURCE_FFN)), count, gpt2_count)

@@ -2,7 +2,7 @@
 self-tests (``tests/cases_s4.py``) drive the same function to hold and to fail each check.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
@@ -19,10 +19,14 @@ class ParameterEstimates:
     Attributes:
         ffn_share: FFN parameters / all parameters of the model (fraction).
         source_miss: |FFN parameters of S4's shape built as the zoo's GPT-2 − S4's figure| (parameters).
+        count, gpt2_count: shown beside the checks, deciding nothing: the model's and S4's shape as GPT-2's
+            ``parameter_counts.ParameterCount``.
     """
 
     ffn_share: Estimate
     source_miss: Estimate
+    count: object | None = field(default=None, compare=False)
+    gpt2_count: object | None = field(default=None, compare=False)
 
 
 def parameters_checks(e: ParameterEstimates) -> list[Check]:

@@ -3,7 +3,9 @@ decide, and the self-tests (``tests/cases_s4.py``, ``tests/test_s4_checks.py``) 
 and to fail each check. Distances are Hellinger distances H between next-token distributions at the last position.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
@@ -25,12 +27,17 @@ class ApproximationEstimates:
         shuffled_over_floor: the same with each prompt given another prompt's approximation (a control).
         in_sample: mean H(approximation, model) on S4's in-sample prompts minus S4's floor (a reading).
         floor_sd: the per-prompt SD of this model's sibling floor on the same prompts (Hellinger): the threshold.
+        distances: shown beside the checks, deciding nothing: {"approximation", "seed siblings", "back-off n-gram",
+            "in-sample"}: per-prompt H to the model (evaluation half; the last on S4's in-sample prompts).
+        over_ngram: shown: mean H(approximation) minus mean H(back-off n-gram), paired.
     """
 
     over_floor: Estimate
     shuffled_over_floor: Estimate
     in_sample: Estimate
     floor_sd: float
+    distances: dict[str, np.ndarray] = field(default_factory=dict, compare=False)
+    over_ngram: Estimate | None = field(default=None, compare=False)
 
 
 def approximation_checks(e: ApproximationEstimates) -> list[Check]:
@@ -51,9 +58,13 @@ def approximation_checks(e: ApproximationEstimates) -> list[Check]:
 
 @dataclass(frozen=True)
 class SiblingEstimates:
-    """What S4.7's test measures: {seed sibling's name: mean H(model, sibling) over the source prompts}."""
+    """What S4.7's test measures: {seed sibling's name: mean H(model, sibling) over the source prompts}; shown
+    beside the checks, deciding nothing: ``per_prompt``, {name: (prompts,) H}, and ``held_out``, {name: mean H on
+    the held-out prompts}."""
 
     distances: dict[str, Estimate]
+    per_prompt: dict[str, np.ndarray] = field(default_factory=dict, compare=False)
+    held_out: dict[str, float] = field(default_factory=dict, compare=False)
 
 
 def sibling_checks(e: SiblingEstimates) -> list[Check]:
@@ -74,10 +85,16 @@ class GainEstimates:
     Attributes:
         gain: mean H(first block alone) − mean H(all blocks), paired.
         own: that gain on each prompt's own approximations minus on another prompt's (prompt-shuffled).
+        first, every: shown beside the checks, deciding nothing: (prompts,) H of the first block's and the
+            all-blocks approximation to the model, evaluation half of the held-out prompts.
+        means: shown: the mean of each, first block first.
     """
 
     gain: Estimate
     own: Estimate
+    first: np.ndarray | None = field(default=None, compare=False)
+    every: np.ndarray | None = field(default=None, compare=False)
+    means: list[Estimate] = field(default_factory=list, compare=False)
 
 
 def gain_checks(e: GainEstimates) -> list[Check]:

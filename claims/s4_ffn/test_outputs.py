@@ -21,17 +21,33 @@ it fails block 2 (-0.0018 [-0.0036, -0.000008], 2026-11-28 H200) where the raw
 cosine, 0.0955, reproduces S4's 0.10.
 """
 
-import numpy as np
 import pytest
 
 from claims.s4_ffn.conftest import FIRST_POSITION, SOURCE_ATTN_NORM, SOURCE_COSINE, SOURCE_FFN_NORM
 from claims.s4_ffn.ffn_output_checks import SOURCE_RATIO, FfnOutputEstimates, ffn_output_checks
+from claims.s4_ffn.ffn_output_measures import measure_ffn_outputs
 from fixtures.catalogue_text import procedure
 from reports.plots import series
-from claims.s4_ffn.ffn_output_measures import block_cosine, cosine_excess, output_norm_ratio, block_readings, least_above_twin
 
 
 NEEDS = ("blocks.*.hook_attn_out", "blocks.*.hook_mlp_out")
+
+
+def _table(e: FfnOutputEstimates) -> dict:
+    """S4.3's details: per block the norms, ratios and cosines, the twin's beside, and S4's where the depth is S4's."""
+    units, twin, source = e.units, e.twin_units, len(e.ratios) == len(SOURCE_RATIO)
+    table = {}
+    for b in range(len(e.ratios)):
+        row = {"attention norm": float(units[:, b, 0].mean()), "FFN norm": float(units[:, b, 1].mean()),
+               "norm ratio": e.ratios[b].value, "cos same token": e.cosines[b].value, "cos low": e.cosines[b].low,
+               "cos cross-token": float(units[:, b, 3].mean()), "excess (reading)": e.excess[b].value,
+               "excess low": e.excess[b].low, "twin norm ratio": e.twin_ratios[b].value,
+               "twin cos same token": float(twin[:, b, 2].mean()), "twin cos cross-token": float(twin[:, b, 3].mean())}
+        if source:
+            row |= {"S4 attention norm": SOURCE_ATTN_NORM[b], "S4 FFN norm": SOURCE_FFN_NORM[b],
+                    "S4 norm ratio": SOURCE_RATIO[b], "S4 cos": SOURCE_COSINE[b]}
+        table[f"block {b + 1}"] = row
+    return table
 
 
 # 4: the untrained twin's cosine a control guarding a pass (the placebo could not fail); 3: positive cosine in S4's
@@ -42,42 +58,22 @@ NEEDS = ("blocks.*.hook_attn_out", "blocks.*.hook_mlp_out")
 def test_ffn_outputs_longer_and_aligned_with_attention(model_name, activations, twin_activations, claim):
     """S4.3: per block, FFN output norm / attention output norm > 1, and mean cos(attn_out, mlp_out) > 0; the
     cosine's excess over a cross-token baseline is a reading beside the verdict."""
-    units, twin = block_readings(activations), block_readings(twin_activations)
-    n_blocks = units.shape[1]
-    ratios = [claim.bootstrap(units, output_norm_ratio(b)) for b in range(n_blocks)]
-    cosines = [claim.bootstrap(units, block_cosine(b)) for b in range(n_blocks)]
-    excess = [claim.bootstrap(units, cosine_excess(b)) for b in range(n_blocks)]
-    twin_ratios = [claim.bootstrap(twin, output_norm_ratio(b)) for b in range(n_blocks)]
-    source = n_blocks == len(SOURCE_RATIO)
-
-    above_twin = claim.bootstrap(np.stack([units[:, :, 2], twin[:, :, 2]], axis=-1), least_above_twin)
-    checks = ffn_output_checks(FfnOutputEstimates(ratios, cosines, excess, above_twin))
-
-    table = {}
-    for b in range(n_blocks):
-        row = {"attention norm": float(units[:, b, 0].mean()), "FFN norm": float(units[:, b, 1].mean()),
-               "norm ratio": ratios[b].value, "cos same token": cosines[b].value, "cos low": cosines[b].low,
-               "cos cross-token": float(units[:, b, 3].mean()), "excess (reading)": excess[b].value,
-               "excess low": excess[b].low, "twin norm ratio": twin_ratios[b].value,
-               "twin cos same token": float(twin[:, b, 2].mean()), "twin cos cross-token": float(twin[:, b, 3].mean())}
-        if source:
-            row |= {"S4 attention norm": SOURCE_ATTN_NORM[b], "S4 FFN norm": SOURCE_FFN_NORM[b],
-                    "S4 norm ratio": SOURCE_RATIO[b], "S4 cos": SOURCE_COSINE[b]}
-        table[f"block {b + 1}"] = row
+    e = measure_ffn_outputs(activations, twin_activations, claim)
+    n_blocks, source = len(e.ratios), len(e.ratios) == len(SOURCE_RATIO)
     claim.record(
-        checks,
-        procedure=procedure("S4.3/ffn-outputs-longer-and-aligned-with-attention", prompts=units.shape[0],
+        ffn_output_checks(e),
+        procedure=procedure("S4.3/ffn-outputs-longer-and-aligned-with-attention", prompts=e.units.shape[0],
                             positions=activations.input_ids.shape[1],
                             FIRST_POSITION=FIRST_POSITION),
-        details={"per block (S4 notebook's norms and cosines beside, where the depth is S4's)": table},
+        details={"per block (S4 notebook's norms and cosines beside, where the depth is S4's)": _table(e)},
         plot={
             "kind": "bars",
             "title": f"S4.3 on {model_name}: FFN output norm / attention output norm per block",
             "categories": list(range(1, n_blocks + 1)), "xlabel": "block", "ylabel": "norm ratio (1: equal length)",
-            "series": {"trained": series(ratios), "untrained twin": series(twin_ratios)},
+            "series": {"trained": series(e.ratios), "untrained twin": series(e.twin_ratios)},
             "source": {"S4 notebook": SOURCE_RATIO} if source else {},
         },
         beside_source={} if not source else {
-            **{f"block {b + 1}: FFN output norm / attention output norm": ratios[b].value for b in range(n_blocks)},
-            **{f"block {b + 1}: mean cos(attention output, FFN output)": cosines[b].value for b in range(n_blocks)}},
+            **{f"block {b + 1}: FFN output norm / attention output norm": e.ratios[b].value for b in range(n_blocks)},
+            **{f"block {b + 1}: mean cos(attention output, FFN output)": e.cosines[b].value for b in range(n_blocks)}},
     )

@@ -12,13 +12,9 @@ meta device (nothing allocated) to show the source's figure beside ours.
 
 import pytest
 
-from claims.s4_ffn.parameters_checks import SOURCE_FFN, ParameterEstimates, parameters_checks
+from claims.s4_ffn.parameter_counts import ParameterCount, ffn_modules, measure_parameters, s4_source_count
+from claims.s4_ffn.parameters_checks import parameters_checks
 from fixtures.catalogue_text import procedure
-from latent_instruments.stats import Estimate
-from models.adapters import adapter_for
-from claims.s4_ffn.parameter_counts import (
-    ParameterCount, count_parameters, ffn_modules, s4_shape_as_gpt2, s4_source_count,
-)
 
 
 def _row(count: ParameterCount) -> dict:
@@ -28,30 +24,23 @@ def _row(count: ParameterCount) -> dict:
             "FFN share of blocks": count.ffn_share_of_blocks}
 
 
-def _exact(value: float) -> Estimate:
-    return Estimate(value, value, value, 1.0, 1)
-
-
 @pytest.mark.claim("S4.1", version=1)
 @pytest.mark.models("trained", "hf", "reference")
 def test_ffn_holds_most_parameters(model_name, subject, claim):
     """S4.1: the FFNs' share of all parameters exceeds one half (S4: 65.71 %)."""
-    count = count_parameters(subject.model, subject.adapter)
-    source = s4_source_count()
-    gpt2 = s4_shape_as_gpt2()
-    gpt2_count = count_parameters(gpt2, adapter_for(gpt2))
+    e = measure_parameters(subject)
     claim.record(
-        parameters_checks(ParameterEstimates(_exact(count.ffn_share), _exact(abs(gpt2_count.ffn - SOURCE_FFN)))),
+        parameters_checks(e),
         procedure=procedure("S4.1/ffn-holds-most-parameters",
                             ffn_modules=(", ".join(
                                          ffn_modules(subject.adapter)))),
         details={"parameters": {
-            model_name: _row(count) | {"vocab": int(subject.model.get_input_embeddings().weight.shape[0]),
+            model_name: _row(e.count) | {"vocab": int(subject.model.get_input_embeddings().weight.shape[0]),
                                        "d_model": subject.d_model,
                                        "blocks": len(subject.adapter.block_list(subject.model)),
-                                       "tied": int(count.head == 0)},
-            "S4 (its code, rebuilt)": _row(source) | {"vocab": 65, "d_model": 384, "blocks": 6, "tied": 0},
-            "S4's shape as GPT-2": _row(gpt2_count),
+                                       "tied": int(e.count.head == 0)},
+            "S4 (its code, rebuilt)": _row(s4_source_count()) | {"vocab": 65, "d_model": 384, "blocks": 6, "tied": 0},
+            "S4's shape as GPT-2": _row(e.gpt2_count),
         }},
-        beside_source={"FFN parameters / all parameters": count.ffn_share},
+        beside_source={"FFN parameters / all parameters": e.count.ffn_share},
     )

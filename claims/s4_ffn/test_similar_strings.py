@@ -12,23 +12,15 @@ import pytest
 
 from claims.s4_ffn.approximation import STRING_LENGTH, TEXT_CHARS, Approximation
 from claims.s4_ffn.similar_strings_checks import (
-    S4_FLOOR, SOURCE_APPROXIMATION_H, SOURCE_FLOOR, ApproximationEstimates, GainEstimates, SiblingEstimates,
-    approximation_checks, gain_checks, sibling_checks,
+    SOURCE_APPROXIMATION_H, SOURCE_FLOOR, approximation_checks, gain_checks, sibling_checks,
 )
+from claims.s4_ffn.similar_strings_measures import measure_approximation, measure_gain, measure_siblings, sibling_floor
 from fixtures.catalogue_text import procedure
 from reports.plots import series
-from latent_instruments.stats import paired_difference, sample_mean
-from claims.s4_ffn.similar_strings_measures import gain_over_shuffled
 
 
 SOURCE_TOP1 = 0.806  # S4's repository (widening_similar_space): argmax agreement on the same 20,000 prompts
 HISTOGRAM_BINS = np.linspace(0, 1, 11)
-
-
-def _floor(a: Approximation, variant: str) -> np.ndarray:
-    """(P,) H between the model and its seed siblings, averaged over the siblings per prompt."""
-    v = a.variants[variant]
-    return np.mean([v.distance(s) for s in v.sibling_probs], axis=0)
 
 
 def _top(probs, decode, k: int = 3) -> str:
@@ -70,7 +62,7 @@ def _against_the_model(a: Approximation) -> dict:
             rows[f"{variant} prompts, {values} values"] = {
                 "mean H": float(d.mean()), "SD H": float(d.std()),
                 "top-1 agreement": float((p.argmax(-1) == v.model_probs.argmax(-1)).double()[half].mean())}
-        fl = _floor(a, variant)[half]
+        fl = sibling_floor(a, variant)[half]
         rows[f"{variant} prompts, seed-sibling floor"] = {"mean H": float(fl.mean()), "SD H": float(fl.std())}
         ng = v.distance(v.suffix_probs[a.suffix_length])[half]
         rows[f"{variant} prompts, longest suffix match ≤ {a.suffix_length} (version 1's baseline)"] = {
@@ -90,39 +82,27 @@ def test_similar_strings_approximate_the_prediction(model_name, approximation, c
     """S4.6: on held-out prompts, H(approximation, model) within one per-prompt SD of the sibling floor; the back-off
     n-gram's distance is a reading beside it (S4 makes no claim against string statistics)."""
     a = approximation
-    half = a.eval_half
-    held = a.variants["held-out"]
-    h = held.distance(a.probs("held-out"))[half]
-    floor = _floor(a, "held-out")[half]
-    ngram = held.distance(held.backoff_probs[a.backoff_order])[half]
-    shuffled = held.distance(a.probs("held-out")[np.roll(np.arange(a.n_prompts), 1)])[half]  # another prompt's
-    floor_sd = float(floor.std())
-    over_floor = claim.bootstrap(np.stack([h, floor], axis=1), paired_difference)
-    over_ngram = claim.bootstrap(np.stack([h, ngram], axis=1), paired_difference)
-    shuffled_over_floor = claim.bootstrap(np.stack([shuffled, floor], axis=1), paired_difference)
-    in_sample = a.variants["source"].distance(a.probs("source"))[half]  # S4's procedure, values tuned to the model
-    checks = approximation_checks(ApproximationEstimates(over_floor, shuffled_over_floor,
-                                                         claim.bootstrap(in_sample - S4_FLOOR, sample_mean), floor_sd))
+    e = measure_approximation(a, claim)
     rows = _against_the_model(a)
-    hist = {name: np.histogram(d, HISTOGRAM_BINS)[0].tolist() for name, d in
-            (("approximation", h), ("seed siblings", floor), ("back-off n-gram", ngram))}
+    hist = {name: np.histogram(e.distances[name], HISTOGRAM_BINS)[0].tolist()
+            for name in ("approximation", "seed siblings", "back-off n-gram")}
     ngram_reading = {
         f"mean H(approximation) − mean H(interpolated back-off n-gram, 1..{a.backoff_order} tokens), held-out prompts":
-            {"value": over_ngram.value, "low": over_ngram.low, "high": over_ngram.high},
+            {"value": e.over_ngram.value, "low": e.over_ngram.low, "high": e.over_ngram.high},
         "why a reading": "S4 makes no claim against string statistics: whether the FFN similarity adds anything over "
                          "an n-gram model of the same text (Witten-Bell back-off interpolating every suffix length "
                          "from 1 to its order, the order fitted on the same half as the approximation's values) is "
                          "our question, shown beside the verdict and deciding nothing (a claim check until version 2)"}
     claim.record(
-        checks, procedure=_procedure(a),
+        approximation_checks(e), procedure=_procedure(a),
         details={"approximation against the model": rows, "reading: the approximation against a back-off n-gram":
                  ngram_reading, "S4's worked prompts": _examples(a)},
         plot={"kind": "bars", "title": f"S4.6 on {a.model}: Hellinger distance to the model, held-out prompts",
               "categories": [f"{lo:.1f}–{hi:.1f}" for lo, hi in zip(HISTOGRAM_BINS[:-1], HISTOGRAM_BINS[1:])],
               "xlabel": "H", "ylabel": "prompts", "series": {k: {"value": v} for k, v in hist.items()}},
         scaled=f"{a.n_blocks} blocks, {a.n_prompts:,} prompts; S4's six-block values carried by relative depth",
-        beside_source={"mean H(approximation, model)": float(in_sample.mean()),
-                       "SD of H(approximation, model) over prompts": float(in_sample.std()),
+        beside_source={"mean H(approximation, model)": float(e.distances["in-sample"].mean()),
+                       "SD of H(approximation, model) over prompts": float(e.distances["in-sample"].std()),
                        "top-1 agreement of approximation and model": rows["source prompts, fitted values"]["top-1 agreement"],
                        "mean H(model, seed siblings)": rows["source prompts, seed-sibling floor"]["mean H"],
                        "SD of H(model, seed siblings) over prompts": rows["source prompts, seed-sibling floor"]["SD H"]},
@@ -134,23 +114,19 @@ def test_similar_strings_approximate_the_prediction(model_name, approximation, c
 def test_seed_siblings_differ_little(model_name, approximation, claim):
     """S4.7: each seed sibling's mean H to the model is below S4's approximation distance, and above zero."""
     a = approximation
-    v = a.variants["source"]
-    distances, rows = {}, {}
-    for name, probs in zip(a.siblings, v.sibling_probs):
-        d = v.distance(probs)
-        est = distances[name] = claim.bootstrap(d, sample_mean)
-        held = a.variants["held-out"].distance(a.variants["held-out"].sibling_probs[a.siblings.index(name)])
-        rows[name] = {"mean H": est.value, "SD H": float(d.std()), "min": float(d.min()), "max": float(d.max()),
-                      "held-out prompts mean H": float(held.mean())}
+    e = measure_siblings(a, claim)
+    rows = {name: {"mean H": est.value, "SD H": float(d.std()), "min": float(d.min()), "max": float(d.max()),
+                   "held-out prompts mean H": e.held_out[name]}
+            for (name, est), d in zip(e.distances.items(), e.per_prompt.values())}
     for i, value in enumerate(SOURCE_FLOOR):
         rows[f"S4 alternate {i + 1}"] = {"mean H": value}
     claim.record(
-        sibling_checks(SiblingEstimates(distances)),
+        sibling_checks(e),
         procedure=procedure("S4.7/seed-siblings-differ-little", approximation=_procedure(a)),
         details={"model against each seed sibling": rows},
         plot={"kind": "bars", "title": f"S4.7: H between {a.model} and its seed siblings",
               "categories": list(a.siblings), "xlabel": "sibling", "ylabel": "mean H",
-              "series": {"this model": series([claim.bootstrap(v.distance(p), sample_mean) for p in v.sibling_probs]),
+              "series": {"this model": series(list(e.distances.values())),
                          "S4 (its own siblings)": {"value": list(SOURCE_FLOOR)}}},
         scaled=f"{a.model}'s recipe at S4's seeds, {a.n_prompts:,} prompts",
         beside_source={f"mean H(model, seed sibling {i + 1})": rows[name]["mean H"]
@@ -163,34 +139,25 @@ def test_seed_siblings_differ_little(model_name, approximation, claim):
 def test_all_blocks_beat_the_first(model_name, approximation, claim):
     """S4.8: on held-out prompts, mean H of the first block's approximation minus the all-blocks one, > 0."""
     a = approximation
-    v = a.variants["held-out"]
-    half = a.eval_half
-    every = v.distance(a.probs("held-out"))[half]
-    first = v.distance(a.probs("held-out", blocks=slice(0, 1)))[half]
-    gain = claim.bootstrap(np.stack([first, every], axis=1), paired_difference)
-    other = np.roll(np.arange(a.n_prompts), 1)  # prompt i paired with prompt i − 1's approximations
-    shuffled = [v.distance(a.probs("held-out", blocks=b)[other])[half] for b in (slice(0, 1), slice(None))]
-    own = claim.bootstrap(np.stack([first, every, *shuffled], axis=1), gain_over_shuffled)
-    checks = gain_checks(GainEstimates(gain, own))
-
+    half, e = a.eval_half, measure_gain(a, claim)
     rows = {}
     for variant in ("source", "held-out"):
         w = a.variants[variant]
         for values in ("fitted", "source"):
-            e = w.distance(a.probs(variant, values))[half]
-            f = w.distance(a.probs(variant, values, slice(0, 1)))[half]
-            rows[f"{variant} prompts, {values} values"] = {"H first block": float(f.mean()), "H all blocks": float(e.mean()),
-                                                           "prompts improved": float((e < f).mean())}
+            every = w.distance(a.probs(variant, values))[half]
+            first = w.distance(a.probs(variant, values, slice(0, 1)))[half]
+            rows[f"{variant} prompts, {values} values"] = {"H first block": float(first.mean()),
+                                                           "H all blocks": float(every.mean()),
+                                                           "prompts improved": float((every < first).mean())}
     claim.record(
-        checks, procedure=procedure("S4.8/all-blocks-beat-the-first", approximation=_procedure(a)),
+        gain_checks(e), procedure=procedure("S4.8/all-blocks-beat-the-first", approximation=_procedure(a)),
         details={"first block against all blocks": rows,
-                 "relative reduction of mean H, held-out prompts": float(1 - every.mean() / first.mean()),
+                 "relative reduction of mean H, held-out prompts": float(1 - e.every.mean() / e.first.mean()),
                  "S4's worked prompts' relative reductions": {"hing tremb": round(1 - 0.0233 / 0.6305, 3),
                                                              "And only l": round(1 - 0.0731 / 0.0711, 3)},
                  "S4's worked prompts": _examples(a)},
         plot={"kind": "bars", "title": f"S4.8 on {a.model}: first block alone against all blocks",
               "categories": ["first block", "all blocks"], "xlabel": "approximation", "ylabel": "mean H",
-              "series": {"held-out half": series([claim.bootstrap(first, sample_mean),
-                                                  claim.bootstrap(every, sample_mean)])}},
+              "series": {"held-out half": series(e.means)}},
         scaled=f"{a.n_blocks} blocks, {a.n_prompts:,} prompts",
     )

@@ -12,7 +12,7 @@ bound is S4's own excess over its (analytic) chance at its weakest block, block 
 chance where the ranking is biased, so reading S4's excess as the bound for ours asks at least as much as S4 showed.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
@@ -37,6 +37,12 @@ class TokenEmbeddingEstimates:
         predicts: fraction of tokens whose first singular direction alone predicts them (a census, or exact).
         gain: the largest gain in mean p of the least predicted tokens from more steps (per token; a control).
         continued: how many tokens were continued; steps: the more steps.
+        learned: shown beside the checks, deciding nothing: the learned vectors
+            (``latent_instruments.token_subspaces.learn_token_embeddings``).
+        facts, twin_facts: shown: per token, the model's and its untrained twin's subspace facts
+            (``token_subspace_measures.subspace_facts``).
+        least_ratio, shuffled: shown: the least σ1/σ2 over tokens (per token), and over shuffled-token groups.
+        more: shown: the least predicted tokens after more steps (``token_subspace_measures.continued``).
     """
 
     p: Estimate
@@ -44,6 +50,12 @@ class TokenEmbeddingEstimates:
     gain: Estimate
     continued: int
     steps: int
+    learned: object = field(default=None, compare=False)
+    facts: dict = field(default_factory=dict, compare=False)
+    twin_facts: dict = field(default_factory=dict, compare=False)
+    least_ratio: Estimate | None = field(default=None, compare=False)
+    shuffled: Estimate | None = field(default=None, compare=False)
+    more: dict = field(default_factory=dict, compare=False)
 
 
 def token_embedding_checks(e: TokenEmbeddingEstimates) -> list[Check]:
@@ -71,11 +83,17 @@ class SubspaceEstimates:
         final_state: at the final state, with the model's own 90 %-mass tokens (a control).
         excess: per block, the FFN output against the final-layer subspaces.
         specific: per block but the last, against the block-specific subspaces.
+        rows: shown beside the checks, deciding nothing: per block, the criterion's details row.
+        fractions: shown: per block, the fraction of prompts satisfied (|cos|, final-layer subspaces).
+        vocab: shown: the vocabulary's size.
     """
 
     final_state: Estimate
     excess: list[Estimate]
     specific: list[Estimate]
+    rows: dict[str, dict] = field(default_factory=dict, compare=False)
+    fractions: list[Estimate] = field(default_factory=list, compare=False)
+    vocab: int = field(default=0, compare=False)
 
 
 def subspace_checks(e: SubspaceEstimates) -> list[Check]:

@@ -5,10 +5,14 @@ over a prompt-shuffled null. test_token_subspaces.py measures with these; token_
 import numpy as np
 import torch
 
-from claims.s4_ffn.token_subspace_checks import SOURCE_SATISFIED
+from claims.s4_ffn.token_subspace_checks import SOURCE_SATISFIED, SubspaceEstimates, TokenEmbeddingEstimates
 from fixtures.memory import large_blocks_reused
-from latent_instruments.stats import Estimate, proportion
-from latent_instruments.token_subspaces import learn_token_embeddings, singular_values
+from latent_instruments.similar_strings import mass_tokens
+from latent_instruments.stats import Estimate, per_unit, proportion, sample_mean
+from latent_instruments.token_subspaces import (
+    chance_in_top_half, first_directions, in_top_half, learn_token_embeddings, singular_values, subspace_scores,
+)
+from models.forwards import logits_from_block_input_fn
 
 
 RESTARTS = 100  # S4: 100 embeddings per token
@@ -101,3 +105,130 @@ def beside_s4(satisfied: list[float], last_chance: float) -> dict[str, float]:
     return {(f"block {b}: final-layer subspaces" if b < last else
              f"block {b}: prompts whose FFN output points to the predicted tokens' subspaces"): value
             for b, value in enumerate(satisfied, 1)} | {f"block {last}: chance": last_chance}
+
+
+ALL_TOKENS_UP_TO = 128  # a vocabulary up to this size: every token (S4: all 65)
+DRAWN_TOKENS = 32  # a larger one: this many, a seeded draw (the readout's cost grows with tokens × R × vocabulary)
+SCALES = (0.1, 10.0, 100.0)  # positive scales along the direction (S4: 'any vector along its span')
+MASS = 0.9  # S4.10: the tokens carrying 90 % of the approximation's mass
+
+
+def token_embeddings(subject, seed: int, every_token: bool = False, block: int | None = None):
+    """Learned vectors for the subject's tokens (all up to ALL_TOKENS_UP_TO, else DRAWN_TOKENS drawn, or all with
+    ``every_token``), with the readout they were learned for: at the final norm's input, or with ``block`` at that
+    block's input, read through the later blocks (S4.10's block-specific subspaces)."""
+    model = subject.model
+    norm, head = model.get_submodule(subject.adapter.final_norm), model.get_output_embeddings()
+    vocab, d_model = head.weight.shape
+    tokens = torch.arange(vocab)
+    if vocab > ALL_TOKENS_UP_TO and not every_token:
+        tokens = torch.randperm(vocab, generator=torch.Generator().manual_seed(seed))[:DRAWN_TOKENS].sort().values
+    model.requires_grad_(False)
+
+    def final_readout(x):
+        return head(norm(x.to(head.weight.dtype))).float()
+
+    readout = final_readout if block is None else logits_from_block_input_fn(model, subject.adapter, block)
+
+    with large_blocks_reused():  # the readout's logits and their gradient at every step: 52 MB on 4,096 tokens
+        return learn_token_embeddings(readout, tokens, d_model, RESTARTS, STEPS, LR, seed, head.weight.device), readout
+
+
+def subspace_facts(learned, readout, device) -> dict[str, np.ndarray]:
+    """Per token: mean learned p, σ1/σ2 uncentred and centred, whether v1 predicts it, p(token | v1), and the largest
+    change of the distribution over positive scales of v1 (the readout runs on ``device``)."""
+    s, c = singular_values(learned.vectors), singular_values(learned.vectors, centred=True)
+    v = first_directions(learned.vectors)
+    with torch.no_grad():
+        p = torch.softmax(readout(v.to(device)).double(), dim=-1).cpu()
+        drift = torch.stack([(torch.softmax(readout((a * v).to(device)).double(), -1).cpu() - p).abs().amax(dim=-1)
+                             for a in SCALES]).amax(dim=0)
+    rows = torch.arange(len(learned.tokens))
+    return {"p": learned.probability.mean(dim=1).numpy(), "ratio": (s[:, 0] / s[:, 1]).numpy(),
+            "centred": (c[:, 0] / c[:, 1]).numpy(), "predicts": (p.argmax(-1) == learned.tokens).numpy(),
+            "p_v1": p[rows, learned.tokens].numpy(), "drift": drift.numpy()}
+
+
+def block_criterion(b: int, a, subject, directions, model_tokens: list, claim, seed: int) -> tuple:
+    """S4.10 for block ``b`` (0-based) on the evaluation half: (its details row, the excess over the prompt-shuffled
+    null (|cos|, final-layer subspaces), the excess in the block's own subspaces (None for the last block, whose own
+    are the final-layer ones), whether each prompt's 90 %-mass tokens all rank in the top half (prompts,))."""
+    v, half, vocab = a.variants["source"], a.eval_half, directions.shape[0]
+    tokens = mass_tokens(v.single_block(b, a.fitted_thresholds[b])[half], MASS)
+    sizes = np.array([len(x) for x in tokens])
+    chance = chance_in_top_half(vocab, sizes)
+    shuffled = prompt_shuffled(tokens)
+    satisfied, null = {}, {}
+    for signed in (False, True):
+        scores = subspace_scores(v.ffn[b][half], directions, signed)
+        satisfied[signed], null[signed] = in_top_half(scores, tokens), in_top_half(scores, shuffled)
+    excess = claim.bootstrap(np.stack([satisfied[False], null[False]], axis=1).astype(np.float64), excess_over_null)
+    row = {"satisfied (|cos|)": float(satisfied[False].mean()), "null (|cos|)": float(null[False].mean()),
+           "excess (|cos|)": excess.value, "satisfied (signed cos)": float(satisfied[True].mean()),
+           "null (signed cos)": float(null[True].mean()),
+           "excess (signed cos)": excess_over_null(np.stack([satisfied[True], null[True]], 1).astype(np.float64)),
+           "ratio to analytic chance (version 1)": float(satisfied[False].mean() / chance.mean()),
+           "satisfied, model's own tokens (|cos|)": float(
+               in_top_half(subspace_scores(v.ffn[b][half], directions), model_tokens).mean())}
+    own = None
+    if b < a.n_blocks - 1:  # the last block's own subspaces are the final-layer ones
+        specific = first_directions(token_embeddings(subject, seed, every_token=True, block=b + 1)[0].vectors)
+        specific_scores = subspace_scores(v.ffn[b][half], specific)
+        hit = in_top_half(specific_scores, tokens)
+        own = claim.bootstrap(np.stack([hit, in_top_half(specific_scores, shuffled)], axis=1).astype(np.float64),
+                              excess_over_null)
+        row["satisfied, block-specific (|cos|)"] = float(hit.mean())
+    row |= {"chance": float(chance.mean()), "mean tokens for 90 %": float(sizes.mean()),
+            "threshold": a.fitted_thresholds[b]}
+    return row, excess, own, satisfied[False].astype(np.float64)
+
+
+def measure_token_embeddings(subject, twin, claim) -> TokenEmbeddingEstimates:
+    """S4.9's measurement: vectors learned per token at the final norm's input, on the model and its untrained twin;
+    the least mean p, the fraction of tokens whose first singular direction predicts them, and the convergence
+    control (the least predicted tokens continued). "Every token" is decided token by token (the bootstrap of a
+    minimum is no interval); the fraction is a census where every token was measured, else an exact binomial
+    interval over the drawn tokens.
+
+    Args:
+        subject, twin: the loaded model and its untrained twin (``LoadedModel``).
+        claim: the claim's recorder (``fixtures.recording.ClaimRecorder``): its ``seed``.
+    """
+    seed = claim.seed
+    learned, readout = token_embeddings(subject, seed)
+    f = subspace_facts(learned, readout, subject.input_device)
+    t = subspace_facts(*token_embeddings(twin, seed), twin.input_device)
+    more = continued(learned, readout, subject.input_device, seed)
+    return TokenEmbeddingEstimates(
+        per_unit(f["p"].astype(np.float64), "min"),
+        fraction_of_tokens(f["predicts"], vocab=subject.model.get_input_embeddings().weight.shape[0]),
+        per_unit(more["after"] - more["before"], "max"), len(more["token"]), STEPS,
+        learned=learned, facts=f, twin_facts=t, least_ratio=per_unit(f["ratio"].astype(np.float64), "min"),
+        shuffled=per_unit(shuffled_ratios(learned.vectors, seed).astype(np.float64), "min"), more=more)
+
+
+def measure_subspaces(a, subject, claim) -> SubspaceEstimates:
+    """S4.10's measurement on the evaluation half of S4's prompts: the final-state control, and per block the
+    excess over the prompt-shuffled null in the final-layer and block-specific subspaces (:func:`block_criterion`).
+
+    Args:
+        a: the similar-strings approximation of the model's sibling group (``approximation.Approximation``).
+        subject: the loaded model it is of (``LoadedModel``).
+        claim: the claim's recorder (``fixtures.recording.ClaimRecorder``): its ``bootstrap`` and ``seed``.
+    """
+    learned, _ = token_embeddings(subject, claim.seed, every_token=True)
+    directions = first_directions(learned.vectors)  # row t: token t
+    v, half = a.variants["source"], a.eval_half
+    model_tokens = mass_tokens(v.model_probs[half], MASS)  # the model's own 90 %-mass tokens
+    final_scores = subspace_scores(v.final[half], directions)
+    control = np.stack([in_top_half(final_scores, model_tokens), in_top_half(final_scores, prompt_shuffled(model_tokens))],
+                       axis=1).astype(np.float64)
+    rows, excesses, specifics, fractions = {}, [], [], []
+    for b in range(a.n_blocks):
+        row, excess, specific, satisfied = block_criterion(b, a, subject, directions, model_tokens, claim, claim.seed)
+        excesses.append(excess)
+        specifics.extend([] if specific is None else [specific])
+        fractions.append(claim.bootstrap(satisfied, sample_mean))
+        rows[f"block {b + 1}"] = row
+    return SubspaceEstimates(claim.bootstrap(control, excess_over_null), excesses, specifics, rows=rows,
+                             fractions=fractions, vocab=directions.shape[0])

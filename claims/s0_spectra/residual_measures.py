@@ -1,0 +1,148 @@
+"""S0.6-S0.10's measurements: from the spectra of what each block adds (``residual_spectra.py``'s statistics), each
+claim's estimates. test_untrained_residuals.py (S0.6, S0.7) and test_trained_residuals.py (S0.8-S0.10) measure with
+these; residual_checks.py decides.
+"""
+
+import numpy as np
+
+from claims.s0_spectra.bends import bends, largest_later_bend, straight_bends
+from claims.s0_spectra.conftest import beyond_null, early_blocks
+from claims.s0_spectra.residual_checks import (
+    AttentionSpikeEstimates, BendEstimates, ClosenessEstimates, LowBandEstimates, MlpSpikeEstimates,
+)
+from claims.s0_spectra.residual_spectra import (
+    CALIBRATIONS, apart_over_clean_law, block_labels, clean_law_tolerance, closeness_ratio, early_over_late,
+    flattest_law, low_band_excess, outlier_lead, over_middle, shape_distance, spikes, spikes_over_null,
+)
+from latent_instruments.spectra import low_band_share
+from models.zoo import resolve
+
+
+def measure_bends(model_name: str, spectra, claim) -> BendEstimates:
+    """S0.6's measurement over sequences, on a random-init model's attention residuals (batch, n_blocks, n_freq):
+    the largest bend of blocks 2..L beyond a straight law's, block 1's lead over it, and the flattest law beyond the
+    position-shuffled states' (the control).
+
+    Args:
+        model_name: the model's zoo name (an init S0.6's margin was calibrated on is not judged by it).
+        spectra: its spectra (``claims.s0_spectra.conftest``) with ``attn`` and ``shuffled.attn``.
+        claim: the claim's recorder (``fixtures.recording.ClaimRecorder``): its ``bootstrap`` and ``seed``.
+    Raises:
+        pytest.skip.Exception: through ``claim.not_informative`` for one block, too few bins, a length without a
+            calibrated margin, or an init the margin was calibrated on.
+    """
+    if spectra.n_blocks < 2:
+        claim.not_informative("one block: there is no 'layer 1 excepted' to compare with")
+    bins, attn = spectra.bins, spectra.attn
+    if bins.centers.size < 4:
+        claim.not_informative(f"{spectra.positions} positions give {bins.centers.size} log-spaced bins: too few to "
+                              "fit a bend")
+    if spectra.positions not in CALIBRATIONS:
+        claim.not_informative(
+            f"'pretty close' is calibrated out of sample on S0's subject class (random inits of OPT-125m) at "
+            f"{', '.join(map(str, CALIBRATIONS))} tokens per sequence, and the bend depends on the length: at "
+            f"{spectra.positions} there is no margin. Run at one of those lengths (--prompts NxT), or calibrate this "
+            "one: python -m claims.s0_spectra.calibrate_pretty_close --positions T --sequences N --write (a GPU "
+            "for S0's 2048)")
+    calibration = CALIBRATIONS[spectra.positions]
+    if resolve(model_name.removesuffix(":untrained")).source == resolve("ref-opt-125m").source \
+            and claim.seed in calibration.seeds:
+        claim.not_informative(
+            f"this init of OPT-125m (seed {claim.seed}) is one of the {len(calibration.seeds)} the margin was "
+            "calibrated on: judged by its own sample, the check could not fail. Run with another --seed")
+    straight = straight_bends(bins, attn)  # what leakage alone bends, per block
+    return BendEstimates(
+        claim.bootstrap(attn, lambda u: largest_later_bend(bins, u, straight)),
+        claim.bootstrap(attn, lambda u: outlier_lead(np.abs(bends(bins, u, straight)))),
+        beyond_null(attn, spectra.shuffled.attn, lambda u: flattest_law(bins, u), claim.seed),
+        calibration=calibration, straight=straight,
+        tolerance=clean_law_tolerance(bins, attn, spectra.shuffled.attn, claim.seed))
+
+
+def measure_closeness(spectra, claim) -> ClosenessEstimates:
+    """S0.7's measurement over sequences, on a random-init model: the MLP residuals' shape distance to the hidden
+    states over the attention residuals', and the attention residuals' beyond a clean law's scatter (the control).
+
+    Args:
+        spectra: its spectra with ``mlp``, ``attn``, ``hidden`` and ``shuffled.hidden``.
+        claim: the claim's recorder (``fixtures.recording.ClaimRecorder``): its ``bootstrap`` and ``seed``.
+    Raises:
+        pytest.skip.Exception: through ``claim.not_informative`` where the hidden states are within a clean law's
+            scatter of their position-shuffled (white) spectra: any two such spectra are "close".
+    """
+    bins, mlp, n = spectra.bins, spectra.mlp, spectra.n_blocks
+    hidden = spectra.hidden[:, -n:]  # each block's output
+    by_block = clean_law_tolerance(bins, hidden, spectra.shuffled.hidden[:, -n:], claim.seed)
+    clean = float(by_block.mean())
+    white = shape_distance(bins, hidden, spectra.shuffled.hidden[:, -n:])  # (n_blocks,)
+    if white.mean() < clean:
+        claim.not_informative(
+            f"the hidden states are featureless: their shape differs from their position-shuffled (white) spectra by "
+            f"{white.mean():.3f} decades RMS (mean over blocks), under the {clean:.3f}-decade tolerance (a clean "
+            "law's scatter at this length), so any two such spectra are close",
+            details={"hidden-state shape distance from shuffled, by block (decades)": dict(zip(block_labels(n), map(float, white)))})
+    return ClosenessEstimates(
+        claim.bootstrap(np.concatenate([mlp, spectra.attn, hidden], axis=1), lambda u: closeness_ratio(bins, u, n)),
+        claim.bootstrap(np.concatenate([spectra.attn, hidden], axis=1),
+                        lambda u: apart_over_clean_law(bins, u, n, clean)),
+        by_block=by_block, white=white)
+
+
+def measure_attention_spikes(spectra, claim) -> AttentionSpikeEstimates:
+    """S0.8's measurement over sequences, on a trained model's attention residuals: the early and the last blocks'
+    spikes over the middle blocks', the last block's low-band excess, and the spikes over the position-shuffled null.
+
+    Args:
+        spectra: its spectra with ``attn`` and ``shuffled.attn`` (batch, n_blocks, n_freq).
+        claim: the claim's recorder (``fixtures.recording.ClaimRecorder``): its ``bootstrap``.
+    Raises:
+        pytest.skip.Exception: through ``claim.not_informative`` where there is no middle block to compare.
+    """
+    n, e = spectra.n_blocks, early_blocks(spectra.n_blocks)
+    if n - e < 2:
+        claim.not_informative(f"{n} blocks: after the first {e} and the last there is no middle to compare")
+    bins, attn = spectra.bins, spectra.attn
+    return AttentionSpikeEstimates(
+        claim.bootstrap(attn, lambda u: over_middle(spikes(bins, u)[0], slice(0, e), e)),
+        claim.bootstrap(attn, lambda u: over_middle(spikes(bins, u)[0], slice(-1, None), e)),
+        claim.bootstrap(attn[:, -1], lambda u: low_band_excess(bins, u)),
+        claim.bootstrap(np.stack([attn, spectra.shuffled.attn], axis=1),
+                        lambda u: spikes_over_null(bins, u, [slice(0, e), slice(-1, None)])))
+
+
+def measure_mlp_spike(spectra, claim) -> MlpSpikeEstimates:
+    """S0.9's measurement over sequences, on a trained model's MLP residuals: block 1's spike over every later
+    block's, and over its position-shuffled null (the control).
+
+    Args:
+        spectra: its spectra with ``mlp`` and ``shuffled.mlp`` (batch, n_blocks, n_freq).
+        claim: the claim's recorder (``fixtures.recording.ClaimRecorder``): its ``bootstrap``.
+    Raises:
+        pytest.skip.Exception: through ``claim.not_informative`` for a one-block model.
+    """
+    if spectra.n_blocks < 2:
+        claim.not_informative("one block: no later block to compare with")
+    bins, mlp = spectra.bins, spectra.mlp
+    return MlpSpikeEstimates(claim.bootstrap(mlp, lambda u: outlier_lead(spikes(bins, u)[0])),
+                             claim.bootstrap(np.stack([mlp, spectra.shuffled.mlp], axis=1),
+                                             lambda u: spikes_over_null(bins, u, [slice(0, 1)])))
+
+
+def measure_low_band(spectra, claim) -> LowBandEstimates:
+    """S0.10's measurement over sequences, on a trained model's block updates: the early blocks' low-band share over
+    the later blocks', unwindowed and Hann-windowed (the control), and (shown) each block's share.
+
+    Args:
+        spectra: its spectra with ``update`` and ``update_hann`` (batch, n_blocks, n_freq).
+        claim: the claim's recorder (``fixtures.recording.ClaimRecorder``): its ``bootstrap``.
+    Raises:
+        pytest.skip.Exception: through ``claim.not_informative`` where no block follows the early ones.
+    """
+    n, e = spectra.n_blocks, early_blocks(spectra.n_blocks)
+    if n - e < 1:
+        claim.not_informative(f"{n} blocks: no later block to compare with")
+    bins, update = spectra.bins, spectra.update
+    return LowBandEstimates(
+        claim.bootstrap(update, lambda u: early_over_late(bins, u, e)),
+        claim.bootstrap(spectra.update_hann, lambda u: early_over_late(bins, u, e)),
+        [claim.bootstrap(update[:, i], lambda u: float(low_band_share(bins, u.mean(axis=0)))) for i in range(n)])
