@@ -62,7 +62,8 @@ def measure_topic(captured, twin_captured, claim) -> TopicEstimates:
     Args:
         captured, twin_captured: the model's and its untrained twin's captures, (batch, seq, d_model) activations.
         claim: the claim's recorder (``fixtures.recording.ClaimRecorder``): its ``bootstrap``; a claim that is an
-            identity here ends with ``claim.not_informative("why")``.
+            identity here ends with ``claim.not_informative(gate("SX.Y/<test>/<why>"))``, the reason
+            the catalogue's ``[[claims.gates]]`` text of that key.
     """
     per_prompt = captured.cache["blocks.0.hook_resid_post"].float().norm(dim=-1).mean(dim=1).cpu().numpy()  # (batch,)
     twin_per_prompt = twin_captured.cache["blocks.0.hook_resid_post"].float().norm(dim=-1).mean(dim=1).cpu().numpy()

@@ -229,3 +229,48 @@ def test_a_procedure_is_read_by_key_and_filled():
         procedure("S3.1/a-test-that-is-not-there")
     with pytest.raises(LookupError, match="names 'SOURCE_PROMPT', which the code does not give"):
         procedure("S3.1/the-pseudo-inverse-recovers-the-tokens", prompts=16, tokens=12)
+
+
+def _gate_reasons() -> tuple[list[str], list[str]]:
+    """(the keys the claim files read not-informative reasons by (``gate(KEY, ...)``), file:line of each
+    ``claim.not_informative(...)`` and each ``record(not_informative={check: why})`` whose reason the code writes: a
+    string, an f-string, or a ``.format`` of one)."""
+    def written(node) -> bool:
+        return (isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str))
+                or (isinstance(node, ast.BinOp) and (written(node.left) or written(node.right)))
+                or (isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "format"))
+
+    keys, out = [], []
+    for path in sorted(CLAIMS.rglob("*.py")):
+        if path.name == "_template.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "gate" and node.args:
+                keys.append(node.args[0].value)
+            if (isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "not_informative" and node.args
+                    and written(node.args[0])):
+                out.append(f"{path.name}:{node.lineno}")
+            if isinstance(node, ast.keyword) and node.arg == "not_informative" and any(
+                    written(v) for d in ast.walk(node.value) if isinstance(d, ast.Dict) for v in d.values):
+                out.append(f"{path.name}:{node.value.lineno}")
+    return keys, out
+
+
+def test_every_not_informative_reason_lives_in_the_catalogue():
+    """Issue 65, item 4: why a claim says nothing on a subject is the catalogue's ``[[claims.gates]]`` text of its
+    key, read at one place, never prose in the code."""
+    keys, written = _gate_reasons()
+    entries = [g.key for c in load_catalogue().claims.values() for g in c.gates]
+    assert written == []
+    assert sorted(keys) == sorted(entries) and len(set(entries)) == len(entries)
+
+
+def test_a_gate_reason_is_read_by_key_and_filled():
+    from fixtures.catalogue_text import gate
+
+    assert gate("S2.3/analogies-land-on-the-sphere/one-norm", spread=0.00012).startswith(
+        "every embedding row has nearly one norm (relative spread 0.00012): cosine on normalised and Euclidean")
+    with pytest.raises(LookupError, match="no \\[\\[claims.gates\\]\\] entry of this key"):
+        gate("S2.3/a-gate-that-is-not-there")
+    with pytest.raises(LookupError, match="names 'spread', which the code does not give"):
+        gate("S2.3/analogies-land-on-the-sphere/one-norm")

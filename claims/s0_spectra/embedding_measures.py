@@ -6,6 +6,7 @@ import numpy as np
 
 from claims.s0_spectra.conftest import mean_fit
 from claims.s0_spectra.embedding_checks import FlatEstimates, TiltEstimates
+from fixtures.catalogue_text import gate
 
 
 def position_tilt(bins, pos: np.ndarray, tok: np.ndarray) -> float:
@@ -41,8 +42,7 @@ def measure_tilt(spectra, twin_spectra, claim) -> TiltEstimates:
             stream.
     """
     if "embed+pos" not in spectra.labels:
-        claim.not_informative("no position embeddings are added to the stream (rotary or ALiBi positions act "
-                              "inside attention), so there is no tok+pos layer to compare")
+        claim.not_informative(gate("S0.2/learned-positions-raise-low-frequencies/no-position-embeddings"))
     bins, i_tok, i_pos = spectra.bins, spectra.labels.index("embed"), spectra.labels.index("embed+pos")
     paired = np.stack([spectra.hidden[:, [i_tok, i_pos]], twin_spectra.hidden[:, [i_tok, i_pos]]], axis=1)
     return TiltEstimates(

@@ -14,6 +14,7 @@ from claims.s0_spectra.residual_spectra import (
     CALIBRATIONS, apart_over_clean_law, block_labels, clean_law_tolerance, closeness_ratio, early_over_late,
     flattest_law, low_band_excess, outlier_lead, over_middle, shape_distance, spikes, spikes_over_null,
 )
+from fixtures.catalogue_text import gate
 from latent_instruments.spectra import low_band_share
 from models.zoo import resolve
 
@@ -32,24 +33,19 @@ def measure_bends(model_name: str, spectra, claim) -> BendEstimates:
             calibrated margin, or an init the margin was calibrated on.
     """
     if spectra.n_blocks < 2:
-        claim.not_informative("one block: there is no 'layer 1 excepted' to compare with")
+        claim.not_informative(gate("S0.6/untrained-attention-residuals-are-nearly-straight/one-block"))
     bins, attn = spectra.bins, spectra.attn
     if bins.centers.size < 4:
-        claim.not_informative(f"{spectra.positions} positions give {bins.centers.size} log-spaced bins: too few to "
-                              "fit a bend")
+        claim.not_informative(gate("S0.6/untrained-attention-residuals-are-nearly-straight/too-few-bins",
+                                   positions=spectra.positions, bins=bins.centers.size))
     if spectra.positions not in CALIBRATIONS:
-        claim.not_informative(
-            f"'pretty close' is calibrated out of sample on S0's subject class (random inits of OPT-125m) at "
-            f"{', '.join(map(str, CALIBRATIONS))} tokens per sequence, and the bend depends on the length: at "
-            f"{spectra.positions} there is no margin. Run at one of those lengths (--prompts NxT), or calibrate this "
-            "one: python -m claims.s0_spectra.calibrate_pretty_close --positions T --sequences N --write (a GPU "
-            "for S0's 2048)")
+        claim.not_informative(gate("S0.6/untrained-attention-residuals-are-nearly-straight/length-not-calibrated",
+                                   lengths=", ".join(map(str, CALIBRATIONS)), positions=spectra.positions))
     calibration = CALIBRATIONS[spectra.positions]
     if resolve(model_name.removesuffix(":untrained")).source == resolve("ref-opt-125m").source \
             and claim.seed in calibration.seeds:
-        claim.not_informative(
-            f"this init of OPT-125m (seed {claim.seed}) is one of the {len(calibration.seeds)} the margin was "
-            "calibrated on: judged by its own sample, the check could not fail. Run with another --seed")
+        claim.not_informative(gate("S0.6/untrained-attention-residuals-are-nearly-straight/calibration-seed",
+                                   seed=claim.seed, inits=len(calibration.seeds)))
     straight = straight_bends(bins, attn)  # what leakage alone bends, per block
     return BendEstimates(
         claim.bootstrap(attn, lambda u: largest_later_bend(bins, u, straight)),
@@ -77,9 +73,7 @@ def measure_closeness(spectra, claim) -> ClosenessEstimates:
     white = shape_distance(bins, hidden, spectra.shuffled.hidden[:, -n:])  # (n_blocks,)
     if white.mean() < clean:
         claim.not_informative(
-            f"the hidden states are featureless: their shape differs from their position-shuffled (white) spectra by "
-            f"{white.mean():.3f} decades RMS (mean over blocks), under the {clean:.3f}-decade tolerance (a clean "
-            "law's scatter at this length), so any two such spectra are close",
+            gate("S0.7/untrained-mlp-residuals-match-hidden-states/featureless", white=white.mean(), clean=clean),
             details={"hidden-state shape distance from shuffled, by block (decades)": dict(zip(block_labels(n), map(float, white)))})
     return ClosenessEstimates(
         claim.bootstrap(np.concatenate([mlp, spectra.attn, hidden], axis=1), lambda u: closeness_ratio(bins, u, n)),
@@ -100,7 +94,7 @@ def measure_attention_spikes(spectra, claim) -> AttentionSpikeEstimates:
     """
     n, e = spectra.n_blocks, early_blocks(spectra.n_blocks)
     if n - e < 2:
-        claim.not_informative(f"{n} blocks: after the first {e} and the last there is no middle to compare")
+        claim.not_informative(gate("S0.8/trained-attention-residual-spikes/no-middle", n=n, e=e))
     bins, attn = spectra.bins, spectra.attn
     return AttentionSpikeEstimates(
         claim.bootstrap(attn, lambda u: over_middle(spikes(bins, u)[0], slice(0, e), e)),
@@ -121,7 +115,7 @@ def measure_mlp_spike(spectra, claim) -> MlpSpikeEstimates:
         pytest.skip.Exception: through ``claim.not_informative`` for a one-block model.
     """
     if spectra.n_blocks < 2:
-        claim.not_informative("one block: no later block to compare with")
+        claim.not_informative(gate("S0.9/trained-mlp-residual-spike-in-block-one/one-block"))
     bins, mlp = spectra.bins, spectra.mlp
     return MlpSpikeEstimates(claim.bootstrap(mlp, lambda u: outlier_lead(spikes(bins, u)[0])),
                              claim.bootstrap(np.stack([mlp, spectra.shuffled.mlp], axis=1),
@@ -140,7 +134,7 @@ def measure_low_band(spectra, claim) -> LowBandEstimates:
     """
     n, e = spectra.n_blocks, early_blocks(spectra.n_blocks)
     if n - e < 1:
-        claim.not_informative(f"{n} blocks: no later block to compare with")
+        claim.not_informative(gate("S0.10/early-blocks-add-low-frequencies/no-later-block", n=n))
     bins, update = spectra.bins, spectra.update
     return LowBandEstimates(
         claim.bootstrap(update, lambda u: early_over_late(bins, u, e)),

@@ -8,6 +8,7 @@ from scipy import stats
 
 from claims.s0_spectra.conftest import beyond_null, mean_fit
 from claims.s0_spectra.straightening_checks import LearnedEstimates, SpanEstimates, StraighteningEstimates
+from fixtures.catalogue_text import gate
 
 
 def deviation_by_layer(bins, units: np.ndarray) -> np.ndarray:
@@ -84,7 +85,7 @@ def measure_learned(spectra, twin_spectra, claim) -> LearnedEstimates:
     """
     bins, first = spectra.bins, spectra.labels.index("block 1")
     if len(spectra.labels) - first < 2:
-        claim.not_informative("one block: no straightening after block 1 to compare")
+        claim.not_informative(gate("S0.5/straightening-is-learned/one-block"))
     paired = np.stack([spectra.hidden_nopos, twin_spectra.hidden_nopos], axis=1)  # (batch, 2, n_layers, n_freq)
     null = np.stack([spectra.shuffled.hidden_nopos, twin_spectra.shuffled.hidden_nopos], axis=1)
     return LearnedEstimates(

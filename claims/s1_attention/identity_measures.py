@@ -8,6 +8,7 @@ import torch
 
 from claims.s1_attention.conftest import attention_modules
 from claims.s1_attention.identity_checks import ConvexEstimates, OddsRatioEstimates, SimplexEstimates
+from fixtures.catalogue_text import gate
 from latent_instruments.attention import (
     NotAnOddsRatio, causal_mean, convex_combination, output_error_bound, simplex_deviation,
 )
@@ -49,7 +50,7 @@ def _score_forms(subject, claim) -> list:
     try:
         return [score_form(subject.model, i) for i in range(len(attention_modules(subject)))]
     except NotAnOddsRatio as why:
-        claim.not_informative(str(why))
+        claim.not_informative(gate("S1.2/attention-is-a-gaussian-odds-ratio/not-an-odds-ratio", why=why))
 
 
 def measure_odds_ratio(subject, captured, dtype: torch.dtype, dtype_name: str, claim) -> OddsRatioEstimates:
@@ -80,9 +81,8 @@ def measure_odds_ratio(subject, captured, dtype: torch.dtype, dtype_name: str, c
     control = np.stack([w.numpy() for w in wider], axis=1)
     if dtype in (torch.bfloat16, torch.float16) and control.min() <= 1:
         claim.not_informative(
-            f"in {dtype_name} the rounding bound of the scores (ε = {torch.finfo(dtype).eps:g} per "
-            "s·‖q‖‖k‖) is wider than what Gaussians twice as wide move the pattern by (smallest ratio "
-            f"{control.min():.3g} ≤ 1): the identity cannot be resolved at this precision; run with --dtype float32",
+            gate("S1.2/attention-is-a-gaussian-odds-ratio/below-rounding", dtype=dtype_name,
+                 eps=torch.finfo(dtype).eps, smallest=control.min()),
             details={"worst ratio to bound": float(ratio.max()), "σ² = 2/s: smallest ratio": float(control.min())})
     per_block = {"ratio": ratio, "wider": control,
                  "max_abs_error": np.stack([f.max_abs_error.numpy() for f in fits], axis=1)}

@@ -7,6 +7,7 @@ import torch
 
 from claims.s1_attention.conftest import per_layer
 from claims.s1_attention.probe_checks import ProbeEstimates
+from fixtures.catalogue_text import gate
 from latent_instruments.probes import layer_probe, majority_rate, shuffled_null, time_pooled
 from latent_instruments.stats import sample_mean
 from models.capture import run_with_cache
@@ -98,7 +99,7 @@ def measure_probe(subject, corpus, claim) -> ProbeEstimates:
     try:
         ids, plays, genres = play_windows(corpus, subject.tokenizer, length, WINDOWS_PER_PLAY, seed)
     except NoPlaysError as why:
-        claim.not_informative(f"the probe's classes are the corpus's plays, and this corpus has none ({why})")
+        claim.not_informative(gate("S1.5/pooled-features-are-linearly-separable-by-play/no-plays", why=why))
     features, labels = pooled_features(subject, ids)
     plays = np.array(plays)
     correct = layer_probe(features, plays, seed)  # (n, n_layers) out-of-fold

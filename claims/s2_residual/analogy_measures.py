@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from claims.s2_residual.analogy_checks import AnalogyEstimates
+from fixtures.catalogue_text import gate
 from latent_instruments.analogies import Analogy, analogy_ranks, crossed_analogies, word_token
 
 # (male, female) word pairs, fixed for every model; each model keeps those whose two words are single tokens
@@ -59,17 +60,15 @@ def measure_analogies(subject, load_twin: Callable, claim) -> AnalogyEstimates:
     kept = [(x, y) for x, y in PAIRS if x in ids and y in ids]
     if len(kept) < MIN_PAIRS:
         claim.not_informative(
-            f"only {len(kept)} of the {len(PAIRS)} word pairs ({', '.join(f'{x}/{y}' for x, y in kept) or 'none'}) "
-            f"have both words as single tokens in this tokenizer ({subject.tokenizer.vocab_size} tokens; a "
-            f"character-level one has no word tokens); S2.3 needs at least {MIN_PAIRS}",
+            gate("S2.3/analogies-land-on-the-sphere/too-few-pairs", kept=len(kept), pairs=len(PAIRS),
+                 kept_pairs=", ".join(f"{x}/{y}" for x, y in kept) or "none", vocab=subject.tokenizer.vocab_size,
+                 MIN_PAIRS=MIN_PAIRS),
             details={"single_token_words": dict(sorted(ids.items()))})
     embedding = subject.model.get_input_embeddings().weight.detach()  # (vocab, d_model)
     row_norms = embedding.float().norm(dim=-1)
     spread = float(row_norms.std() / row_norms.mean())
     if spread < SAME_NORMS:
-        claim.not_informative(f"every embedding row has nearly one norm (relative spread {spread:.2g}): cosine on "
-                              "normalised and Euclidean on raw embeddings rank alike, so 'raw distances mislead' is "
-                              "an identity here")
+        claim.not_informative(gate("S2.3/analogies-land-on-the-sphere/one-norm", spread=spread))
     analogies = crossed_analogies(kept, ids)
     n = len(kept)
     ranks = _ranks(embedding, analogies, n)  # (pairs, analogies per pair, [cosine, Euclidean])

@@ -7,6 +7,7 @@ import numpy as np
 import torch
 
 from claims.s2_residual.stream_checks import DirectionEstimates, GrowthEstimates
+from fixtures.catalogue_text import gate
 from latent_instruments.geometry import (
     consecutive_cosines, cross_token_cosine, growth_per_layer, mean_norm_by_layer, mismatched_consecutive_cosines,
     token_norm_ratio,
@@ -97,7 +98,7 @@ def measure_growth(captured, twin_captured, claim) -> GrowthEstimates:
     labels, layers = residual_stream(captured)
     _, twin_layers = residual_stream(twin_captured)
     if len(layers) < 3:
-        claim.not_informative("one block: no rate between block outputs to compare with Table 1's")
+        claim.not_informative(gate("S2.1/hidden-state-norm-grows-with-depth/one-block"))
     norms = mean_norm_by_layer(layers).numpy()  # (batch, L + 1)
     twin_norms = mean_norm_by_layer(twin_layers).numpy()
     ratios = token_norm_ratio(layers[1], layers[-1]).numpy()  # (batch, seq − 1)
@@ -124,7 +125,7 @@ def measure_direction(captured, twin_captured, claim) -> DirectionEstimates:
     _, twin_layers = residual_stream(twin_captured)
     n_blocks = len(layers) - 1
     if n_blocks < 2:
-        claim.not_informative("one block: its only transition is embedding → block 1, which S2 lets stabilise")
+        claim.not_informative(gate("S2.2/consecutive-layers-point-the-same-way/one-block"))
     consecutive = consecutive_cosines(layers).numpy()  # (batch, L)
     mismatched = mismatched_consecutive_cosines(layers).numpy()  # (batch, L): the null
     units = np.concatenate([consecutive, mismatched], axis=1)  # paired per prompt

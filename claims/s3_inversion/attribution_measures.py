@@ -10,6 +10,7 @@ from captum.attr import FeatureAblation, InputXGradient
 from scipy.stats import spearmanr
 
 from claims.s3_inversion.attribution_checks import AgreementEstimates
+from fixtures.catalogue_text import gate
 from latent_instruments.stats import bootstrap, sample_mean
 from models.forwards import frozen
 
@@ -122,7 +123,8 @@ def measure_agreement(subject, twin, ids: torch.Tensor, claim) -> AgreementEstim
                      f"positions (occlusion constant on {_constant(occluded)}, gradient×input on "
                      f"{_constant(grad_input)}, the twin's on {_constant(twin_grad_input)})")
     if min(defined.sum(), twin_defined.sum()) < 2:
-        claim.not_informative(why_undefined + ": fewer than two prompts remain to measure agreement on",
+        claim.not_informative(gate("S3.8/gradient-times-input-agrees-with-occlusion/too-few-defined",
+                                   undefined=why_undefined),
                               details={"prompts left out": undefined, "prompts left out of the control": twin_undefined})
     random = np.random.default_rng(claim.seed).random(grad_input.shape)
     readings = {

@@ -14,7 +14,7 @@ from claims.s3_inversion.bandwidth_checks import (
 from claims.s3_inversion.convergence import further_steps
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, TOP_K, layer_output, setting
 from claims.s3_inversion.scope import SMALL_TRAINED
-from fixtures.catalogue_text import procedure
+from fixtures.catalogue_text import gate, procedure
 from latent_instruments.inversion import invert
 from latent_instruments.stats import Estimate, paired_difference, proportion, sample_mean
 from models.forwards import descents_at_once, frozen, side_by_side
@@ -184,8 +184,8 @@ def measure_bandwidth(model_name: str, subject, ids: torch.Tensor, inversions, c
             "S3.10/recovery-falls-sharply-with-output-features/descent-fails-on-the-full-output", n=ids.shape[0], how=how))
     if full.low < EVERY and not untrained:  # an untrained block's full output is the control above, decided
         claim.not_informative(
-            f"the full output ({d} features) recovers {full.value:.3f} of tokens [{full.low:.3f}, {full.high:.3f}], "
-            f"not every token (≥ {EVERY}): there is no level to fall from. {SMALL_TRAINED}", details=by_setting(curves, d))
+            gate("S3.10/recovery-falls-sharply-with-output-features/not-every-token", d=d, value=full.value,
+                 low=full.low, high=full.high, EVERY=EVERY, SMALL_TRAINED=SMALL_TRAINED), details=by_setting(curves, d))
     k_star = crossing(curve, d, full.value / 2)
     if k_star == 1:  # no one-feature jump to measure below the first feature: the crossing check decides alone
         k = Estimate(float(k_star), float(k_star), float(k_star), 1.0, len(curve(d)))

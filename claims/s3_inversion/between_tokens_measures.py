@@ -15,6 +15,7 @@ from claims.s3_inversion.between_tokens_checks import (
 )
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, layer_output, setting
 from claims.s3_inversion.scope import SMALL_TRAINED
+from fixtures.catalogue_text import gate
 from latent_instruments.decoding import pseudo_inverse
 from latent_instruments.inversion import invert
 from latent_instruments.stats import per_unit, proportion, proportion_difference, sample_mean
@@ -61,10 +62,9 @@ def measure_masked(model_name: str, subject, twin, inversions, claim) -> MaskedE
     twin_works = twin_works_check(works, twin.name)
     if unmasked.low <= HALF and twin_works.passed:
         claim.not_informative(
-            f"the inversion recovers {unmasked.value:.3f} [{unmasked.low:.3f}, {unmasked.high:.3f}] of the unmasked "
-            f"tokens, not most (> {HALF}), where it recovers those of the untrained twin ({twin_works.value:.3f} of "
-            f"its prompts, the control): a missed masked token would say nothing about the information between "
-            f"positions. {SMALL_TRAINED}", details={"masked first token recovered": masked.value})
+            gate("S3.9/later-positions-do-not-identify-a-masked-token/unmasked-not-recovered", value=unmasked.value,
+                 low=unmasked.low, high=unmasked.high, HALF=HALF, twin=twin_works.value, SMALL_TRAINED=SMALL_TRAINED),
+            details={"masked first token recovered": masked.value})
     twin_unmasked = float(scale.headline(scale.reported(units[twin.name][:, 1]), twin_best))
     estimates = MaskedEstimates(masked, works, setting=DESCENT_SETTINGS[best], run=run, unmasked=unmasked,
                                 twin_masked=twin_masked, twin_unmasked=twin_unmasked, prompts=own.shape[0],
@@ -130,8 +130,7 @@ def measure_wide_layers(subject, scale: str, inversions, claim) -> WideLayerEsti
         pytest.skip.Exception: through ``claim.not_informative`` on a reference that is not a Llama.
     """
     if subject.model.config.model_type != "llama":
-        claim.not_informative("S3.9's wide single layers are Llama layers, as S3's (LlamaConfig, one layer); they "
-                              "are built from the Llama reference's config, on ref-llama-small")
+        claim.not_informative(gate("S3.9/wide-untrained-layers-identify-a-masked-token/not-llama"))
     widths, seeds = (SOURCE_WIDTHS, SOURCE_SEEDS) if scale == "source-widths" else (CPU_WIDTHS, CPU_SEEDS)
     ids = torch.tensor([subject.tokenizer.encode(WIDE_PROMPT)], device=subject.input_device)
     vocab = subject.model.get_input_embeddings().weight.shape[0]  # Llama's 32000, as S3's LlamaConfig: vocab ≫ width

@@ -15,6 +15,7 @@ from claims.s3_inversion.cosine_checks import (
     BUDGETS, MINIMISED, RECOVERS, CosineEstimates, LayerNormEstimates, cosine_checks,
 )
 from claims.s3_inversion.inversions import TOP_K, layer_output, setting
+from fixtures.catalogue_text import gate
 from latent_instruments.ablation import norms_removed
 from latent_instruments.decoding import direct_fit_decode, pseudo_inverse
 from latent_instruments.inversion import invert
@@ -56,17 +57,9 @@ def _numpy(t: torch.Tensor) -> np.ndarray:
 
 def _cannot_identify(exact_fit, vocabulary: int, d_model: int, target: float) -> str:
     """S3.7's not-informative reason: an exact fit of the direct representation decodes too few tokens."""
-    return (
-        f"the direct representation cannot identify this model's tokens from S3's start: even an exact fit of the "
-        f"input embeddings decodes {exact_fit.value:.3f} [{exact_fit.low:.3f}, {exact_fit.high:.3f}] of them, not "
-        f"most (> {RECOVERS}); plain descent moves the vector over {vocabulary} tokens only within W_E's "
-        f"{d_model}-dimensional column space (vocabulary/width {vocabulary / d_model:.1f}; "
-        f"S3's Llama-7B 7.8, where S3's target of {target:g} decodes them), so no loss can "
-        "recover them and a failure says nothing about the cosine loss. S3's direct representation presumes that "
-        "the fit decodes: 'the trained GPT-2 word-token embedding maps the value at the index of the integer token "
-        "to a value on the order of 1 × 10⁻² whereas the values of other indices are typically ≤ 1 × 10⁻³' "
-        "(Direct Input Representation); this is a property of W_E and S3's start, measured without any descent, "
-        "so it hides no failed instrument")
+    return gate("S3.7/cosine-direct-inversion-fails-on-one-token/cannot-identify", value=exact_fit.value,
+                low=exact_fit.low, high=exact_fit.high, RECOVERS=RECOVERS, vocabulary=vocabulary, d_model=d_model,
+                ratio=vocabulary / d_model, target=target)
 
 
 def _other_descents(subject, ids: torch.Tensor, singles: torch.Tensor, steps: int, seed: int) -> dict:

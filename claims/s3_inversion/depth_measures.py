@@ -11,7 +11,7 @@ import numpy as np
 from claims.s3_inversion.depth_checks import DepthEstimates, depth_checks, first_works_check
 from claims.s3_inversion.inversions import DESCENT_SETTINGS
 from claims.s3_inversion.scope import SMALL_TRAINED
-from fixtures.catalogue_text import procedure
+from fixtures.catalogue_text import gate, procedure
 from latent_instruments.stats import proportion, sample_mean
 from reports.checks import INCONCLUSIVE
 
@@ -50,7 +50,7 @@ def measure_depth(model_name: str, subject, inversions, claim) -> DepthEstimates
     scale = inversions.scale
     blocks = depths(len(subject.adapter.block_list(subject.model)))
     if len(blocks) < 2:
-        claim.not_informative(f"{model_name} has one block: there is no depth to degrade over")
+        claim.not_informative(gate("S3.4/inversion-degrades-with-depth/one-block", model=model_name))
     targets = [(b, s) for b in blocks for s in DESCENT_SETTINGS]
     runs = dict(zip(targets, inversions.runs_of(model_name, subject, [(b - 1, s) for b, s in targets])))
     accuracy = np.stack([np.stack([runs[b, s].accuracy for s in DESCENT_SETTINGS], -1) for b in blocks], 1)  # (p, depth, s)
@@ -70,8 +70,8 @@ def measure_depth(model_name: str, subject, inversions, claim) -> DepthEstimates
                      details=by_block)
     if not untrained and first_over_chance.low <= 0:
         claim.not_informative(
-            f"block 1 is not invertible here already: its token accuracy {per_depth[0].value:.3f} is not above the "
-            f"random start's {start.mean():.3f} (chance), so depth has nothing to degrade. {SMALL_TRAINED}",
+            gate("S3.4/inversion-degrades-with-depth/block-1-at-chance", value=per_depth[0].value, chance=start.mean(),
+                 SMALL_TRAINED=SMALL_TRAINED),
             details=by_block)
 
     def first_minus_last(u: np.ndarray) -> float:

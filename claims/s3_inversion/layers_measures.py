@@ -9,7 +9,7 @@ import numpy as np
 
 from claims.s3_inversion.inversions import DESCENT_SETTINGS
 from claims.s3_inversion.layers_checks import LAYERS, LayersEstimates, gap_check, layers_checks
-from fixtures.catalogue_text import procedure
+from fixtures.catalogue_text import gate, procedure
 from reports.checks import FAILED, INCONCLUSIVE
 
 
@@ -43,7 +43,8 @@ def measure_layers(model_name: str, subject, inversions, claim) -> LayersEstimat
     scale = inversions.scale
     n_blocks = len(subject.adapter.block_list(subject.model))
     if n_blocks < LAYERS:
-        claim.not_informative(f"{model_name} has {n_blocks} blocks, fewer than S3's three layers")
+        claim.not_informative(gate("S3.14/several-layers-do-not-improve-inversion/fewer-blocks", model=model_name,
+                                   n_blocks=n_blocks))
     targets = {"block 1": 0, f"block {LAYERS}": LAYERS - 1, f"blocks 1-{LAYERS} concatenated": tuple(range(LAYERS))}
     keys = [(label, s) for label in targets for s in DESCENT_SETTINGS]
     runs = dict(zip(keys, inversions.runs_of(model_name, subject, [(targets[label], s) for label, s in keys])))

@@ -12,6 +12,7 @@ from claims.s3_inversion.mixer_checks import (
     BLOCK, HALF, MixerEstimates, PairEstimates, TwinsEstimates, mixer_checks, pair_checks, works_checks,
 )
 from claims.s3_inversion.scope import SMALL_TRAINED
+from fixtures.catalogue_text import gate
 from latent_instruments.stats import paired_difference, proportion, proportion_difference, sample_mean
 from reports.checks import INCONCLUSIVE
 
@@ -45,9 +46,8 @@ def _pair_or_gate(pair, kind: str, units: dict, chosen: dict, inversions, claim)
             for e in [claim.bootstrap(units[m.name, BLOCK][:, 1], sample_mean)]
             if e.low <= HALF]
     if weak:
-        return None, (f"{kind}: the inversion from block {BLOCK} recovers no more than half of the unmasked "
-                        f"tokens on {', '.join(weak)}, so a missed masked token would be the optimiser's. "
-                        + SMALL_TRAINED)
+        return None, gate("S3.12/a-masked-mixer-carries-more-non-self-information/unmasked-not-recovered", kind=kind,
+                          BLOCK=BLOCK, weak=", ".join(weak), SMALL_TRAINED=SMALL_TRAINED)
     mixer_found, transformer_found = (units[m.name, BLOCK][:, 0] for m in (pair[1], pair[0]))  # 0/1 per prompt
     mixer_above = claim.bootstrap(units[pair[1].name, BLOCK][:, [0, 2]],
                                   paired_difference)

@@ -11,7 +11,7 @@ from claims.s3_inversion.inversions import DESCENT_SETTINGS, first_prompt
 from claims.s3_inversion.residual_checks import ResidualEstimates, residual_checks, twin_works_check
 from claims.s3_inversion.scale import Scale
 from claims.s3_inversion.scope import SMALL_TRAINED
-from fixtures.catalogue_text import procedure
+from fixtures.catalogue_text import gate, procedure
 from latent_instruments.stats import proportion
 from reports.checks import FAILED, PASSED
 
@@ -90,9 +90,9 @@ def measure_residual(model_name: str, subject, twin, inversions, claim) -> Resid
             "S3.11/attention-residual-carries-self-token-identity/the-twin-descent-fails",
             prompts=units[twin.name].shape[0]))
     if accuracy[model_name][0].low <= units[model_name][:, 0, -1].mean():
-        claim.not_informative(f"{model_name} recovers no more than chance from block 1 even intact "
-                              f"({accuracy[model_name][0].value:.3f}); there is nothing for the removal to destroy. "
-                              f"{SMALL_TRAINED}", details=intact)
+        claim.not_informative(gate("S3.11/attention-residual-carries-self-token-identity/block-1-at-chance",
+                                   model=model_name, value=accuracy[model_name][0].value, SMALL_TRAINED=SMALL_TRAINED),
+                              details=intact)
     estimates = ResidualEstimates(kept[model_name], kept[twin.name],
                                   scale.reported_fraction(success[model_name], scale.chosen(success[model_name])), works,
                                   accuracy=accuracy, success_by_setting=success, examples=shown,

@@ -6,6 +6,7 @@ round_trip_checks.py decides.
 import torch
 
 from claims.s3_inversion.round_trip_checks import RoundTripEstimates
+from fixtures.catalogue_text import gate
 from latent_instruments.decoding import PseudoInverse, decode_top_k
 from latent_instruments.stats import per_unit
 
@@ -29,8 +30,8 @@ def measure_round_trip(problem, claim) -> RoundTripEstimates:
     vocab, d_model = weight.shape
     rank = int(torch.linalg.matrix_rank(weight.double().T @ weight.double(), hermitian=True))  # rank(WᵀW) = rank(W)
     if vocab <= d_model and rank == vocab:
-        claim.not_informative(f"vocab {vocab} ≤ d_model {d_model} and W_E has full row rank: W_E·W_E⁺ = I, "
-                              "so the round trip is an identity", details={"vocab": vocab, "d_model": d_model,
+        claim.not_informative(gate("S3.1/the-pseudo-inverse-recovers-the-tokens/identity", vocab=vocab,
+                                   d_model=d_model), details={"vocab": vocab, "d_model": d_model,
                                                                             "rank": rank})
 
     # measure: the round trip per prompt, the source's coordinate ratio, the shifted input, a shuffled W_E

@@ -9,6 +9,7 @@ import numpy as np
 
 from claims.s3_inversion.inversions import DESCENT_SETTINGS
 from claims.s3_inversion.vocabulary_checks import VocabularyEstimates, vocabulary_checks
+from fixtures.catalogue_text import gate
 from latent_instruments.stats import sample_mean
 from reports.checks import INCONCLUSIVE
 
@@ -52,8 +53,8 @@ def measure_vocabulary(model_name: str, subject, inversions, claim) -> Vocabular
     estimates = [claim.bootstrap(units[:, i], sample_mean) for i in range(4)]
     if estimates[0].low >= SATURATED:
         claim.not_informative(
-            f"the whole-vocabulary decoding is already exact ({estimates[0].value:.3f}): a restriction has nothing "
-            "to improve here", details={"token accuracy by decoding": dict(zip(DECODINGS, (e.value for e in estimates)))})
+            gate("S3.6/restricting-the-vocabulary-improves-recovery/already-exact", value=estimates[0].value),
+            details={"token accuracy by decoding": dict(zip(DECODINGS, (e.value for e in estimates)))})
     pairs = ((2, 0), (1, 0), (2, 1))  # the three gains: prompt-only, distractors, narrowing (columns of counts)
     steps = inversions.scale.steps(model_name)
     vocabulary = VocabularyEstimates(*(claim.bootstrap(counts, accuracy_difference(*pair, tokens)) for pair in pairs),

@@ -11,6 +11,7 @@ from claims.s3_inversion.depth_measures import depths
 from claims.s3_inversion.inversions import DESCENT_SETTINGS
 from claims.s3_inversion.scale import Scale
 from claims.s3_inversion.width_checks import WidthEstimates
+from fixtures.catalogue_text import gate
 from models.evaluation import held_out_bits_per_character
 from models.zoo import resolve
 
@@ -62,15 +63,10 @@ def ladder_gate(widths: dict[str, int], rungs_by_seed: dict[int, list[str]], los
     """
     widest = max(widths.values())
     if widest < GAIN_ONSET:
-        return (f"the ladder's widest rung is {widest} wide, below the {GAIN_ONSET} from which S3 sees wider models "
-                "invert better (GPT-2 768 -> GPT-2 XL 1600: 'no noticeably better'): S3 predicts no ordering here, so "
-                "a gain or its absence says nothing about the claim. At these widths the rungs' accuracies also follow "
-                "how well each trained in its common step count, and the W_E⁺ decoding of a vocabulary smaller than "
-                "the width improves with width for any weights")
+        return gate("S3.5/wider-models-invert-better/below-gain-onset", widest=widest, GAIN_ONSET=GAIN_ONSET)
     reordered = reordered_rungs(rungs_by_seed, losses)
     if reordered:
-        return ("convergence gate: a wider rung has a higher held-out loss than a narrower one of its seed "
-                f"({'; '.join(reordered)} bits per character), so the ladder orders by training, not width")
+        return gate("S3.5/wider-models-invert-better/reordered", reordered="; ".join(reordered))
     return None
 
 

@@ -10,6 +10,7 @@ import torch
 from hypothesis import given, settings as hypothesis_settings, strategies as st
 
 from claims.s4_ffn.final_norm_checks import CLOSE, COSINE, SCALE, FinalNormEstimates
+from fixtures.catalogue_text import gate
 from latent_instruments.normalization import (
     gain_unevenness, relative_norm_change, rotate_to_cosine, with_concentrated_gain, with_even_gain, without_bias,
 )
@@ -72,14 +73,6 @@ def _changes(norm: torch.nn.Module, x: torch.Tensor, other: torch.Tensor) -> np.
     return relative_norm_change(norm, x.flatten(0, 1), other.flatten(0, 1)).reshape(x.shape[:2]).cpu().numpy()
 
 
-IDENTITY_REASON = (  # S4.5's not-informative reason on a norm with unit gain and zero bias
-    "the final norm has unit gain and zero bias (random init), so its output is the standardised input, "
-    "whose norm is sqrt(d_model) whatever the input's scale or direction (RMSNorm: up to its eps): both "
-    "parts of S4.5 hold as an identity (measured: ×10 moves the output norm by {scaled:.1e}, the "
-    "turn to cosine 0.52 by {rotated:.1e}) and say nothing about a learned norm. S4's claim is "
-    "about a trained model's final LayerNorm, whose gain and bias are learned")
-
-
 def _median(u: np.ndarray) -> float:
     return float(np.median(u))
 
@@ -127,7 +120,7 @@ def measure_final_norm(subject, activations, claim) -> FinalNormEstimates:
     close = rotate_to_cosine(x.flatten(0, 1), CLOSE, torch.Generator().manual_seed(seed + 1)).reshape(x.shape) * SCALE
     scaled, rotated, nearly = _changes(norm, x, x * SCALE), _changes(norm, x, turned), _changes(norm, x, close)
     if _identity_parameters(norm):
-        claim.not_informative(IDENTITY_REASON.format(scaled=scaled.mean(), rotated=rotated.mean()),
+        claim.not_informative(gate("S4.5/final-norm-removes-scale/identity", scaled=scaled.mean(), rotated=rotated.mean()),
                               details={"identity": {"mean change, ×10": float(scaled.mean()),
                                                     "mean change, turned to cosine 0.52 and ×10": float(rotated.mean()),
                                                     "d_model": x.shape[-1]}})

@@ -28,7 +28,7 @@ import pytest
 from claims.s4_ffn.conftest import FIRST_POSITION
 from claims.s4_ffn.ffn_path_checks import NEARLY_SAME_WAY, FfnPathEstimates, ffn_path_checks
 from claims.s4_ffn.ffn_path_measures import measure_ffn_path
-from fixtures.catalogue_text import procedure
+from fixtures.catalogue_text import gate, procedure
 from reports.plots import series
 
 
@@ -40,9 +40,9 @@ NEEDS = ("blocks.0.hook_resid_pre", "blocks.*.hook_attn_out", "blocks.*.hook_mlp
 # 4 no other model is: S4's floor is shown beside, not used).
 SOURCE_SIBLING_FLOOR = (0.1064 + 0.1057 + 0.1053) / 3
 READINGS = (0.9967, 0.95, 0.9, NEARLY_SAME_WAY, 0.8, 0.7, 0.6, 0.5178)  # S4's "quite close" ... "quite different"
-NO_FLOOR = ("no seed siblings given: the zoo has no other training of this model's recipe, and none was named "
-            "(--group siblings:NAME=THIS,SIBLING,... gives them); S4's floor, "
-            f"{SOURCE_SIBLING_FLOOR:.3f} for its own recipe, is shown beside, not checked")
+def _no_floor() -> str:
+    """Why S4.4's seed-sibling floor reading decides nothing on a model without seed siblings."""
+    return gate("S4.4/ffn-only-state-is-shorter-and-aligned/no-siblings", floor=SOURCE_SIBLING_FLOOR)
 
 
 def _by_depth(r: dict, t: dict) -> dict:
@@ -95,7 +95,7 @@ def test_ffn_only_state_is_shorter_and_aligned(model_name, subject, pool, activa
                  "the cosine check at readings of 'nearly the same way' from S4's 'quite close' to 'quite different'":
                      readings,
                  "floor reading": (f"this model's own floor, {len(siblings)} seed siblings" if floor is not None else
-                                 NO_FLOOR)},
+                                 _no_floor())},
         plot={
             "kind": "lines",
             "title": f"S4.4 on {model_name}: input + Σ FFN outputs against the stream, by depth",
@@ -104,6 +104,6 @@ def test_ffn_only_state_is_shorter_and_aligned(model_name, subject, pool, activa
                        "cos (untrained twin)": {"value": t["cos"].mean(axis=0).tolist()},
                        "norm ratio (untrained twin)": {"value": t["ratio"].mean(axis=0).tolist()}},
         },
-        not_informative={} if floor is not None else {"the seed-sibling floor reading": NO_FLOOR},
+        not_informative={} if floor is not None else {"the seed-sibling floor reading": _no_floor()},
         beside_source={"‖input + Σ FFN outputs‖ / ‖final state‖": e.ratio.value},
     )
