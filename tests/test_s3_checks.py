@@ -537,3 +537,25 @@ def test_a_hold_that_a_longer_descent_reverses_fails_its_convergence_control_and
     undecided = Check.of("x", bootstrap(np.linspace(-0.1, 0.1, 16), np.mean, seed=0), "fraction", ">", 0.0, "S3.3")
     with pytest.raises(ValueError, match="decided check"):
         convergence_check(undecided, bootstrap(np.zeros(16), np.mean, seed=0), 200)
+
+
+def test_the_mixer_checks_compose_the_pairs_that_were_compared():
+    """S3.12: the trained pair's checks, then the twins' controls, then the twins' pair's; a pair that was not
+    compared (gated, or twins whose control failed) adds no check of its own, the twins' controls stay."""
+    from claims.s3_inversion.mixer_checks import (
+        MixerEstimates, PairEstimates, TwinsEstimates, mixer_checks, pair_checks, works_checks,
+    )
+    from tests.check_cases import estimate, exact
+
+    pair, twins = PairEstimates(exact(0.4, 16, 0.2), estimate(0.5, 0.1)), TwinsEstimates([exact(0.8), exact(0.9)])
+    names = {"trained": ("tiny-w96", "tiny-mixer-w96"),
+             "untrained twins": ("tiny-w96:untrained", "tiny-mixer-w96:untrained")}
+    steps = {"trained": 200, "untrained twins": 200}
+    both = mixer_checks(MixerEstimates(twins, {"trained": pair, "untrained twins": pair}, names, steps))
+    expected = (pair_checks(pair, "trained", *names["trained"], 200) + works_checks(twins, list(names["untrained twins"]))
+                + pair_checks(pair, "untrained twins", *names["untrained twins"], 200))
+    assert [(c.name, c.derivation) for c in both] == [(c.name, c.derivation) for c in expected]
+    neither = mixer_checks(MixerEstimates(twins, {"trained": None, "untrained twins": None}, names, steps))
+    assert [c.name for c in neither] == [c.name for c in works_checks(twins, list(names["untrained twins"]))]
+    only_twins = mixer_checks(MixerEstimates(twins, {"trained": None, "untrained twins": pair}, names, steps))
+    assert [c.role for c in only_twins] == ["control", "control", "claim", "control"]
