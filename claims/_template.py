@@ -1,12 +1,12 @@
-"""TEMPLATE — three files to fill in (docs/new-claim.md): the checks part below goes to
+"""TEMPLATE — the three parts of a claim (docs/new-claim.md): the checks part below goes to
 claims/<family folder>/<topic>_checks.py, the measure part to claims/<family folder>/<topic>_measures.py, the test
-part to claims/<family folder>/test_<topic>.py, and a Case to tests/cases_<family>.py.
+part to claims/<family folder>/test_<topic>.py; then a Case in tests/cases_<family>.py.
 
 SX.Y — the claim in one sentence, as claims/catalogue.toml states it.
 
 A claim reads top to bottom: catalogue entry → measure (activations to estimates with intervals) → pure checks with
-derivations → record; the test only wires the fixtures to the two. It never loads models itself (the fixtures do), never hard-codes a measurement, and never tunes a threshold
-until it passes. tests/test_claim_checks.py refuses a Check.of written in a test file.
+derivations → record; the test only wires the fixtures to the two. It never loads models itself (the fixtures do),
+never hard-codes a measurement, and never tunes a threshold until it passes. tests/test_claim_checks.py refuses a Check.of written in a test file.
 """
 
 from dataclasses import dataclass, field
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from fixtures.catalogue_text import catalogued, procedure
+from fixtures.catalogue_text import catalogued, gate, procedure
 from latent_instruments.stats import Estimate, sample_mean
 from reports.checks import Check
 
@@ -66,6 +66,8 @@ def measure_topic(captured, twin_captured, claim) -> TopicEstimates:
             the catalogue's ``[[claims.gates]]`` text of that key.
     """
     per_prompt = captured.cache["blocks.0.hook_resid_post"].float().norm(dim=-1).mean(dim=1).cpu().numpy()  # (batch,)
+    if per_prompt.std() == 0:  # e.g. an identity on this subject: the catalogue's [[claims.gates]] text says why
+        claim.not_informative(gate("SX.Y/the-claim-in-words/identity", prompts=len(per_prompt)))
     twin_per_prompt = twin_captured.cache["blocks.0.hook_resid_post"].float().norm(dim=-1).mean(dim=1).cpu().numpy()
     return TopicEstimates(claim.bootstrap(per_prompt, sample_mean), claim.bootstrap(twin_per_prompt, sample_mean),
                           per_prompt=per_prompt)

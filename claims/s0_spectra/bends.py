@@ -1,6 +1,7 @@
-"""S0.6's bend: how far each block's attention-residual spectrum curves away from a straight power law in log-log,
-net of the curvature a straight law shows through the same cut (leakage). Shared by the claim test
-(``test_untrained_residuals.py``) and the calibration of its margin (``calibrate_pretty_close.py``), so both measure the same.
+"""S0.6's bend: how far each block's attention-residual spectrum curves away from a straight power law in log-log, net
+of the curvature a straight law shows through the same cut (leakage). Shared by S0.6's measure
+(``residual_measures.measure_bends``) and the calibration of its margin (``calibrate_pretty_close.py``), so both
+measure the same.
 """
 
 import numpy as np

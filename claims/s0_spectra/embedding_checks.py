@@ -1,5 +1,5 @@
-"""S0.1 and S0.2's checks as pure functions of their estimates: ``test_embeddings.py`` measures, these decide, and the
-self-tests (``tests/cases_s0.py``, ``tests/test_s0_checks.py``) drive the same functions to hold and to fail.
+"""S0.1 and S0.2's checks as pure functions of their estimates: ``embedding_measures.py`` measures, these decide, and
+the self-tests (``tests/cases_s0.py``, ``tests/test_s0_checks.py``) drive the same functions to hold and to fail.
 
 S0 Fig 2: the final layers' law spans about one decade of power over the 3.0 decades of frequency of 2047
 positions, an exponent of about -1/3. "Flat" (uniform power) is taken as an exponent within a third of that

@@ -1,5 +1,5 @@
 """S0.1 and S0.2's measurements on the embedding layers' spectra: the token embeddings' exponent and the low-band
-minus high-band gain of tok+pos over tok. test_embeddings.py measures with these; embedding_checks.py decides.
+minus high-band gain of tok+pos over tok. test_embeddings.py records what these measure; embedding_checks.py decides.
 """
 
 import numpy as np
@@ -24,6 +24,8 @@ def measure_flat(spectra, claim) -> FlatEstimates:
         spectra: the model's spectra (``claims.s0_spectra.conftest``) with ``hidden`` and ``shuffled_embed``,
             each (batch, [layers,] n_freq) power.
         claim: the claim's recorder (``fixtures.recording.ClaimRecorder``): its ``bootstrap``.
+    Raises:
+        ValueError: as ``ClaimRecorder.bootstrap`` (fewer than 2 sequences, a statistic not finite).
     """
     bins, embed = spectra.bins, spectra.hidden[:, spectra.labels.index("embed")]  # (batch, n_freq)
     return FlatEstimates(claim.bootstrap(embed, lambda u: float(mean_fit(bins, u).slope)),

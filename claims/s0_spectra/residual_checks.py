@@ -39,7 +39,7 @@ class BendEstimates:
         later: the largest |bend| of blocks 2..L.
         outlier: block 1's |bend| minus the largest of blocks 2..L.
         not_white: the flattest exponent of blocks 2..L minus that of their position-shuffled states (log-log slope).
-        calibration: shown beside the checks (``bend_checks`` is given it): the catalogue's ``Calibration`` of
+        calibration: not a measurement, the argument ``bend_checks`` is given: the catalogue's ``Calibration`` of
             "pretty close" at this length.
         straight, tolerance: shown, deciding nothing: per block, what leakage alone bends a straight law, and a
             clean law's scatter (decades; version 4's tolerance).

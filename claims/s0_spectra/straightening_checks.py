@@ -1,4 +1,4 @@
-"""S0.3, S0.4 and S0.5's checks as pure functions of their estimates: ``test_straightening.py`` measures, these
+"""S0.3, S0.4 and S0.5's checks as pure functions of their estimates: ``straightening_measures.py`` measures, these
 decide, and the self-tests (``tests/cases_s0.py``) drive the same functions to hold and to fail each check.
 
 S0 (text under Fig 2): "the transformer output's power law only spans ~1 OOM" over rfftfreq(2048)'s band, 1/2048 ..

@@ -1,5 +1,5 @@
 """S0.3-S0.5's measurements: the power law's scatter by layer, its straightening, the last block's exponent, and the
-trained model's straightening over its twin's. test_straightening.py measures with these; straightening_checks.py
+trained model's straightening over its twin's. test_straightening.py records what these measure; straightening_checks.py
 decides.
 """
 

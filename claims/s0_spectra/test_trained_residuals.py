@@ -5,7 +5,8 @@ S0.8 — trained attention residuals: spikes in the first three layers, smooth i
 S0.9 — trained MLP residuals: a large spike in layer 1, smooth afterwards (Fig 7).
 S0.10 — early layers add disproportionately more low-frequency power than later layers.
 
-Measurements in ``residual_spectra.py``, checks in ``residual_checks.py``. S0.10's control is the Hann-windowed
+Measurements in ``residual_measures.py`` (statistics in ``residual_spectra.py``), checks in
+``residual_checks.py``. S0.10's control is the Hann-windowed
 update (leakage).
 
 Controls: each spectral statistic is computed again on the same states with their positions shuffled within each

@@ -4,10 +4,11 @@ S0.6 — untrained attention residuals already follow a nearly straight power la
 S0.7 — untrained MLP residual spectra are close to the untrained hidden-state spectra (Fig 5).
 
 Both are approximate claims ("pretty close"), decided as equivalence against a margin that does not shrink as the
-sample grows: S0.6's is calibrated out of sample on random inits of S0's subject (``CALIBRATIONS``), S0.7's is S0's
-own contrast, half the attention residuals' distance. The scatter of a clean power law at the measurement's length
-(``clean_law_tolerance``), the version-4 tolerance, which falls as the sample grows, is kept beside the verdicts as a
-reading. Measurements in ``residual_spectra.py``, checks in ``residual_checks.py``.
+sample grows: S0.6's is calibrated out of sample on random inits of S0's subject
+(``residual_spectra.CALIBRATIONS``), S0.7's is S0's own contrast, half the attention residuals' distance. The
+scatter of a clean power law at the measurement's length (``residual_spectra.clean_law_tolerance``), the version-4
+tolerance, which falls as the sample grows, is kept beside the verdicts as a reading. Measurements in
+``residual_measures.py`` (statistics in ``residual_spectra.py``), checks in ``residual_checks.py``.
 
 Controls: each spectral statistic is computed again on the same states with their positions shuffled within each
 sequence (white by construction, every token's state kept): a spike, a law or a difference that the shuffled states
@@ -33,9 +34,10 @@ from latent_instruments.clean_law import CLEAN_LAW_QUANTILE
 @pytest.mark.spectra("attn", "shuffled attn")
 def test_untrained_attention_residuals_are_nearly_straight(model_name, spectra, claim):
     """S0.6: blocks 2..L's attention residuals bend no more than 19 in 20 random inits of S0's subject do at this
-    length (S0: "pretty close"; calibrated out of sample, ``CALIBRATIONS``); block 1 bends most. Bending less than half as much as S0's block 1 is a reading beside the verdict.
+    length (S0: "pretty close"; calibrated out of sample, ``residual_spectra.CALIBRATIONS``); block 1 bends most.
+    Bending less than half as much as S0's block 1 is a reading beside the verdict.
 
-    Equivalence at a fixed margin (``PRETTY_CLOSE`` at this length): the whole interval of the largest later bend
+    Equivalence at a fixed margin (``residual_spectra.PRETTY_CLOSE`` at this length): the whole interval of the largest later bend
     below it.
     """
     e = measure_bends(model_name, spectra, claim)

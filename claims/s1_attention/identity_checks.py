@@ -1,5 +1,5 @@
-"""S1.1, S1.2 and S1.3's checks as pure functions of their estimates: ``test_simplex.py`` measures, these decide, and
-the self-tests (``tests/cases_s1.py``) drive the same functions to hold and to fail each check.
+"""S1.1, S1.2 and S1.3's checks as pure functions of their estimates: ``identity_measures.py`` measures, these decide,
+and the self-tests (``tests/cases_s1.py``) drive the same functions to hold and to fail each check.
 
 All three are identities of the mechanism, decided entry by entry (``latent_instruments.stats.per_unit``): each
 estimate is the worst entry over prompts, blocks and heads, its interval the value. The thresholds are rounding

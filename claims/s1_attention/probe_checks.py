@@ -1,4 +1,4 @@
-"""S1.5's checks as a pure function of its estimates: ``test_probe.py`` measures, this decides, and the self-tests
+"""S1.5's checks as a pure function of its estimates: ``probe_measures.py`` measures, this decides, and the self-tests
 (``tests/cases_s1.py``) drive the same function to hold and to fail each check.
 
 The claim's threshold is its own null (the probe with the play labels shuffled), not a number of the source's:

@@ -1,5 +1,5 @@
 """S1.5's measurements: labelled windows of every play, their time-pooled features at every depth, and the
-cross-validated probes on them. test_probe.py measures with these; probe_checks.py decides.
+cross-validated probes on them. test_probe.py records what these measure; probe_checks.py decides.
 """
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""S1.4's checks as a pure function of its estimates: ``test_trajectory.py`` measures, this decides, and the
+"""S1.4's checks as a pure function of its estimates: ``trajectory_measures.py`` measures, this decides, and the
 self-tests (``tests/cases_s1.py``) drive the same function to hold and to fail each check.
 """
 

@@ -1,5 +1,5 @@
 """S1.4's measurements: the depth-wise trajectory's closeness to the next token's row beyond other tokens', its
-final block's gain and the trained model's over its twin's. test_trajectory.py measures with these;
+final block's gain and the trained model's over its twin's. test_trajectory.py records what these measure;
 trajectory_checks.py decides.
 """
 

@@ -1,4 +1,4 @@
-"""S2.3's checks as a pure function of its estimates: ``test_analogies.py`` measures, this decides, and the
+"""S2.3's checks as a pure function of its estimates: ``analogy_measures.py`` measures, this decides, and the
 self-tests (``tests/cases_s2.py``) drive the same function to hold and to fail each check.
 """
 

@@ -1,4 +1,4 @@
-"""S2.1 and S2.2's checks as pure functions of their estimates: ``test_residual_stream.py`` measures, these decide,
+"""S2.1 and S2.2's checks as pure functions of their estimates: ``stream_measures.py`` measures, these decide,
 and the self-tests (``tests/cases_s2.py``) drive the same functions to hold and to fail each check.
 """
 

@@ -16,7 +16,6 @@ from reports.plots import series
 CANONICAL = ("king", "man", "woman", "queen")  # S2's example
 
 
-
 def _analogy_details(e: AnalogyEstimates) -> dict:
     """S2.3's details: top-1, top-10, MRR and median rank under each distance, for the model and its untrained twin;
     S2's king − man + woman; the rows' norm spread; which pairs are single tokens; every analogy's ranks."""

@@ -1,4 +1,4 @@
-"""S3.8's checks as a pure function of its estimates: ``test_attribution.py`` measures, this decides, and the
+"""S3.8's checks as a pure function of its estimates: ``attribution_measures.py`` measures, this decides, and the
 self-tests (``tests/cases_s3.py``, ``tests/test_s3_checks.py``) drive the same function to hold and to fail.
 """
 

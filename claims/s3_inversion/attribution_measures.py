@@ -1,5 +1,5 @@
 """S3.8's measurements: gradient×input and occlusion attributions over a prompt's positions, their rank agreement and
-S3.8's estimates from it. test_attribution.py measures with these; attribution_checks.py decides.
+S3.8's estimates from it. test_attribution.py records what these measure; attribution_checks.py decides.
 """
 
 from dataclasses import replace

@@ -1,4 +1,4 @@
-"""S3.10's checks as pure functions of its estimates: ``test_bandwidth.py`` measures, these decide, and the
+"""S3.10's checks as pure functions of its estimates: ``bandwidth_measures.py`` measures, these decide, and the
 self-tests (``tests/cases_s3.py``, ``tests/test_s3_checks.py``) drive the same functions to hold and to fail.
 """
 
@@ -55,7 +55,7 @@ class BandwidthEstimates:
         matched: fraction of prompts passing S3's success test on the first k* − 1 features (exact).
         full_works: on an untrained block, the fraction of prompts the full output gives back (exact); else None.
         longer: ``jump`` after the descents at k* and k* − 1 continued to 5N (None where not continued).
-        k_star: shown beside the checks (``bandwidth_checks`` is given it): the crossing; steps: shown: N.
+        k_star, steps: not measurements, the arguments ``bandwidth_checks`` is given: the crossing and N.
         curves, how: shown: {setting: ``bandwidth_measures.Curve``} and the headline setting.
         full: shown: the full output's token accuracy (headline setting).
         per_k: shown: token accuracy at each k evaluated, in increasing k.

@@ -1,5 +1,5 @@
 """S3.10's measurements: token accuracy against the number of output features kept, the crossing k* where it reaches
-half the full output's, and the jump at it. test_bandwidth.py measures with these; bandwidth_checks.py decides.
+half the full output's, and the jump at it. test_bandwidth.py records what these measure; bandwidth_checks.py decides.
 """
 
 from dataclasses import replace
@@ -151,8 +151,9 @@ def _curves(subject, ids: torch.Tensor, problem, steps: int, scale, seed: int) -
     return curves, how
 
 
-def by_setting(curves: dict, d_model: int) -> dict:
-    """S3.10's details on the headline choice: {title: {setting: the full output's token accuracy}}."""
+def full_output_by_setting(curves: dict, d_model: int) -> dict:
+    """S3.10's details on the headline choice: {title: {setting: the full output's token accuracy (a fraction of
+    tokens)}}, of the curves {setting: ``Curve``} at all ``d_model`` features."""
     return {"token accuracy, full output, by setting": {h: c.mean(d_model) for h, c in curves.items()}}
 
 
@@ -180,12 +181,12 @@ def measure_bandwidth(model_name: str, subject, ids: torch.Tensor, inversions, c
     untrained = subject.entry.random_init
     works = proportion(curve(d) >= EVERY)
     if untrained and not (full_works := full_works_check(works, d)).passed:  # S3 says this block inverts: the descent failed, which must show
-        claim.record([full_works], details=by_setting(curves, d), procedure=procedure(
+        claim.record([full_works], details=full_output_by_setting(curves, d), procedure=procedure(
             "S3.10/recovery-falls-sharply-with-output-features/descent-fails-on-the-full-output", n=ids.shape[0], how=how))
     if full.low < EVERY and not untrained:  # an untrained block's full output is the control above, decided
         claim.not_informative(
             gate("S3.10/recovery-falls-sharply-with-output-features/not-every-token", d=d, value=full.value,
-                 low=full.low, high=full.high, EVERY=EVERY, SMALL_TRAINED=SMALL_TRAINED), details=by_setting(curves, d))
+                 low=full.low, high=full.high, EVERY=EVERY, SMALL_TRAINED=SMALL_TRAINED), details=full_output_by_setting(curves, d))
     k_star = crossing(curve, d, full.value / 2)
     if k_star == 1:  # no one-feature jump to measure below the first feature: the crossing check decides alone
         k = Estimate(float(k_star), float(k_star), float(k_star), 1.0, len(curve(d)))

@@ -1,4 +1,4 @@
-"""S3.9's checks as pure functions of their estimates: ``test_between_tokens.py`` measures, these decide, and the
+"""S3.9's checks as pure functions of their estimates: ``between_tokens_measures.py`` measures, these decide, and the
 self-tests (``tests/cases_s3.py``) drive the same functions to hold and to fail each check.
 """
 

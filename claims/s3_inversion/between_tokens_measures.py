@@ -1,5 +1,5 @@
 """S3.9's measurements: block 1 inverted without the first position on a trained model and its twin, and S3's wide
-single untrained Llama layers over initialisations. test_between_tokens.py measures with these;
+single untrained Llama layers over initialisations. test_between_tokens.py records what these measure;
 between_tokens_checks.py decides.
 """
 

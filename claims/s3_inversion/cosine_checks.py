@@ -1,4 +1,4 @@
-"""S3.7 and S3.13's checks as pure functions of their estimates: ``test_cosine.py`` measures, these decide, and the
+"""S3.7 and S3.13's checks as pure functions of their estimates: ``cosine_measures.py`` measures, these decide, and the
 self-tests (``tests/cases_s3.py``) drive the same functions to hold and to fail each check.
 """
 
@@ -36,8 +36,8 @@ class CosineEstimates:
         continued: shown: (prompts, [long, one-token]) token accuracy after the convergence control's longer
             descents (None where not continued).
         singles: shown: (control inputs, 1) the control's one-token inputs.
-        context: shown: the arguments ``cosine_checks`` takes after the estimates (long tokens, the control's setting
-            in words, its inputs, N).
+        context: not a measurement: the arguments ``cosine_checks`` takes after the estimates (long tokens, the
+            control's setting in words, its inputs, N).
     """
 
     ordering: Estimate

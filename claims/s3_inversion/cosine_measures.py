@@ -1,6 +1,6 @@
 """S3.7 and S3.13's measurements: inversions of block 1's output under the cosine loss, direct and indirect, at S3's
-rates and with the layer norms removed, and the cosine distance reached over its start. test_cosine.py measures with
-these; cosine_checks.py decides.
+rates and with the layer norms removed, and the cosine distance reached over its start. test_cosine.py records what
+these measure; cosine_checks.py decides.
 """
 
 from dataclasses import replace
@@ -143,6 +143,8 @@ def measure_layer_norm(model_name: str, subject, ids: torch.Tensor, inversions, 
     Args:
         model_name: the model's zoo name; subject: the loaded model (``LoadedModel``).
         inversions: the S3 family's inversion runner; claim: the claim's recorder (its ``bootstrap``, ``seed``).
+    Raises:
+        ValueError: as ``ClaimRecorder.bootstrap``, and where block 1 holds no norm to remove.
     """
     scale, seed = inversions.scale, claim.seed
     block = subject.adapter.block_list(subject.model)[0]

@@ -1,4 +1,4 @@
-"""S3.4's checks as a pure function of its estimates: ``test_depth.py`` measures, this decides, and the self-tests
+"""S3.4's checks as a pure function of its estimates: ``depth_measures.py`` measures, this decides, and the self-tests
 (``tests/cases_s3.py``) drive the same function to hold and to fail each check.
 """
 
@@ -31,9 +31,9 @@ class DepthEstimates:
         first_works: on an untrained model, the fraction of prompts on which block 1 beats the random start (an
             exact interval); None on a trained one.
         longer: ``drop`` after blocks 1 and L's headline descents continued to 5N (None where not continued).
-        context: shown beside the checks, deciding nothing: the arguments ``depth_checks`` takes after the
+        context: not a measurement: the arguments ``depth_checks`` takes after the
             estimates (last block, headline label and reading, the deepest block's setting, N).
-        blocks, best: shown: the blocks inverted (1-based) and each one's headline setting.
+        blocks, best: shown beside the checks, deciding nothing: the blocks inverted (1-based) and each one's headline setting.
         runs: shown: {(block, setting): ``inversions.Run``}.
         accuracy, start: shown: token accuracy (prompts, depths, settings) and the random start's (prompts,).
         per_depth: shown: each depth's headline token accuracy; by_setting: shown: {setting: each depth's token

@@ -1,5 +1,5 @@
 """S3.4's measurements: the inversions of blocks 1, ⌈L/3⌉ and L under S3's setting and the adapted one, the drop
-in token accuracy from the first to the last, and its convergence control. test_depth.py measures with these;
+in token accuracy from the first to the last, and its convergence control. test_depth.py records what these measure;
 depth_checks.py decides.
 """
 

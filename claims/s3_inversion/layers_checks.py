@@ -1,4 +1,4 @@
-"""S3.14's checks as pure functions of its estimates: ``test_layers.py`` measures, these decide, and the self-tests
+"""S3.14's checks as pure functions of its estimates: ``layers_measures.py`` measures, these decide, and the self-tests
 (``tests/cases_s3.py``) drive the same functions to hold and to fail each check.
 """
 

@@ -1,5 +1,5 @@
 """S3.14's measurements: blocks 1, 3 and 1-3 concatenated inverted under both settings, and the share of block 1's
-advantage over block 3 that blocks 1-3 together recover. test_layers.py measures with these; layers_checks.py
+advantage over block 3 that blocks 1-3 together recover. test_layers.py records what these measure; layers_checks.py
 decides.
 """
 

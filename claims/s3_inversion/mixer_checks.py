@@ -1,5 +1,7 @@
-"""S3.12's checks as pure functions of its estimates: ``test_mixer.py`` measures, these decide, and the self-tests
-(``tests/cases_s3.py``) drive the same functions to hold and to fail each check.
+"""S3.12's checks as pure functions of its estimates: ``mixer_measures.py`` measures, these decide, and the self-tests
+(``tests/cases_s3.py``) drive the same functions to hold and to fail each check. ``mixer_checks`` composes one pair's
+checks (``pair_checks``) and the twins' controls (``works_checks``) for the record; ``tests/test_s3_checks.py`` holds
+its order and what a pair not compared leaves out.
 """
 
 from dataclasses import dataclass, field

@@ -1,6 +1,6 @@
 """S3.12's measurements: the masked first token recovered from blocks 1 and 2 without the first position, on a
-transformer and the masked mixer of its width and recipe, and on their untrained twins. test_mixer.py measures with
-these; mixer_checks.py decides.
+transformer and the masked mixer of its width and recipe, and on their untrained twins. test_mixer.py records what these
+measure; mixer_checks.py decides.
 """
 
 from dataclasses import replace
@@ -33,15 +33,15 @@ def _best(units: np.ndarray, scale) -> int:
     return int(scale.chosen(units[:, 1]))
 
 
-def _pair_or_gate(pair, kind: str, units: dict, chosen: dict, inversions, claim) -> tuple[PairEstimates | None, str]:
+def _pair_or_gate(pair, kind: str, units: dict, chosen: dict, twins: TwinsEstimates, inversions, claim
+                  ) -> tuple[PairEstimates | None, str]:
     """One pair's estimates (``kind`` "trained" or "untrained twins") and why it was not compared ("" where it was):
     None where the twins' works controls fail (S3 says untrained blocks invert: a descent failing there is a control,
     red), then the gate (most unmasked tokens recovered), then the pair's ordering, continued to 5N where the
-    trained pair's ordering is decided. units: {(model, block): (prompts, [masked, unmasked, chance])}."""
-    if kind == "untrained twins":
-        twins = TwinsEstimates([proportion(units[m.name, BLOCK][:, 1] > HALF) for m in pair])
-        if not all(c.passed for c in works_checks(twins, [m.name for m in pair])):
-            return None, ""
+    trained pair's ordering is decided. units: {(model, block): (prompts, [masked, unmasked, chance])}; twins: the
+    untrained twins' recovery of the unmasked tokens."""
+    if kind == "untrained twins" and not all(c.passed for c in works_checks(twins, [m.name for m in pair])):
+        return None, ""
     weak = [] if kind == "untrained twins" else [f"{m.name} {e.value:.3f} [{e.low:.3f}, {e.high:.3f}]" for m in pair
             for e in [claim.bootstrap(units[m.name, BLOCK][:, 1], sample_mean)]
             if e.low <= HALF]
@@ -76,19 +76,20 @@ def measure_mixer(group: list, group_twins: list, inversions, claim) -> MixerEst
     chosen = {key: _best(u, inversions.scale) for key, u in both_settings.items()}  # once, on a third of the prompts
     units = {key: inversions.scale.reported(u[..., chosen[key]])  # (prompts, [masked, unmasked, chance])
              for key, u in both_settings.items()}
+    twins = TwinsEstimates([proportion(units[m.name, BLOCK][:, 1] > HALF) for m in group_twins])
     pairs, gated = {}, []
     for pair, kind in ((group, "trained"), (group_twins, "untrained twins")):
-        pairs[kind], gate = _pair_or_gate(pair, kind, units, chosen, inversions, claim)
-        gated.extend([gate] if gate else [])
+        pairs[kind], why = _pair_or_gate(pair, kind, units, chosen, twins, inversions, claim)
+        gated.extend([why] if why else [])
     estimates = MixerEstimates(
-        TwinsEstimates([proportion(units[m.name, BLOCK][:, 1] > HALF) for m in group_twins]), pairs,
+        twins, pairs,
         {"trained": (group[0].name, group[1].name), "untrained twins": (group_twins[0].name, group_twins[1].name)},
         {kind: inversions.scale.steps(pair[0].name) for pair, kind in ((group, "trained"), (group_twins, "untrained twins"))},
-        gated=gated, units=units, chosen=chosen,
-        masked=[claim.bootstrap(units[m.name, BLOCK][:, 0], sample_mean) for m in (*group, *group_twins)])
+        gated=gated, units=units, chosen=chosen)
     checks = mixer_checks(estimates)
     if not any(c.role == "claim" for c in checks) and all(c.passed for c in checks):
         claim.not_informative("; ".join(gated), details={
             "masked first token recovered": {f"{name}, block {b}": float(u[:, 0].mean()) for (name, b), u in units.items()},
             "unmasked tokens recovered": {f"{name}, block {b}": float(u[:, 1].mean()) for (name, b), u in units.items()}})
-    return estimates
+    return replace(estimates, masked=[claim.bootstrap(units[m.name, BLOCK][:, 0], sample_mean)
+                                      for m in (*group, *group_twins)])

@@ -1,4 +1,4 @@
-"""S3.11's checks as a pure function of its estimates: ``test_residual.py`` measures, this decides, and the
+"""S3.11's checks as a pure function of its estimates: ``residual_measures.py`` measures, this decides, and the
 self-tests (``tests/cases_s3.py``) drive the same function to hold and to fail each check.
 """
 
@@ -28,9 +28,9 @@ class ResidualEstimates:
         twin_works: fraction of prompts on which the twin's intact block 1 beats chance (exact).
         kept_longer, twin_longer: the shares after the headline descents continued to 5N (None where not
             continued: the trained share where decided, the twin's where it fails).
-        context: shown beside the checks, deciding nothing: the arguments ``residual_checks`` takes after the
+        context: not a measurement: the arguments ``residual_checks`` takes after the
             estimates (the two models' names, the headline reading, whether at source scale, each one's N).
-        accuracy: shown: {model: [headline token accuracy intact, removed]}.
+        accuracy: shown beside the checks, deciding nothing: {model: [headline token accuracy intact, removed]}.
         success_by_setting: shown: {model: (prompts, settings) S3's success test without the residual}.
         examples: shown: {report title: decoded examples}; prompts: shown: the prompts inverted.
     """

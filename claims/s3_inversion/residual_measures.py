@@ -1,6 +1,6 @@
 """S3.11's measurements: block 1 inverted intact and with the attention residual removed, on a trained model and its
-untrained twin, and the share of the recovery above chance the removal keeps. test_residual.py measures with these;
-residual_checks.py decides.
+untrained twin, and the share of the recovery above chance the removal keeps. test_residual.py records what these
+measure; residual_checks.py decides.
 """
 
 from dataclasses import replace

@@ -1,4 +1,4 @@
-"""S3.1's checks as a pure function of its estimates: ``test_round_trip.py`` measures, this decides, and the
+"""S3.1's checks as a pure function of its estimates: ``round_trip_measures.py`` measures, this decides, and the
 self-tests (``tests/cases_s3.py``) drive the same function to hold and to fail each check.
 """
 

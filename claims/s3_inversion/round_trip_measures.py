@@ -1,5 +1,5 @@
 """S3.1's measurement: the round trip of a prompt's token embeddings through W_E⁺, per prompt, with S3's coordinate
-ratio, its shifted input and a row-shuffled W_E (the control). test_round_trip.py measures with this;
+ratio, its shifted input and a row-shuffled W_E (the control). test_round_trip.py records what this measures;
 round_trip_checks.py decides.
 """
 

@@ -40,7 +40,7 @@ inconclusive (``claims.s3_inversion.convergence``).
 import pytest
 
 from claims.s3_inversion.bandwidth_checks import bandwidth_checks
-from claims.s3_inversion.bandwidth_measures import Curve, by_setting, measure_bandwidth
+from claims.s3_inversion.bandwidth_measures import Curve, full_output_by_setting, measure_bandwidth
 from claims.s3_inversion.convergence import UNTRAINED_PAST_N, continues
 from claims.s3_inversion.inversions import examples, first_prompt
 from fixtures.catalogue_text import procedure
@@ -92,7 +92,7 @@ def test_recovery_falls_sharply_with_output_features(model_name, subject, invers
                  **{f"examples, first {k} features ({how} setting; top-5 per position, as S3 shows them)":
                     first_prompt(examples(ids, curve.top_k[k], subject.tokenizer, "full vocabulary"))
                     for k in (k_star, k_star - 1)},
-                 **by_setting(e.curves, d)},
+                 **full_output_by_setting(e.curves, d)},
         plot={"kind": "lines", "title": f"S3.10 on {model_name}: recovery by output features kept",
               "x": ks, "xlabel": "features kept (first k of block 1's output)", "ylabel": "token accuracy",
               "ylim": [-0.02, 1.02], "series": {f"{how} setting": series(e.per_k)}},

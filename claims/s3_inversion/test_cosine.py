@@ -142,7 +142,8 @@ def test_reference_layer_norm_impedes_cosine_minimisation(model_name, subject, i
 
 
 def check_layer_norm(model_name, subject, inversions, pool, claim) -> None:
-    """S3.13's measurement and checks on one random-init model (see the module docstring)."""
+    """S3.13's record on one random-init model: ``measure_layer_norm``'s estimates, ``layer_norm_checks`` on them,
+    and the details (see the module docstring)."""
     scale = inversions.scale
     n = scale.prompts_for(subject.d_model)
     ids = pool.text_windows(model_name, n, SHORT_TOKENS)

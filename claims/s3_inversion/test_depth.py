@@ -69,7 +69,8 @@ def test_untrained_inversion_degrades_with_depth(model_name, subject, inversions
 
 
 def check_depth(model_name, subject, inversions, claim) -> None:
-    """S3.4's measurement and checks on one model (see the module docstring)."""
+    """S3.4's record on one model, trained or not: ``measure_depth``'s estimates, ``depth_checks`` on them, and the
+    details and figure (see the module docstring)."""
     e = measure_depth(model_name, subject, inversions, claim)
     problem, scale, untrained = inversions.problem(model_name, subject), inversions.scale, subject.entry.random_init
     blocks, best, runs, accuracy = e.blocks, e.best, e.runs, e.accuracy

@@ -1,5 +1,5 @@
-"""S3.2 and S3.3's checks as pure functions of their estimates: ``test_untrained.py`` measures, these decide, and the
-self-tests (``tests/cases_s3.py``) drive the same functions to hold and to fail each check.
+"""S3.2 and S3.3's checks as pure functions of their estimates: ``untrained_measures.py`` measures, these decide, and
+the self-tests (``tests/cases_s3.py``) drive the same functions to hold and to fail each check.
 
 S3.2: S3's one prompt is recovered exactly at N = 200; one success fixes no rate, so "recovers" is read as "exact
 recovery is the typical outcome": most prompts, by the interval's low end (``EXACT_MAJORITY``).
@@ -66,10 +66,10 @@ class GapEstimates:
         success: fraction of the trained model's prompts passing S3's success test (an exact interval).
         exact_longer, token_longer: the gaps after the descents continued to 5N, for a decided gap (None for an
             undecided one, or where not continued).
-        context: shown beside the checks, deciding nothing: the arguments ``gap_checks`` takes after the estimates
+        context: not a measurement: the arguments ``gap_checks`` takes after the estimates
             (headline label and reading, the trained model's headline setting, its N).
-        runs: shown: {(model, setting): ``inversions.Run``} of block 1; best: shown: each model's headline setting,
-            trained first; prompts: shown: the prompts inverted.
+        runs: shown beside the checks, deciding nothing: {(model, setting): ``inversions.Run``} of block 1; best:
+            shown: each model's headline setting, trained first; prompts: shown: the prompts inverted.
     """
 
     exact_gap: Estimate

@@ -1,5 +1,5 @@
 """S3.2 and S3.3's measurements: block 1 inverted on a random-init model, and on a trained model beside its untrained
-twin, with S3.3's convergence control. test_untrained.py measures with these; untrained_checks.py decides.
+twin, with S3.3's convergence control. test_untrained.py records what these measure; untrained_checks.py decides.
 """
 
 from dataclasses import replace
@@ -20,6 +20,8 @@ def measure_recovery(model_name: str, subject, inversions, claim) -> RecoveryEst
     Args:
         model_name: the model's zoo name; subject: the loaded model (``LoadedModel``).
         inversions: the S3 family's inversion runner; claim: the claim's recorder (its ``bootstrap``).
+    Raises:
+        ValueError: as ``ClaimRecorder.bootstrap`` (fewer than 2 prompts, a statistic not finite).
     """
     scale = inversions.scale
     runs = dict(zip(DESCENT_SETTINGS, inversions.runs_of(model_name, subject, [(0, s) for s in DESCENT_SETTINGS])))
@@ -42,6 +44,8 @@ def measure_gap(model_name: str, subject, twin, inversions, claim) -> GapEstimat
     Args:
         model_name: the model's zoo name; subject, twin: it and its untrained twin (``LoadedModel``).
         inversions: the S3 family's inversion runner; claim: the claim's recorder (its ``bootstrap``).
+    Raises:
+        ValueError: as ``ClaimRecorder.bootstrap`` (fewer than 2 prompts, a statistic not finite).
     """
     scale = inversions.scale
     names = [model_name, twin.name]

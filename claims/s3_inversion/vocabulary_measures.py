@@ -1,6 +1,6 @@
 """S3.6's measurements: one a_g per prompt from block 1, decoded over the whole vocabulary, the prompt's continuation's
 tokens and the prompt's own, and one decoding's token accuracy minus another's from exact counts. test_vocabulary.py
-measures with these; vocabulary_checks.py decides.
+records what these measure; vocabulary_checks.py decides.
 """
 
 from dataclasses import replace

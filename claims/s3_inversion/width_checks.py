@@ -1,4 +1,4 @@
-"""S3.5's checks as a pure function of its estimates: ``test_width.py`` measures, this decides, and the self-tests
+"""S3.5's checks as a pure function of its estimates: ``width_measures.py`` measures, this decides, and the self-tests
 (``tests/cases_s3.py``) drive the same function to hold and to fail each check.
 """
 

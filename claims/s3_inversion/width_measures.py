@@ -1,5 +1,5 @@
 """S3.5's measurements: the width gain of a ladder's rungs and the gate on their widths and training. test_width.py
-measures with these; width_checks.py decides.
+records what these measure; width_checks.py decides.
 """
 
 
@@ -83,7 +83,12 @@ def _success(inversions, rung):
 
 
 def headline_setting(inversions, rung) -> str:
-    """The rung's headline setting at block 1 (on a CPU the better by restricted token accuracy)."""
+    """S3.5: the rung's headline setting at block 1 ("source" or "adapted"; on a CPU the better by restricted token
+    accuracy, ``Scale.chosen``), for its decoded examples.
+
+    Args:
+        inversions: the S3 family's inversion runner; rung: the rung (``LoadedModel``).
+    """
     units = np.column_stack([inversions.run(rung.name, rung, 0, s).accuracy for s in DESCENT_SETTINGS])
     return DESCENT_SETTINGS[int(inversions.scale.chosen(units))]
 

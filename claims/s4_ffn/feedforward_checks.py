@@ -1,4 +1,4 @@
-"""S4.2's checks as a pure function of its estimates: ``test_feedforward.py`` measures, this decides, and the
+"""S4.2's checks as a pure function of its estimates: ``feedforward_measures.py`` measures, this decides, and the
 self-tests (``tests/cases_s4.py``, ``tests/test_s4_checks.py``) drive the same function to hold and to fail.
 """
 

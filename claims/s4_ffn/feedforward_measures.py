@@ -1,5 +1,5 @@
 """S4.2's measurements: the Hellinger distance of each block's ablations at the last position, and S4.2's estimates from
-them. test_feedforward.py measures with these; feedforward_checks.py decides.
+them. test_feedforward.py records what these measure; feedforward_checks.py decides.
 """
 
 from dataclasses import replace

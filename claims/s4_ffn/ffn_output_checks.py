@@ -1,4 +1,4 @@
-"""S4.3's checks as a pure function of its estimates: the claim test (``test_outputs.py``) measures, this decides, and
+"""S4.3's checks as a pure function of its estimates: ``ffn_output_measures.py`` measures, this decides, and
 the self-test (``tests/test_s4_checks.py``) drives the same function to fail each check.
 
 Version 4 (issue 64, item 4): the cosine bound 0 is a bound read off S4's own numbers (its notebook's mean cosines,

@@ -1,4 +1,4 @@
-"""S4.4's checks as a pure function of its estimates: ``test_ffn_path.py`` measures, this decides, and the
+"""S4.4's checks as a pure function of its estimates: ``ffn_path_measures.py`` measures, this decides, and the
 self-tests (``tests/cases_s4.py``) drive the same function to hold and to fail each check.
 
 S4 Appendix III: cosine 0.9967 is "not perfectly aligned in direction, though still quite close" (4.7°); 0.5178

@@ -1,6 +1,6 @@
-"""S4.4's measurements: the FFN-only and attention-only sums against the stream, their predictions' Hellinger
-distances, the seed-sibling floor, and the cosine excess over the cross-token baseline. test_ffn_path.py measures
-with these; ffn_path_checks.py decides.
+"""S4.4's measurements: the FFN-only and attention-only sums against the stream, their predictions' Hellinger distances,
+the seed-sibling floor, and the cosine excess over the cross-token baseline. test_ffn_path.py records what these
+measure; ffn_path_checks.py decides.
 """
 
 import numpy as np
@@ -12,6 +12,9 @@ from latent_instruments.distances import hellinger_distance
 from latent_instruments.errors import require_finite
 from latent_instruments.geometry import excess_over_baseline
 from latent_instruments.stats import paired_difference, per_unit, sample_mean
+
+NEEDS = ("blocks.0.hook_resid_pre", "blocks.*.hook_attn_out", "blocks.*.hook_mlp_out", "blocks.*.hook_resid_post",
+         "logits")
 
 
 def excess_over_cross_token(units: np.ndarray) -> float:
@@ -115,7 +118,7 @@ def measure_ffn_path(subject, twin, captured, twin_captured, siblings, claim) ->
 
     Args:
         subject, twin: the loaded model and its untrained twin (``LoadedModel``).
-        captured, twin_captured: their captures with ``test_ffn_path.NEEDS`` (see :func:`path_readings`).
+        captured, twin_captured: their captures with ``NEEDS`` (see :func:`path_readings`).
         siblings: the model's loaded seed siblings, possibly none.
         claim: the claim's recorder (``fixtures.recording.ClaimRecorder``), whose ``bootstrap`` gives the intervals.
     Raises:

@@ -1,4 +1,4 @@
-"""S4.5's checks as a pure function of its estimates: the claim test (``test_layernorm.py``) measures, this decides,
+"""S4.5's checks as a pure function of its estimates: ``final_norm_measures.py`` measures, this decides,
 and the self-tests (``tests/test_s4_checks.py``) drive the same function to fail each check.
 
 S4 Appendix III: "The LayerNorm will remove substantial differences in input norms. Norms of the outputs from the

@@ -1,5 +1,5 @@
 """S4.1's measurements: parameters by module of a model, and S4's own model rebuilt from its code. test_parameters.py
-counts with these; parameters_checks.py decides.
+records what these count; parameters_checks.py decides.
 """
 
 from dataclasses import dataclass

@@ -1,4 +1,4 @@
-"""S4.1's checks as a pure function of its estimates: ``test_parameters.py`` counts, this decides, and the
+"""S4.1's checks as a pure function of its estimates: ``parameter_counts.py`` counts, this decides, and the
 self-tests (``tests/cases_s4.py``) drive the same function to hold and to fail each check.
 """
 

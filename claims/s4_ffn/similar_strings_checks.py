@@ -1,4 +1,4 @@
-"""S4.6, S4.7 and S4.8's checks as pure functions of their estimates: ``test_similar_strings.py`` measures, these
+"""S4.6, S4.7 and S4.8's checks as pure functions of their estimates: ``similar_strings_measures.py`` measures, these
 decide, and the self-tests (``tests/cases_s4.py``, ``tests/test_s4_checks.py``) drive the same functions to hold
 and to fail each check. Distances are Hellinger distances H between next-token distributions at the last position.
 """

@@ -1,5 +1,5 @@
 """S4.6 - S4.8's measurements: their estimates from the approximation's distances (``approximation.Approximation``).
-test_similar_strings.py measures with these; similar_strings_checks.py decides.
+test_similar_strings.py records what these measure; similar_strings_checks.py decides.
 """
 
 import numpy as np
@@ -16,8 +16,9 @@ def gain_over_shuffled(u: np.ndarray) -> float:
     return float((u[:, 0] - u[:, 1]).mean() - (u[:, 2] - u[:, 3]).mean())
 
 
-def sibling_floor(a: Approximation, variant: str) -> np.ndarray:
-    """(P,) H between the model and its seed siblings on a prompt ``variant``, averaged over the siblings per prompt."""
+def sibling_distances(a: Approximation, variant: str) -> np.ndarray:
+    """S4.6's seed-sibling floor, per prompt: (P,) Hellinger distance between the model's next-token distribution and
+    its seed siblings' on the prompt ``variant`` ("source" or "held-out"), averaged over the siblings."""
     v = a.variants[variant]
     return np.mean([v.distance(s) for s in v.sibling_probs], axis=0)
 
@@ -32,7 +33,7 @@ def measure_approximation(a: Approximation, claim) -> ApproximationEstimates:
     """
     half, held = a.eval_half, a.variants["held-out"]
     h = held.distance(a.probs("held-out"))[half]
-    floor = sibling_floor(a, "held-out")[half]
+    floor = sibling_distances(a, "held-out")[half]
     ngram = held.distance(held.backoff_probs[a.backoff_order])[half]
     shuffled = held.distance(a.probs("held-out")[np.roll(np.arange(a.n_prompts), 1)])[half]  # another prompt's
     in_sample = a.variants["source"].distance(a.probs("source"))[half]  # S4's procedure, values tuned to the model

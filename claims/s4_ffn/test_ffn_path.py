@@ -27,13 +27,11 @@ import pytest
 
 from claims.s4_ffn.conftest import FIRST_POSITION
 from claims.s4_ffn.ffn_path_checks import NEARLY_SAME_WAY, FfnPathEstimates, ffn_path_checks
-from claims.s4_ffn.ffn_path_measures import measure_ffn_path
+from claims.s4_ffn.ffn_path_measures import NEEDS, measure_ffn_path
 from fixtures.catalogue_text import gate, procedure
 from reports.plots import series
 
 
-NEEDS = ("blocks.0.hook_resid_pre", "blocks.*.hook_attn_out", "blocks.*.hook_mlp_out", "blocks.*.hook_resid_post",
-         "logits")
 # S4 Appendix II: H between the main model and three seed siblings on 20,000 prompts, 0.1064, 0.1057, 0.1053:
 # "~0.11 is probably a reasonable lower bound for the threshold Hellinger distance" of a meaningful change.
 # A model with seed siblings in the zoo is judged against its own floor, measured on the same prompts (since version

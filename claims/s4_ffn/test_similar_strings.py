@@ -14,7 +14,7 @@ from claims.s4_ffn.approximation import STRING_LENGTH, TEXT_CHARS, Approximation
 from claims.s4_ffn.similar_strings_checks import (
     SOURCE_APPROXIMATION_H, SOURCE_FLOOR, approximation_checks, gain_checks, sibling_checks,
 )
-from claims.s4_ffn.similar_strings_measures import measure_approximation, measure_gain, measure_siblings, sibling_floor
+from claims.s4_ffn.similar_strings_measures import measure_approximation, measure_gain, measure_siblings, sibling_distances
 from fixtures.catalogue_text import procedure
 from reports.plots import series
 
@@ -62,7 +62,7 @@ def _against_the_model(a: Approximation) -> dict:
             rows[f"{variant} prompts, {values} values"] = {
                 "mean H": float(d.mean()), "SD H": float(d.std()),
                 "top-1 agreement": float((p.argmax(-1) == v.model_probs.argmax(-1)).double()[half].mean())}
-        fl = sibling_floor(a, variant)[half]
+        fl = sibling_distances(a, variant)[half]
         rows[f"{variant} prompts, seed-sibling floor"] = {"mean H": float(fl.mean()), "SD H": float(fl.std())}
         ng = v.distance(v.suffix_probs[a.suffix_length])[half]
         rows[f"{variant} prompts, longest suffix match ≤ {a.suffix_length} (version 1's baseline)"] = {

@@ -60,7 +60,7 @@ def _embedding_details(e: TokenEmbeddingEstimates, decode) -> dict:
 def test_token_embeddings_lie_along_one_direction(model_name, subject, pool, claim):
     """S4.9: learned vectors give p ≈ 1 for every token, and each token's first singular direction alone predicts it;
     σ1/σ2 (S4: over 6× for the token 'a') is a reading beside the verdict."""
-    e = measure_token_embeddings(subject, pool.get(subject.entry.twin), claim)
+    e = measure_token_embeddings(subject, lambda: pool.get(subject.entry.twin), claim)
     f, t = e.facts, e.twin_facts
     decode = subject.tokenizer.decode
     vocab = subject.model.get_output_embeddings().weight.shape[0]

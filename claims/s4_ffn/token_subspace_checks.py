@@ -1,4 +1,4 @@
-"""S4.9 and S4.10's checks as pure functions of their estimates: ``test_token_subspaces.py`` measures, these decide,
+"""S4.9 and S4.10's checks as pure functions of their estimates: ``token_subspace_measures.py`` measures, these decide,
 and the self-tests (``tests/cases_s4.py``) drive the same functions to hold and to fail each check.
 
 S4.10's final-layer subspaces at blocks 6..1: 81.78, 68.26, 58.15, 57.34, 52.02, 49.71 % against chance 20.76, 20.55,

@@ -1,5 +1,5 @@
 """S4.9 and S4.10's measurements: the vectors learned per token, their singular directions and the FFN outputs' excess
-over a prompt-shuffled null. test_token_subspaces.py measures with these; token_subspace_checks.py decides.
+over a prompt-shuffled null. test_token_subspaces.py records what these measure; token_subspace_checks.py decides.
 """
 
 import numpy as np
@@ -114,9 +114,20 @@ MASS = 0.9  # S4.10: the tokens carrying 90 % of the approximation's mass
 
 
 def token_embeddings(subject, seed: int, every_token: bool = False, block: int | None = None):
-    """Learned vectors for the subject's tokens (all up to ALL_TOKENS_UP_TO, else DRAWN_TOKENS drawn, or all with
-    ``every_token``), with the readout they were learned for: at the final norm's input, or with ``block`` at that
-    block's input, read through the later blocks (S4.10's block-specific subspaces)."""
+    """S4.9 and S4.10's learned token vectors: ``RESTARTS`` vectors per token that make the readout predict it.
+
+    Args:
+        subject: the loaded model (``LoadedModel``).
+        seed: seeds the draw of tokens and the vectors' starts.
+        every_token: learn every token of the vocabulary (else all up to ``ALL_TOKENS_UP_TO``, or ``DRAWN_TOKENS``
+            drawn).
+        block: learn at that block's input, read through the later blocks (S4.10's block-specific subspaces); None:
+            at the final norm's input.
+    Returns:
+        (the learned vectors, ``latent_instruments.token_subspaces.learn_token_embeddings``'s: ``vectors`` (tokens,
+        RESTARTS, d_model), ``probability`` (tokens, RESTARTS), ``tokens`` (tokens,); the readout, (n, d_model) ->
+        (n, vocab) logits).
+    """
     model = subject.model
     norm, head = model.get_submodule(subject.adapter.final_norm), model.get_output_embeddings()
     vocab, d_model = head.weight.shape
@@ -135,8 +146,14 @@ def token_embeddings(subject, seed: int, every_token: bool = False, block: int |
 
 
 def subspace_facts(learned, readout, device) -> dict[str, np.ndarray]:
-    """Per token: mean learned p, σ1/σ2 uncentred and centred, whether v1 predicts it, p(token | v1), and the largest
-    change of the distribution over positive scales of v1 (the readout runs on ``device``)."""
+    """S4.9's facts of each token's subspace, from :func:`token_embeddings`' ``learned`` vectors and ``readout``.
+
+    Returns:
+        {"p": mean learned p(token), "ratio" and "centred": σ1/σ2 uncentred and centred, "predicts": whether the
+        first right singular vector v1 alone predicts the token (argmax), "p_v1": p(token | v1), "drift": the largest
+        change of the distribution over positive scales of v1 (probability)}, each (tokens,); the readout runs on
+        ``device``.
+    """
     s, c = singular_values(learned.vectors), singular_values(learned.vectors, centred=True)
     v = first_directions(learned.vectors)
     with torch.no_grad():
@@ -150,9 +167,18 @@ def subspace_facts(learned, readout, device) -> dict[str, np.ndarray]:
 
 
 def block_criterion(b: int, a, subject, directions, model_tokens: list, claim, seed: int) -> tuple:
-    """S4.10 for block ``b`` (0-based) on the evaluation half: (its details row, the excess over the prompt-shuffled
-    null (|cos|, final-layer subspaces), the excess in the block's own subspaces (None for the last block, whose own
-    are the final-layer ones), whether each prompt's 90 %-mass tokens all rank in the top half (prompts,))."""
+    """S4.10's criterion for block ``b`` (0-based) on the evaluation half of S4's prompts.
+
+    Args:
+        a: the similar-strings approximation (``approximation.Approximation``); subject: its model (``LoadedModel``).
+        directions: (vocab, d_model) each token's first singular direction at the final norm's input.
+        model_tokens: per prompt, the model's own 90 %-mass tokens; claim: the recorder (its ``bootstrap``);
+        seed: seeds the block-specific vectors.
+    Returns:
+        (the block's details row, the excess over the prompt-shuffled null (|cos|, final-layer subspaces), the excess
+        in the block's own subspaces (None for the last block, whose own are the final-layer ones), whether each
+        prompt's 90 %-mass tokens all rank in the top half, (prompts,) float64 0/1).
+    """
     v, half, vocab = a.variants["source"], a.eval_half, directions.shape[0]
     tokens = mass_tokens(v.single_block(b, a.fitted_thresholds[b])[half], MASS)
     sizes = np.array([len(x) for x in tokens])
@@ -183,7 +209,7 @@ def block_criterion(b: int, a, subject, directions, model_tokens: list, claim, s
     return row, excess, own, satisfied[False].astype(np.float64)
 
 
-def measure_token_embeddings(subject, twin, claim) -> TokenEmbeddingEstimates:
+def measure_token_embeddings(subject, load_twin, claim) -> TokenEmbeddingEstimates:
     """S4.9's measurement: vectors learned per token at the final norm's input, on the model and its untrained twin;
     the least mean p, the fraction of tokens whose first singular direction predicts them, and the convergence
     control (the least predicted tokens continued). "Every token" is decided token by token (the bootstrap of a
@@ -191,12 +217,16 @@ def measure_token_embeddings(subject, twin, claim) -> TokenEmbeddingEstimates:
     interval over the drawn tokens.
 
     Args:
-        subject, twin: the loaded model and its untrained twin (``LoadedModel``).
+        subject: the loaded model (``LoadedModel``).
+        load_twin: () -> its untrained twin (``LoadedModel``), called once the model's own vectors are learned.
         claim: the claim's recorder (``fixtures.recording.ClaimRecorder``): its ``seed``.
+    Raises:
+        ValueError: as ``latent_instruments.stats.proportion`` (no tokens).
     """
     seed = claim.seed
     learned, readout = token_embeddings(subject, seed)
     f = subspace_facts(learned, readout, subject.input_device)
+    twin = load_twin()
     t = subspace_facts(*token_embeddings(twin, seed), twin.input_device)
     more = continued(learned, readout, subject.input_device, seed)
     return TokenEmbeddingEstimates(
@@ -215,6 +245,8 @@ def measure_subspaces(a, subject, claim) -> SubspaceEstimates:
         a: the similar-strings approximation of the model's sibling group (``approximation.Approximation``).
         subject: the loaded model it is of (``LoadedModel``).
         claim: the claim's recorder (``fixtures.recording.ClaimRecorder``): its ``bootstrap`` and ``seed``.
+    Raises:
+        ValueError: as ``ClaimRecorder.bootstrap``, and :func:`prompt_shuffled` for fewer than 2 prompts.
     """
     learned, _ = token_embeddings(subject, claim.seed, every_token=True)
     directions = first_directions(learned.vectors)  # row t: token t
