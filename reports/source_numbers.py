@@ -51,8 +51,22 @@ def provenance(entry: dict, check_name: str, key: str = "") -> str:
     """
     rows = entry.get("thresholds") or []
     if key:
-        return next((t["provenance"] for t in rows if t.get("key") and re.fullmatch(name_pattern(t["key"]), key)), "")
+        keyed = [t for t in rows if t.get("key")]
+        return next((keyed[i]["provenance"] for i in most_specific([t["key"] for t in keyed], key)), "")
     return next((t["provenance"] for t in rows if re.fullmatch(name_pattern(t["check"]), check_name)), "")
+
+
+def most_specific(templates: list[str], key: str) -> list[int]:
+    """The indices of the key templates that match ``key`` with the longest literal part: where two rows' keys match,
+    the more specific names the check ("S4.7/mean-h-model-{}-distinct-models" before "S4.7/mean-h-model-{}"), for
+    its derivation (``fixtures.catalogue_text.catalogued``) and its provenance (:func:`provenance`) alike.
+
+    Returns:
+        the indices, in the templates' order; empty where none matches, more than one where equally specific ones do.
+    """
+    matching = [i for i, t in enumerate(templates) if re.fullmatch(name_pattern(t), key)]
+    literal = max((len(templates[i].replace("{}", "")) for i in matching), default=0)
+    return [i for i in matching if len(templates[i].replace("{}", "")) == literal]
 
 
 def name_pattern(template: str) -> str:

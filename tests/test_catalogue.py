@@ -274,3 +274,16 @@ def test_a_gate_reason_is_read_by_key_and_filled():
         gate("S2.3/a-gate-that-is-not-there")
     with pytest.raises(LookupError, match="names 'spread', which the code does not give"):
         gate("S2.3/analogies-land-on-the-sphere/one-norm")
+
+
+def test_the_most_specific_row_gives_a_checks_provenance_as_it_gives_its_derivation():
+    """S4.7's distinct-models control matches its own row and its claim check's ("S4.7/mean-h-model-{}"); its
+    provenance, like its derivation, is its own row's."""
+    from fixtures.catalogue import catalogue_json
+    from fixtures.catalogue_text import catalogued
+    from reports.source_numbers import provenance
+
+    key = "S4.7/mean-h-model-tiny-w96-seed88-distinct-models"
+    own = next(t for t in load_catalogue().claims["S4.7"].thresholds if t.key == "S4.7/mean-h-model-{}-distinct-models")
+    assert provenance(catalogue_json()["S4.7"], "any name", key) == own.provenance == "reading, before"
+    assert catalogued(key)["derivation"] == own.derivation
