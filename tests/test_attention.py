@@ -365,15 +365,14 @@ def test_s1_4s_check_fails_where_an_earlier_layer_or_another_token_is_closer():
 def test_s1_4s_control_fails_where_the_untrained_twin_is_as_close_to_the_next_tokens_row():
     import numpy as np
 
-    from claims.s1_attention.trajectory_measures import over_twin
-    from latent_instruments.stats import bootstrap
+    from latent_instruments.stats import bootstrap, paired_difference
     from reports.checks import Check
 
     rng = np.random.default_rng(0)
 
     def control(model: float, twin: float) -> str:
         paired = np.array([model, twin])[None] + rng.normal(0, 0.01, (32, 2))
-        return Check.of("over twin", bootstrap(paired, over_twin, seed=0), "cosine", ">", 0.0, "S1.4",
+        return Check.of("over twin", bootstrap(paired, paired_difference, seed=0), "cosine", ">", 0.0, "S1.4",
                         role="control").status
 
     assert control(0.10, 0.01) == "passed"

@@ -66,9 +66,8 @@ def measure_span(spectra, claim) -> SpanEstimates:
         claim: the claim's recorder (``fixtures.recording.ClaimRecorder``): its ``bootstrap``.
     """
     bins, hidden = spectra.bins, spectra.hidden
-    return SpanEstimates(claim.bootstrap(hidden[:, -1], _slope(bins)),
-                         claim.bootstrap(spectra.hidden_hann[:, -1], _slope(bins)),
-                         [claim.bootstrap(hidden[:, i], _slope(bins)) for i in range(hidden.shape[1])])
+    by_layer = [claim.bootstrap(hidden[:, i], _slope(bins)) for i in range(hidden.shape[1])]
+    return SpanEstimates(by_layer[-1], claim.bootstrap(spectra.hidden_hann[:, -1], _slope(bins)), by_layer)
 
 
 def measure_learned(spectra, twin_spectra, claim) -> LearnedEstimates:

@@ -10,7 +10,7 @@ import torch
 
 from claims.s1_attention.conftest import per_layer
 from claims.s1_attention.trajectory_checks import TrajectoryEstimates
-from latent_instruments.stats import sample_mean
+from latent_instruments.stats import paired_difference, sample_mean
 
 NEEDS = ("hook_embed", "blocks.*.hook_resid_post")
 
@@ -20,12 +20,6 @@ def final_gain(units: np.ndarray) -> float:
     earlier layer's and 0 (other tokens'), in the units' own unit."""
     mean = units.mean(axis=0)
     return float(mean[-1] - max(mean[:-1].max(), 0.0))
-
-
-def over_twin(paired: np.ndarray) -> float:
-    """Control statistic: the model's mean final-layer excess closeness minus its untrained twin's, paired per prompt
-    (paired (prompts, 2): model, twin)."""
-    return float(paired[:, 0].mean() - paired[:, 1].mean())
 
 
 def _depth_states(captured) -> list[torch.Tensor]:
@@ -117,6 +111,6 @@ def measure_trajectory(subject, twin, captured, twin_captured, claim) -> Traject
     excess = {k: true - other for k, (true, other) in trained.items()}  # each (batch, n_layers)
     twin_excess = {k: true - other for k, (true, other) in untrained.items()}
     paired = np.stack([excess["W_U"][:, -1], twin_excess["W_U"][:, -1]], axis=1)  # (batch, 2)
-    return TrajectoryEstimates(claim.bootstrap(excess["W_U"], final_gain), claim.bootstrap(paired, over_twin),
+    return TrajectoryEstimates(claim.bootstrap(excess["W_U"], final_gain), claim.bootstrap(paired, paired_difference),
                                trained, untrained, claim.bootstrap(excess["W_E"], final_gain),
                                {k: per_layer(v, sample_mean, claim.seed) for k, v in excess.items()})

@@ -20,10 +20,7 @@ class AgreementEstimates:
     Attributes:
         agreement: mean Spearman ρ over positions of gradient×input and occlusion.
         twin: the same with the untrained twin's gradient×input (a broken-instrument control).
-        attributions: shown beside the checks, deciding nothing: {"gradient×input", "occlusion", "twin",
-            "by token"}: (prompts, T) per-token attributions (occlusion by the mean embedding; "by token": by another
-            frequent token).
-        rho, twin_rho: shown: per-prompt ρ (NaN where undefined).
+        rho, twin_rho: shown beside the checks, deciding nothing: per-prompt ρ (NaN where undefined).
         undefined: shown: why prompts were left out (the sentence of the procedure).
         readings: shown: {what: mean ρ over the prompts with a defined correlation}, the claim's and the control's
             beside the readings that locate them (a random attribution, occlusion by another frequent token).
@@ -31,7 +28,6 @@ class AgreementEstimates:
 
     agreement: Estimate
     twin: Estimate
-    attributions: dict[str, np.ndarray] = field(default_factory=dict, compare=False)
     rho: np.ndarray | None = field(default=None, compare=False)
     twin_rho: np.ndarray | None = field(default=None, compare=False)
     undefined: str = field(default="", compare=False)

@@ -136,7 +136,5 @@ def measure_agreement(subject, twin, ids: torch.Tensor, claim) -> AgreementEstim
         "gradient×input vs occlusion by another frequent token": float(
             np.nanmean(rank_agreement(grad_input, by_token)[defined]))}
     return replace(agreement_estimates(rho[defined], twin_rho[twin_defined], claim.seed),
-                   attributions={"gradient×input": grad_input, "occlusion": occluded, "twin": twin_grad_input,
-                                 "by token": by_token},
                    rho=rho, twin_rho=twin_rho, undefined=why_undefined if undefined or twin_undefined else "",
                    readings=readings)

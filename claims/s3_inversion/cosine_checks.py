@@ -28,7 +28,7 @@ class CosineEstimates:
         longer: ``ordering`` after the descents continued to 5N steps (None where not continued).
         found: shown beside the checks, deciding nothing: {label: (found, start) inversions} of every descent
             ("long", "one", "l2", "code, long", "code, one", "indirect", "indirect, adapted").
-        units, code_units: shown: (prompts, [long, one-token]) token accuracy at S3's text's rate and its code's.
+        code_units: shown: (prompts, [long, one-token]) token accuracy at the rate of S3's published code.
         code_ordering: shown: ``ordering`` at the rate of S3's published code.
         control: shown: (control inputs, [S3's setting, adapted]) token accuracy of the indirect one-token inputs.
         per: shown: token accuracy of the long, one-token and (the control's setting) indirect inputs.
@@ -45,7 +45,6 @@ class CosineEstimates:
     descent: Estimate
     longer: Estimate | None = None
     found: dict = field(default_factory=dict, compare=False)
-    units: np.ndarray | None = field(default=None, compare=False)
     code_units: np.ndarray | None = field(default=None, compare=False)
     code_ordering: Estimate | None = field(default=None, compare=False)
     control: np.ndarray | None = field(default=None, compare=False)

@@ -124,7 +124,7 @@ def measure_cosine(model_name: str, subject, ids: torch.Tensor, draw_singles: Ca
 
     descent = per_unit(_numpy(l2.token_accuracy), "min")  # the optimiser works: asserted of every input
     context = (long_tokens, CONTROL_SETTING[scale.source], len(singles), steps)
-    estimates = CosineEstimates(claim.bootstrap(units, paired_difference), per[2], descent, found=found, units=units,
+    estimates = CosineEstimates(claim.bootstrap(units, paired_difference), per[2], descent, found=found,
                                 code_units=code_units, code_ordering=claim.bootstrap(code_units, paired_difference),
                                 control=control, per=per, exact_fit=exact_fit,
                                 singles=singles, context=context)

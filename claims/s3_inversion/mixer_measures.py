@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from claims.s3_inversion.between_tokens_measures import MASKED
 from claims.s3_inversion.inversions import DESCENT_SETTINGS
 from claims.s3_inversion.mixer_checks import (
     BLOCK, HALF, MixerEstimates, PairEstimates, TwinsEstimates, mixer_checks, pair_checks, works_checks,
@@ -15,9 +16,6 @@ from claims.s3_inversion.scope import SMALL_TRAINED
 from fixtures.catalogue_text import gate
 from latent_instruments.stats import paired_difference, proportion, proportion_difference, sample_mean
 from reports.checks import INCONCLUSIVE
-
-MASKED = 1  # [:, 1:, :]
-
 
 def _masked_and_unmasked(inversions, model, block: int) -> np.ndarray:
     """(prompts, [masked, unmasked, chance], settings) recovery from ``block`` (1-based) without the first position;
@@ -60,6 +58,13 @@ def _pair_or_gate(pair, kind: str, units: dict, chosen: dict, twins: TwinsEstima
     return estimates, ""
 
 
+def recovered_tables(units: dict) -> dict[str, dict[str, float]]:
+    """S3.12's details: the fraction of prompts whose masked first token, and of unmasked tokens, each model recovers
+    from each block; units {(model, block): (prompts, [masked, unmasked, chance])}."""
+    return {title: {f"{name}, block {b}": float(u[:, column].mean()) for (name, b), u in units.items()}
+            for column, title in enumerate(("masked first token recovered", "unmasked tokens recovered"))}
+
+
 def measure_mixer(group: list, group_twins: list, inversions, claim) -> MixerEstimates:
     """S3.12's measurement: each model's blocks 1 and ``BLOCK`` inverted without the first position, each its
     headline setting (chosen once, on a third of the prompts); per pair, the mixer's masked-token recovery minus the
@@ -88,8 +93,6 @@ def measure_mixer(group: list, group_twins: list, inversions, claim) -> MixerEst
         gated=gated, units=units, chosen=chosen)
     checks = mixer_checks(estimates)
     if not any(c.role == "claim" for c in checks) and all(c.passed for c in checks):
-        claim.not_informative("; ".join(gated), details={
-            "masked first token recovered": {f"{name}, block {b}": float(u[:, 0].mean()) for (name, b), u in units.items()},
-            "unmasked tokens recovered": {f"{name}, block {b}": float(u[:, 1].mean()) for (name, b), u in units.items()}})
+        claim.not_informative("; ".join(gated), details=recovered_tables(units))
     return replace(estimates, masked=[claim.bootstrap(units[m.name, BLOCK][:, 0], sample_mean)
                                       for m in (*group, *group_twins)])

@@ -50,7 +50,7 @@ from reports.plots import series
 SOURCE_PROMPT = "Mario the man versus Mario the idea"  # S3.10's prompt
 
 
-def _bandwidth_details(curve: Curve, full: float, k_star: int, d: int, how: str) -> dict:
+def _bandwidth_details(curve: Curve, full: float, k_star: int, d: int) -> dict:
     """S3.10's details: the crossing, the transition's width (upper bound from the k evaluated) beside S3's, and token
     accuracy and S3's success test by k; ``full`` the full output's token accuracy."""
     ks = sorted(curve.points)
@@ -88,7 +88,7 @@ def test_recovery_falls_sharply_with_output_features(model_name, subject, invers
         scaled=" ".join(filter(None, [
             f"S3: trained Llama-7B, 4096 features, one prompt; here {model_name}, {d} features. S3's "
             "attention-only variant (2083 features) is not run.", inversions.scale.note()])),
-        details={**_bandwidth_details(curve, e.full.value, k_star, d, how),
+        details={**_bandwidth_details(curve, e.full.value, k_star, d),
                  **{f"examples, first {k} features ({how} setting; top-5 per position, as S3 shows them)":
                     first_prompt(examples(ids, curve.top_k[k], subject.tokenizer, "full vocabulary"))
                     for k in (k_star, k_star - 1)},

@@ -29,7 +29,7 @@ import pytest
 from claims.s3_inversion.convergence import continues
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, first_prompt
 from claims.s3_inversion.mixer_checks import BLOCK, mixer_checks
-from claims.s3_inversion.mixer_measures import MASKED, measure_mixer
+from claims.s3_inversion.mixer_measures import MASKED, measure_mixer, recovered_tables
 from fixtures.catalogue_text import procedure
 from models.evaluation import held_out_bits_per_character
 from reports.plots import series
@@ -54,8 +54,6 @@ def test_a_masked_mixer_carries_more_non_self_information(model_name, group, gro
     transformer, mixer = group
     e = measure_mixer(group, group_twins, inversions, claim)
     units = e.units
-    masked = {f"{name}, block {b}": float(u[:, 0].mean()) for (name, b), u in units.items()}
-    recovered = {f"{name}, block {b}": float(u[:, 1].mean()) for (name, b), u in units.items()}
     claim.record(
         mixer_checks(e),
         procedure=procedure("S3.12/a-masked-mixer-carries-more-non-self-information",
@@ -68,8 +66,7 @@ def test_a_masked_mixer_carries_more_non_self_information(model_name, group, gro
             f"S3: mixers 64-2048 wide and a 256-wide 8-block transformer on TinyStories; here {transformer.d_model} "
             "wide, 4 blocks, on the corpus.", inversions.scale.note()])),
         details={
-            "masked first token recovered": masked,
-            "unmasked tokens recovered": recovered,
+            **recovered_tables(units),
             "pairs not compared (gate)": e.gated or "none",
             "held-out loss (bits per character)": {m.name: round(held_out_bits_per_character(m, corpus.validation), 4)
                                                    for m in group},

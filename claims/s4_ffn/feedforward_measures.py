@@ -9,7 +9,7 @@ import torch
 
 from claims.s4_ffn.feedforward_checks import FeedforwardEstimates, feedforward_checks
 from latent_instruments.distances import hellinger_distance
-from latent_instruments.stats import Estimate, bootstrap
+from latent_instruments.stats import bootstrap
 from models.forwards import ablated_logits
 
 
@@ -92,10 +92,10 @@ def block_one_lead(units: np.ndarray) -> float:
     return float(difference[0] - difference[1:].max())
 
 
-def s4_2_estimates(h: np.ndarray, seed: int, floor: Estimate | None = None) -> FeedforwardEstimates:
+def s4_2_estimates(h: np.ndarray, seed: int) -> FeedforwardEstimates:
     """S4.2's estimates from per-prompt ablation distances ``h`` (prompts, blocks, 2): each block's ratio, block 1's
-    lead (where there is a later block), and ``floor`` (default: the same bootstrap of the weakest attention
-    ablation).
+    lead (where there is a later block), and the weakest attention ablation (the control's floor), each
+    bootstrapped at ``seed``.
 
     Raises:
         ValueError: for ``h`` not of shape (prompts, blocks, 2).
@@ -104,7 +104,7 @@ def s4_2_estimates(h: np.ndarray, seed: int, floor: Estimate | None = None) -> F
         raise ValueError(f"ablation distances must be (prompts, blocks, 2), got {h.shape}")
     return FeedforwardEstimates([bootstrap(h, ablation_ratio(b), seed=seed) for b in range(h.shape[1])],
                                 bootstrap(h, block_one_lead, seed=seed) if h.shape[1] > 1 else None,
-                                floor or bootstrap(h, weakest_attention_ablation, seed=seed))
+                                bootstrap(h, weakest_attention_ablation, seed=seed))
 
 
 def s4_2_checks(h: np.ndarray, seed: int) -> list:
@@ -133,7 +133,7 @@ def measure_ffn_dominance(subject, twin, input_ids: torch.Tensor, captured, clai
     context_h = ablation_distances(subject, captured)
     blocks = range(h.shape[1])
     return replace(
-        s4_2_estimates(h, claim.seed, claim.bootstrap(h, weakest_attention_ablation)),
+        s4_2_estimates(h, claim.seed),
         h=h, twin_h=twin_h, context_h=context_h,
         sides=[[claim.bootstrap(h, _side_mean(b, s)) for s in (0, 1)] for b in blocks],
         twin_ratios=[claim.bootstrap(twin_h, ablation_ratio(b)) for b in blocks],

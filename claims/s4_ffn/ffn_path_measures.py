@@ -132,10 +132,11 @@ def measure_ffn_path(subject, twin, captured, twin_captured, siblings, claim) ->
         return claim.bootstrap(u, sample_mean)
 
     floor = sibling_floor(siblings, captured.input_ids, captured.cache.logits) if siblings else None
+    by_depth = {k: [est(r[k][:, i]) for i in range(last + 1)] for k in ("cos", "ratio")}
     return FfnPathEstimates(
-        est(r["ratio"][:, last]), est(r["cos"][:, last]),
+        by_depth["ratio"][last], by_depth["cos"][last],
         claim.bootstrap(np.stack([r["cos"][:, last], r["cross"]], axis=1), excess_over_cross_token),
         est(r["input_cos"]), per_unit(r["readout_H"], "max"),
         None if floor is None else claim.bootstrap(np.stack([r["H"], floor], axis=1), paired_difference),
         len(siblings or []), h=est(r["H"]), readings=r, twin_readings=t, floor=floor,
-        by_depth={k: [est(r[k][:, i]) for i in range(last + 1)] for k in ("cos", "ratio")})
+        by_depth=by_depth)

@@ -85,16 +85,16 @@ def _row(e: Estimate) -> dict:
     return {"value": e.value, "low": e.low, "high": e.high}
 
 
-def _direction_dependence(norm, x: torch.Tensor, turned: torch.Tensor, rotated: np.ndarray, claim) -> dict:
+def _direction_dependence(norm, x: torch.Tensor, turned: torch.Tensor, measured: Estimate, claim) -> dict:
     """S4.5's details on what makes the output norm depend on direction: the gain's unevenness, the bias's size, and
-    the mean change as measured (``rotated``), with the gain evened and with the bias removed; x, turned (batch,
+    the mean change as measured (``measured``), with the gain evened and with the bias removed; x, turned (batch,
     positions, d_model)."""
     gain, bias = norm.weight.detach().double(), getattr(norm, "bias", None)
     evened, unbiased = _changes(with_even_gain(norm), x, turned), _changes(without_bias(norm), x, turned)
     return {
         "gain unevenness, std(g²) / mean(g²)": {"value": gain_unevenness(norm)},
         "‖bias‖ / ‖gain‖": {"value": 0.0 if bias is None else float(bias.detach().double().norm() / gain.norm())},
-        "mean change, as measured": _row(claim.bootstrap(rotated, sample_mean)),
+        "mean change, as measured": _row(measured),
         "mean change, gain evened (bias kept)": _row(claim.bootstrap(evened, sample_mean)),
         "mean change, bias removed (gain kept)": _row(claim.bootstrap(unbiased, sample_mean)),
     }
@@ -126,14 +126,15 @@ def measure_final_norm(subject, activations, claim) -> FinalNormEstimates:
                                                     "d_model": x.shape[-1]}})
     unnormalised = _changes(torch.nn.Identity(), x, x * SCALE)
     worst, examples = worst_scale_change(norm, x.flatten(0, 1))
+    measured = claim.bootstrap(rotated, sample_mean)
     return FinalNormEstimates(
-        turned=claim.bootstrap(rotated, sample_mean),
+        turned=measured,
         turned_excess=claim.bootstrap(np.stack([rotated, nearly], axis=-1), paired_excess),
         worst_scale=Estimate(worst, worst, worst, 1.0, examples), examples=examples,
         unnormalised=per_unit(unnormalised, "min"),
         concentrated=claim.bootstrap(_changes(with_concentrated_gain(norm), x, turned), sample_mean),
         changes={"turned": rotated, "nearly": nearly, "scaled": scaled},
-        direction=_direction_dependence(norm, x, turned, rotated, claim),
+        direction=_direction_dependence(norm, x, turned, measured, claim),
         mean_input_norm=float(x.norm(dim=-1).mean()),
         readings={"median": claim.bootstrap(rotated, _median), "under 1 %": claim.bootstrap(rotated, _under),
                   "nearly": claim.bootstrap(nearly, sample_mean), "scaled": claim.bootstrap(scaled, sample_mean)})

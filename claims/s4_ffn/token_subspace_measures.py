@@ -166,14 +166,14 @@ def subspace_facts(learned, readout, device) -> dict[str, np.ndarray]:
             "p_v1": p[rows, learned.tokens].numpy(), "drift": drift.numpy()}
 
 
-def block_criterion(b: int, a, subject, directions, model_tokens: list, claim, seed: int) -> tuple:
+def block_criterion(b: int, a, subject, directions, model_tokens: list, claim) -> tuple:
     """S4.10's criterion for block ``b`` (0-based) on the evaluation half of S4's prompts.
 
     Args:
         a: the similar-strings approximation (``approximation.Approximation``); subject: its model (``LoadedModel``).
         directions: (vocab, d_model) each token's first singular direction at the final norm's input.
-        model_tokens: per prompt, the model's own 90 %-mass tokens; claim: the recorder (its ``bootstrap``);
-        seed: seeds the block-specific vectors.
+        model_tokens: per prompt, the model's own 90 %-mass tokens; claim: the recorder (its ``bootstrap``, and its
+            ``seed`` for the block-specific vectors).
     Returns:
         (the block's details row, the excess over the prompt-shuffled null (|cos|, final-layer subspaces), the excess
         in the block's own subspaces (None for the last block, whose own are the final-layer ones), whether each
@@ -198,7 +198,7 @@ def block_criterion(b: int, a, subject, directions, model_tokens: list, claim, s
                in_top_half(subspace_scores(v.ffn[b][half], directions), model_tokens).mean())}
     own = None
     if b < a.n_blocks - 1:  # the last block's own subspaces are the final-layer ones
-        specific = first_directions(token_embeddings(subject, seed, every_token=True, block=b + 1)[0].vectors)
+        specific = first_directions(token_embeddings(subject, claim.seed, every_token=True, block=b + 1)[0].vectors)
         specific_scores = subspace_scores(v.ffn[b][half], specific)
         hit = in_top_half(specific_scores, tokens)
         own = claim.bootstrap(np.stack([hit, in_top_half(specific_scores, shuffled)], axis=1).astype(np.float64),
@@ -257,7 +257,7 @@ def measure_subspaces(a, subject, claim) -> SubspaceEstimates:
                        axis=1).astype(np.float64)
     rows, excesses, specifics, fractions = {}, [], [], []
     for b in range(a.n_blocks):
-        row, excess, specific, satisfied = block_criterion(b, a, subject, directions, model_tokens, claim, claim.seed)
+        row, excess, specific, satisfied = block_criterion(b, a, subject, directions, model_tokens, claim)
         excesses.append(excess)
         specifics.extend([] if specific is None else [specific])
         fractions.append(claim.bootstrap(satisfied, sample_mean))
