@@ -11,11 +11,13 @@ from claims.s0_spectra.straightening_checks import (
 from fixtures.catalogue import load_catalogue
 from tests.check_cases import Case, estimate
 
-CALIBRATION = next(c for c in load_catalogue().claims["S0.6"].calibrations if c.positions == 128)
+CALIBRATION = {claim: next(c for c in load_catalogue().claims[claim].calibrations if c.positions == 128).at(4)
+               for claim in ("S0.6", "S0.7")}
 CASES = [
     Case("S0.6", bend_checks, BendEstimates(estimate(0.02, 0.005), estimate(0.1), estimate(-0.5, 0.1)),
-         {"calibration": CALIBRATION}),
-    Case("S0.7", closeness_checks, ClosenessEstimates(estimate(0.3, 0.05), estimate(0.2, 0.05))),
+         {"calibration": CALIBRATION["S0.6"]}),
+    Case("S0.7", closeness_checks, ClosenessEstimates(estimate(0.01, 0.002), estimate(0.2, 0.05)),
+         {"calibration": CALIBRATION["S0.7"]}),
     Case("S0.8", attention_spike_checks, AttentionSpikeEstimates(estimate(0.3), estimate(0.2), estimate(0.1),
                                                                  estimate(0.15)), {"early_blocks": 2}),
     Case("S0.9", mlp_spike_checks, MlpSpikeEstimates(estimate(0.4), estimate(0.3))),

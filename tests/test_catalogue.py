@@ -127,6 +127,44 @@ def test_rewording_a_checks_name_keeps_its_threshold_row():
     assert provenance(entry, "a reworded name", "S4.5/no-such-check") == ""
 
 
+DECIDING_ROLES = ("claim", "control", "gate")  # a reading and a demoted check decide nothing
+GATE_GROUNDS = ("scope:", "identity:")  # the only grounds on which a gate may say a claim says nothing
+
+
+def deciding_after_rows(thresholds: list[tuple[str, object]]) -> list[str]:
+    """Rows that decide a verdict (a claim check, a control or a gate) with a threshold set after our values were
+    seen (provenance "after"): issue 73, such a row may stand beside a verdict as a reading, never decide one."""
+    return [f"{claim}: {t.role} {t.check!r}" for claim, t in thresholds
+            if t.role in DECIDING_ROLES and t.provenance == "after"]
+
+
+def gates_without_grounds(thresholds: list[tuple[str, object]]) -> list[str]:
+    """Gate rows whose basis does not say which ground makes the record "not informative": the source's own scope
+    words ("scope: <quote>") or an identity ("identity: <why>")."""
+    return [f"{claim}: {t.check!r}" for claim, t in thresholds
+            if t.role == "gate" and not t.basis.startswith(GATE_GROUNDS)]
+
+
+def test_no_threshold_set_after_looking_decides():
+    """Issue 73, item 1: no claim check, control or gate has provenance "after"; a gate names its ground."""
+    rows = [(c.id, t) for c in load_catalogue().claims.values() for t in c.thresholds]
+    assert deciding_after_rows(rows) == []
+    assert gates_without_grounds(rows) == []
+
+
+def test_a_deciding_row_set_after_looking_and_a_gate_without_ground_are_found():
+    from fixtures.catalogue import Threshold
+
+    after = Threshold("a bound", "claim", "<", "0.5", "after", "set once the zoo had failed it")
+    demoted = Threshold("a bound", "demoted", "<", "0.5", "after", "decided in v1, removed in v2")
+    gate = Threshold("x -> not informative", "gate", "==", "x", "reading, before", "no quote in the source scopes it")
+    for role in DECIDING_ROLES:
+        assert deciding_after_rows([("S9.9", Threshold(**{**after.__dict__, "role": role}))]) != []
+    assert deciding_after_rows([("S9.9", demoted)]) == []
+    assert gates_without_grounds([("S9.9", gate)]) == ["S9.9: 'x -> not informative'"]
+    assert gates_without_grounds([("S9.9", Threshold(**{**gate.__dict__, "basis": "identity: 0 = 0"}))]) == []
+
+
 def test_every_reading_says_before_or_after_what_and_why():
     catalogue = load_catalogue()
     assert readings_without_why([(c.id, t) for c in catalogue.claims.values() for t in c.thresholds]) == []

@@ -79,9 +79,9 @@ def test_s0_6s_figure_shows_its_spectra_beside_the_out_of_sample_calibration_of_
     import io
     from claims.s0_spectra.bends import calibration_figure
     from reports import plots
-    calibration = next(iter(load_catalogue().claims["S0.6"].calibrations))
+    calibration = next(iter(load_catalogue().claims["S0.6"].calibrations)).at(12)
     panel = calibration_figure(calibration, Estimate(0.05, 0.04, 0.06, 0.95, 128), "ref-opt-125m")
-    assert sorted(calibration.values) == panel["series"]["calibration inits (sorted)"]["value"]
+    assert sorted(calibration.values) == panel["series"]["calibration inits' high ends (sorted)"]["value"]
     assert [calibration.margin] * 2 == next(s["value"] for k, s in panel["series"].items() if k.startswith("margin"))
     alone, both = plots.render(SPECTRA), plots.render({"kind": "beside", "figures": [SPECTRA, panel]})
     assert Image.open(io.BytesIO(both)).width > Image.open(io.BytesIO(alone)).width

@@ -5,6 +5,8 @@ Gamma noise of a given shape (a larger shape, less noise), except for the leakag
 states along a sequence.
 """
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -13,8 +15,8 @@ from claims.s0_spectra.conftest import beyond_null, early_blocks, estimate
 from claims.s0_spectra.residual_checks import BEND_MARGIN, CLOSER, S0_BLOCK1_BEND
 from claims.s0_spectra.bends import bends, largest_later_bend
 from claims.s0_spectra.residual_spectra import (
-    PRETTY_CLOSE, apart_over_clean_law, clean_law_tolerance, closeness_ratio, early_over_late, flattest_law,
-    outlier_lead, spikes_over_null,
+    apart_over_clean_law, clean_law_tolerance, closeness_ratio, early_over_late, flattest_law,
+    outlier_lead, pretty_close, spikes_over_null,
 )
 from claims.s0_spectra.residual_spectra import spikes as block_spikes
 from claims.s0_spectra.straightening_checks import S0_BAND_DECADES, SPAN_LOW
@@ -130,6 +132,9 @@ def bent(c: float, length: int, sequences: int, seed: int, slope: float = -0.5, 
     return law[None] * rng.gamma(noise, 1 / noise, size=(sequences, freqs.size))
 
 
+PRETTY_CLOSE_4 = pretty_close("S0.6", 128, 128, 4).margin  # the margin the claim reads at 4 blocks, 32x128's last look
+
+
 def nearly_straight(later_bend: float, length: int, sequences: int, first_bend: float = S0_BLOCK1_BEND) -> str:
     """S0.6's claim check, as the claim computes it, on 4 blocks: block 1 bent by ``first_bend``, blocks 2-4 by
     ``later_bend``, each with its own noise, ``sequences`` × ``length``."""
@@ -137,7 +142,7 @@ def nearly_straight(later_bend: float, length: int, sequences: int, first_bend: 
     units = np.stack([bent(first_bend, length, sequences, seed=0),
                       *(bent(later_bend, length, sequences, seed=s) for s in (1, 2, 3))], axis=1)
     later = estimate(units, lambda u: largest_later_bend(bins, u), seed=0)
-    return Check.of("bend", later, "decades per decade²", "<", PRETTY_CLOSE[128], "S0.6").status
+    return Check.of("bend", later, "decades per decade²", "<", PRETTY_CLOSE_4, "S0.6").status
 
 
 @pytest.mark.parametrize("length", [128, 2048])
@@ -146,7 +151,7 @@ def test_s0_6_decides_a_fixed_bend_the_same_at_s0s_length_and_the_cpus(length):
     fails at both: the margin does not shrink as the sample grows. 8 sequences decide nothing (a bootstrap needs 16
     units; the sequential looks take the sample to 16, then 32); 16 do. The margin is the one calibrated at 128
     positions (issue 64: out of sample), above version 5's half of S0's block 1 and below S0's block 1 itself."""
-    assert BEND_MARGIN < PRETTY_CLOSE[128] < S0_BLOCK1_BEND
+    assert BEND_MARGIN < PRETTY_CLOSE_4 < S0_BLOCK1_BEND
     assert nearly_straight(BEND_MARGIN / 4, length, 16) == "passed"
     assert nearly_straight(S0_BLOCK1_BEND, length, 16) == "failed"
     assert nearly_straight(-S0_BLOCK1_BEND, length, 16) == "failed"  # a hill bends as much as a valley
@@ -387,37 +392,77 @@ def test_an_s0_test_reads_only_the_spectra_it_declares():
             declared_arrays(item(*bad))
 
 
-def test_s0_6s_margin_is_calibrated_out_of_sample_on_s0s_subject_class():
-    """Issue 64, item 2: the margin is the stated quantile of K >= 16 other random inits' point estimates, none at a
-    seed a run uses by default, on training-split windows; a run whose init is one of them is not judged by it."""
-    import math
-
-    from claims.s0_spectra.calibrate_pretty_close import QUANTILE, SEEDS
-    from claims.s0_spectra.residual_spectra import CALIBRATIONS
+def test_s0_6_and_s0_7s_margins_are_tolerance_bounds_on_the_deciding_statistic_out_of_sample():
+    """Issue 73, item 3: each margin is the largest of at least 59 inits' high ends (a 95/95 tolerance bound), per
+    depth, at the claim's last look, none at a seed a run uses by default, on training-split windows; its stated
+    uncertainty (the class's 95 % point as the inits estimate it) lies below it."""
+    from claims.s0_spectra.calibrate_pretty_close import COVERAGE, DEPTHS, MIN_INITS, SEEDS, tolerance_confidence
     from fixtures.catalogue import load_catalogue
+    from fixtures.rounds import Rounds
     from models.recipes import PROFILES
 
-    c = CALIBRATIONS[128]
-    assert len(c.seeds) == len(c.values) >= 16 and c.seeds == tuple(SEEDS) and c.quantile == QUANTILE
-    assert c.margin == math.ceil(float(np.quantile(c.values, c.quantile, method="linear")) * 1000) / 1000
     recipe_seeds = {r.seed for recipes in PROFILES.values() for r in recipes}
-    assert not set(c.seeds) & (recipe_seeds | {0})
-    assert min(c.values) < c.margin <= max(c.values)  # a quantile of the values, not a bound of ours
-    assert set(CALIBRATIONS) == {c.positions for c in load_catalogue().claims["S0.6"].calibrations}
+    for claim in ("S0.6", "S0.7"):
+        [c] = [c for c in load_catalogue().claims[claim].calibrations if c.positions == 128]
+        assert c.seeds == tuple(SEEDS) and len(c.seeds) >= MIN_INITS == 59 and c.coverage == COVERAGE
+        assert c.sequences == 128 and c.confidence == pytest.approx(Rounds(32, 128).confidence, abs=1e-6)
+        assert not set(c.seeds) & (recipe_seeds | {0})
+        assert [d.blocks for d in c.depths] == list(DEPTHS)
+        for d in c.depths:
+            assert len(d.values) == len(c.seeds) and d.margin == math.ceil(max(d.values) * 1000) / 1000
+            assert d.point <= d.margin
+        assert c.at(4).tolerance_confidence == pytest.approx(tolerance_confidence(len(c.seeds))) > 0.95
+        assert c.at(13) is None and pretty_close(claim, 2048, 64, 12) is None
+
+
+def test_a_tolerance_bound_needs_59_inits():
+    from claims.s0_spectra.calibrate_pretty_close import margin_of
+
+    assert margin_of([0.01] * 58 + [0.0411]) == (0.042, pytest.approx(0.01 + 0.1 * 0.0311))
+    with pytest.raises(ValueError, match="needs at least 59 inits, got 58"):
+        margin_of([0.01] * 58)
+
+
+def test_the_calibration_gives_the_claims_own_interval_at_every_depth():
+    """Issue 73, item 3: the high end the calibration takes at depth L is the claim's own interval's (the same
+    bootstrap, resamples and level) of blocks 1..L, for S0.6's bend and S0.7's ratio."""
+    from claims.s0_spectra.bends import straight_bends
+    from claims.s0_spectra.calibrate_pretty_close import DEPTHS, bend_by_depth, closeness_by_depth, high_ends
+    from latent_instruments.stats import bootstrap
+
+    rng = np.random.default_rng(0)
+
+    def law(p):
+        return (BINS.freqs ** -p)[None, None, :] * rng.gamma(4, 0.25, (24, 12, BINS.freqs.size))
+
+    mlp, attn, hidden = law(1.0), law(1.5), law(1.1)
+    level = 1 - 0.05 / 3
+    bend = high_ends(*bend_by_depth(BINS, attn), len(DEPTHS), level)
+    ratio = high_ends(*closeness_by_depth(BINS, mlp, attn, hidden), len(DEPTHS), level)
+    straight = straight_bends(BINS, attn)
+    for depth in (2, 4, 12):
+        i = DEPTHS.index(depth)
+        own = bootstrap(attn[:, :depth], lambda u: largest_later_bend(BINS, u, straight[:depth]), 0, confidence=level)
+        assert bend[i] == pytest.approx(own.high, rel=1e-9)
+        units = np.concatenate([mlp[:, :depth], attn[:, :depth], hidden[:, :depth]], axis=1)
+        own = bootstrap(units, lambda u: closeness_ratio(BINS, u, depth), 0, confidence=level)
+        assert ratio[i] == pytest.approx(own.high, rel=1e-9)
 
 
 def test_s0_6s_calibration_table_is_rewritten_between_its_markers_only(tmp_path):
     from claims.s0_spectra.calibrate_pretty_close import write
 
     catalogue = tmp_path / "catalogue.toml"
-    catalogue.write_text("kept = 1\n# >>> S0.6 pretty close at 128 (x)\nold\n# <<< S0.6 pretty close at 128\nkept = 2\n")
-    write({"positions": 128, "sequences": 128, "seeds": [1, 2], "values": [0.1, 0.2], "quantile": 0.95,
-           "margin": 0.2}, catalogue)
+    catalogue.write_text("kept = 1\n# >>> S0.6 pretty close at 128 (x)\nold\n# <<< S0.6 pretty close at 128\nkept = 2\n"
+                         "# >>> S0.7 pretty close at 128 (x)\nold\n# <<< S0.7 pretty close at 128\nkept = 3\n")
+    one = {"positions": 128, "sequences": 128, "confidence": 0.98, "seeds": [1, 2], "coverage": 0.95,
+           "window_blocks": 9, "depths": [{"blocks": 4, "values": [0.1, 0.2], "margin": 0.2, "point": 0.195}]}
+    write({"S0.6": one, "S0.7": one}, catalogue)
     text = catalogue.read_text()
-    assert text.startswith("kept = 1\n") and text.endswith("kept = 2\n") and "old" not in text
-    assert "values = [0.1, 0.2]" in text and "margin = 0.2" in text
+    assert text.startswith("kept = 1\n") and text.endswith("kept = 3\n") and "old" not in text and "kept = 2" in text
+    assert text.count("values = [0.1, 0.2]") == 2 and "margin = 0.2" in text and "sequences = 128" in text
     with pytest.raises(ValueError, match="no S0.6 calibration markers for 2048"):
-        write({"positions": 2048, "sequences": 64, "seeds": [], "values": [], "quantile": 0.95, "margin": 0}, catalogue)
+        write({"S0.6": {**one, "positions": 2048}}, catalogue)
 
 
 def test_s0_6_on_an_init_the_margin_was_calibrated_on_is_not_informative(tmp_path):

@@ -31,13 +31,13 @@ def largest_later_bend(bins, units: np.ndarray, straight: np.ndarray | float = 0
 
 
 def calibration_figure(calibration, measured, label: str) -> dict:
-    """S0.6's margin drawn against its out-of-sample calibration (issue 64): the K inits' values sorted by rank, the
-    margin as a flat line, and this record's statistic with its 95 % interval beside them at rank K + 1; a "lines"
-    figure (``reports.plots``).
+    """S0.6's margin drawn against its out-of-sample calibration (issues 64, 73): the K inits' high ends sorted by
+    rank, the margin (their largest, rounded up) as a flat line, and this record's statistic with its interval beside
+    them at rank K + 1; a "lines" figure (``reports.plots``).
 
     Args:
-        calibration: the catalogue's ``Calibration`` at this length (its ``values``, ``seeds``, ``quantile``,
-            ``margin``; decades per decade²).
+        calibration: the catalogue's ``Margin`` at this shape (its ``values``, ``seeds``, ``blocks``, ``margin``;
+            decades per decade²).
         measured: this record's largest later bend (an ``Estimate``).
         label: the subject's name, for the legend.
     """
@@ -46,9 +46,9 @@ def calibration_figure(calibration, measured, label: str) -> dict:
     return {"kind": "lines", "title": f"S0.6: 'pretty close' at {calibration.positions} tokens, out of sample",
             "x": ranks, "xlabel": f"rank among {k} other inits of OPT-125m (seeds {calibration.seeds[0]}-"
                                   f"{calibration.seeds[-1]}), then this subject",
-            "ylabel": "largest |bend| of blocks 2..L (decades/decade²)",
-            "series": {"calibration inits (sorted)": {"value": sorted(calibration.values)},
-                       f"margin: their {calibration.quantile:.0%} point, rounded up": {
+            "ylabel": f"largest |bend| of blocks 2..{calibration.blocks}, high end (decades/decade²)",
+            "series": {"calibration inits' high ends (sorted)": {"value": sorted(calibration.values)},
+                       "margin: their largest, rounded up (a 95/95 tolerance bound)": {
                            "x": [1, k + 1], "value": [calibration.margin, calibration.margin]},
                        f"{label} (95 % interval)": {"x": [k + 1], "value": [measured.value], "low": [measured.low],
                                                     "high": [measured.high]}}}

@@ -11,12 +11,42 @@ from claims.s0_spectra.residual_checks import (
     AttentionSpikeEstimates, BendEstimates, ClosenessEstimates, LowBandEstimates, MlpSpikeEstimates,
 )
 from claims.s0_spectra.residual_spectra import (
-    CALIBRATIONS, apart_over_clean_law, block_labels, clean_law_tolerance, closeness_ratio, early_over_late,
-    flattest_law, low_band_excess, outlier_lead, over_middle, shape_distance, spikes, spikes_over_null,
+    apart_over_clean_law, block_labels, clean_law_tolerance, closeness_ratio, early_over_late,
+    flattest_law, low_band_excess, outlier_lead, over_middle, pretty_close, shape_distance, spikes, spikes_over_null,
 )
+from fixtures.catalogue import Margin
 from fixtures.catalogue_text import gate
+from fixtures.rounds import rounds_of
 from latent_instruments.spectra import low_band_share
 from models.zoo import resolve
+
+
+def last_look(claim) -> int:
+    """The sequences of the claim's last look in this run (--prompts' N times the largest scale --max-prompts
+    allows): the sample size a calibrated margin must have been made at."""
+    rounds = rounds_of(claim.item.config)
+    return rounds.first * rounds.scales[-1]
+
+
+def calibrated_margin(claim_id: str, test: str, model_name: str, spectra, claim) -> Margin:
+    """``claim_id``'s calibrated "pretty close" margin at this record's shape: its length, its last look's
+    sequences and its depth (``residual_spectra.pretty_close``).
+
+    Raises:
+        ClaimInconclusive: through ``claim.undecided`` where no margin was calibrated at that shape, naming the
+            command that calibrates one.
+        pytest.skip.Exception: through ``claim.not_informative`` for an init of S0's subject at a calibration seed: its
+            own sample is among those that set the margin.
+    """
+    sequences = last_look(claim)
+    margin = pretty_close(claim_id, spectra.positions, sequences, spectra.n_blocks)
+    if margin is None:
+        claim.undecided(gate(f"{claim_id}/{test}/not-calibrated", positions=spectra.positions, sequences=sequences,
+                             blocks=spectra.n_blocks))
+    if resolve(model_name.removesuffix(":untrained")).source == resolve("ref-opt-125m").source \
+            and claim.seed in margin.seeds:
+        claim.not_informative(gate(f"{claim_id}/{test}/calibration-seed", seed=claim.seed, inits=len(margin.seeds)))
+    return margin
 
 
 def measure_bends(model_name: str, spectra, claim) -> BendEstimates:
@@ -29,8 +59,8 @@ def measure_bends(model_name: str, spectra, claim) -> BendEstimates:
         spectra: its spectra (``claims.s0_spectra.conftest``) with ``attn`` and ``shuffled.attn``.
         claim: the claim's recorder (``fixtures.recording.ClaimRecorder``): its ``bootstrap`` and ``seed``.
     Raises:
-        pytest.skip.Exception: through ``claim.not_informative`` for one block, too few bins, a length without a
-            calibrated margin, or an init the margin was calibrated on.
+        pytest.skip.Exception: through ``claim.not_informative`` for one block, too few bins, or an init the margin
+            was calibrated on; ``ClaimInconclusive`` through ``claim.undecided`` at a shape without a calibrated margin.
     """
     if spectra.n_blocks < 2:
         claim.not_informative(gate("S0.6/untrained-attention-residuals-are-nearly-straight/one-block"))
@@ -38,14 +68,8 @@ def measure_bends(model_name: str, spectra, claim) -> BendEstimates:
     if bins.centers.size < 4:
         claim.not_informative(gate("S0.6/untrained-attention-residuals-are-nearly-straight/too-few-bins",
                                    positions=spectra.positions, bins=bins.centers.size))
-    if spectra.positions not in CALIBRATIONS:
-        claim.not_informative(gate("S0.6/untrained-attention-residuals-are-nearly-straight/length-not-calibrated",
-                                   lengths=", ".join(map(str, CALIBRATIONS)), positions=spectra.positions))
-    calibration = CALIBRATIONS[spectra.positions]
-    if resolve(model_name.removesuffix(":untrained")).source == resolve("ref-opt-125m").source \
-            and claim.seed in calibration.seeds:
-        claim.not_informative(gate("S0.6/untrained-attention-residuals-are-nearly-straight/calibration-seed",
-                                   seed=claim.seed, inits=len(calibration.seeds)))
+    calibration = calibrated_margin("S0.6", "untrained-attention-residuals-are-nearly-straight", model_name, spectra,
+                                    claim)
     straight = straight_bends(bins, attn)  # what leakage alone bends, per block
     return BendEstimates(
         claim.bootstrap(attn, lambda u: largest_later_bend(bins, u, straight)),
@@ -55,17 +79,20 @@ def measure_bends(model_name: str, spectra, claim) -> BendEstimates:
         tolerance=clean_law_tolerance(bins, attn, spectra.shuffled.attn, claim.seed))
 
 
-def measure_closeness(spectra, claim) -> ClosenessEstimates:
+def measure_closeness(model_name: str, spectra, claim) -> ClosenessEstimates:
     """S0.7's measurement over sequences, on a random-init model: the MLP residuals' shape distance to the hidden
     states over the attention residuals', and the attention residuals' beyond a clean law's scatter (the control).
 
     Args:
+        model_name: the model's zoo name (an init S0.7's margin was calibrated on is not judged by it).
         spectra: its spectra with ``mlp``, ``attn``, ``hidden`` and ``shuffled.hidden``.
         claim: the claim's recorder (``fixtures.recording.ClaimRecorder``): its ``bootstrap`` and ``seed``.
     Raises:
         pytest.skip.Exception: through ``claim.not_informative`` where the hidden states are within a clean law's
-            scatter of their position-shuffled (white) spectra: any two such spectra are "close".
+            scatter of their position-shuffled (white) spectra: any two such spectra are "close"; or for an init the
+            margin was calibrated on. ``ClaimInconclusive`` through ``claim.undecided`` at a shape without a margin.
     """
+    calibration = calibrated_margin("S0.7", "untrained-mlp-residuals-match-hidden-states", model_name, spectra, claim)
     bins, mlp, n = spectra.bins, spectra.mlp, spectra.n_blocks
     hidden = spectra.hidden[:, -n:]  # each block's output
     by_block = clean_law_tolerance(bins, hidden, spectra.shuffled.hidden[:, -n:], claim.seed)
@@ -79,7 +106,7 @@ def measure_closeness(spectra, claim) -> ClosenessEstimates:
         claim.bootstrap(np.concatenate([mlp, spectra.attn, hidden], axis=1), lambda u: closeness_ratio(bins, u, n)),
         claim.bootstrap(np.concatenate([spectra.attn, hidden], axis=1),
                         lambda u: apart_over_clean_law(bins, u, n, clean)),
-        by_block=by_block, white=white)
+        calibration=calibration, by_block=by_block, white=white)
 
 
 def measure_attention_spikes(spectra, claim) -> AttentionSpikeEstimates:

@@ -12,20 +12,33 @@ level (MLP residuals are smaller; S0 compares the curves' shapes).
 import numpy as np
 
 from claims.s0_spectra.conftest import early_blocks, loglog_panels, mean_fit
-from fixtures.catalogue import load_catalogue
+from fixtures.catalogue import Margin, load_catalogue
 from fixtures.catalogue_text import procedure
 from latent_instruments.clean_law import CLEAN_LAW_QUANTILE, clean_law_scatter, periodograms_averaged
 from latent_instruments.spectra import largest_excess, low_band_share
+from models.zoo import resolve
 
 
-# S0.6 v7: "pretty close" calibrated out of sample (issue 64): the 95 % point of S0.6's statistic over 16 random inits of
-# S0's subject's architecture (OPT-125m) at seeds no run uses, on training-split windows no run's prompts come from
-# (claims/s0_spectra/calibrate_pretty_close.py writes them into the catalogue's [[claims.calibrations]]). Version 6
-# took the margin from ref-opt-125m at seed 0 and then judged that same model at that seed against it. The bend depends
-# on the length, so each margin names its length; a length without one (S0's 2048 until a GPU runs the script) is
-# not informative.
-CALIBRATIONS = {c.positions: c for c in load_catalogue().claims["S0.6"].calibrations if c.name == "pretty close"}
-PRETTY_CLOSE = {positions: c.margin for positions, c in CALIBRATIONS.items()}  # tokens per sequence → margin
+# S0.6 and S0.7 since issue 73: "pretty close" calibrated out of sample on S0's subject class, a margin per length,
+# last-look sample size and depth: the largest of 59 random inits' high ends (a 95 %/95 % tolerance bound), written
+# into the catalogue's [[claims.calibrations]] by claims/s0_spectra/calibrate_pretty_close.py. A shape without one
+# (S0's 2048 until a GPU runs the script) has no margin: its record is inconclusive, and says how to calibrate it.
+CALIBRATIONS = {(claim, c.positions, c.sequences): c for claim in ("S0.6", "S0.7")
+                for c in load_catalogue().claims[claim].calibrations if c.name == "pretty close"}
+
+
+def pretty_close(claim_id: str, positions: int, sequences: int, blocks: int) -> Margin | None:
+    """The calibrated margin of ``claim_id`` ("S0.6" or "S0.7") for ``positions`` tokens, a last look of ``sequences``
+    sequences and ``blocks`` blocks, or None where none was calibrated at that shape."""
+    calibration = CALIBRATIONS.get((claim_id, positions, sequences))
+    return calibration.at(blocks) if calibration is not None else None
+
+
+def instrument_check(model_name: str) -> str:
+    """The procedure's note that on S0's own subject class (a random-init OPT-125m, ``ref-opt-125m``) S0.6's and
+    S0.7's claim checks are instrument checks: the class their margins were read on; "" on any other subject."""
+    same_class = resolve(model_name.removesuffix(":untrained")).source == resolve("ref-opt-125m").source
+    return procedure("S0.6/instrument-check") if same_class else ""
 
 
 def clean_law_tolerance(bins, units: np.ndarray, shuffled: np.ndarray, seed: int) -> np.ndarray:

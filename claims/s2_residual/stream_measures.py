@@ -6,7 +6,7 @@ stream_checks.py decides.
 import numpy as np
 import torch
 
-from claims.s2_residual.stream_checks import DirectionEstimates, GrowthEstimates
+from claims.s2_residual.stream_checks import SOURCE_LAYERS, DirectionEstimates, GrowthEstimates
 from fixtures.catalogue_text import gate
 from latent_instruments.geometry import (
     consecutive_cosines, cross_token_cosine, growth_per_layer, mean_norm_by_layer, mismatched_consecutive_cosines,
@@ -22,7 +22,7 @@ RESIDUAL_NEEDS = ("blocks.0.hook_resid_pre", "blocks.*.hook_resid_post")
 # of a 32-layer 7B model, a scaled reading beside it: within "about" it (a factor of two either way in the whole
 # ratio, 45× .. 180× over 32 layers: [45^(1/32), 180^(1/32)] = [1.126, 1.176]× per layer) or not, never a bound
 # (version 4; versions 1-3 failed four models that grow at every step on that two-sided band alone).
-SOURCE_RATIO, SOURCE_LAYERS = 90.0, 32
+SOURCE_RATIO = 90.0
 RATE_LOW, RATE_HIGH = (SOURCE_RATIO / 2) ** (1 / SOURCE_LAYERS), (SOURCE_RATIO * 2) ** (1 / SOURCE_LAYERS)
 
 

@@ -3,8 +3,8 @@ little with the input's direction.
 
 Appendix III: scaling final-block outputs by 10 (22.89 -> 228.9) leaves the LayerNorm output norm at 23.1262 vs
 23.1263; a direction change to cosine 0.52 moves it a little (23.1496 vs 23.0546, 0.41 %). The checks and their
-bounds are in ``final_norm_checks`` (a pure function of this test's estimates; version 8 decides "a little" with a
-bound read off S4's own 0.41 %). The output norm of g ⊙ z + b (z the standardised input) depends on direction only
+bounds are in ``final_norm_checks`` (a pure function of this test's estimates; version 9 decides "a little" on S4's
+own 0.41 % with the uncertainty of its single draw). The output norm of g ⊙ z + b (z the standardised input) depends on direction only
 through an uneven gain g or the bias b: the change is measured again with the gain evened out and with the bias
 removed, to say which causes it. On an untrained norm (unit gain, zero bias) the claim is an identity. The scale
 part is an identity of any affine normalisation: an implementation check (hypothesis searches scales 0.5-1000).
@@ -22,13 +22,14 @@ def _row(e: Estimate) -> dict:
     return {"value": e.value, "low": e.low, "high": e.high}
 
 
-# 8: 'a little' decided, under 10 × S4's 0.41 % (source's numbers); 7: S4's ordering decided, 'a little' a reading
-@pytest.mark.claim("S4.5", version=8, sample="prompts")
+# 9: 'a little' decided on S4's 0.41 % with its single draw's uncertainty, the ordering a reading; 8: under 10 × S4's
+# 0.41 % (a factor chosen after); 7: S4's ordering decided, 'a little' a reading
+@pytest.mark.claim("S4.5", version=9, sample="prompts")
 @pytest.mark.models("trained", "hf", "reference")
 @pytest.mark.needs("ln_final.hook_in")
 def test_final_norm_removes_scale(subject, activations, claim):
-    """S4.5: turned to cosine 0.52 and × 10, the final norm's output norm moves by under 10 × S4's 0.41 % ('a
-    little'), and more than turned to 0.9967; the checks are ``final_norm_checks``."""
+    """S4.5: turned to cosine 0.52 and × 10, the final norm's output norm moves 'a little': no more on average than
+    S4's one 0.41 % leaves plausible; the checks are ``final_norm_checks``."""
     e = measure_final_norm(subject, activations, claim)
     rotated, nearly, scaled = (e.changes[k] for k in ("turned", "nearly", "scaled"))
 
@@ -41,6 +42,8 @@ def test_final_norm_removes_scale(subject, activations, claim):
                 "mean": _row(e.turned), "median": _row(e.readings["median"]),
                 "fraction of vectors under 1 % (a reading: the catalogue's 'under 1 %')": _row(e.readings["under 1 %"]),
                 "largest": {"value": float(rotated.max())}, "S4 (one vector)": {"value": SOURCE_TURNED_CHANGE},
+                "fraction of vectors under S4's one draw (how plausible S4's figure is as a draw here)":
+                    {"value": float((rotated < SOURCE_TURNED_CHANGE).mean())},
                 "mean, turned to cosine 0.9967 instead": _row(e.readings["nearly"]),
             },
             "what makes the output norm depend on direction": e.direction,
