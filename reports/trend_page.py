@@ -16,12 +16,12 @@ from pathlib import Path
 from models.atomic_files import atomic_write_text
 from reports.checks import FAILS_AS_EXPECTED, HOLDS, INCONCLUSIVE, NOT_INFORMATIVE, RED
 from reports.document import RunDocument
-from reports.history import GENERATOR, index_path, written_by_suite
+from reports.history import GENERATOR, index_path, trends_path
 from reports.trend_plots import OUTCOME_COLOURS, Sparklines, data_url, legend
 from reports.trends import (LAST, Drift, Flip, Night, Series, by_command, drift, flips, night_marks, night_of,
                             read_nights, series_marks, series_of)
 
-OWN_TRENDS = "latent-claims-trends.html"  # the suite's page where the folder holds a user's own trends.html
+SHOWN_MARKS = 3  # a card names its newest changes of procedure version and weights in words; the plot shows all
 CARD_CLASS = {HOLDS: "ok", FAILS_AS_EXPECTED: "na", NOT_INFORMATIVE: "na", INCONCLUSIVE: "undecided",
               **{o: "red" for o in RED}}  # a card's left border by its newest outcome, as the report's cells
 
@@ -34,7 +34,7 @@ STYLE = """body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}h2{marg
 border-bottom:1px solid #ddd}.key span{margin-right:1em;font-size:12px;white-space:nowrap}
 .dot{display:inline-block;width:9px;height:9px;border-radius:50%}.bar{display:inline-block;width:14px;height:0;
 vertical-align:middle}[hidden]{display:none!important}table{border-collapse:collapse}
-td,th{border:1px solid #ccc;padding:2px 6px;font-size:12px;text-align:left}"""
+td,th{border:1px solid #ccc;padding:2px 6px;font-size:12px;text-align:left}code{font-size:13px}"""
 
 SCRIPT = """const claim=document.getElementById('claim'),model=document.getElementById('model');
 function pick(){let n=0;for(const e of document.querySelectorAll('.item')){
@@ -45,13 +45,6 @@ document.getElementById('shown').textContent=n+' records shown'}
 claim.addEventListener('change',pick);model.addEventListener('change',pick);pick();"""
 
 
-def trends_path(base: Path) -> Path:
-    """Where the suite's trends page of ``base`` goes: ``trends.html``, unless the folder holds a trends.html of the
-    user's (one without ``reports.history.GENERATOR``), which is never replaced: then ``OWN_TRENDS`` beside it."""
-    page = base / "trends.html"
-    return page if not page.exists() or written_by_suite(page) else base / OWN_TRENDS
-
-
 def write_trends(base: Path, docs: list[RunDocument] | None = None, out: Path | None = None, last: int = LAST) -> Path:
     """Write the trends page of the run folders under ``base`` (atomically); return its path.
 
@@ -59,7 +52,7 @@ def write_trends(base: Path, docs: list[RunDocument] | None = None, out: Path | 
         base: a folder of run folders (a report folder, a checkout of the nightly-history branch).
         docs: the results documents of those runs where the caller has them already (``reports.history.runs``),
             else they are read one at a time (:func:`reports.trends.read_nights`).
-        out: the file to write; default :func:`trends_path`.
+        out: the file to write; default ``reports.history.trends_path`` (never a user's own trends.html).
         last: the runs the summary looks back over.
     Raises:
         OSError: where the page cannot be written.
@@ -118,7 +111,8 @@ def _command(number: int, replay: str, nights: list[Night], every: list[Series],
     drifting = sorted(filter(None, (drift(s, last) for s in every)), key=lambda d: d.runs_left)
     flipped = [f for s in every for f in flips(s, nights, last)]
     shared = night_marks(nights)
-    out = [f"<section class='command'><h2>Runs of <code>{esc(replay or '(no replay command)')}</code></h2>"
+    out = [f"<section class='command'><h2>Runs of one command</h2><p><code>{esc(replay or '(no replay command)')}"
+           "</code></p>"
            f"<p class='meta'>{len(nights)} complete runs, {esc(nights[0].created_utc)} to {esc(nights[-1].created_utc)}"
            f"; the summary reads the last {min(last, len(nights))}</p>",
            f"<h3 id='drifting-{number}'>Drifting toward its threshold</h3>",
@@ -175,7 +169,8 @@ def _card(series: Series, anchor: str, nights: list[Night], shared: list, sparkl
             f"src=\"{html.escape(data_url(svg), quote=False)}\">" if svg else "<p class='meta'>no finite statistic</p>")
     now = (f"{head.name}: {head.value:.4g} [{head.ci_low:.4g}, {head.ci_high:.4g}] {head.unit}, threshold "
            f"{head.comparison} {head.threshold:.4g}; " if head else "")
-    marks = "".join(f"<div class='meta'>{esc(nights[m.night].run_id)}: {esc(m.text)}</div>" for m in own)
+    marks = "".join(f"<div class='meta'>{esc(nights[m.night].run_id)}: {esc(m.text)}</div>" for m in own[-SHOWN_MARKS:])
+    marks += f"<div class='meta'>and {len(own) - SHOWN_MARKS} earlier changes</div>" if len(own) > SHOWN_MARKS else ""
     return (f"<div class='card item {CARD_CLASS.get(latest.outcome, 'na')}' id='{anchor}' "
             f"data-claim='{esc(series.claim)}' data-model='{esc(series.model)}'><div class='t'>{esc(name)}</div>{plot}"
             f"<div class='meta'>{esc(now)}{esc(latest.outcome or '?')} in {esc(nights[series.readings[-1][0]].run_id)}"

@@ -48,7 +48,7 @@ class Sparklines:
         (self.intervals,) = self.axes.plot([], [], color="#9a9a9a", lw=0.8)
         self.threshold = self.axes.axhline(0.0, color="#333333", ls="--", lw=0.8)
         self.marks = {kind: self.axes.plot([], [], color=c, ls=s, lw=0.9)[0] for kind, (c, s) in MARK_STYLES.items()}
-        self.dots = {o: self.axes.plot([], [], ls="none", marker="o", ms=3.2, mew=0, color=OUTCOME_COLOURS[o])[0]
+        self.dots = {o: self.axes.plot([], [], ls="none", marker="o", ms=4, mew=0, color=OUTCOME_COLOURS[o])[0]
                      for o in OUTCOMES}
 
     def svg(self, series: Series, nights: int, marks: list[Mark]) -> str:
