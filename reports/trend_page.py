@@ -5,7 +5,8 @@ shows each claim × model's headline statistic with its interval and threshold o
 command (``reports.trends``), one small plot per record (``reports.trend_plots``), coloured by outcome, with marks
 where the procedure version, the weights, torch or transformers or the commit changed. At the top, per command:
 the records drifting toward their threshold over the last runs and those that flipped. Two selects filter by claim
-and by model (a few lines of inline script; the page needs no network).
+and by model, preset by the address's ``?claim=S0.3&model=tiny-w96`` (a few lines of inline script; the page needs
+no network).
 
 Written by ``reports.writer`` after each run, beside the index, and by ``python -m reports trends RUNS_DIR``.
 """
@@ -42,6 +43,8 @@ e.hidden=(claim.value&&e.dataset.claim!==claim.value)||(model.value&&e.dataset.m
 if(!e.hidden&&e.classList.contains('card'))n++}
 for(const s of document.querySelectorAll('.claim'))s.hidden=!s.querySelector('.card:not([hidden])');
 document.getElementById('shown').textContent=n+' records shown'}
+const asked=new URLSearchParams(location.search);
+for(const s of [claim,model])if([...s.options].some(o=>o.value===asked.get(s.id)))s.value=asked.get(s.id);
 claim.addEventListener('change',pick);model.addEventListener('change',pick);pick();"""
 
 
