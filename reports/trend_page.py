@@ -18,7 +18,7 @@ from models.atomic_files import atomic_write_text
 from reports.checks import FAILS_AS_EXPECTED, HOLDS, INCONCLUSIVE, NOT_INFORMATIVE, RED
 from reports.document import RunDocument
 from reports.history import GENERATOR, index_path, trends_path
-from reports.trend_plots import OUTCOME_COLOURS, Sparklines, data_url, legend
+from reports.trend_plots import OUTCOME_COLOURS, Sparklines, data_url, legend, sparklines
 from reports.trends import (LAST, Drift, Flip, Night, Series, by_command, drift, flips, night_marks, night_of,
                             read_nights, series_marks, series_of)
 
@@ -81,13 +81,12 @@ def render(nights: list[Night], last: int = LAST, index_href: str = "index.html"
     record; filters over all of them."""
     esc = html.escape
     commands = by_command(nights)
-    sparklines = Sparklines()
     sections, claims, models = [], set(), set()
     for number, (replay, group) in enumerate(commands.items()):
         every = series_of(group)
         claims |= {s.claim for s in every}
         models |= {s.model for s in every}
-        sections.append(_command(number, replay, group, every, last, sparklines))
+        sections.append(_command(number, replay, group, every, last, sparklines()))
     options = {name: "".join(f"<option>{esc(v)}</option>" for v in sorted(values))
                for name, values in (("claim", claims), ("model", models))}
     head = (f"<!doctype html><html lang='en'><meta charset='utf-8'>{GENERATOR}<title>latent-claims trends</title>"
@@ -107,7 +106,7 @@ def render(nights: list[Night], last: int = LAST, index_href: str = "index.html"
 
 
 def _command(number: int, replay: str, nights: list[Night], every: list[Series], last: int,
-             sparklines: Sparklines) -> str:
+             plots: Sparklines) -> str:
     """One replay command's section: its summary, a card per record grouped by claim, its nights."""
     esc = html.escape
     ids = {s.key: f"r{number}-{i}" for i, s in enumerate(every)}
@@ -125,7 +124,7 @@ def _command(number: int, replay: str, nights: list[Night], every: list[Series],
            _items([_flip_line(f) for f in flipped], [f.series for f in flipped], ids,
                   f"no outcome changed in the last {last} runs")]
     for claim in dict.fromkeys(s.claim for s in every):
-        cards = "".join(_card(s, ids[s.key], nights, shared, sparklines) for s in every if s.claim == claim)
+        cards = "".join(_card(s, ids[s.key], nights, shared, plots) for s in every if s.claim == claim)
         out.append(f"<section class='claim' data-claim='{esc(claim)}'><h3>{esc(claim)}</h3><div class='grid'>"
                    f"{cards}</div></section>")
     rows = "".join(f"<tr><td>{esc(n.run_id)}</td><td>{esc(n.created_utc)}</td><td>{esc(n.git)}</td>"
@@ -161,12 +160,12 @@ def _flip_line(f: Flip) -> str:
     return f"{f.was} → {f.now} in run {f.run_id}"
 
 
-def _card(series: Series, anchor: str, nights: list[Night], shared: list, sparklines: Sparklines) -> str:
+def _card(series: Series, anchor: str, nights: list[Night], shared: list, plots: Sparklines) -> str:
     """One record's card: its plot, its newest reading in words, its own marks."""
     esc = html.escape
     latest, own = series.latest, series_marks(series)
     head = latest.headline
-    svg = sparklines.svg(series, len(nights), [*shared, *own])
+    svg = plots.svg(series, len(nights), [*shared, *own])
     name = f"{series.model} · {series.key[2]}{f'[{series.key[3]}]' if series.key[3] else ''}"
     plot = (f"<img loading='lazy' alt='{esc(series.label)}: {esc(head.name if head else '')} by run' "
             f"src=\"{html.escape(data_url(svg), quote=False)}\">" if svg else "<p class='meta'>no finite statistic</p>")

@@ -12,6 +12,7 @@ as an ``<img>`` data URL, which the browser decodes only when it is scrolled to 
 cannot clash with another plot's.
 """
 
+import functools
 import io
 import math
 import re
@@ -34,14 +35,20 @@ MARK_STYLES = {"version": ("#6a1b9a", "-"), "weights": ("#1565c0", "-"), "packag
                "commit": ("#b0b0b0", ":")}
 WIDTH, HEIGHT = 3.2, 0.8  # inches: 230 × 58 pt, a card of the page's grid
 NO_METADATA = {"Date": None, "Creator": None, "Format": None, "Type": None}
+SVG_SETTINGS = {"svg.fonttype": "none", "svg.hashsalt": "latent-claims"}  # text as text; the same plot, the same bytes
+
+
+@functools.cache
+def sparklines() -> "Sparklines":
+    """This process's :class:`Sparklines`, made on first use (its figure costs more than a small page's plots: a
+    run's report writes the page after every run)."""
+    return Sparklines()
 
 
 class Sparklines:
     """Draws :meth:`svg` for one series after another on one matplotlib figure (not thread-safe: one per thread)."""
 
     def __init__(self) -> None:
-        matplotlib.rcParams["svg.fonttype"] = "none"
-        matplotlib.rcParams["svg.hashsalt"] = "latent-claims"  # the same plot, the same bytes
         self.figure = Figure(figsize=(WIDTH, HEIGHT))
         self.axes = self.figure.add_axes((0.01, 0.06, 0.98, 0.88))
         self.axes.set_axis_off()
@@ -76,7 +83,8 @@ class Sparklines:
         self.axes.set_xlim(-0.6, max(nights, 2) - 0.4)
         self.axes.set_ylim(bottom, top)
         buffer = io.StringIO()
-        self.figure.savefig(buffer, format="svg", metadata=NO_METADATA)
+        with matplotlib.rc_context(SVG_SETTINGS):
+            self.figure.savefig(buffer, format="svg", metadata=NO_METADATA)
         return compact(buffer.getvalue())
 
 

@@ -191,8 +191,8 @@ def adopt_old_runs(base: Path, project: Path = REPO) -> list[str]:
         base: the run folders' base folder.
         project: the project's root (the checkout this module is in).
     Returns:
-        the run ids moved (the old ``reports/latest`` link and the suite's ``reports/index.html`` are removed: both
-        are made again under ``base``).
+        the run ids moved (the old ``reports/latest`` link and the suite's ``reports/index.html`` and
+        ``reports/trends.html`` are removed: they are made again under ``base``).
     """
     old = project / OLD_BASE
     if base.resolve() != (project / "runs").resolve() or not (old / "__init__.py").is_file():
@@ -206,8 +206,9 @@ def adopt_old_runs(base: Path, project: Path = REPO) -> list[str]:
     if moved:
         if (old / "latest").is_symlink():
             (old / "latest").unlink()
-        if history.written_by_suite(old / "index.html"):
-            (old / "index.html").unlink()
+        for page in ("index.html", "trends.html"):
+            if history.written_by_suite(old / page):
+                (old / page).unlink()
         print(f"latent-claims: moved {len(moved)} earlier run folders from {old}/ to {base}/ (run folders now go to "
               f"{base}/, outside the package's code)", file=sys.stderr)
     return moved
