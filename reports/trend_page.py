@@ -22,7 +22,6 @@ from reports.trend_plots import OUTCOME_COLOURS, Sparklines, data_url, legend, s
 from reports.trends import (LAST, Drift, Flip, Night, Series, by_command, drift, flips, night_marks, night_of,
                             read_nights, series_marks, series_of)
 
-SHOWN_MARKS = 3  # a card names its newest changes of procedure version and weights in words; the plot shows all
 CARD_CLASS = {HOLDS: "ok", FAILS_AS_EXPECTED: "na", NOT_INFORMATIVE: "na", INCONCLUSIVE: "undecided",
               **{o: "red" for o in RED}}  # a card's left border by its newest outcome, as the report's cells
 
@@ -35,7 +34,8 @@ STYLE = """body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}h2{marg
 border-bottom:1px solid #ddd}.key span{margin-right:1em;font-size:12px;white-space:nowrap}
 .dot{display:inline-block;width:9px;height:9px;border-radius:50%}.bar{display:inline-block;width:14px;height:0;
 vertical-align:middle}[hidden]{display:none!important}table{border-collapse:collapse}
-td,th{border:1px solid #ccc;padding:2px 6px;font-size:12px;text-align:left}code{font-size:13px}"""
+td,th{border:1px solid #ccc;padding:2px 6px;font-size:12px;text-align:left}code{font-size:13px}
+.card summary{font-weight:normal}"""
 
 SCRIPT = """const claim=document.getElementById('claim'),model=document.getElementById('model');
 function pick(){let n=0;for(const e of document.querySelectorAll('.item')){
@@ -161,7 +161,7 @@ def _flip_line(f: Flip) -> str:
 
 
 def _card(series: Series, anchor: str, nights: list[Night], shared: list, plots: Sparklines) -> str:
-    """One record's card: its plot, its newest reading in words, its own marks."""
+    """One record's card: its plot, its newest reading in words, its own marks in words (collapsed, newest first)."""
     esc = html.escape
     latest, own = series.latest, series_marks(series)
     head = latest.headline
@@ -171,8 +171,9 @@ def _card(series: Series, anchor: str, nights: list[Night], shared: list, plots:
             f"src=\"{html.escape(data_url(svg), quote=False)}\">" if svg else "<p class='meta'>no finite statistic</p>")
     now = (f"{head.name}: {head.value:.4g} [{head.ci_low:.4g}, {head.ci_high:.4g}] {head.unit}, threshold "
            f"{head.comparison} {head.threshold:.4g}; " if head else "")
-    marks = "".join(f"<div class='meta'>{esc(nights[m.night].run_id)}: {esc(m.text)}</div>" for m in own[-SHOWN_MARKS:])
-    marks += f"<div class='meta'>and {len(own) - SHOWN_MARKS} earlier changes</div>" if len(own) > SHOWN_MARKS else ""
+    listed = "".join(f"<div>{esc(nights[m.night].run_id)}: {esc(m.text)}</div>" for m in reversed(own))
+    marks = (f"<details class='meta'><summary>{len(own)} change{'s' if len(own) != 1 else ''} of weights or procedure"
+             f"</summary>{listed}</details>" if own else "")
     return (f"<div class='card item {CARD_CLASS.get(latest.outcome, 'na')}' id='{anchor}' "
             f"data-claim='{esc(series.claim)}' data-model='{esc(series.model)}'><div class='t'>{esc(name)}</div>{plot}"
             f"<div class='meta'>{esc(now)}{esc(latest.outcome or '?')} in {esc(nights[series.readings[-1][0]].run_id)}"

@@ -57,6 +57,7 @@ def test_the_page_marks_new_weights_versions_packages_and_commits(tmp_path):
         (3, "commit", "commit 01234567 → ffffffff")]
     page = trend_page.write_trends(tmp_path).read_text()
     assert "20261105T031500Z: weights aaaaaaaa → bbbbbbbb" in page and "procedure version 1 → 2" in page
+    assert "3 changes of weights or procedure" in page
 
 
 def test_interrupted_and_damaged_runs_are_not_nights_and_a_link_is_not_read_twice(tmp_path):
