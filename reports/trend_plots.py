@@ -66,7 +66,7 @@ class Sparklines:
             nights: how many nights its command has (the x axis spans all of them, so cards line up).
             marks: the changes to draw (the command's and the record's own), each before its night.
         """
-        points = [(i, r.headline, r.outcome) for i, r in series.readings if r.headline is not None and r.headline.finite]
+        points = [(i, r.headline, r.outcome) for i, r in series.readings if r.headline and r.headline.finite]
         if not points:
             return ""
         low = min(min(h.ci_low, h.threshold) for _, h, _ in points)

@@ -26,6 +26,7 @@ from pathlib import Path
 from reports.checks import Check
 from reports.document import RunDocument
 from reports.records import record_key
+from reports.tables import claim_order, natural
 
 LAST = 5  # the runs the summary looks back over: a margin shrinking at each of 4 steps is no accident of one night
 PACKAGES = ("torch", "transformers")  # the versions whose change is marked on the plots
@@ -130,18 +131,13 @@ def by_command(nights: list[Night]) -> dict[str, list[Night]]:
 
 
 def series_of(nights: list[Night]) -> list[Series]:
-    """Every record of ``nights`` (one command's, oldest first) as a series, sorted by claim, model and test."""
+    """Every record of ``nights`` (one command's, oldest first) as a series, sorted as the report sorts them: claims
+    by number (S0.10 after S0.9), models with numbers by value (tiny-w96 before tiny-w128), then test and parameters."""
     found: dict[tuple, Series] = {}
     for i, night in enumerate(nights):
         for key, reading in night.readings.items():
             found.setdefault(key, Series(key)).readings.append((i, reading))
-    return [found[k] for k in sorted(found, key=_claim_order)]
-
-
-def _claim_order(key: tuple) -> tuple:
-    """Sort key of a record key: claims by number (S0.10 after S0.9), then model, test and parameters."""
-    section, _, number = key[0].partition(".")
-    return (section, int(number) if number.isdigit() else math.inf, number, *key[1:])
+    return [found[k] for k in sorted(found, key=lambda k: (claim_order(k[0]), natural(k[1]), k[2], k[3]))]
 
 
 def night_marks(nights: list[Night]) -> list[Mark]:
