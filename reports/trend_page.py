@@ -18,6 +18,7 @@ from models.atomic_files import atomic_write_text
 from reports.checks import FAILS_AS_EXPECTED, HOLDS, INCONCLUSIVE, NOT_INFORMATIVE, RED
 from reports.document import RunDocument
 from reports.history import GENERATOR, index_path, trends_path
+from reports.tables import claim_order, natural
 from reports.trend_plots import OUTCOME_COLOURS, Sparklines, data_url, legend, sparklines
 from reports.trends import (LAST, Drift, Flip, Night, Series, by_command, drift, flips, night_marks, night_of,
                             read_nights, series_marks, series_of)
@@ -87,8 +88,8 @@ def render(nights: list[Night], last: int = LAST, index_href: str = "index.html"
         claims |= {s.claim for s in every}
         models |= {s.model for s in every}
         sections.append(_command(number, replay, group, every, last, sparklines()))
-    options = {name: "".join(f"<option>{esc(v)}</option>" for v in sorted(values))
-               for name, values in (("claim", claims), ("model", models))}
+    options = {name: "".join(f"<option>{esc(v)}</option>" for v in sorted(values, key=order))
+               for name, values, order in (("claim", claims, claim_order), ("model", models, natural))}
     head = (f"<!doctype html><html lang='en'><meta charset='utf-8'>{GENERATOR}<title>latent-claims trends</title>"
             f"<style>{STYLE}</style><h1>latent-claims trends</h1><p class='meta'>{len(nights)} complete runs of "
             f"{len(commands)} replay command{'s' if len(commands) != 1 else ''}; each record's deciding statistic "
