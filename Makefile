@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 ZOO ?= auto
 PYTEST_ARGS ?=
 
-.PHONY: setup claims test test-nightly bench gpu-check lock test-deps clean-venv
+.PHONY: setup claims test test-nightly test-browser bench gpu-check lock test-deps clean-venv
 
 setup: $(VENV)/.ready
 
@@ -54,10 +54,16 @@ test: setup
 	$(PY) -m pytest tests $(PYTEST_ARGS)
 	$(PY) -m pytest claims benchmarks --benchmark-disable $(PYTEST_ARGS)
 
-# The self-tests that repeat a whole claims run in another form (tests marked nightly): the nightly workflow's.
+# The self-tests that repeat a whole claims run in another form (tests marked nightly): the nightly workflow's. They
+# include test-browser's (marked nightly too); -rs prints why a test skipped (no Chromium: how to install it).
 test-nightly: setup
 	$(PY) -m models prepare --zoo tiny
-	LATENT_CLAIMS_NIGHTLY=1 $(PY) -m pytest tests -m nightly $(PYTEST_ARGS)
+	LATENT_CLAIMS_NIGHTLY=1 $(PY) -m pytest tests -m nightly -rs $(PYTEST_ARGS)
+
+# index.html, trends.html and a report in headless Chromium: no console message, the expected elements
+# (tests/test_browser.py). Where Chromium is absent the tests skip and say how to install it.
+test-browser: setup
+	LATENT_CLAIMS_NIGHTLY=1 $(PY) -m pytest tests/test_browser.py -rs $(PYTEST_ARGS)
 
 bench: setup
 	mkdir -p runs

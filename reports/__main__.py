@@ -4,6 +4,8 @@
 made) as a run folder, marked interrupted.
 ``python -m reports shipped RUN [--write]``: keep a run's verdicts on the shipped weights in models/shipped/verdicts.json
 (what ``--zoo-build local`` runs are compared with).
+``python -m reports trends RUNS_DIR [--out FILE] [--last K]``: write the trends page of a folder of run folders (each
+record's deciding statistic run by run, the records drifting toward their threshold; default RUNS_DIR/trends.html).
 
 Each DIR is a run folder (``<report dir>/<run id>/``, holding results.json) or
 a results.json file, e.g. one per CI job when the claims are sharded by model
@@ -25,11 +27,11 @@ def build_parser() -> argparse.ArgumentParser:
     """The command line of ``python -m reports``.
 
     Returns:
-        the parser, with four subcommands, ``merge``, ``ledger``, ``shipped`` and ``journal``.
+        the parser, with five subcommands, ``merge``, ``ledger``, ``shipped``, ``journal`` and ``trends``.
     """
     parser = argparse.ArgumentParser(prog="python -m reports", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{merge,ledger,shipped,journal}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{merge,ledger,shipped,journal,trends}")
     m = commands.add_parser("merge", help="merge run folders made on different machines into one report",
                             description="Merge run folders (or results.json files) into one report, written as "
                                         "a new run folder under --report-dir.")
@@ -61,7 +63,42 @@ def build_parser() -> argparse.ArgumentParser:
     j.add_argument("journal", metavar="FILE", help="a journal-*.jsonl file a run left in its report folder")
     j.add_argument("--report-dir", default=None, metavar="OUT",
                    help="folder under which the run folder is written (default: the journal's own folder)")
+    t = commands.add_parser("trends", help="write the trends page of a folder of run folders",
+                            description="Plot each record's deciding statistic (interval, threshold, outcome) over the "
+                                        "complete runs of each replay command under RUNS_DIR (a report folder, a "
+                                        "checkout of the nightly-history branch), with the records whose margin shrank "
+                                        "at each of the last K runs and those that flipped.")
+    t.add_argument("runs_dir", metavar="RUNS_DIR", help="a folder of run folders (<run id>/results.json)")
+    t.add_argument("--out", metavar="FILE", help="the page to write (default: RUNS_DIR/trends.html, or "
+                                                 "RUNS_DIR/latent-claims-trends.html beside a trends.html of your own)")
+    t.add_argument("--last", type=int, default=None, metavar="K",
+                   help="the runs the summary looks back over (default: 5; at least 3)")
     return parser
+
+
+def render_trends(runs_dir: str, out: str | None, last: int | None) -> int:
+    """``python -m reports trends``: write the trends page (``reports.trend_page.write_trends``); print its path.
+
+    Returns:
+        0; 2 when RUNS_DIR is not a folder, --last is below 3, or the page cannot be written.
+    """
+    from reports.trend_page import write_trends
+    from reports.trends import LAST
+
+    base = Path(runs_dir)
+    if not base.is_dir():
+        print(f"error: {runs_dir}: not a folder of run folders", file=sys.stderr)
+        return 2
+    if last is not None and last < 3:
+        print(f"error: --last {last}: a drift needs at least 3 runs", file=sys.stderr)
+        return 2
+    try:
+        page = write_trends(base, out=Path(out) if out else None, last=last or LAST)
+    except OSError as err:
+        print(f"error: cannot write the trends page: {err}", file=sys.stderr)
+        return 2
+    print(page)
+    return 0
 
 
 def render_journal(path: str, report_dir: str | None) -> int:
@@ -247,6 +284,8 @@ def main(argv: list[str] | None = None) -> int:
         return keep_shipped_verdicts(args.run, args.write, args.merge)
     if args.command == "journal":
         return render_journal(args.journal, args.report_dir)
+    if args.command == "trends":
+        return render_trends(args.runs_dir, args.out, args.last)
     from reports.merge import MergeError, merge  # after parsing: --help need not import torch
     from reports.writer import ReportIncomplete
 

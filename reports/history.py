@@ -72,11 +72,21 @@ def written_by_suite(path: Path) -> bool:
         return False
 
 
+OWN_TRENDS = "latent-claims-trends.html"  # the suite's trends page where the folder holds a user's own trends.html
+
+
 def index_path(base: Path) -> Path:
     """Where the suite's index of ``base`` goes: ``index.html``, unless the folder holds an index.html of the user's
     (one without ``GENERATOR``), which is never replaced: then ``OWN_INDEX`` beside it."""
     index = base / "index.html"
     return index if not index.exists() or written_by_suite(index) else base / OWN_INDEX
+
+
+def trends_path(base: Path) -> Path:
+    """Where the suite's trends page of ``base`` (``reports.trend_page``) goes: ``trends.html``, unless the folder
+    holds a trends.html of the user's, which is never replaced: then ``OWN_TRENDS`` beside it."""
+    page = base / "trends.html"
+    return page if not page.exists() or written_by_suite(page) else base / OWN_TRENDS
 
 
 def write_index(base: Path, docs: list[RunDocument] | None = None) -> None:
@@ -100,5 +110,7 @@ def write_index(base: Path, docs: list[RunDocument] | None = None) -> None:
                       f"<!doctype html><meta charset='utf-8'>{GENERATOR}<title>latent-claims runs</title>"
                       "<style>body{font-family:system-ui,sans-serif;margin:2em}td,th{border:1px solid #ccc;padding:3px 7px;"
                       "font-size:13px;vertical-align:top}table{border-collapse:collapse}</style><h1>latent-claims runs</h1>"
+                      f"<p><a href='{esc(trends_path(base).name)}'>trends</a>: each record's deciding statistic run by "
+                      "run, and the records drifting toward their threshold</p>"
                       "<table><tr><th>run</th><th>created</th><th>replay</th><th>outcomes</th>"
                       f"<th>changed since the previous run of the same command</th></tr>{body}</table>")

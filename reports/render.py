@@ -179,7 +179,9 @@ def to_html(doc: RunDocument, drawn: dict[str, bytes | str] | None = None) -> st
     under ``figures/`` by ``reports.writer``); None draws no figures (a check that the document renders)."""
     drawn = drawn or {}
     parts = [f"<!doctype html><meta charset='utf-8'><title>latent-claims {html.escape(str(doc.run_id))}</title>"
-             f"<style>{STYLE}</style><main>", "<h1>latent-claims report</h1>"]
+             f"<style>{STYLE}</style><main>", "<h1>latent-claims report</h1>",
+             "<nav class='meta'><a href='../index.html'>every run</a> · <a href='../trends.html'>trends</a>: each "
+             "record's deciding statistic run by run</nav>"]
     for section in report_sections(doc):
         inner = "\n".join(filter(None, (_html_block(block, drawn) for block in section.blocks)))
         if section.collapsed:

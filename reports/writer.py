@@ -3,7 +3,8 @@
 Each run gets its own folder ``<report dir>/<run id>/``; ``<report dir>/latest``
 is a symbolic link to the newest and ``<report dir>/index.html`` lists every
 run with its outcome changes against the previous run of the same replay
-command. Files are written atomically and readable by others (a CI's web
+command; ``<report dir>/trends.html`` (``reports.trend_page``) plots each
+record's deciding statistic over those runs. Files are written atomically and readable by others (a CI's web
 server), and an existing run folder is never overwritten. A run interrupted
 part-way still writes what it measured (``"interrupted": true``).
 """
@@ -22,7 +23,7 @@ from pathlib import Path
 
 from reports.ledger_keys import LEDGER
 from models.atomic_files import atomic_write_bytes, atomic_write_text, publish_mode
-from reports import baseline, benchmarks, history, render, shipped_verdicts, tables
+from reports import baseline, benchmarks, history, render, shipped_verdicts, tables, trend_page
 from models.recipes import seed_builds
 from reports.document import RunDocument
 from reports.run_facts import REPO, device_facts, git_revision, lock_differences, versions
@@ -190,8 +191,8 @@ def adopt_old_runs(base: Path, project: Path = REPO) -> list[str]:
         base: the run folders' base folder.
         project: the project's root (the checkout this module is in).
     Returns:
-        the run ids moved (the old ``reports/latest`` link and the suite's ``reports/index.html`` are removed: both
-        are made again under ``base``).
+        the run ids moved (the old ``reports/latest`` link and the suite's ``reports/index.html`` and
+        ``reports/trends.html`` are removed: they are made again under ``base``).
     """
     old = project / OLD_BASE
     if base.resolve() != (project / "runs").resolve() or not (old / "__init__.py").is_file():
@@ -205,8 +206,9 @@ def adopt_old_runs(base: Path, project: Path = REPO) -> list[str]:
     if moved:
         if (old / "latest").is_symlink():
             (old / "latest").unlink()
-        if history.written_by_suite(old / "index.html"):
-            (old / "index.html").unlink()
+        for page in ("index.html", "trends.html"):
+            if history.written_by_suite(old / page):
+                (old / page).unlink()
         print(f"latent-claims: moved {len(moved)} earlier run folders from {old}/ to {base}/ (run folders now go to "
               f"{base}/, outside the package's code)", file=sys.stderr)
     return moved
@@ -291,6 +293,7 @@ def write_doc(doc: RunDocument, base: Path, compare=None) -> Path:
     stage("latest link", lambda: _point_latest(base, folder))
     if read_history:  # an index of this run alone would drop the earlier runs from it
         stage("index", lambda: history.write_index(base, [*earlier, doc]))
+        stage("trends", lambda: trend_page.write_trends(base, [*earlier, doc]))
     if failures:  # written last, so that the note names every stage that failed
         note = _incomplete_note(failures)
         rendered["md"] = f"# latent-claims report\n\n**{note}**\n\n" + rendered.get("md", "")

@@ -130,3 +130,25 @@ CASES = textwrap.dedent('''
                            role="control", convergence=True)] if case == "listed-unconverged" else []
         claim.record([check(value), check(control, role="control"), *longer])
 ''')
+
+
+def nightly_history(base: Path, values: list[float], steady: float = 0.5, weights: list[str] | None = None,
+                    commits: list[str] | None = None) -> list[Path]:
+    """Run folders under ``base``, one a night, of one replay command, as the nightly history keeps them: S0.3 on
+    tiny-w96 whose statistic is ``values[i]`` on night i (interval ± 0.01, threshold 0: it holds above 0.01), as
+    a zoo model fine-tuned a little more each night would measure (new weights each night unless ``weights``), and
+    S0.3 on tiny-w128 steady at ``steady``. Night i was created 2026-11-(i + 1) at 03:15 UTC, on commit
+    ``commits[i]`` (default: one commit). Built as documents (cheap): no claim runs. Returns the folders."""
+    template = writer.results(settings_for(base), [], {}, 0, 1.0, catalogue_json())
+    folders = []
+    for i, value in enumerate(values):
+        run_id = f"202611{i + 1:02d}T031500Z"
+        models = {"tiny-w96": {"weights_sha256": (weights[i] if weights else f"{i:02x}" * 32)},
+                  "tiny-w128": {"weights_sha256": "cd" * 32}}
+        doc = replace(template, run_id=run_id, created_utc=f"2026-11-{i + 1:02d}T03:15:00+00:00", models=models,
+                      git=commits[i] if commits else CLEAN, records=[record(value, "tiny-w96"), record(steady)])
+        folder = base / run_id
+        folder.mkdir(parents=True)
+        (folder / "results.json").write_text(json.dumps(writer.finite_json(doc.to_json())))
+        folders.append(folder)
+    return folders

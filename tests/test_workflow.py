@@ -200,6 +200,17 @@ def test_the_history_outlives_the_cache():
     assert int(workflow()["env"]["NIGHTS_KEPT"]) >= 30 and "NIGHTS_KEPT" in merge
 
 
+def test_the_report_is_published_beside_the_index_and_the_trends_page():
+    """Issue 78: the merge rewrites history/runs/trends.html beside the index (``reports.writer``), the history branch
+    keeps it (``git add -A runs``) and the report artifact holds it beside the merged run folder, whose report links
+    ``../trends.html``."""
+    upload = next(s for s in workflow()["jobs"]["report"]["steps"] if s.get("with", {}).get("name") == "report")
+    paths = upload["with"]["path"].strip().splitlines()
+    assert paths == ["${{ steps.merge.outputs.folder }}", "history/runs/index.html", "history/runs/trends.html"]
+    assert "git add -A runs" in step("report", "git push")["run"]
+    assert "--report-dir history/runs" in step("report", "-m reports merge")["run"]
+
+
 def subject_of(node_id: str, subjects: list[str]) -> str | None:
     """The subject in a node id's parameters: the longest name that is the id or its start before a '-'."""
     param = node_id.partition("[")[2].removesuffix("]")
