@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 ZOO ?= auto
 PYTEST_ARGS ?=
 
-.PHONY: setup claims test test-nightly test-browser bench gpu-check lock test-deps clean-venv
+.PHONY: setup claims test test-nightly test-browser mutation bench gpu-check lock test-deps clean-venv
 
 setup: $(VENV)/.ready
 
@@ -64,6 +64,19 @@ test-nightly: setup
 # (tests/test_browser.py). Where Chromium is absent the tests skip and say how to install it.
 test-browser: setup
 	LATENT_CLAIMS_NIGHTLY=1 $(PY) -m pytest tests/test_browser.py -rs $(PYTEST_ARGS)
+
+# A seeded sample of mutants of the measurements, latent_instruments/ and claims/*/*_measures.py (benchmarks/mutation.py,
+# cosmic-ray in .tools): each against the self-tests that import its module and, for a measures module, the golden
+# comparison of its claims on one fast subject. Score and survivors: runs/mutation/mutation.json. Nightly only (at most
+# an hour on 2 cores); MUTATION_ARGS='--instruments 40 --measures 16 --seed 0' sizes the sample.
+MUTATION_ARGS ?=
+$(TOOLS)/.mutation: $(TOOLS)/.ready
+	$(TOOLS)/bin/pip install -q cosmic-ray==8.7.0
+	touch $@
+
+mutation: setup $(TOOLS)/.mutation
+	$(PY) -m models prepare --zoo tiny
+	$(TOOLS)/bin/python -m benchmarks.mutation --python $(PY) $(MUTATION_ARGS)
 
 bench: setup
 	mkdir -p runs

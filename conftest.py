@@ -25,6 +25,7 @@ with nothing_measured_on_interrupt():  # a Ctrl-C during these ~10 s of imports:
     from fixtures import recording  # noqa: E402
     from fixtures.catalogue import ClaimMarker, load_catalogue  # noqa: E402
     from fixtures.collector import Collector, model_fingerprint  # noqa: E402
+    from fixtures.golden import Golden  # noqa: E402
     from fixtures.ledger import applicable, claim_test_functions, load_ledger, unknown_entries  # noqa: E402
     from fixtures.rounds import rounds_of, sample_of  # noqa: E402
     from fixtures.scheduling import by_model_scheduler  # noqa: E402
@@ -77,6 +78,7 @@ def pytest_configure(config: pytest.Config) -> None:
     register_user_groups(settings.groups)  # the run's own groups become subjects models.zoo.resolve knows
     config.stash[RECORDS_KEY] = []
     config.pluginmanager.register(Collector(config, settings), "latent-claims-collector")
+    config.pluginmanager.register(Golden(config, settings), "latent-claims-golden")  # after the report: verdicts.json
     pin_cpu_threads(int(getattr(config, "workerinput", {}).get("workercount", 1)))  # xdist: cores shared
     controller = getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput")
     if settings.device.startswith("cuda") and not controller:  # the xdist controller runs no model: no CUDA context

@@ -1,0 +1,98 @@
+"""Known answers on constructed inputs for the measurements that feed the claims (issue 75): each test builds an input
+whose answer is known in closed form and checks the instrument or measure returns it, so that a changed operator,
+comparison, sign or constant in latent_instruments/ or claims/*/*_measures.py fails a fast self-test (the mutation
+sample of `make mutation`, docs/reproducibility.md)."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+from latent_instruments.spectra import LogBins, PowerLawFit, largest_excess
+
+# ------------------------------------------------------------------------------------------------ spectra
+
+
+def _pink(n: int = 256) -> tuple[LogBins, np.ndarray, PowerLawFit]:
+    """An rfft grid of ``n`` positions, psd = 1/f exactly (1 at f = 0), and its exact law (slope -1, intercept 0)."""
+    bins = LogBins.of(torch.fft.rfftfreq(n, dtype=torch.float64))
+    psd = np.where(bins.freqs > 0, 1 / np.where(bins.freqs > 0, bins.freqs, 1.0), 1.0)
+    zero = np.zeros(())
+    return bins, psd, PowerLawFit(np.array(-1.0), zero, zero, zero)
+
+
+def test_the_spike_search_in_a_band_finds_the_band_s_own_spike():
+    """Issue 75's survivor (spectra.py, ``freqs > 0`` → ``freqs <= 0`` in the band path): a spike of 1 decade in the
+    low band and one of 2 decades in the high band; searched in the low band, the low one is found, at its own
+    frequency and size; searched everywhere, the high one."""
+    bins, psd, law = _pink()
+    low, high = np.flatnonzero(bins.low)[2], np.flatnonzero(bins.high)[5]
+    psd[low] *= 10.0
+    psd[high] *= 100.0
+    size, where = largest_excess(bins, psd, law, band=bins.low)
+    assert float(size) == pytest.approx(1.0, abs=1e-12) and float(where) == bins.freqs[low]
+    size, where = largest_excess(bins, psd, law)
+    assert float(size) == pytest.approx(2.0, abs=1e-12) and float(where) == bins.freqs[high]
+    band = bins.low.copy()
+    band[0] = True  # the DC bin is never searched, even where a band names it
+    assert float(largest_excess(bins, psd, law, band=band)[1]) == bins.freqs[low]
+
+
+def test_the_spike_search_over_several_spectra_answers_each():
+    bins, psd, law = _pink()
+    two = np.stack([psd, psd])
+    two[1, np.flatnonzero(bins.low)[1]] *= 1000.0
+    law2 = PowerLawFit(np.array([-1.0, -1.0]), np.zeros(2), np.zeros(2), np.zeros(2))
+    size, where = largest_excess(bins, two, law2, band=bins.low)
+    assert size == pytest.approx([0.0, 3.0], abs=1e-12) and where[1] == bins.freqs[np.flatnonzero(bins.low)[1]]
+
+
+# ------------------------------------------------------------------------------------------------ S3.14
+
+
+class _Claim:
+    """A claim recorder with the run's bootstrap (seed 0) that refuses to record or skip: the known answer is a
+    measurement, not a verdict."""
+
+    def bootstrap(self, units, statistic, **options):
+        from latent_instruments.stats import bootstrap
+
+        return bootstrap(units, statistic, seed=0, **options)
+
+    def record(self, *args, **kwargs):
+        raise AssertionError("the constructed runs have a gap: nothing is recorded before the share")
+
+    def not_informative(self, *args, **kwargs):
+        raise AssertionError("the constructed subject has enough blocks")
+
+
+def _inversions(accuracy: dict, prompts: int = 24):
+    """S3's inversion runner on constructed accuracies: target (0, 2 or (0, 1, 2)) → its token accuracy on every prompt
+    and setting, the same per-prompt wobble for each (so differences between targets are exact)."""
+    from claims.s3_inversion.scale import Scale
+
+    wobble = 0.05 * np.sin(np.arange(prompts))
+
+    def runs_of(model_name, subject, pairs, continued=False):  # a continued descent: on the reported prompts
+        on = wobble[prompts // 3:] if continued else wobble
+        return [SimpleNamespace(accuracy=accuracy[target] + on, steps=10) for target, _ in pairs]
+
+    return SimpleNamespace(scale=Scale.of(False), runs_of=runs_of)
+
+
+def test_s3_14_compares_block_1_with_block_3_and_the_concatenation_with_both():
+    """Issue 75's survivor (layers_measures.py, ``last = 1`` → ``2``): block 1 recovers 0.8 of the tokens, block 3
+    0.4, blocks 1-3 together 0.7. Block 1's advantage is over block 3 (0.4, not 0.1 over the concatenation), and
+    the concatenation recovers three quarters of it (decisively past half: the descents are continued)."""
+    from claims.s3_inversion.layers_checks import LAYERS
+    from claims.s3_inversion.layers_measures import measure_layers
+
+    accuracy = {0: 0.8, LAYERS - 1: 0.4, tuple(range(LAYERS)): 0.7}
+    subject = SimpleNamespace(model=None, adapter=SimpleNamespace(block_list=lambda model: [None] * 4))
+    estimates = measure_layers("tiny-x", subject, _inversions(accuracy), _Claim())
+    assert estimates.advantage.value == pytest.approx(0.4, abs=1e-12)
+    assert [e.value for e in estimates.per] == pytest.approx([0.8, 0.4, 0.7], abs=0.05)
+    assert estimates.per[0].value - estimates.per[1].value == pytest.approx(0.4, abs=1e-12)
+    assert estimates.share.value == pytest.approx(0.75, abs=1e-12)
+    assert estimates.longer is not None and estimates.longer.value == pytest.approx(0.75, abs=1e-12)
