@@ -12,7 +12,10 @@ to three digits: "pretty close" is no more bent than all but the most bent twent
     python -m claims.s0_spectra.calibrate_pretty_close --positions 128 --sequences 128 [--device cuda] [--write]
 
 prints the inits' values and the margin; ``--write`` puts them in ``claims/catalogue.toml``'s S0.6 calibration table
-for that length (between its markers), which the claim test reads. On 2 CPU cores 128 × 128 takes about 6 minutes;
+for that length (between its markers), which the claim test reads, with the shape it was made at (``sequences``).
+``--write`` refuses a shape other than the claim's last look at that length (:func:`last_look`; issue 74: 2 windows
+an init loosened the margin at 128 tokens from 0.076 to 0.105), and every argument is checked before the
+calibration starts (:func:`check_arguments`). On 2 CPU cores 128 × 128 takes about 6 minutes;
 S0's 2048 positions (8 × 2048) about 3 minutes an init, so that length is calibrated on a GPU.
 """
 
@@ -31,6 +34,17 @@ SEEDS = tuple(range(1001, 1017))  # K = 16 inits, none a run's default seed (0) 
 QUANTILE = 0.95
 WINDOW_SEED = 20261128  # orders the training split's windows; init k takes the k-th block of them
 CATALOGUE = Path(__file__).resolve().parents[1] / "catalogue.toml"
+S0_SOURCE_SHAPE = (8, 2048)  # S0's 8 × 2048 (--prompts 8x2048, docs/gpu.md)
+
+
+def last_look(positions: int) -> int | None:
+    """Windows of the claim's last look at ``positions`` tokens, for the shapes runs take by default (the profiles'
+    ``PROMPTS`` and S0's 8 × 2048: their looks end at ``default_max_prompts`` of their N): 128 at 128 tokens, 64 at
+    2048; None for a length no default shape runs (then --max-prompts of the user's run sets it)."""
+    from fixtures.option_checks import PROMPTS, default_max_prompts
+
+    shapes = (*PROMPTS.values(), S0_SOURCE_SHAPE)
+    return next((default_max_prompts(n) for n, tokens in shapes if tokens == positions), None)
 
 
 def training_windows(ids: torch.Tensor, tokenizer, n: int, length: int, block: int) -> torch.Tensor:
@@ -104,11 +118,37 @@ def table(c: dict) -> str:
             f'windows = "training split, {c["sequences"]} x {c["positions"]} tokens an init, disjoint blocks in the '
             f'order of seed {WINDOW_SEED}"\n'
             f"positions = {c['positions']}\n"
+            f"sequences = {c['sequences']}\n"
             f"seeds = {c['seeds']}\n"
             f"values = {c['values']}\n"
             f"quantile = {c['quantile']}\n"
             f"margin = {c['margin']}\n"
             f"# <<< S0.6 pretty close at {c['positions']}\n")
+
+
+def _markers(positions: int) -> re.Pattern:
+    return re.compile(rf"# >>> S0\.6 pretty close at {positions} .*?# <<< S0\.6 pretty close at {positions}\n", re.S)
+
+
+def check_writable(positions: int, path: Path = CATALOGUE) -> None:
+    """Whether ``--write`` could put a table for ``positions`` tokens into ``path``, asked before calibrating.
+
+    Raises:
+        ValueError: if the catalogue has no markers for that length, or cannot be read or replaced (permissions).
+    """
+    import os
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise ValueError(f"cannot read {path} ({err.strerror}): check the path and its permissions") from err
+    if not _markers(positions).search(text):
+        raise ValueError(f"{path}: no S0.6 calibration markers for {positions} positions; add a table between "
+                         f"'# >>> S0.6 pretty close at {positions} ...' and '# <<< S0.6 pretty close at {positions}' "
+                         "lines first, or leave out --write")
+    if not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
+        raise ValueError(f"cannot write {path} (it or its folder is read-only): make it writable, or leave out "
+                         "--write")
 
 
 def write(c: dict, path: Path = CATALOGUE) -> None:
@@ -120,11 +160,46 @@ def write(c: dict, path: Path = CATALOGUE) -> None:
     from models.atomic_files import atomic_write_text
 
     text = path.read_text(encoding="utf-8")
-    marked = re.compile(rf"# >>> S0\.6 pretty close at {c['positions']} .*?# <<< S0\.6 pretty close at "
-                        rf"{c['positions']}\n", re.S)
+    marked = _markers(c["positions"])
     if not marked.search(text):
         raise ValueError(f"{path}: no S0.6 calibration markers for {c['positions']} positions")
     atomic_write_text(path, marked.sub(lambda _: table(c), text))
+
+
+def check_arguments(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str:
+    """Check the command line before the calibration starts (issue 74, cases 1 and 14).
+
+    Returns:
+        the torch device to run on (``auto`` resolved).
+    Raises:
+        SystemExit: (``parser.error``, status 2) for --positions below 2, --sequences below 1, a device not
+            there, and with --write: another --sequences than the claim's last look at that length
+            (:func:`last_look`), a catalogue without that length's markers, or one that cannot be written.
+    """
+    import pytest
+
+    from fixtures.option_checks import check_device
+
+    if args.positions < 2:
+        parser.error(f"--positions {args.positions}: a bend needs at least 2 tokens per sequence; pass e.g. 128")
+    if args.sequences < 1:
+        parser.error(f"--sequences {args.sequences}: each init needs at least 1 window; pass the claim's last "
+                     f"look at that length (e.g. 128 at 128 tokens)")
+    try:
+        device = check_device(args.device)
+    except pytest.UsageError as err:
+        parser.error(str(err))
+    if args.write:
+        expected = last_look(args.positions)
+        if expected is not None and args.sequences != expected:
+            parser.error(f"--sequences {args.sequences}: S0.6's last look at {args.positions} tokens takes "
+                         f"{expected} windows, and a margin made from another sample size is not that check's "
+                         f"margin; pass --sequences {expected} to --write, or leave out --write to only print it")
+        try:
+            check_writable(args.positions, CATALOGUE)
+        except ValueError as err:
+            parser.error(str(err))
+    return device
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -133,10 +208,11 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--positions", type=int, required=True, help="tokens per sequence (128, or S0's 2048)")
     parser.add_argument("--sequences", type=int, required=True, help="windows per init (the last look's: 128, 64)")
-    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto")
     parser.add_argument("--write", action="store_true", help="write the table into claims/catalogue.toml")
     args = parser.parse_args(argv)
-    calibration = calibrate(args.positions, args.sequences, args.device)
+    device = check_arguments(args, parser)
+    calibration = calibrate(args.positions, args.sequences, device)
     print(table(calibration), end="")
     if args.write:
         write(calibration)

@@ -1,0 +1,67 @@
+"""The S0.6 calibration CLI (``claims.s0_spectra.calibrate_pretty_close``) checks its arguments before it calibrates
+(issue 74, cases 1 and 14): a margin written into the catalogue is made at the claim's last look at that length."""
+
+from pathlib import Path
+
+import pytest
+
+from claims.s0_spectra import calibrate_pretty_close as cli
+
+
+@pytest.fixture
+def no_calibration(monkeypatch):
+    """Fail the test if the (minutes-long) calibration starts: every refusal must come before it."""
+    def calibrate(*args, **kwargs):
+        raise AssertionError("calibrated before the arguments were checked")
+    monkeypatch.setattr(cli, "calibrate", calibrate)
+
+
+def refusal(capsys, *argv) -> str:
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(list(argv))
+    assert exit_.value.code == 2
+    return capsys.readouterr().err
+
+
+def test_write_refuses_a_calibration_at_another_shape_than_the_claims_last_look(no_calibration, capsys):
+    """Case 1: 2 windows an init at 128 tokens loosened the margin from 0.076 to 0.105 without a word."""
+    err = refusal(capsys, "--positions", "128", "--sequences", "2", "--write")
+    assert "--sequences 2" in err and "128 windows" in err and "last look" in err
+    assert cli.last_look(128) == 128 and cli.last_look(2048) == 64 and cli.last_look(100) is None
+
+
+def test_the_table_stores_its_shape():
+    c = {"positions": 128, "sequences": 128, "seeds": [1, 2], "values": [0.1, 0.2], "quantile": 0.95, "margin": 0.2}
+    assert "\nsequences = 128\n" in cli.table(c)
+
+
+def test_a_calibration_without_its_shape_still_reads():
+    from fixtures.catalogue import load_catalogue
+
+    assert all(c.sequences in (None, 128) for c in load_catalogue().claims["S0.6"].calibrations)
+
+
+@pytest.mark.parametrize("argv, said", [
+    (("--positions", "128", "--sequences", "0"), "--sequences 0: "),
+    (("--positions", "-5", "--sequences", "8"), "--positions -5: "),
+    (("--positions", "128", "--sequences", "128", "--device", "tpu"), "--device tpu: "),
+    (("--positions", "128", "--sequences", "128", "--device", "cuda:9"), "--device cuda:9: "),
+])
+def test_bad_arguments_are_refused_before_calibrating(no_calibration, capsys, argv, said):
+    """Case 14: --sequences 0, --positions -5 and a device that is not there each gave a late traceback."""
+    assert said in refusal(capsys, *argv)
+
+
+def test_write_without_markers_or_to_a_read_only_catalogue_is_refused_first(no_calibration, capsys, tmp_path,
+                                                                               monkeypatch):
+    catalogue = tmp_path / "catalogue.toml"
+    catalogue.write_text("# >>> S0.6 pretty close at 128 (x)\nold\n# <<< S0.6 pretty close at 128\n")
+    monkeypatch.setattr(cli, "CATALOGUE", catalogue)
+    err = refusal(capsys, "--positions", "2048", "--sequences", "64", "--write")
+    assert "no S0.6 calibration markers for 2048" in err
+    import os
+
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: False if Path(path) == catalogue else real_access(path, mode))
+    err = refusal(capsys, "--positions", "128", "--sequences", "128", "--write")
+    assert "cannot write" in err and str(catalogue) in err
