@@ -13,6 +13,10 @@ derived from weights (S4.6's string outputs) are keyed by it.
   or replacing a file sets it to now.
 - A model built from a seed (a random-init reference, an untrained twin): sha256 over its state dict, tensor by
   tensor in name order (name, dtype, shape, then the raw bytes), on the CPU.
+
+The same weights under another ``config.json`` (another ``activation_function``, ``layer_norm_epsilon``) are another
+model: :func:`config_sha256` names the config that built it, beside the weights digest (issue 74, case 2), and
+``--baseline`` compares both. The weights digest stays what it was, so ledgers and baselines that bind it still read.
 """
 
 import hashlib
@@ -112,6 +116,26 @@ def folder_sha256(folder: Path) -> str:
     except OSError:
         pass  # a read-only folder: the digest is still right, only not kept
     return digest.hexdigest()
+
+
+# config keys that do not change what the model computes: where it was read from, which library wrote it, the dtype
+# it runs in (a build fact), what a forward returns, and transformers' private settings (any key starting with "_")
+CONFIG_KEYS_NOT_IDENTITY = frozenset({"_name_or_path", "transformers_version", "torch_dtype", "dtype", "architectures",
+                                      "output_attentions", "output_hidden_states", "return_dict", "use_cache"})
+
+
+def config_sha256(config) -> str:
+    """sha256 (hex, 64 characters) of the config that builds a model: its ``to_dict()`` as JSON with sorted keys,
+    less :data:`CONFIG_KEYS_NOT_IDENTITY` and private keys, so a config.json edited under the same weights
+    (``activation_function`` → gelu_new) gets another digest and a copy of the folder elsewhere the same.
+
+    Args:
+        config: a transformers ``PretrainedConfig`` (the loaded model's ``model.config``).
+    Raises:
+        TypeError: if a config value is not JSON-serialisable (not from a transformers config).
+    """
+    facts = {k: v for k, v in config.to_dict().items() if k not in CONFIG_KEYS_NOT_IDENTITY and not k.startswith("_")}
+    return hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def state_dict_sha256(model: nn.Module) -> str:

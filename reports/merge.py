@@ -177,7 +177,8 @@ def _merge_baselines(runs: list[Run], records: list[ClaimRecord]) -> dict | None
 
     return {"baseline": joined("baseline"), "baseline_run_id": joined("baseline_run_id"),
             "differences": list(dict.fromkeys(concat("differences"))), "models": concat("models"),
-            "retrained_in_place": concat("retrained_in_place"), "measured_changes": concat("measured_changes"),
+            "retrained_in_place": concat("retrained_in_place"),
+            "reconfigured_in_place": concat("reconfigured_in_place"), "measured_changes": concat("measured_changes"),
             "ledger_changes": concat("ledger_changes"),
             "verdict_changes": concat("verdict_changes"), "method_changed": concat("method_changed"),
             "moved": concat("moved"), "new": list(dict.fromkeys(concat("new"))),
