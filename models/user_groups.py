@@ -18,7 +18,9 @@ usage error naming the member and the rule:
 
 * siblings share the architecture (model type and block count), the tokenizer and the width;
 * ladder rungs share the tokenizer and the family (model type); within a seed set, no two rungs share a width;
-* a mixer pair shares the width and the tokenizer (S3.12 pairs their prompts row by row);
+* a mixer pair shares the width and the tokenizer (S3.12 pairs their prompts row by row), is given the transformer
+  first (a member of a known token-mixer type, ``MIXER_TYPES``, first is refused, naming the order), and its members
+  are not of one model type;
 * depth variants share the tokenizer, the family and the width.
 """
 
@@ -30,6 +32,7 @@ from functools import cache
 from pathlib import Path
 
 KINDS = ("ladder", "siblings", "mixer", "depths")
+MIXER_TYPES = ("masked_mixer",)  # token mixers the suite knows (models/mixer.py): never a mixer pair's transformer
 SPEC = "KIND:NAME=A,B,C[;A2,C2]"
 
 
@@ -213,6 +216,20 @@ def _differ(group: UserGroup, facts: dict[str, MemberFacts], field: str, rule: s
                              f"{getattr(facts[member], field)}, {first}'s {getattr(facts[first], field)}")
 
 
+def _check_mixer_order(group: UserGroup, facts: dict[str, MemberFacts]) -> None:
+    """A mixer pair is the transformer, then the token mixer (issue 74, case 3: the pair given in reverse ran and
+    gave S3.12 a wrong red verdict)."""
+    first, second = group.members
+    kinds = facts[first].model_type, facts[second].model_type
+    if kinds[0] in MIXER_TYPES and kinds[1] not in MIXER_TYPES:
+        raise GroupError(f"mixer {group.name}: {first} is a token mixer (model type {kinds[0]}) and {second} a "
+                         f"transformer ({kinds[1]}): a mixer pair is given the transformer first, then the mixer; "
+                         f"write mixer:{group.name}={second},{first}")
+    if kinds[0] == kinds[1]:
+        raise GroupError(f"mixer {group.name}: both members are model type {kinds[0]} ({first}, {second}): a mixer "
+                         "pair is a transformer, then a token mixer of its width")
+
+
 def checked(group: UserGroup) -> UserGroup:
     """The group with its rules checked (see the module docstring) and its members in the group's order.
 
@@ -227,6 +244,7 @@ def checked(group: UserGroup) -> UserGroup:
     if group.kind == "mixer":
         for field in ("width", "tokenizer"):
             _differ(group, facts, field, "a mixer pair shares its width and tokenizer")
+        _check_mixer_order(group, facts)
         return group
     rule = ("ladder rungs share tokenizer and family" if group.kind == "ladder"
             else "depth variants share tokenizer, family and width")

@@ -194,3 +194,13 @@ def test_the_zoos_folders_as_user_groups_give_the_zoos_records(tmp_path):
             assert user["outcome"] == zoo["outcome"].replace("fails as expected", "fails"), (claim, model)
         compared.append(claim)
     assert sorted(set(compared)) == sorted(GROUP_CLAIMS, key=str)
+
+
+def test_a_mixer_pair_given_mixer_first_is_a_usage_error_naming_the_order():
+    """Issue 74, case 3: the pair in reverse was accepted, and S3.12 failed where the zoo's pair holds."""
+    transformer, mixer = folder("tiny-w96"), folder("tiny-mixer-w96")
+    with pytest.raises(GroupError, match="the transformer first, then the mixer") as err:
+        checked(parse(f"mixer:m={mixer},{transformer}"))
+    assert f"mixer:m={transformer},{mixer}" in str(err.value) and "masked_mixer" in str(err.value)
+    with pytest.raises(GroupError, match="both members are model type gpt2"):
+        checked(parse(f"mixer:m={transformer},{folder('tiny-w96-seed88')}"))
