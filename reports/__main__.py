@@ -123,7 +123,7 @@ def keep_shipped_verdicts(run: str, write: bool, merge: bool = False) -> int:
     from models.atomic_files import atomic_write_text
     from models.shipped import VERDICTS
     from reports.results_file import ResultsFileError
-    from reports.shipped_verdicts import load, settings_differ, snapshot
+    from reports.shipped_verdicts import combine, outside_the_zoo, read, settings_differ, snapshot
 
     try:
         doc = _results_of(run)
@@ -133,7 +133,17 @@ def keep_shipped_verdicts(run: str, write: bool, merge: bool = False) -> int:
               file=sys.stderr)
         return 2
     print(f"{len(kept['records'])} records of run {kept['run_id']} (git {kept['git']}, {', '.join(kept['machines'])})")
-    before = load() or {"records": {}}
+    outside = outside_the_zoo(doc)
+    if outside:
+        print(f"note: left out {len(outside)} record{'s' if len(outside) > 1 else ''} on models that are not the "
+              f"zoo's (e.g. {outside[0]}): the shipped verdicts hold the zoo's alone", file=sys.stderr)
+    try:
+        before = read()
+    except ValueError as err:  # never read as empty, and never written over
+        print(f"{'error' if write else 'warning'}: {err}; " + ("nothing written: " if write else "--write would "
+              "refuse it: ") + "restore it (git checkout -- models/shipped/verdicts.json, or resolve the merge "
+              "conflict) first", file=sys.stderr)
+        return 2 if write else 0
     differ = settings_differ(doc, before)
     if differ:
         print(f"{'error' if write else 'note'}: run {kept['run_id']} was made with other settings than the shipped "
@@ -141,19 +151,23 @@ def keep_shipped_verdicts(run: str, write: bool, merge: bool = False) -> int:
               "shipped settings) and keep that run" if write else "--write would refuse it"), file=sys.stderr)
         if write:
             return 2
-    lacking = sorted(before["records"].keys() - kept["records"].keys())
-    if lacking and merge:  # the whole run's header stays; the partial run is named under "updated_by"
-        update = {"run_id": kept["run_id"], "git": kept["git"], "records": sorted(kept["records"])}
-        kept = {**before, "records": {**before["records"], **kept["records"]},
-                "updated_by": [*before.get("updated_by", []), update]}
-    elif lacking:
+    before_records = (before or {}).get("records") or {}
+    lacking = sorted(before_records.keys() - kept["records"].keys())
+    if lacking and not merge:
         print(f"{'error' if write else 'note'}: run {kept['run_id']} lacks {len(lacking)} of the "
-              f"{len(before['records'])} records of {VERDICTS} (e.g. {', '.join(lacking[:3])}): "
+              f"{len(before_records)} records of {VERDICTS} (e.g. {', '.join(lacking[:3])}): "
               + ("write it from a whole `make claims` run, or pass --merge to replace only this run's records"
                  if write else "--write would refuse it; --merge --write would replace only this run's records"),
               file=sys.stderr)
         if write:
             return 2
+    kept, kept_over = combine(before, kept, merge=merge and before is not None)
+    for phrase in kept_over:
+        print(f"{'note' if merge or not write else 'error'}: {phrase}", file=sys.stderr)
+    if kept_over and not merge:
+        print(("error: nothing written" if write else "note: --write would refuse it") + ": measure those records "
+              "again, or pass --merge to keep the file's", file=sys.stderr)
+        return 2 if write else 0
     if write:
         try:
             atomic_write_text(VERDICTS, json.dumps(kept, indent=1, sort_keys=True) + "\n")
