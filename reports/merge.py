@@ -30,6 +30,7 @@ from pathlib import Path
 from models.recipes import PROFILES, seed_builds
 from reports import render, shipped_verdicts, writer
 from reports.checks import ClaimRecord
+from reports.confined import unknown_claims
 from reports.records import add_model_facts, builds_agree, record_key, zoo_build_of
 from reports.document import RunDocument
 from reports.results_file import SCHEMA, ResultsFileError, read_results
@@ -88,7 +89,11 @@ def load_run(path: str | Path) -> Run:
         doc = RunDocument.from_json(raw)  # an older schema's keys filled in, its records read by this version
     except ResultsFileError as err:
         raise MergeError(f"{file}: {err}") from None
+    unknown = unknown_claims(doc.records)
+    if unknown:
+        raise MergeError(f"{file}: {unknown}")
     return Run(file, doc, raw["schema"])
+
 
 
 def _code_version(run: Run) -> str:

@@ -78,8 +78,11 @@ def collapsed(title: str, inner: str, open_: bool = False) -> str:
 
 
 def figure_name(index: int, record: ClaimRecord) -> str:
-    """The file of a record's figure under ``figures/``: its place in the records and its claim, e.g. 012-S0.1.png."""
-    return f"{index:03d}-{record.claim}.png"
+    """The file of a record's figure under ``figures/``: its place in the records and its claim, e.g. 012-S0.1.png
+    (the claim id's characters that could leave the folder replaced: ``reports.confined.plain``)."""
+    from reports.confined import plain
+
+    return f"{index:03d}-{plain(str(record.claim))}.png"
 
 
 FIGURES_IN_PROCESSES = 32  # from this many figures on, they are drawn in worker processes (each costs ~0.3 s)
