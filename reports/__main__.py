@@ -17,7 +17,6 @@ it and ``OUT/index.html`` lists it.
 import argparse
 import json
 import sys
-import tomllib
 from pathlib import Path
 
 
@@ -178,52 +177,6 @@ def keep_shipped_verdicts(run: str, write: bool, merge: bool = False) -> int:
     return 0
 
 
-def refresh_ledger(run: str, ledger: str, write: bool) -> int:
-    """``python -m reports ledger``: print each measured entry's state; with ``write``, rewrite the file.
-
-    Args:
-        run: a run folder holding results.json, or the file.
-        ledger: the ledger file (TOML) to refresh.
-        write: rewrite ``ledger`` in place (atomically) where a why changed; else only print.
-    Returns:
-        the exit status: 0, or 2 when the run or the ledger cannot be read, or with ``write`` when the run was
-        interrupted or made with other settings than the shipped verdicts (seed, prompts, dtype, scale, zoo).
-    """
-    from reports.ledger_text import rewrite
-    from reports.results_file import ResultsFileError
-    from reports.shipped_verdicts import load, settings_differ
-    from models.atomic_files import atomic_write_text
-
-    try:
-        doc = _results_of(run)
-        refused = (["the run was interrupted: its records are incomplete"] if doc.interrupted else []) + \
-            ([f"the run is incomplete ({'; '.join(doc.incomplete)})"] if doc.incomplete else []) + \
-            settings_differ(doc, load())
-        if refused and write:
-            print(f"error: {run}: the ledger's whys quote runs of the shipped settings, and this run differs: "
-                  f"{'; '.join(refused)}; nothing written: measure the entries again with `make claims` or "
-                  "`pytest claims -m gpu --claim ...` at the shipped settings", file=sys.stderr)
-            return 2
-        text, refreshes = rewrite(Path(ledger).read_text(encoding="utf-8"), doc)
-    except ResultsFileError as err:
-        print(f"error: {run}: {err}", file=sys.stderr)
-        return 2
-    except (OSError, tomllib.TOMLDecodeError) as err:  # the ledger unreadable or not TOML
-        print(f"error: {ledger}: {err}", file=sys.stderr)
-        return 2
-    except ValueError as err:  # the ledger's layout, or a record without a failed check: the message says which
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    if not refreshes:
-        print(f"no entry of {ledger} applies to run {doc.run_id or run}: it measured none of their claims, models "
-              "and tests; nothing to re-measure")
-    for r in refreshes:
-        print(f"{r.entry}: {r.note}" + (f"\n    why = {r.why}" if r.why and not write else ""))
-    if write and any(r.why for r in refreshes):
-        atomic_write_text(Path(ledger), text)
-    return 0
-
-
 def expected_shards(path: str | None) -> list[str] | None:
     """The --shards FILE list, or None without it.
 
@@ -256,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     """
     args = build_parser().parse_args(argv)
     if args.command == "ledger":
+        from reports.ledger_file import refresh_ledger
+
         return refresh_ledger(args.run, args.ledger, args.write)
     if args.command == "shipped":
         return keep_shipped_verdicts(args.run, args.write, args.merge)
