@@ -67,17 +67,24 @@ def render_journal(path: str, report_dir: str | None) -> int:
     """``python -m reports journal``: write a run folder from a journal (``reports.journal.read``); print it.
 
     Returns:
-        0, 1 when a stage of the report failed (results.json holds every record), 2 when the journal cannot be read.
+        0, 1 when a stage of the report failed (results.json holds every record), 2 when the journal cannot be read,
+        is of another schema, or was rendered under the same base folder before.
     """
     from reports import journal, writer
 
     try:
         doc = journal.read(Path(path))
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        print(f"error: {path}: {err}", file=sys.stderr)
+    except (OSError, ValueError) as err:  # the message names the file (and the line)
+        print(f"error: {err}" if str(path) in str(err) else f"error: {path}: {err}", file=sys.stderr)
+        return 2
+    base = Path(report_dir) if report_dir else Path(path).parent
+    earlier = journal.rendered_as(Path(path), base)
+    if earlier is not None:
+        print(f"error: {path} was already rendered as {earlier}; nothing written (remove that folder to render it "
+              "again)", file=sys.stderr)
         return 2
     try:
-        folder = writer.write_doc(doc, Path(report_dir) if report_dir else Path(path).parent)
+        folder = writer.write_doc(doc, base)
     except writer.ReportIncomplete as err:
         print(f"error: {err}", file=sys.stderr)
         print(err.folder)
