@@ -68,6 +68,20 @@ def weight_files(folder: Path) -> list[Path]:
     return sorted({p for pattern in WEIGHT_PATTERNS for p in folder.glob(pattern)}, key=lambda p: p.name)
 
 
+def ambiguous_weights(folder: Path) -> str:
+    """Why a folder's weights are ambiguous (issue 74, case 11), or "": a single weights file (``model.safetensors``,
+    ``pytorch_model.bin``) beside a shard index (``*.index.json``). ``from_pretrained`` loads the single file and
+    never reads the shards, which may be other weights: measured without a word, the folder would be the wrong model.
+    """
+    singles = [name for name, _ in LOADED_FIRST if (folder / name).is_file()]
+    indexes = [index for _, index in LOADED_FIRST if (folder / index).is_file()]
+    if not (singles and indexes):
+        return ""
+    return (f"{folder}: holds both {singles[0]} and {indexes[0]} (a sharded checkpoint): transformers would load "
+            f"{singles[0]} and never read the shards, which may be other weights; remove the one that is not this "
+            "model (or move it to a folder of its own)")
+
+
 def _stamp(files: list[Path]) -> dict[str, list[int]]:
     """What a file's kept digest is valid for: size, mtime, inode and ctime (a copy can forge the mtime, not the
     ctime: replacing or writing the file sets it)."""

@@ -320,3 +320,18 @@ def test_a_merge_of_an_older_replay_line_with_a_quote_in_a_path_is_not_a_traceba
     edit(b, replay=load(b)["replay"] + " --model /m/o'k")
     folder, _ = merge([a, b], tmp_path / "merged")
     assert "--model tiny-w96" in load(folder)["replay"]
+
+
+def test_a_folder_with_a_single_file_and_a_sharded_index_of_other_weights_is_refused(tmp_path):
+    """Issue 74, case 11: transformers loads model.safetensors and never reads the shards its index names, so the
+    folder was measured from the single file without a word."""
+    folder = save_hf_folder(tmp_path / "m", arch="gpt2")
+    other = tmp_path / "other"
+    torch.manual_seed(1)
+    load_folder(folder).model.save_pretrained(other, max_shard_size="20KB")
+    for path in other.glob("model-*.safetensors"):
+        shutil.copy(path, folder / path.name)
+    shutil.copy(other / "model.safetensors.index.json", folder / "model.safetensors.index.json")
+    message = refusal(folder)
+    assert "model.safetensors" in message and "model.safetensors.index.json" in message
+    assert "remove" in message
