@@ -155,7 +155,8 @@ def check_comparable(runs: list[Run]) -> list[str]:
             a, b = value(first), value(run)
             if a != b and not (name == "source_scale" and None in (a, b)):  # None: a run before it was recorded
                 shown = (first.doc.git, run.doc.git) if name == "git" else (a, b)
-                raise MergeError(f"cannot merge: {name} ({meaning}) differs: {shown[0]!r} in {first.name}, "
+                what = meaning if meaning.startswith(name) else f"{name} ({meaning})"  # an option names itself once
+                raise MergeError(f"cannot merge: {what} differs: {shown[0]!r} in {first.name}, "
                                  f"{shown[1]!r} in {run.name}; the runs of one report must share "
                                  f"{', '.join(n for n, _, _ in CHECKS)}: run them again with the same options")
     return [f"warning: {run.name} was made from code with uncommitted changes (git {run.doc.git}); "

@@ -67,3 +67,20 @@ def test_a_merged_replay_selects_every_inputs_claims(tmp_path):
     edit(b, claims_selected=None, replay="pytest claims -m gpu --zoo tiny --seed 0 --model tiny-w128")
     folder, _ = merge([str(a), str(b)], tmp_path / "merged")
     assert "--claim" not in load(folder)["replay"]  # one input ran every claim: so does the merge
+
+
+def test_a_refusal_names_an_option_once(tmp_path):
+    """Case 16: a merge refusal printed "--inconclusive (--inconclusive (...))"."""
+    import pytest
+
+    from reports.merge import MergeError
+
+    a = machine(tmp_path, "a", {"tiny-w96": 96})
+    b = machine(tmp_path, "b", {"tiny-w128": 128})
+    edit(a, replay="pytest claims -m gpu --zoo tiny --seed 0 --inconclusive fail --model tiny-w96")
+    edit(b, replay="pytest claims -m gpu --zoo tiny --seed 0 --model tiny-w128")
+    with pytest.raises(MergeError) as refused:
+        merge([str(a), str(b)], tmp_path / "merged")
+    said = str(refused.value)
+    assert "cannot merge: --inconclusive (an inconclusive record red or green) differs: 'fail'" in said
+    assert "--inconclusive (--inconclusive" not in said
