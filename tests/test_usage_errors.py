@@ -60,7 +60,7 @@ def test_a_partial_run_does_not_replace_the_shipped_verdicts(tmp_path, monkeypat
     merged = json.loads(verdicts.read_text())
     kept = merged["records"]
     assert kept["S4.1|t[tiny-w96]"]["value"] == 0.7 and kept["S4.2|t[tiny-w96]"] == old["records"]["S4.2|t[tiny-w96]"]
-    assert merged["run_id"] == "old" and merged["updated_by"] == [{"run_id": "new", "git": "b",
+    assert merged["run_id"] == "old" and merged["updated_by"] == [{"run_id": "new", "git": "b", "machines": [],
                                                                    "records": ["S4.1|t[tiny-w96]"]}]
 
 
