@@ -152,6 +152,16 @@ def config_sha256(config) -> str:
     return hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def folder_identity(folder: Path) -> str | None:
+    """What a model folder holds, "WEIGHTS|CONFIG": its weights digest (:func:`folder_sha256`) and config.json's
+    sha256, so that byte-identical copies in two folders are one model (issue 74, case 16) and a copy whose
+    config.json differs is another; None where the folder has no weight files or no config.json."""
+    try:
+        return f"{folder_sha256(folder)}|{file_sha256(folder / 'config.json')}"
+    except (OSError, ValueError):
+        return None
+
+
 def state_dict_sha256(model: nn.Module) -> str:
     """sha256 (hex) over a model's state dict: for each tensor in name order, its name, dtype and shape, then
     its bytes (on the CPU, contiguous). Meta tensors (weights offloaded by accelerate) hash as their shape only.

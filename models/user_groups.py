@@ -21,7 +21,8 @@ usage error naming the member and the rule:
 * a mixer pair shares the width and the tokenizer (S3.12 pairs their prompts row by row), is given the transformer
   first (a member of a known token-mixer type, ``MIXER_TYPES``, first is refused, naming the order), and its members
   are not of one model type;
-* depth variants share the tokenizer, the family and the width.
+* depth variants share the tokenizer, the family and the width;
+* no two members are byte-identical copies (the same weights and config.json in two folders).
 """
 
 import hashlib
@@ -216,6 +217,22 @@ def _differ(group: UserGroup, facts: dict[str, MemberFacts], field: str, rule: s
                              f"{getattr(facts[member], field)}, {first}'s {getattr(facts[first], field)}")
 
 
+def _check_copies(group: UserGroup) -> None:
+    """No two members are byte-identical copies of one model in two folders (issue 74, case 16: they counted as two
+    subjects); a copy whose config.json differs is another model."""
+    from models.identity import folder_identity
+
+    seen: dict[str, str] = {}
+    for member in group.members:
+        folder = Path(member).expanduser()
+        held = folder_identity(folder) if folder.is_dir() else None
+        if held is not None and held in seen:
+            raise GroupError(f"{group.kind} {group.name}: {member} holds the same weights and config as "
+                             f"{seen[held]} (weights sha256 {held[:12]}): one model counted twice; name each model once")
+        if held is not None:
+            seen[held] = member
+
+
 def _check_mixer_order(group: UserGroup, facts: dict[str, MemberFacts]) -> None:
     """A mixer pair is the transformer, then the token mixer (issue 74, case 3: the pair given in reverse ran and
     gave S3.12 a wrong red verdict)."""
@@ -237,6 +254,7 @@ def checked(group: UserGroup) -> UserGroup:
         GroupError: naming the member and the rule it breaks.
     """
     facts = {m: member_facts(m) for m in group.members}
+    _check_copies(group)
     if group.kind == "siblings":
         for field in ("model_type", "depth", "width", "tokenizer"):
             _differ(group, facts, field, "siblings share architecture, tokenizer and width")
