@@ -44,6 +44,7 @@ def test_a_calibration_without_its_shape_still_reads():
 @pytest.mark.parametrize("argv, said", [
     (("--positions", "128", "--sequences", "0"), "--sequences 0: "),
     (("--positions", "-5", "--sequences", "8"), "--positions -5: "),
+    (("--positions", "4096", "--sequences", "8"), "--positions 4096: ref-opt-125m's context is 2048 tokens"),
     (("--positions", "128", "--sequences", "128", "--device", "tpu"), "--device tpu: "),
     (("--positions", "128", "--sequences", "128", "--device", "cuda:9"), "--device cuda:9: "),
 ])

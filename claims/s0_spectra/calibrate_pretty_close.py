@@ -166,13 +166,21 @@ def write(c: dict, path: Path = CATALOGUE) -> None:
     atomic_write_text(path, marked.sub(lambda _: table(c), text))
 
 
+def subject_context() -> int:
+    """The context length of :data:`SUBJECT` (its config's ``max_position_embeddings``), tokens."""
+    from models.zoo import REFERENCES
+
+    return int(json.loads(REFERENCES[SUBJECT].read_text())["max_position_embeddings"])
+
+
 def check_arguments(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str:
     """Check the command line before the calibration starts (issue 74, cases 1 and 14).
 
     Returns:
         the torch device to run on (``auto`` resolved).
     Raises:
-        SystemExit: (``parser.error``, status 2) for --positions below 2, --sequences below 1, a device not
+        SystemExit: (``parser.error``, status 2) for --positions below 2 or past the subject's context
+            (:func:`subject_context`), --sequences below 1, a device not
             there, and with --write: another --sequences than the claim's last look at that length
             (:func:`last_look`), a catalogue without that length's markers, or one that cannot be written.
     """
@@ -182,6 +190,9 @@ def check_arguments(args: argparse.Namespace, parser: argparse.ArgumentParser) -
 
     if args.positions < 2:
         parser.error(f"--positions {args.positions}: a bend needs at least 2 tokens per sequence; pass e.g. 128")
+    context = subject_context()
+    if args.positions > context:
+        parser.error(f"--positions {args.positions}: {SUBJECT}'s context is {context} tokens; pass at most {context}")
     if args.sequences < 1:
         parser.error(f"--sequences {args.sequences}: each init needs at least 1 window; pass the claim's last "
                      f"look at that length (e.g. 128 at 128 tokens)")
