@@ -45,6 +45,31 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def replace_text_in_place(path: Path, text: str) -> Path:
+    """Rewrite a user's existing file atomically as they made it: a symlink stays a link and its target is
+    rewritten, and the file keeps its mode (a 0600 file stays 0600), unlike :func:`atomic_write_text`, which makes
+    a new file under the umask.
+
+    Returns:
+        the file written (the link's target where ``path`` is a symlink).
+    Raises:
+        FileNotFoundError: if ``path`` (or its link's target) does not exist.
+        OSError: if the file's folder cannot take the new file (read-only, full).
+    """
+    target = Path(path).resolve(strict=True)
+    mode = target.stat().st_mode & 0o7777
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text.encode("utf-8"))
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
 @contextmanager
 def atomic_directory(final: Path) -> Iterator[Path]:
     """Yield a scratch directory that becomes ``final`` only if the block succeeds.

@@ -13,6 +13,10 @@ derived from weights (S4.6's string outputs) are keyed by it.
   or replacing a file sets it to now.
 - A model built from a seed (a random-init reference, an untrained twin): sha256 over its state dict, tensor by
   tensor in name order (name, dtype, shape, then the raw bytes), on the CPU.
+
+The same weights under another ``config.json`` (another ``activation_function``, ``layer_norm_epsilon``) are another
+model: :func:`config_sha256` names the config that built it, beside the weights digest (issue 74, case 2), and
+``--baseline`` compares both. The weights digest stays what it was, so ledgers and baselines that bind it still read.
 """
 
 import hashlib
@@ -64,6 +68,20 @@ def weight_files(folder: Path) -> list[Path]:
     return sorted({p for pattern in WEIGHT_PATTERNS for p in folder.glob(pattern)}, key=lambda p: p.name)
 
 
+def ambiguous_weights(folder: Path) -> str:
+    """Why a folder's weights are ambiguous (issue 74, case 11), or "": a single weights file (``model.safetensors``,
+    ``pytorch_model.bin``) beside a shard index (``*.index.json``). ``from_pretrained`` loads the single file and
+    never reads the shards, which may be other weights: measured without a word, the folder would be the wrong model.
+    """
+    singles = [name for name, _ in LOADED_FIRST if (folder / name).is_file()]
+    indexes = [index for _, index in LOADED_FIRST if (folder / index).is_file()]
+    if not (singles and indexes):
+        return ""
+    return (f"{folder}: holds both {singles[0]} and {indexes[0]} (a sharded checkpoint): transformers would load "
+            f"{singles[0]} and never read the shards, which may be other weights; remove the one that is not this "
+            "model (or move it to a folder of its own)")
+
+
 def _stamp(files: list[Path]) -> dict[str, list[int]]:
     """What a file's kept digest is valid for: size, mtime, inode and ctime (a copy can forge the mtime, not the
     ctime: replacing or writing the file sets it)."""
@@ -112,6 +130,36 @@ def folder_sha256(folder: Path) -> str:
     except OSError:
         pass  # a read-only folder: the digest is still right, only not kept
     return digest.hexdigest()
+
+
+# config keys that do not change what the model computes: where it was read from, which library wrote it, the dtype
+# it runs in (a build fact), what a forward returns, and transformers' private settings (any key starting with "_")
+CONFIG_KEYS_NOT_IDENTITY = frozenset({"_name_or_path", "transformers_version", "torch_dtype", "dtype", "architectures",
+                                      "output_attentions", "output_hidden_states", "return_dict", "use_cache"})
+
+
+def config_sha256(config) -> str:
+    """sha256 (hex, 64 characters) of the config that builds a model: its ``to_dict()`` as JSON with sorted keys,
+    less :data:`CONFIG_KEYS_NOT_IDENTITY` and private keys, so a config.json edited under the same weights
+    (``activation_function`` → gelu_new) gets another digest and a copy of the folder elsewhere the same.
+
+    Args:
+        config: a transformers ``PretrainedConfig`` (the loaded model's ``model.config``).
+    Raises:
+        TypeError: if a config value is not JSON-serialisable (not from a transformers config).
+    """
+    facts = {k: v for k, v in config.to_dict().items() if k not in CONFIG_KEYS_NOT_IDENTITY and not k.startswith("_")}
+    return hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def folder_identity(folder: Path) -> str | None:
+    """What a model folder holds, "WEIGHTS|CONFIG": its weights digest (:func:`folder_sha256`) and config.json's
+    sha256, so that byte-identical copies in two folders are one model (issue 74, case 16) and a copy whose
+    config.json differs is another; None where the folder has no weight files or no config.json."""
+    try:
+        return f"{folder_sha256(folder)}|{file_sha256(folder / 'config.json')}"
+    except (OSError, ValueError):
+        return None
 
 
 def state_dict_sha256(model: nn.Module) -> str:

@@ -22,7 +22,7 @@ from models.corpus import Corpus
 from models.errors import ModelLoadError
 from models.load_errors import (cause_of_type, load_error, refuse_unmatched_tensors, shape_mismatches,
                                  unpickle_error)
-from models.identity import folder_sha256, state_dict_sha256
+from models.identity import ambiguous_weights, folder_sha256, state_dict_sha256
 from models.tokenization import HFTokenizer, hf_tokenizer_files, tokenizer_from_json, train_bpe
 from models.shipped import checkpoint, is_shipped
 from models.trainer import checkpoint_dir, unreadable_safetensors
@@ -150,7 +150,8 @@ def _hf_config(source: str):
 
 def _check_hf_folder(folder: Path, weights: bool) -> None:
     """One-line errors for what would otherwise fail late or vaguely: remote code, a corrupt
-    safetensors file (``weights``: the folder's weights are to be loaded), no tokenizer files."""
+    safetensors file or a single weights file beside a shard index (``weights``: the folder's weights are to be
+    loaded; ``models.identity.ambiguous_weights``), no tokenizer files."""
     try:
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     except OSError:
@@ -163,6 +164,8 @@ def _check_hf_folder(folder: Path, weights: bool) -> None:
             f"{folder / 'config.json'}: model_type {config.get('model_type')!r} is not built into transformers and "
             f"its auto_map field ({', '.join(sorted(config['auto_map']))}) points at code in the folder: remote code "
             "is never trusted (trust_remote_code=False), so this model cannot be loaded")
+    if weights and (why := ambiguous_weights(folder)):
+        raise ModelLoadError(why)
     for path in sorted(folder.glob("*.safetensors")) if weights else ():
         if why := unreadable_safetensors(path):
             raise ModelLoadError(f"could not load {path}: it is truncated or not a safetensors file ({why}); "

@@ -18,8 +18,11 @@ usage error naming the member and the rule:
 
 * siblings share the architecture (model type and block count), the tokenizer and the width;
 * ladder rungs share the tokenizer and the family (model type); within a seed set, no two rungs share a width;
-* a mixer pair shares the width and the tokenizer (S3.12 pairs their prompts row by row);
-* depth variants share the tokenizer, the family and the width.
+* a mixer pair shares the width and the tokenizer (S3.12 pairs their prompts row by row), is given the transformer
+  first (a member of a known token-mixer type, ``MIXER_TYPES``, first is refused, naming the order), and its members
+  are not of one model type;
+* depth variants share the tokenizer, the family and the width;
+* no two members are byte-identical copies (the same weights and config.json in two folders).
 """
 
 import hashlib
@@ -30,6 +33,7 @@ from functools import cache
 from pathlib import Path
 
 KINDS = ("ladder", "siblings", "mixer", "depths")
+MIXER_TYPES = ("masked_mixer",)  # token mixers the suite knows (models/mixer.py): never a mixer pair's transformer
 SPEC = "KIND:NAME=A,B,C[;A2,C2]"
 
 
@@ -213,6 +217,36 @@ def _differ(group: UserGroup, facts: dict[str, MemberFacts], field: str, rule: s
                              f"{getattr(facts[member], field)}, {first}'s {getattr(facts[first], field)}")
 
 
+def _check_copies(group: UserGroup) -> None:
+    """No two members are byte-identical copies of one model in two folders (issue 74, case 16: they counted as two
+    subjects); a copy whose config.json differs is another model."""
+    from models.identity import folder_identity
+
+    seen: dict[str, str] = {}
+    for member in group.members:
+        folder = Path(member).expanduser()
+        held = folder_identity(folder) if folder.is_dir() else None
+        if held is not None and held in seen:
+            raise GroupError(f"{group.kind} {group.name}: {member} holds the same weights and config as "
+                             f"{seen[held]} (weights sha256 {held[:12]}): one model counted twice; name each model once")
+        if held is not None:
+            seen[held] = member
+
+
+def _check_mixer_order(group: UserGroup, facts: dict[str, MemberFacts]) -> None:
+    """A mixer pair is the transformer, then the token mixer (issue 74, case 3: the pair given in reverse ran and
+    gave S3.12 a wrong red verdict)."""
+    first, second = group.members
+    kinds = facts[first].model_type, facts[second].model_type
+    if kinds[0] in MIXER_TYPES and kinds[1] not in MIXER_TYPES:
+        raise GroupError(f"mixer {group.name}: {first} is a token mixer (model type {kinds[0]}) and {second} a "
+                         f"transformer ({kinds[1]}): a mixer pair is given the transformer first, then the mixer; "
+                         f"write mixer:{group.name}={second},{first}")
+    if kinds[0] == kinds[1]:
+        raise GroupError(f"mixer {group.name}: both members are model type {kinds[0]} ({first}, {second}): a mixer "
+                         "pair is a transformer, then a token mixer of its width")
+
+
 def checked(group: UserGroup) -> UserGroup:
     """The group with its rules checked (see the module docstring) and its members in the group's order.
 
@@ -220,6 +254,7 @@ def checked(group: UserGroup) -> UserGroup:
         GroupError: naming the member and the rule it breaks.
     """
     facts = {m: member_facts(m) for m in group.members}
+    _check_copies(group)
     if group.kind == "siblings":
         for field in ("model_type", "depth", "width", "tokenizer"):
             _differ(group, facts, field, "siblings share architecture, tokenizer and width")
@@ -227,6 +262,7 @@ def checked(group: UserGroup) -> UserGroup:
     if group.kind == "mixer":
         for field in ("width", "tokenizer"):
             _differ(group, facts, field, "a mixer pair shares its width and tokenizer")
+        _check_mixer_order(group, facts)
         return group
     rule = ("ladder rungs share tokenizer and family" if group.kind == "ladder"
             else "depth variants share tokenizer, family and width")

@@ -19,7 +19,6 @@ it and ``OUT/index.html`` lists it.
 import argparse
 import json
 import sys
-import tomllib
 from pathlib import Path
 
 
@@ -105,17 +104,24 @@ def render_journal(path: str, report_dir: str | None) -> int:
     """``python -m reports journal``: write a run folder from a journal (``reports.journal.read``); print it.
 
     Returns:
-        0, 1 when a stage of the report failed (results.json holds every record), 2 when the journal cannot be read.
+        0, 1 when a stage of the report failed (results.json holds every record), 2 when the journal cannot be read,
+        is of another schema, or was rendered under the same base folder before.
     """
     from reports import journal, writer
 
     try:
         doc = journal.read(Path(path))
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        print(f"error: {path}: {err}", file=sys.stderr)
+    except (OSError, ValueError) as err:  # the message names the file (and the line)
+        print(f"error: {err}" if str(path) in str(err) else f"error: {path}: {err}", file=sys.stderr)
+        return 2
+    base = Path(report_dir) if report_dir else Path(path).parent
+    earlier = journal.rendered_as(Path(path), base)
+    if earlier is not None:
+        print(f"error: {path} was already rendered as {earlier}; nothing written (remove that folder to render it "
+              "again)", file=sys.stderr)
         return 2
     try:
-        folder = writer.write_doc(doc, Path(report_dir) if report_dir else Path(path).parent)
+        folder = writer.write_doc(doc, base)
     except writer.ReportIncomplete as err:
         print(f"error: {err}", file=sys.stderr)
         print(err.folder)
@@ -160,7 +166,7 @@ def keep_shipped_verdicts(run: str, write: bool, merge: bool = False) -> int:
     from models.atomic_files import atomic_write_text
     from models.shipped import VERDICTS
     from reports.results_file import ResultsFileError
-    from reports.shipped_verdicts import load, settings_differ, snapshot
+    from reports.shipped_verdicts import combine, outside_the_zoo, read, settings_differ, snapshot
 
     try:
         doc = _results_of(run)
@@ -170,7 +176,17 @@ def keep_shipped_verdicts(run: str, write: bool, merge: bool = False) -> int:
               file=sys.stderr)
         return 2
     print(f"{len(kept['records'])} records of run {kept['run_id']} (git {kept['git']}, {', '.join(kept['machines'])})")
-    before = load() or {"records": {}}
+    outside = outside_the_zoo(doc)
+    if outside:
+        print(f"note: left out {len(outside)} record{'s' if len(outside) > 1 else ''} on models that are not the "
+              f"zoo's (e.g. {outside[0]}): the shipped verdicts hold the zoo's alone", file=sys.stderr)
+    try:
+        before = read()
+    except ValueError as err:  # never read as empty, and never written over
+        print(f"{'error' if write else 'warning'}: {err}; " + ("nothing written: " if write else "--write would "
+              "refuse it: ") + "restore it (git checkout -- models/shipped/verdicts.json, or resolve the merge "
+              "conflict) first", file=sys.stderr)
+        return 2 if write else 0
     differ = settings_differ(doc, before)
     if differ:
         print(f"{'error' if write else 'note'}: run {kept['run_id']} was made with other settings than the shipped "
@@ -178,19 +194,23 @@ def keep_shipped_verdicts(run: str, write: bool, merge: bool = False) -> int:
               "shipped settings) and keep that run" if write else "--write would refuse it"), file=sys.stderr)
         if write:
             return 2
-    lacking = sorted(before["records"].keys() - kept["records"].keys())
-    if lacking and merge:  # the whole run's header stays; the partial run is named under "updated_by"
-        update = {"run_id": kept["run_id"], "git": kept["git"], "records": sorted(kept["records"])}
-        kept = {**before, "records": {**before["records"], **kept["records"]},
-                "updated_by": [*before.get("updated_by", []), update]}
-    elif lacking:
+    before_records = (before or {}).get("records") or {}
+    lacking = sorted(before_records.keys() - kept["records"].keys())
+    if lacking and not merge:
         print(f"{'error' if write else 'note'}: run {kept['run_id']} lacks {len(lacking)} of the "
-              f"{len(before['records'])} records of {VERDICTS} (e.g. {', '.join(lacking[:3])}): "
+              f"{len(before_records)} records of {VERDICTS} (e.g. {', '.join(lacking[:3])}): "
               + ("write it from a whole `make claims` run, or pass --merge to replace only this run's records"
                  if write else "--write would refuse it; --merge --write would replace only this run's records"),
               file=sys.stderr)
         if write:
             return 2
+    kept, kept_over = combine(before, kept, merge=merge and before is not None)
+    for phrase in kept_over:
+        print(f"{'note' if merge or not write else 'error'}: {phrase}", file=sys.stderr)
+    if kept_over and not merge:
+        print(("error: nothing written" if write else "note: --write would refuse it") + ": measure those records "
+              "again, or pass --merge to keep the file's", file=sys.stderr)
+        return 2 if write else 0
     if write:
         try:
             atomic_write_text(VERDICTS, json.dumps(kept, indent=1, sort_keys=True) + "\n")
@@ -198,52 +218,6 @@ def keep_shipped_verdicts(run: str, write: bool, merge: bool = False) -> int:
             print(f"error: cannot write {VERDICTS}: {err}", file=sys.stderr)
             return 2
         print(f"written: {VERDICTS}")
-    return 0
-
-
-def refresh_ledger(run: str, ledger: str, write: bool) -> int:
-    """``python -m reports ledger``: print each measured entry's state; with ``write``, rewrite the file.
-
-    Args:
-        run: a run folder holding results.json, or the file.
-        ledger: the ledger file (TOML) to refresh.
-        write: rewrite ``ledger`` in place (atomically) where a why changed; else only print.
-    Returns:
-        the exit status: 0, or 2 when the run or the ledger cannot be read, or with ``write`` when the run was
-        interrupted or made with other settings than the shipped verdicts (seed, prompts, dtype, scale, zoo).
-    """
-    from reports.ledger_text import rewrite
-    from reports.results_file import ResultsFileError
-    from reports.shipped_verdicts import load, settings_differ
-    from models.atomic_files import atomic_write_text
-
-    try:
-        doc = _results_of(run)
-        refused = (["the run was interrupted: its records are incomplete"] if doc.interrupted else []) + \
-            ([f"the run is incomplete ({'; '.join(doc.incomplete)})"] if doc.incomplete else []) + \
-            settings_differ(doc, load())
-        if refused and write:
-            print(f"error: {run}: the ledger's whys quote runs of the shipped settings, and this run differs: "
-                  f"{'; '.join(refused)}; nothing written: measure the entries again with `make claims` or "
-                  "`pytest claims -m gpu --claim ...` at the shipped settings", file=sys.stderr)
-            return 2
-        text, refreshes = rewrite(Path(ledger).read_text(encoding="utf-8"), doc)
-    except ResultsFileError as err:
-        print(f"error: {run}: {err}", file=sys.stderr)
-        return 2
-    except (OSError, tomllib.TOMLDecodeError) as err:  # the ledger unreadable or not TOML
-        print(f"error: {ledger}: {err}", file=sys.stderr)
-        return 2
-    except ValueError as err:  # the ledger's layout, or a record without a failed check: the message says which
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    if not refreshes:
-        print(f"no entry of {ledger} applies to run {doc.run_id or run}: it measured none of their claims, models "
-              "and tests; nothing to re-measure")
-    for r in refreshes:
-        print(f"{r.entry}: {r.note}" + (f"\n    why = {r.why}" if r.why and not write else ""))
-    if write and any(r.why for r in refreshes):
-        atomic_write_text(Path(ledger), text)
     return 0
 
 
@@ -279,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     """
     args = build_parser().parse_args(argv)
     if args.command == "ledger":
+        from reports.ledger_file import refresh_ledger
+
         return refresh_ledger(args.run, args.ledger, args.write)
     if args.command == "shipped":
         return keep_shipped_verdicts(args.run, args.write, args.merge)

@@ -2,14 +2,15 @@
 
 Records are paired by (claim, model, test). After a model upgrade the new checkpoint usually has a new name (a new
 folder): ``--baseline-map OLD_NAME=NEW_NAME`` pairs the old model's records with the new model's, its name
-replaced in the test id too. Each pair of models is described by both weight digests, and a model whose name is
-the same but whose weights are not is flagged on its own ("retrained in place").
+replaced in the test id too. Each pair of models is described by both weight digests and both config digests, and
+a model whose name is the same but whose weights are not is flagged on its own ("retrained in place"), as is one whose
+weights are the same but whose config is not ("reconfigured in place": a config.json edited under the weights).
 
 Changes are sorted by what caused them:
 
 - ``measured_changes``: a check's status (passed / failed / inconclusive; a control's too) changed, or the outcome
-  changed with the ledger's expectation the same (an error that came or went): the weights, the library or the
-  machine now give another measurement.
+  changed with the ledger's expectation the same (an error that came or went): the weights, the config, the library
+  or the machine now give another measurement (the models' pairs say whether weights or config changed).
 - ``ledger_changes``: the outcome changed, every check's status is the same, and the ledger's expectation
   changed (e.g. "fails" became "fails as expected").
 - ``method_changed``: the claim test's procedure version changed: its numbers are not compared.
@@ -93,7 +94,9 @@ def compare(baseline_path: Path, doc: RunDocument, mapping: dict[str, str] | Non
         mapping: {old model name: new model name} (``--baseline-map``); unmapped names pair with themselves.
     Returns:
         {"baseline", "baseline_run_id", "differences": [...], "models": [{old, new, old_weights_sha256,
-         new_weights_sha256, same_weights}], "retrained_in_place": [...], "measured_changes": [...],
+         new_weights_sha256, same_weights, old_config_sha256, new_config_sha256, same_config (None where either
+         run did not record it)}], "retrained_in_place": [...], "reconfigured_in_place": [...] (same weights, another
+         config), "measured_changes": [...],
          "ledger_changes": [...], "verdict_changes": [...] (every outcome change), "method_changed": [...],
          "moved": [...], "new": [...], "missing": [...]}.
     Raises:
@@ -104,7 +107,7 @@ def compare(baseline_path: Path, doc: RunDocument, mapping: dict[str, str] | Non
     old_records = {record_key(r, mapping.get(r.model, r.model)): r for r in old.records}
     new_records = {record_key(r): r for r in doc.records}
     out = {"baseline": str(baseline_path), "baseline_run_id": old.run_id, "differences": [], "models": [],
-           "retrained_in_place": [], "measured_changes": [], "ledger_changes": [], "verdict_changes": [],
+           "retrained_in_place": [], "reconfigured_in_place": [], "measured_changes": [], "ledger_changes": [], "verdict_changes": [],
            "method_changed": [], "moved": [],
            "new": sorted(new_records[k].test for k in new_records.keys() - old_records.keys()),
            "missing": sorted(old_records[k].test for k in old_records.keys() - new_records.keys())}
@@ -118,11 +121,16 @@ def compare(baseline_path: Path, doc: RunDocument, mapping: dict[str, str] | Non
     for was_name, now_name in sorted((o, mapping.get(o, o)) for o in old_models if mapping.get(o, o) in models):
         a = (old_models.get(was_name) or {}).get("weights_sha256")
         b = (models.get(now_name) or {}).get("weights_sha256")
+        ca = (old_models.get(was_name) or {}).get("config_sha256")
+        cb = (models.get(now_name) or {}).get("config_sha256")
         pair = {"old": was_name, "new": now_name, "old_weights_sha256": a, "new_weights_sha256": b,
-                "same_weights": None if not (a and b) else a == b}
+                "same_weights": None if not (a and b) else a == b, "old_config_sha256": ca,
+                "new_config_sha256": cb, "same_config": None if not (ca and cb) else ca == cb}
         out["models"].append(pair)
         if was_name == now_name and pair["same_weights"] is False:
             out["retrained_in_place"].append(pair)
+        elif was_name == now_name and pair["same_config"] is False:
+            out["reconfigured_in_place"].append(pair)
     for key in sorted(new_records.keys() & old_records.keys()):
         new, was = new_records[key], old_records[key]
         where = {"claim": key[0], "model": key[1], "test": new.test}

@@ -97,10 +97,17 @@ def rewrite(text: str, doc: RunDocument) -> tuple[str, list[Refresh]]:
     Only the ``why = "..."`` line of a rewritten entry changes; comments and order stay.
 
     Raises:
-        ValueError: if an entry does not have exactly one ``why = "..."`` line, or if the new text would not read
+        ValueError: if an entry lacks its claim, model, version or why (naming the entry), or does not have exactly
+            one ``why = "..."`` line, or if the new text would not read
             back as the same entries with only those whys changed (a why written over several lines, say).
     """
     entries = tomllib.loads(text).get("expected", [])
+    for i, e in enumerate(entries):
+        lacking = [k for k in ("claim", "model", "version", "why") if k not in e]
+        if lacking:
+            raise ValueError(f"the ledger's entry {i + 1} ({e.get('claim', '?')} on {e.get('model', '?')}) has no "
+                             f"{', '.join(lacking)}: every entry names its claim, model, why and the procedure "
+                             "version it was measured with (version = N, as @pytest.mark.claim(id, version=N))")
     lines = text.split("\n")
     why_lines = [i for i, line in enumerate(lines) if line.startswith("why = ")]
     if len(why_lines) != len(entries):

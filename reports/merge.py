@@ -22,7 +22,6 @@ expected shard that sent no run. It is written through
 :func:`reports.writer.write_doc` as a new run folder.
 """
 
-import shlex
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,6 +29,8 @@ from pathlib import Path
 from models.recipes import PROFILES, seed_builds
 from reports import render, shipped_verdicts, writer
 from reports.checks import ClaimRecord
+from reports.confined import unknown_claims
+from reports.replay_words import replay_option, whole_run
 from reports.records import add_model_facts, builds_agree, record_key, zoo_build_of
 from reports.document import RunDocument
 from reports.results_file import SCHEMA, ResultsFileError, read_results
@@ -68,7 +69,8 @@ def load_run(path: str | Path) -> Run:
     """Read one input.
 
     Args:
-        path: a run folder holding ``results.json``, or a ``results.json`` file.
+        path: a run folder holding ``results.json``, a ``results.json`` file, or a killed run's
+            ``journal-*.jsonl`` (``reports.journal.read``: its records, the run marked interrupted).
 
     Returns:
         the :class:`Run` (its path is the results.json file).
@@ -83,31 +85,29 @@ def load_run(path: str | Path) -> Run:
         raise MergeError(f"{path}: no such run folder or results.json")
     if not file.is_file():
         raise MergeError(f"{path}: a folder without results.json; pass a run folder (e.g. runs/20261122T031500Z)")
-    try:
-        raw = read_results(file)
-        doc = RunDocument.from_json(raw)  # an older schema's keys filled in, its records read by this version
-    except ResultsFileError as err:
-        raise MergeError(f"{file}: {err}") from None
+    if file.suffix == ".jsonl":  # a killed run's journal (issue 74, case 6): its records, marked interrupted
+        from reports import journal
+
+        try:
+            doc = journal.read(file)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+            raise MergeError(f"{file}: not a readable journal ({type(err).__name__}: {err})") from None
+        raw = {"schema": doc.schema}
+    else:
+        try:
+            raw = read_results(file)
+            doc = RunDocument.from_json(raw)  # an older schema's keys filled in, its records read by this version
+        except ResultsFileError as err:
+            raise MergeError(f"{file}: {err}") from None
+    unknown = unknown_claims(doc.records)
+    if unknown:
+        raise MergeError(f"{file}: {unknown}")
     return Run(file, doc, raw["schema"])
+
 
 
 def _code_version(run: Run) -> str:
     return str(run.doc.git).removesuffix(DIRTY)
-
-
-def replay_option(run: "Run", flag: str, default: str | None = None) -> str | None:
-    """The value of ``flag`` in a run's replay line (the only place results.json keeps ``--inconclusive`` and
-    ``--ledger``), else ``default``."""
-    words = _words(run)
-    return words[words.index(flag) + 1] if flag in words[:-1] else default
-
-
-def _words(run: "Run") -> list[str]:
-    """A run's replay line as shell words (an older, unquoted line with a quote in a path: split on spaces)."""
-    try:
-        return shlex.split(run.doc.replay or "")
-    except ValueError:
-        return (run.doc.replay or "").split()
 
 
 # (field as results.json names it, the option or meaning that sets it, how two values are compared)
@@ -155,7 +155,8 @@ def check_comparable(runs: list[Run]) -> list[str]:
             a, b = value(first), value(run)
             if a != b and not (name == "source_scale" and None in (a, b)):  # None: a run before it was recorded
                 shown = (first.doc.git, run.doc.git) if name == "git" else (a, b)
-                raise MergeError(f"cannot merge: {name} ({meaning}) differs: {shown[0]!r} in {first.name}, "
+                what = meaning if meaning.startswith(name) else f"{name} ({meaning})"  # an option names itself once
+                raise MergeError(f"cannot merge: {what} differs: {shown[0]!r} in {first.name}, "
                                  f"{shown[1]!r} in {run.name}; the runs of one report must share "
                                  f"{', '.join(n for n, _, _ in CHECKS)}: run them again with the same options")
     return [f"warning: {run.name} was made from code with uncommitted changes (git {run.doc.git}); "
@@ -177,7 +178,8 @@ def _merge_baselines(runs: list[Run], records: list[ClaimRecord]) -> dict | None
 
     return {"baseline": joined("baseline"), "baseline_run_id": joined("baseline_run_id"),
             "differences": list(dict.fromkeys(concat("differences"))), "models": concat("models"),
-            "retrained_in_place": concat("retrained_in_place"), "measured_changes": concat("measured_changes"),
+            "retrained_in_place": concat("retrained_in_place"),
+            "reconfigured_in_place": concat("reconfigured_in_place"), "measured_changes": concat("measured_changes"),
             "ledger_changes": concat("ledger_changes"),
             "verdict_changes": concat("verdict_changes"), "method_changed": concat("method_changed"),
             "moved": concat("moved"), "new": list(dict.fromkeys(concat("new"))),
@@ -185,29 +187,6 @@ def _merge_baselines(runs: list[Run], records: list[ClaimRecord]) -> dict | None
             "missing": [t for t in dict.fromkeys(concat("missing")) if t not in tests]}
 
 
-SUBJECT_OPTIONS = ("--model", "--group", "--shard")
-
-
-def whole_run(runs: list["Run"]) -> str | None:
-    """What the merged runs together replay: the first run's command without its subjects (``--model``,
-    ``--group``, ``--shard``), then every run's ``--model`` and ``--group`` in order, each once (issue 67, case
-    4: a merge of runs split by ``--model`` replayed the first run's models only). Shards of the zoo name no
-    subject: their merge replays the whole zoo."""
-    if not runs[0].doc.replay:
-        return None
-    words, base, subjects = _words(runs[0]), [], {}
-    pairs = iter(range(len(words)))
-    for i in pairs:
-        if words[i] in SUBJECT_OPTIONS and i + 1 < len(words):
-            next(pairs, None)
-        else:
-            base.append(words[i])
-    for run in runs:
-        said = _words(run)
-        for flag, value in zip(said, said[1:]):
-            if flag in ("--model", "--group"):
-                subjects.setdefault((flag, value), None)
-    return shlex.join(base + [word for pair in subjects for word in pair])
 
 
 def merge_runs(runs: list[Run], shards: list[str] | None = None) -> Merged:

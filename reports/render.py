@@ -12,6 +12,7 @@ beside the report (``figures/``, see :func:`figures`), loaded as the reader scro
 """
 
 import html
+import re
 import os
 
 from joblib import Parallel, delayed
@@ -23,10 +24,20 @@ from reports.sections import Italic, Figures, Lines, Section, Table, report_sect
 from reports.tables import label
 
 
+_OPENS_A_TAG = re.compile(r"<(?!br>)(?=[A-Za-z/!?])")  # "<" that would open an HTML tag; the tables' <br> kept
+
+
+def md_text(text: str) -> str:
+    """Text for report.md with every "<" that would open an HTML tag (``<img``, ``</``, ``<!``) written ``&lt;``,
+    so that names from the data (a folder called ``<img src=x onerror=...>``) show as text (issue 74, case 16);
+    a comparison ("< 0.076") and the tables' own ``<br>`` stay as written."""
+    return _OPENS_A_TAG.sub("&lt;", text)
+
+
 def md_table(header: list[str], rows: list[list[str]]) -> str:
-    """A markdown table (cells' "|" escaped)."""
+    """A markdown table (cells' "|" escaped, and "<" that would open a tag: :func:`md_text`)."""
     def esc(c):
-        return str(c).replace("|", "\\|").replace("\n", " ")
+        return md_text(str(c)).replace("|", "\\|").replace("\n", " ")
     lines = ["| " + " | ".join(map(esc, header)) + " |", "|" + "---|" * len(header)]
     return "\n".join(lines + ["| " + " | ".join(map(esc, row)) + " |" for row in rows])
 
@@ -78,8 +89,11 @@ def collapsed(title: str, inner: str, open_: bool = False) -> str:
 
 
 def figure_name(index: int, record: ClaimRecord) -> str:
-    """The file of a record's figure under ``figures/``: its place in the records and its claim, e.g. 012-S0.1.png."""
-    return f"{index:03d}-{record.claim}.png"
+    """The file of a record's figure under ``figures/``: its place in the records and its claim, e.g. 012-S0.1.png
+    (the claim id's characters that could leave the folder replaced: ``reports.confined.plain``)."""
+    from reports.confined import plain
+
+    return f"{index:03d}-{plain(str(record.claim))}.png"
 
 
 FIGURES_IN_PROCESSES = 32  # from this many figures on, they are drawn in worker processes (each costs ~0.3 s)
@@ -117,7 +131,8 @@ def _figure(name: str, drawn: bytes | str | None, claim_id: str, record: ClaimRe
 
 def _md_line(line) -> str:
     """A line of the section model as markdown: its :class:`reports.sections.Italic` parts in italics."""
-    return "".join(f"*{part}*" if isinstance(part, Italic) else part for part in ((line,) if isinstance(line, str) else line))
+    return "".join(f"*{md_text(part)}*" if isinstance(part, Italic) else md_text(part)
+                   for part in ((line,) if isinstance(line, str) else line))
 
 
 def _md_block(block) -> list[str]:
@@ -125,7 +140,7 @@ def _md_block(block) -> list[str]:
     if isinstance(block, Table):
         return [md_table(block.header, block.rows), ""]
     if isinstance(block, Section):
-        return [f"{'#' * block.level} {block.title}", "", *[line for b in block.blocks for line in _md_block(b)]]
+        return [f"{'#' * block.level} {md_text(block.title)}", "", *[line for b in block.blocks for line in _md_block(b)]]
     if isinstance(block, Lines) and block.lines:
         lines = [_md_line(line) for line in block.lines]
         if block.style == "items":
@@ -141,7 +156,7 @@ def markdown(doc: RunDocument) -> str:
     """report.md: the sections of ``reports.sections.report_sections``, without figures."""
     out = ["# latent-claims report", ""]
     for section in report_sections(doc):
-        out += [f"{'#' * section.level} {section.title}", ""] if section.title else []
+        out += [f"{'#' * section.level} {md_text(section.title)}", ""] if section.title else []
         out += [line for block in section.blocks for line in _md_block(block)]
     return "\n".join(out)
 

@@ -149,6 +149,9 @@ def baseline_lines(doc: RunDocument) -> list[str]:
     lines += [f"RETRAINED IN PLACE: {m['new']} has the same name but other weights (sha256 "
               f"{_digest(m['old_weights_sha256'])} → {_digest(m['new_weights_sha256'])})"
               for m in cmp.get("retrained_in_place", [])]
+    lines += [f"RECONFIGURED IN PLACE: {m['new']} has the same name and weights but another config (config.json: "
+              f"sha256 {_digest(m['old_config_sha256'])} → {_digest(m['new_config_sha256'])}); changes below may "
+              "come from the config" for m in cmp.get("reconfigured_in_place", [])]
     lines += [f"compared {m['old']} (weights {_digest(m['old_weights_sha256'])}) with {m['new']} "
               f"(weights {_digest(m['new_weights_sha256'])})" for m in cmp.get("models", [])
               if m["old"] != m["new"]]

@@ -9,13 +9,18 @@ machine's build") rather than red by surprise.
 Only records of the same claim, model, test and procedure version are compared; the ledger's part of an outcome is
 left out ("fails as expected" counts as "fails", "holds unexpectedly" as "holds"): the comparison is of what was
 measured.
+
+What the file may hold (issue 74, case 4): records on the zoo's models only (a mixed run's records on a user's
+folder are left out, named); never an error record over a good one, nor an older procedure version over a newer
+one (:func:`combine` keeps the file's and names it); its header's ``machines`` every machine whose records it
+holds. A file that exists but cannot be read (a merge-conflict line) is never written over (:func:`read`).
 """
 
 import json
 import math
 from pathlib import Path
 
-from reports.checks import FAILS, FAILS_AS_EXPECTED, HOLDS, HOLDS_UNEXPECTEDLY, ClaimRecord
+from reports.checks import ERROR, FAILS, FAILS_AS_EXPECTED, HOLDS, HOLDS_UNEXPECTEDLY, ClaimRecord
 from reports.document import RunDocument
 from reports.records import path_free, record_id
 
@@ -60,9 +65,61 @@ def snapshot(doc: RunDocument) -> dict:
         raise ValueError(f"run {doc.run_id} was interrupted: its verdicts are incomplete")
     machines = sorted({(m.get("build") or {}).get("cpu") or (m.get("build") or {}).get("gpu") or ""
                        for m in (doc.models or {}).values() if "error" not in m} - {""})
-    records = {record_id(r): {"version": r.version, "outcome": measured(r.outcome), **_headline(r)} for r in doc.records}
+    records = {record_id(r): {"version": r.version, "outcome": measured(r.outcome), **_headline(r)} for r in doc.records
+               if on_the_zoo(r.model)}
     return {"run_id": doc.run_id, "git": doc.git, "machines": machines, "settings": doc.facts(),
             "torch": (doc.versions or {}).get("torch"), "records": records}
+
+
+def on_the_zoo(model: str) -> bool:
+    """Whether a record's model is one of the zoo's (a trained model, its ``:untrained`` twin, a group or a
+    reference): not a user's folder, hub id or --group, whose records the shipped verdicts never hold."""
+    from models.zoo import TWIN_SUFFIX, ZOO
+
+    return model.removesuffix(TWIN_SUFFIX) in ZOO
+
+
+def outside_the_zoo(doc: RunDocument) -> list[str]:
+    """The record ids (:func:`reports.records.record_id`) of a run's records on models outside the zoo, which
+    :func:`snapshot` leaves out."""
+    return [record_id(r) for r in doc.records if not on_the_zoo(r.model)]
+
+
+def combine(before: dict | None, kept: dict, merge: bool) -> tuple[dict, list[str]]:
+    """The file to write: ``kept`` (:func:`snapshot`), or with ``merge`` the file ``before`` with ``kept``'s records
+    replacing theirs, its header kept and the run named under ``updated_by``.
+
+    Either way a record of the file is not replaced by an error record, nor by an older procedure version: the
+    file's stays, and is named in the returned list ("kept the file's ID (holds) over this run's error"). The
+    header's ``machines`` are every machine whose records the file holds after a merge (both runs').
+
+    Args:
+        before: the file as :func:`read` gives it, or None where there is none.
+        kept: the run's :func:`snapshot`.
+        merge: a partial run merged into the file.
+    Returns:
+        (the document to write, one phrase per record of the file kept over the run's).
+    """
+    old = (before or {}).get("records") or {}
+    records, kept_over = dict(kept["records"]), []
+    for key, new in kept["records"].items():
+        was = old.get(key)
+        if was is None:
+            continue
+        if new["outcome"] == ERROR and was.get("outcome") != ERROR:
+            kept_over.append(f"kept the file's {key} ({was.get('outcome')}) over this run's error")
+            records[key] = was
+        elif new["version"] < was.get("version", 0):
+            kept_over.append(f"kept the file's {key} (version {was['version']}) over this run's older version "
+                             f"{new['version']}")
+            records[key] = was
+    if not merge:
+        return {**kept, "records": records}, kept_over
+    update = {"run_id": kept["run_id"], "git": kept["git"], "machines": kept["machines"],
+              "records": sorted(k for k in kept["records"] if records[k] is kept["records"][k])}
+    machines = sorted({*before.get("machines", []), *kept["machines"]})
+    return {**before, "machines": machines, "records": {**old, **records},
+            "updated_by": [*before.get("updated_by", []), update]}, kept_over
 
 
 def settings_differ(doc: RunDocument, shipped: dict | None) -> list[str]:
@@ -87,19 +144,35 @@ def settings_differ(doc: RunDocument, shipped: dict | None) -> list[str]:
     return out
 
 
-def load(path: Path | None = None) -> dict | None:
-    """The shipped verdicts file (``models.shipped.VERDICTS`` unless ``path``), or None where it is absent or
-    unreadable."""
+def read(path: Path | None = None) -> dict | None:
+    """The shipped verdicts file (``models.shipped.VERDICTS`` unless ``path``), or None where there is none.
+
+    Raises:
+        ValueError: for a file that exists but cannot be read, or is not a verdicts file (not JSON, e.g. a
+            ``<<<<<<< HEAD`` line of a merge conflict in it; not an object with a ``records`` object), saying so.
+    """
     if path is None:
         from models.shipped import VERDICTS  # here, not at import: models.shipped imports torch
 
         path = VERDICTS
+    if not path.exists():
+        return None
     try:
         shipped = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    shipped["records"] = {path_free(key): kept for key, kept in (shipped.get("records") or {}).items()}
+    except (OSError, ValueError) as err:
+        raise ValueError(f"cannot read {path} ({err})") from None
+    if not isinstance(shipped, dict) or not isinstance(shipped.get("records"), dict):
+        raise ValueError(f"cannot read {path}: not a verdicts file (a JSON object with a 'records' object)")
+    shipped["records"] = {path_free(key): kept for key, kept in shipped["records"].items()}
     return shipped
+
+
+def load(path: Path | None = None) -> dict | None:
+    """:func:`read`, or None where the file is absent or cannot be read (the report then says it cannot compare)."""
+    try:
+        return read(path)
+    except ValueError:
+        return None
 
 
 def against_shipped(records: list[ClaimRecord], shipped: dict | None) -> dict | None:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from reports.ledger_keys import LEDGER
 from models.atomic_files import atomic_write_bytes, atomic_write_text, publish_mode
+from reports.confined import confined
 from reports import baseline, benchmarks, history, render, shipped_verdicts, tables, trend_page
 from models.recipes import seed_builds
 from reports.document import RunDocument
@@ -286,7 +287,8 @@ def write_doc(doc: RunDocument, base: Path, compare=None) -> Path:
     stage("figures", lambda: drawn.update(render.figures(doc)))
     for name, png in drawn.items():
         if isinstance(png, bytes):
-            stage(f"figure {name}", lambda name=name, png=png: atomic_write_bytes(folder / "figures" / name, png))
+            stage(f"figure {name}", lambda name=name, png=png: atomic_write_bytes(
+                confined(folder / "figures", name), png))
     rendered = {}
     stage("report.md", lambda: rendered.update(md=render.markdown(doc)))
     stage("report.html", lambda: rendered.update(html=render.to_html(doc, drawn)))

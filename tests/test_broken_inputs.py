@@ -320,3 +320,33 @@ def test_a_merge_of_an_older_replay_line_with_a_quote_in_a_path_is_not_a_traceba
     edit(b, replay=load(b)["replay"] + " --model /m/o'k")
     folder, _ = merge([a, b], tmp_path / "merged")
     assert "--model tiny-w96" in load(folder)["replay"]
+
+
+def test_a_folder_with_a_single_file_and_a_sharded_index_of_other_weights_is_refused(tmp_path):
+    """Issue 74, case 11: transformers loads model.safetensors and never reads the shards its index names, so the
+    folder was measured from the single file without a word."""
+    folder = save_hf_folder(tmp_path / "m", arch="gpt2")
+    other = tmp_path / "other"
+    torch.manual_seed(1)
+    load_folder(folder).model.save_pretrained(other, max_shard_size="20KB")
+    for path in other.glob("model-*.safetensors"):
+        shutil.copy(path, folder / path.name)
+    shutil.copy(other / "model.safetensors.index.json", folder / "model.safetensors.index.json")
+    message = refusal(folder)
+    assert "model.safetensors" in message and "model.safetensors.index.json" in message
+    assert "remove" in message
+
+
+def test_byte_identical_copies_of_one_model_are_one_model_named_twice(tmp_path):
+    """Issue 74, case 16: two folders holding the same weights and config counted as two subjects ("holds on 4 of
+    4"); a copy whose config.json differs is another model (its config builds another one)."""
+    from fixtures.option_checks import named_twice
+
+    folder = save_hf_folder(tmp_path / "mine", arch="gpt2")
+    copy = shutil.copytree(folder, tmp_path / "copy")
+    [said] = named_twice((str(folder), str(copy)))
+    assert said.startswith(f"--model {copy}: the same weights and config as --model {folder}"), said
+    assert named_twice((str(folder), f"{copy}:untrained", f"{folder}:untrained")) != []
+    config = json.loads((copy / "config.json").read_text())
+    (copy / "config.json").write_text(json.dumps({**config, "layer_norm_epsilon": 0.1}))
+    assert named_twice((str(folder), str(copy))) == []

@@ -458,8 +458,10 @@ def test_two_checkpoint_folders_of_one_architecture_are_compared_through_the_bas
     was = json.loads(baseline.read_text())["models"][old]["weights_sha256"]
     assert {r["outcome"] for r in doc["records"]} - {"error"}, [r["message"] for r in doc["records"]]
     [pair] = doc["baseline"]["models"]
+    config = doc["models"][new]["config_sha256"]  # one recipe: the same config under other weights (issue 74)
     assert pair == {"old": old, "new": new, "old_weights_sha256": was,
-                    "new_weights_sha256": doc["models"][new]["weights_sha256"], "same_weights": False}
+                    "new_weights_sha256": doc["models"][new]["weights_sha256"], "same_weights": False,
+                    "old_config_sha256": config, "new_config_sha256": config, "same_config": True}
     assert doc["baseline"]["new"] == [] and doc["baseline"]["missing"] == []  # every record found its pair
     assert doc["models"][new]["build"]["torch"] and doc["baseline"]["retrained_in_place"] == []
 

@@ -280,7 +280,8 @@ def test_a_baseline_map_pairs_an_upgraded_model_under_a_new_name_and_states_both
     changes = compare(old, [record(-0.2, "new-ckpt")], _models(new_ckpt="b"), mapping={"old-ckpt": "new-ckpt"})
     assert changes["new"] == [] and changes["missing"] == []
     assert changes["models"] == [{"old": "old-ckpt", "new": "new-ckpt", "old_weights_sha256": "a" * 64,
-                                  "new_weights_sha256": "b" * 64, "same_weights": False}]
+                                  "new_weights_sha256": "b" * 64, "same_weights": False,
+                                  "old_config_sha256": None, "new_config_sha256": None, "same_config": None}]
     [measured] = changes["measured_changes"]
     assert (measured["model"], measured["was"]["straightening"], measured["now"]["straightening"]) == (
         "new-ckpt", "passed", "failed")

@@ -284,6 +284,8 @@ def test_verdict_files_refuse_a_run_made_with_other_settings_naming_the_differen
             "source_scale": "--source-scale True"}[name] in err
     ledger = tmp_path / "ledger.toml"
     ledger.write_text("")
+    import reports.ledger_file
+    monkeypatch.setattr(reports.ledger_file, "SHIPPED_LEDGER", ledger)  # a user's own ledger is not refused (issue 74)
     assert main(["ledger", str(run), "--ledger", str(ledger), "--write"]) == 2
     assert "nothing written" in capsys.readouterr().err
     run.write_text(json.dumps({**good, "interrupted": True}))

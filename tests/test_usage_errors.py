@@ -60,7 +60,7 @@ def test_a_partial_run_does_not_replace_the_shipped_verdicts(tmp_path, monkeypat
     merged = json.loads(verdicts.read_text())
     kept = merged["records"]
     assert kept["S4.1|t[tiny-w96]"]["value"] == 0.7 and kept["S4.2|t[tiny-w96]"] == old["records"]["S4.2|t[tiny-w96]"]
-    assert merged["run_id"] == "old" and merged["updated_by"] == [{"run_id": "new", "git": "b",
+    assert merged["run_id"] == "old" and merged["updated_by"] == [{"run_id": "new", "git": "b", "machines": [],
                                                                    "records": ["S4.1|t[tiny-w96]"]}]
 
 
@@ -150,7 +150,9 @@ def test_a_local_build_that_is_not_trained_is_refused_with_its_plan(tmp_path, mo
     assert local_builds_missing(settings, {"ref-gpt2-small"}) is None  # the selected tests use no trained model
 
 
-@pytest.mark.parametrize(("value", "words"), [("8x0", "T must be at least 1 token"),
+@pytest.mark.parametrize(("value", "words"), [("8x0", "T must be at least 3 tokens"),
+                                              ("2x1", "T must be at least 3 tokens"),  # issue 74, case 16
+                                              ("2x2", "the first token is dropped"),
                                               ("1x128", "N must be at least 2"), ("eightx128", "is not N sequences")])
 def test_a_prompt_shape_names_which_of_its_numbers_is_wrong(value, words):
     """Issue 59, item 13: `--prompts 8x0` said "N >= 2" where T was the problem."""
@@ -158,7 +160,7 @@ def test_a_prompt_shape_names_which_of_its_numbers_is_wrong(value, words):
 
     with pytest.raises(pytest.UsageError, match=words):
         check_prompts(value, "tiny")
-    assert check_prompts("8x2048", "tiny") == (8, 2048)
+    assert check_prompts("8x2048", "tiny") == (8, 2048) and check_prompts("2x3", "tiny") == (2, 3)
 
 
 def test_a_baseline_of_a_newer_schema_is_told_it_is_newer(tmp_path):

@@ -194,3 +194,23 @@ def test_the_zoos_folders_as_user_groups_give_the_zoos_records(tmp_path):
             assert user["outcome"] == zoo["outcome"].replace("fails as expected", "fails"), (claim, model)
         compared.append(claim)
     assert sorted(set(compared)) == sorted(GROUP_CLAIMS, key=str)
+
+
+def test_a_mixer_pair_given_mixer_first_is_a_usage_error_naming_the_order():
+    """Issue 74, case 3: the pair in reverse was accepted, and S3.12 failed where the zoo's pair holds."""
+    transformer, mixer = folder("tiny-w96"), folder("tiny-mixer-w96")
+    with pytest.raises(GroupError, match="the transformer first, then the mixer") as err:
+        checked(parse(f"mixer:m={mixer},{transformer}"))
+    assert f"mixer:m={transformer},{mixer}" in str(err.value) and "masked_mixer" in str(err.value)
+    with pytest.raises(GroupError, match="both members are model type gpt2"):
+        checked(parse(f"mixer:m={transformer},{folder('tiny-w96-seed88')}"))
+
+
+def test_byte_identical_copies_in_one_group_are_one_model_counted_twice(tmp_path):
+    """Issue 74, case 16: copies of one model in two folders counted as two subjects of a group."""
+    import shutil
+
+    copy = shutil.copytree(folder("tiny-w96"), tmp_path / "copy", ignore=shutil.ignore_patterns(".latent-claims-*"))
+    with pytest.raises(GroupError, match="the same weights and config") as err:
+        checked(parse(f"siblings:s={folder('tiny-w96')},{folder('tiny-w96-seed88')},{copy}"))
+    assert str(copy) in str(err.value) and folder("tiny-w96") in str(err.value)

@@ -254,10 +254,13 @@ def test_the_cache_key_hashes_files_that_exist():
 
 @pytest.mark.subprocess
 def test_the_merge_glob_takes_each_shard_run_folder_once(tmp_path):
-    """The shards as download-artifact lays them out: shards/<artifact>/<what shard/ held>."""
+    """The shards as download-artifact lays them out: shards/<artifact>/<what shard/ held>; a shard the OOM killer
+    ended left its journal instead of a run folder (issue 74, case 6), and the merge takes it too."""
     merge_args = next(args for m, args in python_modules() if m == "reports")
-    patterns = [a for a in merge_args[1:] if "*" in a]
-    assert merge_args[0] == "merge" and len(patterns) == 1
+    assert merge_args[0] == "merge" and merge_args[1] == '${inputs[@]}'  # the command parser drops the quotes
+    script = step("report", "reports merge")["run"]
+    patterns = re.search(r"^\s*inputs=\((.*)\)$", script, re.M).group(1).split()
+    assert "shopt -s nullglob" in script and len(patterns) == 2
     runs = []
     for model in ("tiny-w96", "tiny-w96-untrained", "tiny-siblings"):
         shard = tmp_path / "shards" / f"shard-{model}"
@@ -268,8 +271,13 @@ def test_the_merge_glob_takes_each_shard_run_folder_once(tmp_path):
         for name in ("index.html", f"junit-{model}.xml", f"pytest-outcome-{model}.txt"):
             (shard / name).write_text("")
         runs.append(str(run.relative_to(tmp_path)))
-    expanded = program(["bash", "-c", f"printf '%s\\n' {patterns[0]}"], cwd=tmp_path, check=True).stdout.split()
-    assert sorted(expanded) == sorted(runs) == sorted(glob.glob(patterns[0], root_dir=tmp_path))
+    killed = tmp_path / "shards" / "shard-tiny-w128" / "journal-20261122T031500000000Z-42.jsonl"
+    killed.parent.mkdir()
+    killed.write_text("")
+    runs.append(str(killed.relative_to(tmp_path)))
+    expanded = program(["bash", "-c", f"shopt -s nullglob; printf '%s\\n' {' '.join(patterns)}"], cwd=tmp_path,
+                       check=True).stdout.split()
+    assert sorted(expanded) == sorted(runs) == sorted(p for g in patterns for p in glob.glob(g, root_dir=tmp_path))
 
 
 def test_the_newest_dependencies_job_runs_the_self_tests_and_blocks_nothing():

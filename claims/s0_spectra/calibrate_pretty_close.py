@@ -42,6 +42,17 @@ CLAIMS = ("S0.6", "S0.7")  # the "pretty close" of each, calibrated on the same 
 LOOKS = (4, 2, 1)  # the claim's looks at a length, as fractions of the last: 32 → 64 → 128 sequences at 128 tokens
 WINDOW_SEED = 20261128  # orders the training split's windows; init k takes the k-th block of them
 CATALOGUE = Path(__file__).resolve().parents[1] / "catalogue.toml"
+S0_SOURCE_SHAPE = (8, 2048)  # S0's 8 × 2048 (--prompts 8x2048, docs/gpu.md)
+
+
+def last_look(positions: int) -> int | None:
+    """Windows of the claim's last look at ``positions`` tokens, for the shapes runs take by default (the profiles'
+    ``PROMPTS`` and S0's 8 × 2048: their looks end at ``default_max_prompts`` of their N): 128 at 128 tokens, 64 at
+    2048; None for a length no default shape runs (then --max-prompts of the user's run sets it)."""
+    from fixtures.option_checks import PROMPTS, default_max_prompts
+
+    shapes = (*PROMPTS.values(), S0_SOURCE_SHAPE)
+    return next((default_max_prompts(n) for n, tokens in shapes if tokens == positions), None)
 
 
 def training_windows(ids: torch.Tensor, tokenizer, n: int, length: int, block: int) -> torch.Tensor:
@@ -231,6 +242,35 @@ def table(claim: str, c: dict) -> str:
             f"{closing}\n")
 
 
+def _marked(claim: str, positions: int) -> re.Pattern:
+    """The catalogue's calibration table of ``claim`` for one length, its markers included."""
+    opening, closing = markers(claim, positions)
+    return re.compile(rf"{re.escape(opening)} .*?{re.escape(closing)}\n", re.S)
+
+
+def check_writable(positions: int, path: Path = CATALOGUE) -> None:
+    """Whether ``--write`` could put the tables for ``positions`` tokens into ``path``, asked before calibrating
+    (issue 74, case 14).
+
+    Raises:
+        ValueError: if the catalogue lacks a claim's markers for that length, or cannot be read or replaced.
+    """
+    import os
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise ValueError(f"cannot read {path} ({err.strerror}): check the path and its permissions") from err
+    for claim in CLAIMS:
+        if not _marked(claim, positions).search(text):
+            opening, closing = markers(claim, positions)
+            raise ValueError(f"{path}: no {claim} calibration markers for {positions} positions; add a table between "
+                             f"'{opening} ...' and '{closing}' lines first, or leave out --write")
+    if not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
+        raise ValueError(f"cannot write {path} (it or its folder is read-only): make it writable, or leave out "
+                         "--write")
+
+
 def write(calibrations: dict, path: Path = CATALOGUE) -> None:
     """Replace each claim's calibration table of that length in the catalogue (atomically, all or none).
 
@@ -243,12 +283,58 @@ def write(calibrations: dict, path: Path = CATALOGUE) -> None:
 
     text = path.read_text(encoding="utf-8")
     for claim, c in calibrations.items():
-        opening, closing = markers(claim, c["positions"])
-        marked = re.compile(rf"{re.escape(opening)} .*?{re.escape(closing)}\n", re.S)
+        marked = _marked(claim, c["positions"])
         if not marked.search(text):
             raise ValueError(f"{path}: no {claim} calibration markers for {c['positions']} positions")
         text = marked.sub(lambda _, claim=claim, c=c: table(claim, c), text)
     atomic_write_text(path, text)
+
+
+def subject_context() -> int:
+    """The context length of :data:`SUBJECT` (its config's ``max_position_embeddings``), tokens."""
+    from models.zoo import REFERENCES
+
+    return int(json.loads(REFERENCES[SUBJECT].read_text())["max_position_embeddings"])
+
+
+def check_arguments(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str:
+    """Check the command line before the calibration starts (issue 74, cases 1 and 14).
+
+    Returns:
+        the torch device to run on (``auto`` resolved).
+    Raises:
+        SystemExit: (``parser.error``, status 2) for --positions below 2 or past the subject's context
+            (:func:`subject_context`), --sequences below the bootstrap's 2, a device not there, and with --write:
+            another --sequences than the claims' last look at that length (:func:`last_look`), a catalogue without
+            that length's markers, or one that cannot be written.
+    """
+    import pytest
+
+    from fixtures.option_checks import check_device
+
+    if args.positions < 2:
+        parser.error(f"--positions {args.positions}: a bend needs at least 2 tokens per sequence; pass e.g. 128")
+    context = subject_context()
+    if args.positions > context:
+        parser.error(f"--positions {args.positions}: {SUBJECT}'s context is {context} tokens; pass at most {context}")
+    if args.sequences < 2:
+        parser.error(f"--sequences {args.sequences}: the interval is a bootstrap over windows, which needs at least "
+                     f"2; pass the claims' last look at that length (e.g. 128 at 128 tokens)")
+    try:
+        device = check_device(args.device)
+    except pytest.UsageError as err:
+        parser.error(str(err))
+    if args.write:
+        expected = last_look(args.positions)
+        if expected is not None and args.sequences != expected:
+            parser.error(f"--sequences {args.sequences}: S0.6's and S0.7's last look at {args.positions} tokens takes "
+                         f"{expected} windows, and a margin made from another sample size is not those checks' "
+                         f"margin; pass --sequences {expected} to --write, or leave out --write to only print it")
+        try:
+            check_writable(args.positions, CATALOGUE)
+        except ValueError as err:
+            parser.error(str(err))
+    return device
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -257,10 +343,11 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--positions", type=int, required=True, help="tokens per sequence (128, or S0's 2048)")
     parser.add_argument("--sequences", type=int, required=True, help="windows per init (the last look's: 128, 64)")
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--write", action="store_true", help="write the table into claims/catalogue.toml")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto")
+    parser.add_argument("--write", action="store_true", help="write the tables into claims/catalogue.toml")
     args = parser.parse_args(argv)
-    calibrations = calibrate(args.positions, args.sequences, args.device)
+    device = check_arguments(args, parser)
+    calibrations = calibrate(args.positions, args.sequences, device)
     print("".join(table(claim, c) for claim, c in calibrations.items()), end="")
     if args.write:
         write(calibrations)
