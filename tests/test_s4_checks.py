@@ -72,6 +72,19 @@ def test_s4_3s_twin_control_fails_a_pass_the_untrained_twin_shows_as_well():
     assert _status(record, TWIN_CONTROL) == "failed" and [c.name for c in record.failed("control")] == [TWIN_CONTROL]
 
 
+def test_s4_3s_twin_control_fails_s4s_own_cosines_against_a_twin_above_s4s_weakest_blocks():
+    """Issue 73, item 4: on S4's replica the control has never run. With S4's notebook cosines per block (0.31, 0.10,
+    0.09, 0.04, 0.04, 0.09) and a twin at 0.07 in every block, blocks 4-5 sit below the twin: every claim check
+    passes, the control fails, and S4's own model would be "control failed" (the run on s4-w384 is on docs/gpu.md's
+    list)."""
+    g = torch.Generator().manual_seed(0)
+    model = [_aligned(g, c, shape=(48, 32, 192)) for c in (0.31, 0.10, 0.09, 0.04, 0.04, 0.09)]
+    twin = [_aligned(g, 0.07, scale=1.0, shape=(48, 32, 192)) for _ in range(6)]
+    record = _s4_3(_capture(*zip(*model)), _capture(*zip(*twin)))
+    assert [c.name for c in record.failed("control")] == [TWIN_CONTROL]
+    assert not record.failed("claim")
+
+
 def test_s4_3s_cosine_check_fails_where_attention_and_ffn_outputs_point_apart_and_passes_at_s4s_weakest_cosine():
     """S4.3: the claim check is a positive mean cosine, a bound read off S4's notebook (0.04 in its weakest blocks is
     S4's 'roughly the same direction'). FFN outputs turned against the attention outputs fail it (and the twin

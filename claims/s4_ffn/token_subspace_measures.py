@@ -194,6 +194,8 @@ def block_criterion(b: int, a, subject, directions, model_tokens: list, claim) -
            "null (signed cos)": float(null[True].mean()),
            "excess (signed cos)": excess_over_null(np.stack([satisfied[True], null[True]], 1).astype(np.float64)),
            "ratio to analytic chance (version 1)": float(satisfied[False].mean() / chance.mean()),
+           "excess over analytic chance (S4's own statistic, |cos|)":
+               float((satisfied[False].mean() - chance.mean()) / (1 - chance.mean())),
            "satisfied, model's own tokens (|cos|)": float(
                in_top_half(subspace_scores(v.ffn[b][half], directions), model_tokens).mean())}
     own = None
