@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 import torch
 
-from claims.s3_inversion.bandwidth_checks import BELOW_WIDTH
-from claims.s3_inversion.bandwidth_measures import crossing, crossing_fraction
+from claims.s3_inversion.bandwidth_checks import BELOW_WIDTH, below_width_check
+from claims.s3_inversion.bandwidth_measures import crossing, crossing_fraction, longer_crossing
 from claims.s3_inversion.between_tokens_checks import RAREST
-from claims.s3_inversion.cosine_checks import MINIMISED, RECOVERS
+from claims.s3_inversion.cosine_checks import MINIMISED, RECOVERS, SUCCEEDS
 from claims.s3_inversion.cosine_measures import reached_over_start
 from claims.s3_inversion.vocabulary_measures import accuracy_difference
 from latent_instruments.inversion import DIRECT_TARGET, InversionConfig, invert
 from latent_instruments.decoding import decode_top_k, direct_fit_decode, pseudo_inverse, zero_masked_decode
-from latent_instruments.stats import MIN_BOOTSTRAP_UNITS, bootstrap, proportion
+from latent_instruments.stats import MIN_BOOTSTRAP_UNITS, bootstrap, per_unit, proportion
 from reports.checks import Check
 
 
@@ -51,13 +51,38 @@ def _exact_fit(vocab: int, width: int, target: float):
 
 def test_an_exact_fit_cannot_decode_where_the_vocabulary_is_43_times_the_width():
     """The sub-word tiny model's shape (4096 × 96): even S3's target 10 leaves the gate's bound under 'most'."""
-    assert _exact_fit(4096, 96, DIRECT_TARGET).low <= RECOVERS
+    assert _exact_fit(4096, 96, DIRECT_TARGET).low <= SUCCEEDS
 
 
 def test_s3s_target_of_10_decodes_at_llama_7bs_vocabulary_width_ratio_where_1_does_not():
     """Version 4 of S3.7: at a vocabulary 7.8 times the width (Llama-7B's 32000/4096, here 3120/400) the gate passes
     with S3's target 10 and would call S3.7 not informative with version 3's one-hot of 1."""
-    assert _exact_fit(3120, 400, DIRECT_TARGET).low > RECOVERS
+    assert _exact_fit(3120, 400, DIRECT_TARGET).low > SUCCEEDS
+    assert _exact_fit(3120, 400, 1.0).low <= SUCCEEDS
+
+
+def test_s3_7s_exact_fit_gate_stays_below_every_long_input_s3_calls_a_success():
+    """Version 7 (issue 73): the exact-fit gate's half is read off S3's numbers, not set after looking: S3's long
+    inputs that succeed decode 4 of 5, 5 of 7, 6 of 7 and 10 of 11 of their words, every one above it, so a model
+    whose perfect inversion decodes at most half could succeed as none of them does."""
+    successes = (4 / 5, 5 / 7, 6 / 7, 10 / 11)  # 'This is hasta prompt sentence', '... somewhat longer ...', ...
+    assert SUCCEEDS < min(successes)
+
+
+def test_s3_7_is_not_informative_where_the_vocabulary_is_no_larger_than_the_width():
+    """Version 7 (issue 73): a char model's W_E (84 tokens, 96 features) is outside S3's direct representation, whose
+    scope words are quoted; a vocabulary wider than the width by one token, or the sub-word model's, is inside."""
+    from claims.s3_inversion.cosine_measures import outside_direct_scope
+
+    def weight(vocab: int, width: int) -> torch.Tensor:
+        return torch.randn(vocab, width, generator=torch.Generator().manual_seed(0))
+
+    char = outside_direct_scope(weight(84, 96))
+    assert "vocabulary (84) is no larger than the width (96; W_E's rank 84)" in char
+    assert "the output dimension is much smaller than the input" in char  # S3's scope words, quoted
+    assert outside_direct_scope(weight(96, 96)) != ""  # no larger: equal counts too
+    assert "W_E's rank 1)" in outside_direct_scope(torch.ones(84, 96))  # not injective, still outside the scope
+    assert outside_direct_scope(weight(97, 96)) == "" and outside_direct_scope(weight(4096, 96)) == ""
     assert _exact_fit(3120, 400, 1.0).high <= RECOVERS
 
 
@@ -113,6 +138,16 @@ def test_the_restriction_gain_fails_where_answers_score_below_zero():
     assert (gain.value, gain.status) == (-0.875, "failed")
 
 
+def test_no_s3_row_set_after_looking_decides():
+    """Issue 73: an S3 threshold row of a deciding role (claim, control, gate) comes from S3's words or numbers, an
+    identity, or a reading fixed before looking; a row set after ("after") is a reading or a demoted check."""
+    from fixtures.catalogue import load_catalogue
+
+    deciding = [(c.id, t.check) for c in load_catalogue().claims.values() if c.family == "S3" for t in c.thresholds
+                if t.role in ("claim", "control", "gate") and t.provenance == "after"]
+    assert deciding == []
+
+
 # --- S3.9: rarer than S3's rarest untrained rate -----------------------------------------------------------
 
 
@@ -121,6 +156,17 @@ def test_a_model_finding_the_masked_token_in_two_of_five_prompts_fails():
     check = Check.of("masked token found", proportion(found), "fraction of prompts", "<", RAREST, "S3.9")
     assert check.status == "failed"
     assert Check.of("v2", proportion(found), "fraction of prompts", "<", 0.5, "S3.9").status == "passed"
+
+
+def test_s3_9s_bound_is_s3s_rarest_untrained_rate_among_its_source_numbers():
+    """Version 9 (issue 73): RAREST is read off S3's figures ('perhaps 1/5ths' at 4096 wide, 'more than 4/5ths' at
+    8192), the catalogue's source numbers of S3.9, not a line set after looking."""
+    from fixtures.catalogue import load_catalogue
+
+    claim = load_catalogue().claims["S3.9"]
+    assert RAREST == min(n.value for n in claim.source_numbers)
+    row = next(t for t in claim.thresholds if t.key.startswith("S3.9/fraction-of-prompts-whose-masked"))
+    assert row.provenance == "source's numbers" and "perhaps 1/5ths" in row.basis
 
 
 def test_a_model_that_never_finds_the_masked_token_passes_from_16_prompts_and_not_from_8():
@@ -169,16 +215,56 @@ def test_the_crossing_search_asks_for_the_k_of_a_one_by_one_bisection_and_runs_t
         crossing(StepCurve(37), 96, 2.0)
 
 
-def test_a_crossing_at_the_width_is_dimension_counting_and_fails_the_bound():
+def test_a_crossing_at_the_width_fails_the_claims_own_bound_and_one_below_it_passes():
+    """Version 10 (issue 73): S3.10's bound below the width is S3's own ('reducing this number to 2202 yields no
+    incorrect input tokens'): an exact count, failed wholly at k* = d_model, passed at d_model − 1."""
+    def count(k: int) -> Check:
+        return below_width_check(per_unit(np.array([float(k)]), "min"), 96)
+
+    assert count(96).status == "failed" and count(95).status == "passed" and count(48).status == "passed"
+    assert count(96).role == "claim" and count(96).threshold == 95.5
+
+
+def test_a_crossing_at_the_width_that_stays_there_at_5n_passes_its_convergence_control_and_one_that_moves_fails():
+    """The crossing's convergence control (version 10): the descents at d_model and d_model − 1 features continued;
+    the crossing stays at the width only where d_model − 1 features still recover under half the full output's."""
+    from claims.s3_inversion.convergence import convergence_check
+
+    failed = below_width_check(per_unit(np.array([96.0]), "min"), 96)
+    stays = longer_crossing(np.column_stack([np.ones(16), np.full(16, 0.2)]), 96)  # 0.2 < ½ of 1.0
+    moved = longer_crossing(np.column_stack([np.ones(16), np.full(16, 0.6)]), 96)
+    assert (stays.value, moved.value) == (96.0, 95.0)
+    assert convergence_check(failed, stays, 200).status == "passed"  # the failure stays: it stands
+    assert convergence_check(failed, moved, 200).status == "failed"  # more steps removed it: unconverged
+    with pytest.raises(ValueError, match="prompts, 2"):
+        longer_crossing(np.ones((16, 3)), 96)
+
+
+def test_s3_10s_fraction_of_the_width_is_a_reading_that_decides_nothing():
+    """Version 10: k*/d_model < 0.77 (set after looking) is shown beside S3's 0.54 as a reading; a crossing at the
+    width fails it and the claim's own bound alike, but only the bound decides."""
+    from claims.s3_inversion.bandwidth_checks import BandwidthEstimates, bandwidth_checks
+    from tests.check_cases import estimate, exact
+    from tests.check_cases import per_unit as point
+
+    e = BandwidthEstimates(estimate(0.9, 0.05), estimate(0.99, 0.01), exact(0.8), point(96.0))
+    checks = {c.name: c for c in bandwidth_checks(e, 96, 96, 200)}
+    assert checks["crossing k* as a fraction of d_model"].role == "reading"
+    assert checks["crossing k* as a fraction of d_model"].status == "failed"
+    assert checks["crossing k* in features, below the width (96)"].status == "failed"
+    assert checks["crossing k* in features, below the width (96)"].role == "claim"
+
+
+def test_a_crossing_at_the_width_is_dimension_counting_and_fails_the_old_line():
     ks = [24, 48, 72, 84, 90, 93, 95, 96]
     units = _curve(96, ks)
     fraction = bootstrap(units, lambda u: crossing_fraction(u, ks, 96), seed=0)
     assert fraction.value in (95 / 96, 1.0) and fraction.low < fraction.high
-    check = Check.of("k*/d_model", fraction, "fraction of d_model", "<", BELOW_WIDTH, "S3.10")
+    check = Check.of("k*/d_model", fraction, "fraction of d_model", "<", BELOW_WIDTH, "S3.10", role="reading")
     assert check.status == "failed"
 
 
-def test_a_crossing_at_half_the_width_passes_the_bound():
+def test_a_crossing_at_half_the_width_passes_the_old_line():
     ks = [24, 36, 42, 45, 47, 48, 72, 96]
     fraction = bootstrap(_curve(48, ks), lambda u: crossing_fraction(u, ks, 96), seed=0)
     assert fraction.value in (47 / 96, 0.5) and fraction.low < fraction.high

@@ -9,7 +9,8 @@ import numpy as np
 import torch
 
 from claims.s3_inversion.bandwidth_checks import (
-    EVERY, BandwidthEstimates, CrossingEstimates, bandwidth_checks, crossing_checks, full_works_check,
+    EVERY, BandwidthEstimates, CrossingEstimates, bandwidth_checks, below_width_check, crossing_checks,
+    full_works_check,
 )
 from claims.s3_inversion.convergence import further_steps
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, TOP_K, layer_output, setting
@@ -157,11 +158,33 @@ def full_output_by_setting(curves: dict, d_model: int) -> dict:
     return {"token accuracy, full output, by setting": {h: c.mean(d_model) for h, c in curves.items()}}
 
 
+def longer_crossing(continued: np.ndarray, k_star: int) -> Estimate:
+    """S3.10's crossing after the convergence control, where it failed at the width (k* = d_model): ``k_star`` where
+    the first k* − 1 features, continued, still recover less than half the continued full output's token accuracy,
+    else k* − 1 (the crossing has moved below the width: at most k* − 1).
+
+    Args:
+        continued: (prompts, 2) token accuracy from the first k* and k* − 1 features after the descents continued to
+            5N (``Curve.continued(k_star, k_star - 1)``).
+        k_star: the crossing at N, in features.
+    Returns:
+        an exact count (a deterministic Estimate, features) over the prompts.
+    Raises:
+        ValueError: if ``continued`` is not (prompts, 2).
+    """
+    if continued.ndim != 2 or continued.shape[1] != 2:
+        raise ValueError(f"continued must be (prompts, 2) accuracies at k* and k* − 1, got shape {continued.shape}")
+    full, below = continued.mean(axis=0)
+    k = float(k_star if below < full / 2 else k_star - 1)
+    return Estimate(k, k, k, 1.0, continued.shape[0])
+
+
 def measure_bandwidth(model_name: str, subject, ids: torch.Tensor, inversions, claim) -> BandwidthEstimates:
     """S3.10's measurement on block 1's output of ``ids`` (prompts, tokens): the recovery curve by features kept,
     in the headline setting, its crossing k*, the jump in token accuracy from k* − 1 to k* features, k* / d_model
     on resampled prompts, S3's success test at k* − 1 (a control), on an untrained block the full output's
-    recovery (a control), and where the jump fails, the jump after the two descents continued to 5N.
+    recovery (a control), and where the jump fails or the crossing lies at the width, the jump or the crossing after
+    the two descents either side of the crossing continued to 5N.
 
     Args:
         model_name: the model's zoo name; subject: the loaded model (``LoadedModel``).
@@ -201,8 +224,13 @@ def measure_bandwidth(model_name: str, subject, ids: torch.Tensor, inversions, c
     ks = sorted(curve.points)
     per_k = [claim.bootstrap(curve(k), sample_mean) for k in ks]
     fraction = claim.bootstrap(np.column_stack([curve(k) for k in ks]), lambda u: crossing_fraction(u, ks, d))
-    estimates = BandwidthEstimates(jump, fraction, matched, works if untrained else None, k_star=k_star, steps=steps,
-                                   curves=curves, how=how, full=full, per_k=per_k)
-    if bandwidth_checks(estimates, k_star, d, steps)[0].status == FAILED:  # the two descents either side of the
-        estimates = replace(estimates, longer=claim.bootstrap(curve.continued(k_star, k_star - 1), paired_difference))
+    count = Estimate(float(k_star), float(k_star), float(k_star), 1.0, len(curve(d)))  # exact: the crossing itself
+    estimates = BandwidthEstimates(jump, fraction, matched, count, works if untrained else None, k_star=k_star,
+                                   steps=steps, curves=curves, how=how, full=full, per_k=per_k)
+    sharp_failed = bandwidth_checks(estimates, k_star, d, steps)[0].status == FAILED
+    at_width = below_width_check(count, d).status == FAILED  # k* = d_model
+    if sharp_failed or at_width:  # the two descents either side of the crossing, continued: does the failure stay?
+        continued = curve.continued(k_star, k_star - 1)
+        estimates = replace(estimates, longer=claim.bootstrap(continued, paired_difference) if sharp_failed else None,
+                            longer_crossing=longer_crossing(continued, k_star) if at_width else None)
     return estimates

@@ -12,7 +12,7 @@ import torch
 
 from claims.s3_inversion.convergence import further_steps
 from claims.s3_inversion.cosine_checks import (
-    BUDGETS, MINIMISED, RECOVERS, CosineEstimates, LayerNormEstimates, cosine_checks,
+    BUDGETS, MINIMISED, SUCCEEDS, CosineEstimates, LayerNormEstimates, cosine_checks,
 )
 from claims.s3_inversion.inversions import TOP_K, layer_output, setting
 from fixtures.catalogue_text import gate
@@ -58,8 +58,26 @@ def _numpy(t: torch.Tensor) -> np.ndarray:
 def _cannot_identify(exact_fit, vocabulary: int, d_model: int, target: float) -> str:
     """S3.7's not-informative reason: an exact fit of the direct representation decodes too few tokens."""
     return gate("S3.7/cosine-direct-inversion-fails-on-one-token/cannot-identify", value=exact_fit.value,
-                low=exact_fit.low, high=exact_fit.high, RECOVERS=RECOVERS, vocabulary=vocabulary, d_model=d_model,
+                low=exact_fit.low, high=exact_fit.high, SUCCEEDS=SUCCEEDS, vocabulary=vocabulary, d_model=d_model,
                 ratio=vocabulary / d_model, target=target)
+
+
+def outside_direct_scope(weight: torch.Tensor) -> str:
+    """S3.7's scope gate (version 7): why the claim says nothing where W_E's vocabulary is no larger than its width,
+    or "" where it is larger (S3's direct representation maps a larger space onto a smaller one).
+
+    Args:
+        weight: W_E, (vocab, d_model), any float dtype.
+    Returns:
+        the catalogue's reason, filled with the vocabulary, the width and W_E's rank (float64); "" where vocab >
+        d_model.
+    """
+    vocab, d_model = weight.shape
+    if vocab > d_model:
+        return ""
+    rank = int(torch.linalg.matrix_rank(weight.detach().double().T @ weight.detach().double(), hermitian=True))
+    return gate("S3.7/cosine-direct-inversion-fails-on-one-token/vocabulary-within-width", vocab=vocab,
+                d_model=d_model, rank=rank)
 
 
 def _other_descents(subject, ids: torch.Tensor, singles: torch.Tensor, steps: int, seed: int) -> dict:
@@ -97,16 +115,20 @@ def measure_cosine(model_name: str, subject, ids: torch.Tensor, draw_singles: Ca
         draw_singles: () -> (control inputs, 1) the control's one-token inputs, drawn only where informative.
         inversions: the S3 family's inversion runner; claim: the claim's recorder (its ``bootstrap``, ``seed``).
     Raises:
-        pytest.skip.Exception: through ``claim.not_informative`` where an exact fit of the direct representation
-            decodes too few tokens (no loss could recover them).
+        pytest.skip.Exception: through ``claim.not_informative`` where the vocabulary is no larger than the width
+            (outside S3's direct representation: ``outside_direct_scope``), before any descent; and where an exact
+            fit of the direct representation decodes at most half the tokens by the interval's low end (not above
+            ``SUCCEEDS``: no inversion could succeed as S3's long inputs do).
     """
     scale, seed = inversions.scale, claim.seed
     steps, long_tokens = scale.steps(model_name), ids.shape[1]
-    long, start = _cosine_inversion(subject, ids, "direct", steps, seed)
     weight = subject.model.get_input_embeddings().weight.detach()
+    if reason := outside_direct_scope(weight):  # vocab ≤ d_model: no descent is run
+        claim.not_informative(reason, details={"vocab": weight.shape[0], "d_model": subject.d_model})
+    long, start = _cosine_inversion(subject, ids, "direct", steps, seed)
     reached = direct_fit_decode(ids, start.inputs, pseudo_inverse(weight), start.config.direct_target)
     exact_fit = claim.bootstrap(_numpy((reached == ids).double().mean(1)), sample_mean)
-    if exact_fit.low <= RECOVERS:
+    if exact_fit.low <= SUCCEEDS:
         claim.not_informative(
             _cannot_identify(exact_fit, weight.shape[0], subject.d_model, start.config.direct_target),
             details={"token accuracy of an exact fit (direct, S3's start)": exact_fit.value,
