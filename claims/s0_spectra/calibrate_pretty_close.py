@@ -23,25 +23,23 @@ init (40 minutes); S0's 2048 positions (64 × 2048) about 3 minutes an init, so 
 import argparse
 import json
 import math
-import re
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import torch
 
-SUBJECT = "ref-opt-125m"  # S0's subject: a random-init OPT-125m
+from claims.s0_spectra.calibration_tables import (  # noqa: F401 (table and markers: the command's, tested)
+    CATALOGUE, CLAIMS, SUBJECT, WINDOW_SEED, check_writable, markers, table, write,
+)
+
 COVERAGE = 0.95  # "pretty close": no more bent than 19 in 20 of what S0 calls so
 MIN_INITS = math.ceil(math.log(1 - COVERAGE) / math.log(COVERAGE))  # 59: the fewest whose largest is a 95/95 bound
 SEEDS = tuple(range(1001, 1001 + MIN_INITS))  # none a run's default seed (0) or a recipe's (1337, 1442, 88, 99999)
 DEPTHS = tuple(range(2, 13))  # L = 2..12: blocks 1..L of each 12-block init, one margin per depth a model may have
 RESAMPLES = 1000  # latent_instruments.stats.bootstrap's default, the claim's
 RUN_SEED = 0  # the run's default --seed: the bootstrap and the position shuffles of the judged records
-CLAIMS = ("S0.6", "S0.7")  # the "pretty close" of each, calibrated on the same inits and windows
 LOOKS = (4, 2, 1)  # the claim's looks at a length, as fractions of the last: 32 → 64 → 128 sequences at 128 tokens
-WINDOW_SEED = 20261128  # orders the training split's windows; init k takes the k-th block of them
-CATALOGUE = Path(__file__).resolve().parents[1] / "catalogue.toml"
 S0_SOURCE_SHAPE = (8, 2048)  # S0's 8 × 2048 (--prompts 8x2048, docs/gpu.md)
 
 
@@ -210,86 +208,6 @@ def by_depth_margin(depth: int, values: list[float]) -> dict:
     return {"blocks": depth, "values": values, "margin": margin, "point": round(point, 5)}
 
 
-CHECKS = {"S0.6": "largest |bend| of blocks 2..L beyond a straight law's (curvature in log-log)",
-          "S0.7": "shape distance, MLP residual to hidden state, as a fraction of the attention residual's (means "
-                  "over blocks)"}
-
-
-def markers(claim: str, positions: int) -> tuple[str, str]:
-    """The lines that open and close a claim's calibration table for one length in the catalogue."""
-    return f"# >>> {claim} pretty close at {positions}", f"# <<< {claim} pretty close at {positions}"
-
-
-def table(claim: str, c: dict) -> str:
-    """The catalogue's calibration table of ``claim`` for one length, between its markers."""
-    opening, closing = markers(claim, c["positions"])
-    depths = "".join(f"\n[[claims.calibrations.depths]]\nblocks = {d['blocks']}\nvalues = {d['values']}\n"
-                     f"margin = {d['margin']}\npoint = {d['point']}\n" for d in c["depths"])
-    return (f"{opening} (python -m claims.s0_spectra.calibrate_pretty_close --positions {c['positions']} "
-            f"--sequences {c['sequences']} --write)\n"
-            "[[claims.calibrations]]\n"
-            'name = "pretty close"\n'
-            f"check = {json.dumps(CHECKS[claim], ensure_ascii=False)}\n"
-            f'subject = "{SUBJECT}, random inits at seeds {c["seeds"][0]}-{c["seeds"][-1]}, blocks 1..L of each"\n'
-            f'windows = "training split, {c["sequences"]} x {c["positions"]} tokens an init, init k the (k mod '
-            f'{c["window_blocks"]})-th of {c["window_blocks"]} disjoint blocks in the order of seed {WINDOW_SEED}"\n'
-            f"positions = {c['positions']}\n"
-            f"sequences = {c['sequences']}\n"
-            f"confidence = {c['confidence']}\n"
-            f"seeds = {c['seeds']}\n"
-            f"coverage = {c['coverage']}\n"
-            f"{depths}"
-            f"{closing}\n")
-
-
-def _marked(claim: str, positions: int) -> re.Pattern:
-    """The catalogue's calibration table of ``claim`` for one length, its markers included."""
-    opening, closing = markers(claim, positions)
-    return re.compile(rf"{re.escape(opening)} .*?{re.escape(closing)}\n", re.S)
-
-
-def check_writable(positions: int, path: Path = CATALOGUE) -> None:
-    """Whether ``--write`` could put the tables for ``positions`` tokens into ``path``, asked before calibrating
-    (issue 74, case 14).
-
-    Raises:
-        ValueError: if the catalogue lacks a claim's markers for that length, or cannot be read or replaced.
-    """
-    import os
-
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise ValueError(f"cannot read {path} ({err.strerror}): check the path and its permissions") from err
-    for claim in CLAIMS:
-        if not _marked(claim, positions).search(text):
-            opening, closing = markers(claim, positions)
-            raise ValueError(f"{path}: no {claim} calibration markers for {positions} positions; add a table between "
-                             f"'{opening} ...' and '{closing}' lines first, or leave out --write")
-    if not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
-        raise ValueError(f"cannot write {path} (it or its folder is read-only): make it writable, or leave out "
-                         "--write")
-
-
-def write(calibrations: dict, path: Path = CATALOGUE) -> None:
-    """Replace each claim's calibration table of that length in the catalogue (atomically, all or none).
-
-    Args:
-        calibrations: {claim: calibration} as :func:`calibrate` returns.
-    Raises:
-        ValueError: if the catalogue has no markers for a claim at that length (nothing is written).
-    """
-    from models.atomic_files import atomic_write_text
-
-    text = path.read_text(encoding="utf-8")
-    for claim, c in calibrations.items():
-        marked = _marked(claim, c["positions"])
-        if not marked.search(text):
-            raise ValueError(f"{path}: no {claim} calibration markers for {c['positions']} positions")
-        text = marked.sub(lambda _, claim=claim, c=c: table(claim, c), text)
-    atomic_write_text(path, text)
-
-
 def subject_context() -> int:
     """The context length of :data:`SUBJECT` (its config's ``max_position_embeddings``), tokens."""
     from models.zoo import REFERENCES
@@ -350,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     calibrations = calibrate(args.positions, args.sequences, device)
     print("".join(table(claim, c) for claim, c in calibrations.items()), end="")
     if args.write:
-        write(calibrations)
+        write(calibrations, CATALOGUE)
     return 0
 
 

@@ -14,7 +14,7 @@ from claims.s0_spectra.residual_spectra import (
     apart_over_clean_law, block_labels, clean_law_tolerance, closeness_ratio, early_over_late,
     flattest_law, low_band_excess, outlier_lead, over_middle, pretty_close, shape_distance, spikes, spikes_over_null,
 )
-from fixtures.catalogue import Margin
+from fixtures.calibration import Margin
 from fixtures.catalogue_text import gate
 from fixtures.rounds import rounds_of
 from latent_instruments.spectra import low_band_share
@@ -28,25 +28,18 @@ def last_look(claim) -> int:
     return rounds.first * rounds.scales[-1]
 
 
-def calibrated_margin(claim_id: str, test: str, model_name: str, spectra, claim) -> Margin:
-    """``claim_id``'s calibrated "pretty close" margin at this record's shape: its length, its last look's
-    sequences and its depth (``residual_spectra.pretty_close``).
-
-    Raises:
-        ClaimInconclusive: through ``claim.undecided`` where no margin was calibrated at that shape, naming the
-            command that calibrates one.
-        pytest.skip.Exception: through ``claim.not_informative`` for an init of S0's subject at a calibration seed: its
-            own sample is among those that set the margin.
-    """
+def margin_at_shape(claim_id: str, spectra, claim) -> tuple[Margin | None, int]:
+    """``claim_id``'s calibrated "pretty close" margin at this record's shape (its length, its last look's sequences,
+    its depth: ``residual_spectra.pretty_close``), None where none was calibrated there; and those sequences."""
     sequences = last_look(claim)
-    margin = pretty_close(claim_id, spectra.positions, sequences, spectra.n_blocks)
-    if margin is None:
-        claim.undecided(gate(f"{claim_id}/{test}/not-calibrated", positions=spectra.positions, sequences=sequences,
-                             blocks=spectra.n_blocks))
-    if resolve(model_name.removesuffix(":untrained")).source == resolve("ref-opt-125m").source \
-            and claim.seed in margin.seeds:
-        claim.not_informative(gate(f"{claim_id}/{test}/calibration-seed", seed=claim.seed, inits=len(margin.seeds)))
-    return margin
+    return pretty_close(claim_id, spectra.positions, sequences, spectra.n_blocks), sequences
+
+
+def on_calibration_seed(model_name: str, seed: int, margin: Margin) -> bool:
+    """Whether the subject is an init of S0's subject (OPT-125m) at one of the seeds ``margin`` was calibrated on:
+    its own sample is among those that set the margin."""
+    return (resolve(model_name.removesuffix(":untrained")).source == resolve("ref-opt-125m").source
+            and seed in margin.seeds)
 
 
 def measure_bends(model_name: str, spectra, claim) -> BendEstimates:
@@ -68,8 +61,13 @@ def measure_bends(model_name: str, spectra, claim) -> BendEstimates:
     if bins.centers.size < 4:
         claim.not_informative(gate("S0.6/untrained-attention-residuals-are-nearly-straight/too-few-bins",
                                    positions=spectra.positions, bins=bins.centers.size))
-    calibration = calibrated_margin("S0.6", "untrained-attention-residuals-are-nearly-straight", model_name, spectra,
-                                    claim)
+    calibration, sequences = margin_at_shape("S0.6", spectra, claim)
+    if calibration is None:
+        claim.undecided(gate("S0.6/untrained-attention-residuals-are-nearly-straight/not-calibrated",
+                             positions=spectra.positions, sequences=sequences, blocks=spectra.n_blocks))
+    if on_calibration_seed(model_name, claim.seed, calibration):
+        claim.not_informative(gate("S0.6/untrained-attention-residuals-are-nearly-straight/calibration-seed",
+                                   seed=claim.seed, inits=len(calibration.seeds)))
     straight = straight_bends(bins, attn)  # what leakage alone bends, per block
     return BendEstimates(
         claim.bootstrap(attn, lambda u: largest_later_bend(bins, u, straight)),
@@ -92,7 +90,13 @@ def measure_closeness(model_name: str, spectra, claim) -> ClosenessEstimates:
             scatter of their position-shuffled (white) spectra: any two such spectra are "close"; or for an init the
             margin was calibrated on. ``ClaimInconclusive`` through ``claim.undecided`` at a shape without a margin.
     """
-    calibration = calibrated_margin("S0.7", "untrained-mlp-residuals-match-hidden-states", model_name, spectra, claim)
+    calibration, sequences = margin_at_shape("S0.7", spectra, claim)
+    if calibration is None:
+        claim.undecided(gate("S0.7/untrained-mlp-residuals-match-hidden-states/not-calibrated",
+                             positions=spectra.positions, sequences=sequences, blocks=spectra.n_blocks))
+    if on_calibration_seed(model_name, claim.seed, calibration):
+        claim.not_informative(gate("S0.7/untrained-mlp-residuals-match-hidden-states/calibration-seed",
+                                   seed=claim.seed, inits=len(calibration.seeds)))
     bins, mlp, n = spectra.bins, spectra.mlp, spectra.n_blocks
     hidden = spectra.hidden[:, -n:]  # each block's output
     by_block = clean_law_tolerance(bins, hidden, spectra.shuffled.hidden[:, -n:], claim.seed)

@@ -12,7 +12,8 @@ level (MLP residuals are smaller; S0 compares the curves' shapes).
 import numpy as np
 
 from claims.s0_spectra.conftest import early_blocks, loglog_panels, mean_fit
-from fixtures.catalogue import Margin, load_catalogue
+from fixtures.calibration import Margin
+from fixtures.catalogue import load_catalogue
 from fixtures.catalogue_text import procedure
 from latent_instruments.clean_law import CLEAN_LAW_QUANTILE, clean_law_scatter, periodograms_averaged
 from latent_instruments.spectra import largest_excess, low_band_share
