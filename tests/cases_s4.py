@@ -41,7 +41,7 @@ CASES = [
         readout=per_unit(1e-5, 32), below_siblings=estimate(-0.02), siblings=1),
          label="siblings"),
     Case("S4.5", final_norm_checks, FinalNormEstimates(
-        turned=estimate(0.02, 0.005), turned_excess=estimate(0.01, 0.002),
+        within_source=estimate(0.3, 0.05), turned=estimate(0.02, 0.005), turned_excess=estimate(0.01, 0.002),
         worst_scale=Estimate(1e-5, 1e-5, 1e-5, 1.0, 60),
-        examples=60, unnormalised=per_unit(9.0, 256), concentrated=estimate(0.2, 0.02))),
+        examples=60, unnormalised=per_unit(9.0, 256), concentrated=estimate(0.01, 0.004))),
 ]

@@ -44,6 +44,8 @@ def test_the_claims_read_a_margin_only_at_the_shape_it_was_made_at():
 
     assert pretty_close("S0.6", 128, 128, 4) is not None and pretty_close("S0.7", 128, 128, 12) is not None
     assert pretty_close("S0.6", 128, 2, 4) is None and pretty_close("S0.6", 128, 256, 4) is None
+    assert pretty_close("S0.6", 128, 128, 4, confidence=1 - 0.05 / 3) is not None
+    assert pretty_close("S0.6", 128, 128, 4, confidence=0.95) is None  # --prompts 128x128: one look, 95 % intervals
 
 
 @pytest.mark.parametrize("argv, said", [

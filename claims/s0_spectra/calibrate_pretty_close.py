@@ -39,8 +39,20 @@ SEEDS = tuple(range(1001, 1001 + MIN_INITS))  # none a run's default seed (0) or
 DEPTHS = tuple(range(2, 13))  # L = 2..12: blocks 1..L of each 12-block init, one margin per depth a model may have
 RESAMPLES = 1000  # latent_instruments.stats.bootstrap's default, the claim's
 RUN_SEED = 0  # the run's default --seed: the bootstrap and the position shuffles of the judged records
-LOOKS = (4, 2, 1)  # the claim's looks at a length, as fractions of the last: 32 → 64 → 128 sequences at 128 tokens
 S0_SOURCE_SHAPE = (8, 2048)  # S0's 8 × 2048 (--prompts 8x2048, docs/gpu.md)
+
+
+def looks_at(positions: int, sequences: int):
+    """The looks (``fixtures.rounds.Rounds``) of a default run at ``positions`` tokens whose last look takes
+    ``sequences`` windows: the default shape's at that length (32 → 64 → 128 at 128 tokens, 8 → ... → 64 at 2048),
+    else four times fewer windows at first, doubled twice (--prompts N/4 --max-prompts N)."""
+    from fixtures.option_checks import PROMPTS, default_max_prompts
+    from fixtures.rounds import Rounds
+
+    for n, tokens in (*PROMPTS.values(), S0_SOURCE_SHAPE):
+        if tokens == positions and default_max_prompts(n) == sequences:
+            return Rounds(n, sequences)
+    return Rounds(max(1, sequences // 4), sequences)
 
 
 def last_look(positions: int) -> int | None:
@@ -87,7 +99,7 @@ def high_ends(units: np.ndarray, by_depth, depths: int, confidence: float) -> li
         units: (sequences, ...) one init's spectra.
         by_depth: maps rows of ``units`` (k, ...) to the statistic at every depth of :data:`DEPTHS`, shape (depths,).
         depths: how many depths ``by_depth`` gives.
-        confidence: the interval's level (the claim's last look's, :data:`LOOKS`).
+        confidence: the interval's level (the claim's looks', :func:`looks_at`).
     Returns:
         one high end per depth.
     """
@@ -170,13 +182,12 @@ def calibrate(positions: int, sequences: int, device: str = "cpu") -> dict:
         ValueError: for a shape the training split cannot fill, or fewer sequences than a bootstrap needs.
     """
     from claims.s0_spectra.conftest import SPECTRA_NEEDS, ModelSpectra
-    from fixtures.rounds import Rounds
     from models.capture import run_with_cache
     from models.corpus import load_shakespeare
     from models.loading import load
     from models.zoo import resolve
 
-    confidence = Rounds(first=max(1, sequences // LOOKS[0]), cap=sequences).confidence
+    confidence = looks_at(positions, sequences).confidence
     corpus, ids, found = load_shakespeare(), None, {claim: [] for claim in CLAIMS}
     for k, seed in enumerate(SEEDS):
         started = time.perf_counter()

@@ -21,18 +21,13 @@ from latent_instruments.spectra import low_band_share
 from models.zoo import resolve
 
 
-def last_look(claim) -> int:
-    """The sequences of the claim's last look in this run (--prompts' N times the largest scale --max-prompts
-    allows): the sample size a calibrated margin must have been made at."""
-    rounds = rounds_of(claim.item.config)
-    return rounds.first * rounds.scales[-1]
-
-
 def margin_at_shape(claim_id: str, spectra, claim) -> tuple[Margin | None, int]:
     """``claim_id``'s calibrated "pretty close" margin at this record's shape (its length, its last look's sequences,
-    its depth: ``residual_spectra.pretty_close``), None where none was calibrated there; and those sequences."""
-    sequences = last_look(claim)
-    return pretty_close(claim_id, spectra.positions, sequences, spectra.n_blocks), sequences
+    its depth) and at its looks' interval level (``residual_spectra.pretty_close``), None where none was calibrated
+    there; and those sequences (--prompts' N times the largest scale --max-prompts allows)."""
+    rounds = rounds_of(claim.item.config)
+    sequences = rounds.first * rounds.scales[-1]
+    return pretty_close(claim_id, spectra.positions, sequences, spectra.n_blocks, rounds.confidence), sequences
 
 
 def on_calibration_seed(model_name: str, seed: int, margin: Margin) -> bool:

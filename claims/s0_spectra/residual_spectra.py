@@ -28,11 +28,15 @@ CALIBRATIONS = {(claim, c.positions, c.sequences): c for claim in ("S0.6", "S0.7
                 for c in load_catalogue().claims[claim].calibrations if c.name == "pretty close"}
 
 
-def pretty_close(claim_id: str, positions: int, sequences: int, blocks: int) -> Margin | None:
+def pretty_close(claim_id: str, positions: int, sequences: int, blocks: int,
+                 confidence: float | None = None) -> Margin | None:
     """The calibrated margin of ``claim_id`` ("S0.6" or "S0.7") for ``positions`` tokens, a last look of ``sequences``
-    sequences and ``blocks`` blocks, or None where none was calibrated at that shape."""
+    sequences and ``blocks`` blocks, its inits' high ends taken at the interval level ``confidence`` (None: any), or
+    None where none was calibrated at that shape and level."""
     calibration = CALIBRATIONS.get((claim_id, positions, sequences))
-    return calibration.at(blocks) if calibration is not None else None
+    if calibration is None or (confidence is not None and abs(calibration.confidence - confidence) > 1e-6):
+        return None
+    return calibration.at(blocks)
 
 
 def instrument_check(model_name: str) -> str:

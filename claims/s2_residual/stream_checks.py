@@ -12,20 +12,7 @@ from reports.checks import Check
 
 # S2 Table 1: the cosine between consecutive layers "stabilizes quickly above 0.88" (text: "often bigger than 0.9")
 COSINE_FLOOR = 0.88
-SOURCE_LAYERS = 32  # Mistral-7B's layers; S2: "ranging from 32 in small models to more than a hundred"
-
-
-def cosine_floor(blocks: int) -> float:
-    """S2.2's floor for a model of ``blocks`` blocks, scaled to depth from S2's figure (issue 73): a transition of an
-    L-block model spans 32 / L of Mistral-7B's layers, and turns that compose in independent directions multiply
-    their cosines, so the floor is 0.88 ** (32 / L); at 32 blocks and more, S2's words cover the depth: 0.88.
-
-    Raises:
-        ValueError: for fewer than one block.
-    """
-    if blocks < 1:
-        raise ValueError(f"a model has at least one block, got {blocks}")
-    return COSINE_FLOOR ** max(1.0, SOURCE_LAYERS / blocks)
+SOURCE_LAYERS = 32  # S2's scope: "several layers ranging from 32 in small models to more than a hundred"
 
 
 @dataclass(frozen=True)
@@ -85,14 +72,12 @@ class DirectionEstimates:
     per_twin: list[Estimate] = field(default_factory=list, compare=False)
 
 
-def direction_checks(e: DirectionEstimates, counted: str, blocks: int) -> list[Check]:
-    """S2.2's claim check (above S2's 0.88, scaled to ``blocks``: :func:`cosine_floor`) and the mismatched-token
-    control; ``counted`` names the transitions ("block 1 → block 2 .. block 5 → block 6")."""
-    floor = cosine_floor(blocks)
+def direction_checks(e: DirectionEstimates, counted: str) -> list[Check]:
+    """S2.2's claim check (above S2's 0.88) and the mismatched-token control; ``counted`` names the transitions
+    ("block 1 → block 2 .. block 5 → block 6")."""
     return [
-        Check.of(f"smallest consecutive-layer cosine, {counted}", e.floor, "cosine", ">", floor,
-                 **catalogued("S2.2/smallest-consecutive-layer-cosine", COSINE_FLOOR=COSINE_FLOOR,
-                              SOURCE_LAYERS=SOURCE_LAYERS, blocks=blocks, floor=floor)),
+        Check.of(f"smallest consecutive-layer cosine, {counted}", e.floor, "cosine", ">", COSINE_FLOOR,
+                 **catalogued("S2.2/smallest-consecutive-layer-cosine")),
         Check.of("smallest margin of the consecutive cosine over the mismatched-token null", e.above_null, "cosine",
                  ">", 0.0,
                  role="control",

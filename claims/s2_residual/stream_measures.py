@@ -119,13 +119,18 @@ def measure_direction(captured, twin_captured, claim) -> DirectionEstimates:
         claim: the claim's recorder (``fixtures.recording.ClaimRecorder``): its ``bootstrap``.
     Raises:
         pytest.skip.Exception: through ``claim.not_informative`` for a one-block model (its only transition is
-            embedding → block 1, which S2 lets stabilise).
+            embedding → block 1, which S2 lets stabilise), and below S2's scope of 32 layers (issue 73): S2's
+            figure is a per-layer cosine of models of 32 layers and more, and how much a shallower model's block
+            turns is nothing S2 says.
     """
     labels, layers = residual_stream(captured)
     _, twin_layers = residual_stream(twin_captured)
     n_blocks = len(layers) - 1
     if n_blocks < 2:
         claim.not_informative(gate("S2.2/consecutive-layers-point-the-same-way/one-block"))
+    if n_blocks < SOURCE_LAYERS:
+        claim.not_informative(gate("S2.2/consecutive-layers-point-the-same-way/shallow", blocks=n_blocks,
+                                   layers=SOURCE_LAYERS))
     consecutive = consecutive_cosines(layers).numpy()  # (batch, L)
     mismatched = mismatched_consecutive_cosines(layers).numpy()  # (batch, L): the null
     units = np.concatenate([consecutive, mismatched], axis=1)  # paired per prompt

@@ -22,14 +22,15 @@ def _row(e: Estimate) -> dict:
     return {"value": e.value, "low": e.low, "high": e.high}
 
 
-# 9: 'a little' decided on S4's 0.41 % with its single draw's uncertainty, the ordering a reading; 8: under 10 × S4's
-# 0.41 % (a factor chosen after); 7: S4's ordering decided, 'a little' a reading
+# 9: 'a little' decided on S4's one 0.41 % draw (at least 5 % of vectors move no more), the ordering a reading;
+# 8: under 10 × S4's 0.41 % (a factor chosen after); 7: S4's ordering decided, 'a little' a reading
 @pytest.mark.claim("S4.5", version=9, sample="prompts")
 @pytest.mark.models("trained", "hf", "reference")
 @pytest.mark.needs("ln_final.hook_in")
 def test_final_norm_removes_scale(subject, activations, claim):
-    """S4.5: turned to cosine 0.52 and × 10, the final norm's output norm moves 'a little': no more on average than
-    S4's one 0.41 % leaves plausible; the checks are ``final_norm_checks``."""
+    """S4.5: turned to cosine 0.52 and × 10, the final norm's output norm moves 'a little': S4's one 0.41 % is an
+    ordinary draw of this model's changes (at least 5 % of its vectors move no more); the checks are
+    ``final_norm_checks``."""
     e = measure_final_norm(subject, activations, claim)
     rotated, nearly, scaled = (e.changes[k] for k in ("turned", "nearly", "scaled"))
 
@@ -42,14 +43,14 @@ def test_final_norm_removes_scale(subject, activations, claim):
                 "mean": _row(e.turned), "median": _row(e.readings["median"]),
                 "fraction of vectors under 1 % (a reading: the catalogue's 'under 1 %')": _row(e.readings["under 1 %"]),
                 "largest": {"value": float(rotated.max())}, "S4 (one vector)": {"value": SOURCE_TURNED_CHANGE},
-                "fraction of vectors under S4's one draw (how plausible S4's figure is as a draw here)":
-                    {"value": float((rotated < SOURCE_TURNED_CHANGE).mean())},
+                "fraction of vectors moved no more than S4's one draw (the claim check)": _row(e.within_source),
                 "mean, turned to cosine 0.9967 instead": _row(e.readings["nearly"]),
             },
             "what makes the output norm depend on direction": e.direction,
             "mean_input_norm": e.mean_input_norm, "largest change, × 10": float(scaled.max()),
             "mean change, × 10 (an identity of the norm)": _row(e.readings["scaled"]),
-            "mean change, gain concentrated on 1/16 of the coordinates": _row(e.concentrated),
+            "fraction of vectors moved no more than S4's one draw, gain concentrated on 1/16 of the coordinates":
+                _row(e.concentrated),
         },
         beside_source={"relative output-norm change, turned to cosine 0.52 and × 10": float(rotated.mean()),
                        "relative output-norm change, turned to cosine 0.9967 and × 10": float(nearly.mean()),
