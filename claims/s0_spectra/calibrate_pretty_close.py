@@ -65,9 +65,10 @@ def last_look(positions: int) -> int | None:
     return next((default_max_prompts(n) for n, tokens in shapes if tokens == positions), None)
 
 
-def training_windows(ids: torch.Tensor, tokenizer, n: int, length: int, block: int) -> torch.Tensor:
-    """The ``block``-th block of ``n`` text windows of ``length`` tokens from the training split's token ids, in a
-    seeded order (:data:`WINDOW_SEED`), disjoint from every other block and from the validation split.
+def training_windows(ids: torch.Tensor, tokenizer, n: int, length: int, block: int,
+                     seed: int = WINDOW_SEED) -> torch.Tensor:
+    """The ``block``-th block of ``n`` text windows of ``length`` tokens from the training split's token ids, in the
+    order of ``seed``, disjoint from every other block of that order and from the validation split.
 
     Returns:
         (n, length) token ids, in corpus order.
@@ -76,7 +77,7 @@ def training_windows(ids: torch.Tensor, tokenizer, n: int, length: int, block: i
     """
     from fixtures.prompts import not_text
 
-    slots = torch.randperm(ids.numel() // length, generator=torch.Generator().manual_seed(WINDOW_SEED)).tolist()
+    slots = torch.randperm(ids.numel() // length, generator=torch.Generator().manual_seed(seed)).tolist()
     chosen, skip = [], n * block
     for s in slots:
         window = ids[s * length:(s + 1) * length]
@@ -194,9 +195,12 @@ def calibrate(positions: int, sequences: int, device: str = "cpu") -> dict:
         subject = load(resolve(SUBJECT), corpus, device, torch.float32, seed)
         if ids is None:
             ids = torch.tensor(subject.tokenizer.encode(corpus.train))
-            blocks = ids.numel() // (sequences * positions)  # disjoint blocks of windows the split can hold, less
-            blocks = max(1, blocks - 1)  # one for the windows skipped as not text
-        batch = training_windows(ids, subject.tokenizer, sequences, positions, k % blocks).to(device)
+            # disjoint blocks of windows the split can hold, less one for the windows skipped as not text: a block
+            # an init where there are enough (128 tokens: 89); else each init draws its own, in an order of its own,
+            # so that the inits stay independent (S0's 2048: about 10 blocks for 59 inits) though not disjoint
+            blocks = max(1, ids.numel() // (sequences * positions) - 1)
+        batch = training_windows(ids, subject.tokenizer, sequences, positions,
+                                 *((k, WINDOW_SEED) if blocks >= len(SEEDS) else (0, WINDOW_SEED + 1 + k))).to(device)
         spectra = ModelSpectra(run_with_cache(subject.model, subject.adapter, batch, names=SPECTRA_NEEDS), RUN_SEED)
         n = spectra.n_blocks
         statistics = {"S0.6": bend_by_depth(spectra.bins, spectra.attn),

@@ -23,6 +23,15 @@ def markers(claim: str, positions: int) -> tuple[str, str]:
     return f"# >>> {claim} pretty close at {positions}", f"# <<< {claim} pretty close at {positions}"
 
 
+def windows_drawn(c: dict) -> str:
+    """How the inits' windows were drawn: disjoint blocks, one an init, where the split holds enough; else each
+    init's own draw (independent, not disjoint)."""
+    if c["window_blocks"] >= len(c["seeds"]):
+        return f"init k the k-th of {c['window_blocks']} disjoint blocks in the order of seed {WINDOW_SEED}"
+    return (f"each init its own draw, in the order of seed {WINDOW_SEED} + 1 + k (the split holds {c['window_blocks']} "
+            f"disjoint blocks, fewer than the inits: independent, not disjoint)")
+
+
 def table(claim: str, c: dict) -> str:
     """The catalogue's calibration table of ``claim`` for one length, between its markers."""
     opening, closing = markers(claim, c["positions"])
@@ -34,8 +43,7 @@ def table(claim: str, c: dict) -> str:
             'name = "pretty close"\n'
             f"check = {json.dumps(CHECKS[claim], ensure_ascii=False)}\n"
             f'subject = "{SUBJECT}, random inits at seeds {c["seeds"][0]}-{c["seeds"][-1]}, blocks 1..L of each"\n'
-            f'windows = "training split, {c["sequences"]} x {c["positions"]} tokens an init, init k the (k mod '
-            f'{c["window_blocks"]})-th of {c["window_blocks"]} disjoint blocks in the order of seed {WINDOW_SEED}"\n'
+            f'windows = "training split, {c["sequences"]} x {c["positions"]} tokens an init, {windows_drawn(c)}"\n'
             f"positions = {c['positions']}\n"
             f"sequences = {c['sequences']}\n"
             f"confidence = {c['confidence']}\n"
