@@ -94,6 +94,11 @@ def failing(case: Case, check: Check):
             items = list(getattr(moved, name))
             items[index] = new
             moved = replace(moved, **{name: type(getattr(moved, name))(items)})
+    if not found and check.convergence and ", moved from " in check.name:  # a plateau control reads the move
+        decided = check.name.rsplit(", moved from ", 1)[0]  # between two estimates: move the continued one past
+        continued = next(c for c in case.checks(case.holding, **case.context)  # its decision (far past the plateau)
+                         if c.convergence and c.name.startswith(f"{decided}, after "))
+        return failing(case, continued)
     if not found:
         raise LookupError(f"{case.id}: no estimate of the case is the one check {check.name!r} reads")
     return moved

@@ -18,7 +18,7 @@ from claims.s3_inversion.cosine_measures import reached_over_start
 from claims.s3_inversion.vocabulary_measures import accuracy_difference
 from latent_instruments.inversion import DIRECT_TARGET, InversionConfig, invert
 from latent_instruments.decoding import decode_top_k, direct_fit_decode, pseudo_inverse, zero_masked_decode
-from latent_instruments.stats import MIN_BOOTSTRAP_UNITS, bootstrap, per_unit, proportion
+from latent_instruments.stats import MIN_BOOTSTRAP_UNITS, Estimate, bootstrap, per_unit, proportion
 from reports.checks import Check
 
 
@@ -645,3 +645,62 @@ def test_the_mixer_checks_compose_the_pairs_that_were_compared():
     assert [c.name for c in neither] == [c.name for c in works_checks(twins, list(names["untrained twins"]))]
     only_twins = mixer_checks(MixerEstimates(twins, {"trained": None, "untrained twins": pair}, names, steps))
     assert [c.role for c in only_twins] == ["control", "control", "claim", "control"]
+
+
+# --- Issue 77: a decision stands at a plateau, and every control at the headline's budget ------------------
+
+
+def _decided_record(checks) -> "ClaimRecord":
+    from reports.checks import ClaimRecord
+    return ClaimRecord("S3.4", 8, "tiny-w96", "t", checks=checks)
+
+
+def test_a_descent_still_moving_past_the_plateau_fraction_is_unconverged_and_one_that_stopped_stands():
+    """A hold at N = 200 that stays on its side at 5N but moved more than PLATEAU of its margin is "unconverged"
+    (the statistic has not stopped moving); one that moved less stands; an untrained block's descent (S3's own N =
+    200 reached) needs no plateau."""
+    from claims.s3_inversion.convergence import PLATEAU, convergence_checks
+    from claims.s3_inversion.depth_checks import DepthEstimates, depth_checks
+
+    def record(longer: float):
+        e = DepthEstimates(Estimate(0.4, 0.3, 0.5, 0.95, 16, "BCa bootstrap, 1000 resamples"), proportion(np.ones(16)),
+                           longer=Estimate(longer, longer - 0.1, longer + 0.1, 0.95, 16, "BCa bootstrap, 1000 resamples"))
+        return _decided_record(depth_checks(e, 4, "better setting", "", "adapted", 200))
+
+    moving, stopped = record(0.4 * (1 - 2 * PLATEAU)), record(0.4 * (1 - PLATEAU / 2))
+    assert moving.failed("claim") == [] and moving.headline.passed  # still on the passing side at 5N ...
+    assert [c.key.rsplit("/", 1)[-1] for c in moving.unconverged()] == ["plateau"]  # ... but still moving
+    assert stopped.unconverged() == []
+    plateau = [c for c in moving.checks if c.key.endswith("/plateau")][0]
+    assert plateau.value == pytest.approx(2 * PLATEAU) and plateau.interval == "deterministic"
+    decided = moving.checks[0]
+    far = Estimate(0.1, 0.05, 0.15, 0.95, 16, "BCa bootstrap, 1000 resamples")
+    assert len(convergence_checks(decided, far, 200)) == 2  # a trained block below S3's 2000: a plateau asked
+    assert len(convergence_checks(decided, far, 200, untrained=True)) == 1  # 5N ≥ S3's own 200: none
+    assert len(convergence_checks(decided, far, 400)) == 1  # 5N = 2000 reached S3's own N for a trained block
+
+
+def test_a_failure_still_moving_is_unconverged_not_a_finding():
+    """A failure that stays on its failing side at 5N but moved past the fraction is not confirmed: unconverged."""
+    from claims.s3_inversion.depth_checks import DepthEstimates, depth_checks
+
+    boot = "BCa bootstrap, 1000 resamples"
+    e = DepthEstimates(Estimate(-0.4, -0.5, -0.3, 0.95, 16, boot), proportion(np.ones(16)),
+                       longer=Estimate(-0.1, -0.15, -0.05, 0.95, 16, boot))
+    rec = _decided_record(depth_checks(e, 4, "better setting", "", "adapted", 200))
+    assert rec.failed("claim") and [c.key.rsplit("/", 1)[-1] for c in rec.unconverged()] == ["plateau"]
+
+
+def test_a_control_that_fails_only_at_the_later_budget_fails_the_record():
+    """S3.14's gap control is checked again at 5N, the budget the headline share comes from: a gap that vanished
+    there fails the record (red) though it passed at N."""
+    from claims.s3_inversion.layers_checks import LayersEstimates, layers_checks
+
+    boot = "BCa bootstrap, 1000 resamples"
+    e = LayersEstimates(Estimate(0.1, 0.0, 0.2, 0.95, 16, boot), Estimate(0.3, 0.25, 0.35, 0.95, 16, boot),
+                        longer=Estimate(0.11, 0.01, 0.21, 0.95, 16, boot),
+                        longer_advantage=Estimate(-0.2, -0.25, -0.15, 0.95, 16, boot))
+    rec = _decided_record(layers_checks(e, "", 200))
+    assert rec.unconverged() == [] and [c.name for c in rec.failed("control")] == [
+        "block 1's advantage over block 3 (the gap the share is a fraction of), after 1000 steps"]
+    assert [c for c in rec.checks if c.name.startswith("block 1's advantage") and c.passed]  # it passed at N

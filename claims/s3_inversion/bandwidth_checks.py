@@ -4,7 +4,7 @@ self-tests (``tests/cases_s3.py``, ``tests/test_s3_checks.py``) drive the same f
 
 from dataclasses import dataclass, field
 
-from claims.s3_inversion.convergence import convergence_check
+from claims.s3_inversion.convergence import convergence_checks
 from claims.s3_inversion.scope import UNTRAINED_INVERTS, works_check
 from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
@@ -97,9 +97,10 @@ def bandwidth_checks(e: BandwidthEstimates, k_star: int, d_model: int, steps: in
                      "fraction of tokens", ">", SHARP,
                      **catalogued("S3.10/token-accuracy-from-the-first-features-minus-the-first", SHARP=SHARP))
     inside = below_width_check(e.crossing, d_model)
+    untrained = e.full_works is not None  # an untrained block: decided at S3's own N = 200
     return [
-        sharp, *([] if e.longer is None else [convergence_check(sharp, e.longer, steps)]),
-        inside, *([] if e.longer_crossing is None else [convergence_check(inside, e.longer_crossing, steps)]),
+        sharp, *([] if e.longer is None else convergence_checks(sharp, e.longer, steps, untrained)),
+        inside, *([] if e.longer_crossing is None else convergence_checks(inside, e.longer_crossing, steps, untrained)),
         Check.of("crossing k* as a fraction of d_model", e.fraction, "fraction of d_model", "<", BELOW_WIDTH,
                  role="reading",
                  **catalogued("S3.10/crossing-k-as-a-fraction-of-d-model", SOURCE_FRACTION=SOURCE_FRACTION,

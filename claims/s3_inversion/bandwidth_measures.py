@@ -19,7 +19,7 @@ from fixtures.catalogue_text import gate, procedure
 from latent_instruments.inversion import invert
 from latent_instruments.stats import Estimate, paired_difference, proportion, sample_mean
 from models.forwards import descents_at_once, frozen, side_by_side
-from reports.checks import FAILED, Check
+from reports.checks import FAILED, PASSED, Check
 
 
 GRID = 4  # first pass: k at quarters of d_model
@@ -227,10 +227,10 @@ def measure_bandwidth(model_name: str, subject, ids: torch.Tensor, inversions, c
     count = Estimate(float(k_star), float(k_star), float(k_star), 1.0, len(curve(d)))  # exact: the crossing itself
     estimates = BandwidthEstimates(jump, fraction, matched, count, works if untrained else None, k_star=k_star,
                                    steps=steps, curves=curves, how=how, full=full, per_k=per_k)
-    sharp_failed = bandwidth_checks(estimates, k_star, d, steps)[0].status == FAILED
-    at_width = below_width_check(count, d).status == FAILED  # k* = d_model
-    if sharp_failed or at_width:  # the two descents either side of the crossing, continued: does the failure stay?
+    sharp_decided = bandwidth_checks(estimates, k_star, d, steps)[0].status in (FAILED, PASSED)  # issue 77: holds too
+    at_width = below_width_check(count, d).status == FAILED  # k* = d_model (a crossing below it can only move lower)
+    if sharp_decided or at_width:  # the two descents either side of the crossing, continued: does the decision stay?
         continued = curve.continued(k_star, k_star - 1)
-        estimates = replace(estimates, longer=claim.bootstrap(continued, paired_difference) if sharp_failed else None,
+        estimates = replace(estimates, longer=claim.bootstrap(continued, paired_difference) if sharp_decided else None,
                             longer_crossing=longer_crossing(continued, k_star) if at_width else None)
     return estimates

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from claims.s3_inversion.convergence import convergence_check
+from claims.s3_inversion.convergence import convergence_checks
 from claims.s3_inversion.scope import UNTRAINED_INVERTS, works_check
 from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
@@ -58,7 +58,7 @@ def masked_checks(e: MaskedEstimates, twin: str, steps: int) -> list[Check]:
                       **catalogued("S3.9/fraction-of-prompts-whose-masked-first-token-is-recovered-restricted",
                                    RAREST=RAREST))
     return [masked, twin_works_check(e.twin_works, twin),
-            *([] if e.longer is None else [convergence_check(masked, e.longer, steps)])]
+            *([] if e.longer is None else convergence_checks(masked, e.longer, steps))]
 
 
 @dataclass(frozen=True)

@@ -11,14 +11,27 @@ and the statistic measured again (:func:`convergence_check`). The verdict stands
 descent reverses or blurs it, the record is inconclusive, "unconverged" (``reports.checks.Check.convergence``), and
 its headline is the longer descent's value, the N value kept beside it.
 
+A decision stands only at a plateau (issue 77): between the two budgets the statistic moved by less than
+:data:`PLATEAU` of its margin at N (:func:`plateau_check`), or the longer descent reached S3's own N for that block
+(2000 steps for a trained block, 200 for an untrained one: the decision is then at S3's budget). The CPU's cap is 5N:
+no third budget is run inside the claims phase, so a statistic still moving past the fraction leaves the record
+inconclusive, "unconverged", with both values kept (the report draws them as a small curve).
+
 Where more steps can only deepen a failure (too much recovered: S3.9's masked token found, S3.13's distance
 minimised with the norms in place), no longer descent is run and the record says why (:func:`deepens`).
 """
 
+from claims.s3_inversion.scale import Scale
 from reports.checks import FAILED, PASSED, Check
 from latent_instruments.stats import Estimate
 
 LONGER = 5  # the convergence control's budget: 5N steps in all, as S3.13's own ladder's second rung
+# A plateau: from N to 5N the statistic moved less than this fraction of its margin at N (its distance from the
+# threshold). Fixed by an argument, not by the values: were each later 5x budget to move at most half as far as the
+# one before (a converging descent), all later moves together would add at most as much again, so the decision
+# keeps at least half its margin at N.
+PLATEAU = 0.25
+SOURCE = Scale.of(True)  # S3's own N: 2000 steps for a trained block, 200 for an untrained one
 
 
 def further_steps(steps: int) -> int:
@@ -56,21 +69,63 @@ def convergence_check(decided: Check, longer: Estimate, steps: int) -> Check:
         key=f"{decided.key}/after-{LONGER}N" if decided.key else "")
 
 
+def plateau_check(decided: Check, longer: Estimate, steps: int) -> Check:
+    """The plateau control of a decided claim check (issue 77): how far its statistic moved between N and LONGER·N
+    steps, as a fraction of its margin at N, |longer − decided| / |decided − threshold|, which must stay below
+    :data:`PLATEAU`. Both values are on the same prompts, so the move is the descent's, not a sample's: a
+    deterministic number (its interval is the value). Passes only where the statistic has stopped moving.
+
+    Args:
+        decided: the claim check at N steps (decided: "passed" or "failed").
+        longer: the same statistic after the continued descent.
+        steps: N.
+    Raises:
+        ValueError: for a decided statistic on its threshold (no margin to measure a move against).
+    """
+    margin = abs(decided.value - decided.threshold)
+    if margin == 0:
+        raise ValueError(f"{decided.name}: the statistic at N sits on its threshold; no margin to measure a move by")
+    moved = abs(longer.value - decided.value) / margin
+    return Check.of(
+        f"{decided.name}, moved from N = {steps} to {LONGER}N steps", Estimate(moved, moved, moved, 1.0, longer.n),
+        "fraction of its margin at N", "<", PLATEAU,
+        f"plateau control: from N = {steps} steps ({decided.value:.4g}) to {LONGER}N ({longer.value:.4g}) on the same "
+        f"prompts the statistic moved {moved:.3g} of its distance from the threshold ({decided.threshold:g}); a "
+        f"decision stands only where it moved less than {PLATEAU:g} of it (S3 gives a trained block N = "
+        f"{SOURCE.trained_steps}, which a CPU does not reach: its cap is {LONGER}N). Where it moved more, the "
+        "statistic has not stopped moving and the record is inconclusive (unconverged)",
+        role="control", convergence=True, key=f"{decided.key}/plateau" if decided.key else "")
+
+
+def convergence_checks(decided: Check, longer: Estimate, steps: int, untrained: bool = False) -> list[Check]:
+    """A decided claim check's convergence controls: :func:`convergence_check` (the decision stays at LONGER·N), and
+    :func:`plateau_check` (the statistic stopped moving) unless the longer descent reached S3's own N for the block
+    (``untrained``: 200 steps, else 2000), where the decision is at S3's own budget.
+
+    Raises:
+        ValueError: as :func:`convergence_check` and :func:`plateau_check`.
+    """
+    own = SOURCE.untrained_steps if untrained else SOURCE.trained_steps
+    stays = convergence_check(decided, longer, steps)
+    return [stays] if LONGER * steps >= own else [stays, plateau_check(decided, longer, steps)]
+
+
 def continues(decided: str, descents: str, holds: bool = False) -> str:
     """The procedure's sentence for a convergence control: where ``decided`` (the claim check, in words) fails (and
     with ``holds``, where it holds), ``descents`` (which ones, in words) continue to LONGER·N steps."""
     return (f"Where {decided} {'is decided (holds or fails)' if holds else 'fails'}, {descents} continue from where "
             f"they ended to {LONGER}N steps (the convergence control, claims.s3_inversion.convergence): the verdict "
-            f"stands only if it stays. {SCHEDULE}")
+            f"stands only if it stays, and, below S3's own N, only if the statistic moved less than {PLATEAU:g} of its "
+            f"margin (a plateau). {SCHEDULE}")
 
 
 SCHEDULE = ("The continuation runs the setting's schedule anew from the found inputs (η from its start value down "
             "again over the 4N added steps), not the first schedule held at its end: that linear schedule has no "
             "continuation past N, and a descent held at its final η barely moves (tiny-w96, block 1: 0.54 → 0.61 "
             "of tokens, against 0.77 restarted), which would confirm a hold by default.")
-UNTRAINED_PAST_N = ("An untrained block is continued past S3's own N = 200 only where it fails: more steps can only "
-                    "help it recover, so a failure that stays at 5N stands a fortiori; an untrained block's hold is "
-                    "never continued (S3: untrained blocks invert after N = 200).")
+UNTRAINED_PAST_N = ("An untrained block is decided at S3's own N = 200 (S3: untrained blocks invert after N = 200), "
+                    "so no plateau is asked of it; it is still continued to 5N, holds and failures alike (issue 77), "
+                    "and a decision that does not stay there is unconverged.")
 
 
 def deepens(why: str) -> str:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from claims.s3_inversion.convergence import convergence_check
+from claims.s3_inversion.convergence import convergence_checks
 from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
@@ -68,7 +68,7 @@ def cosine_checks(e: CosineEstimates, long_tokens: int, control_setting: str, co
                         e.ordering, "fraction of tokens", ">", 0.0,
                         **catalogued("S3.7/token-accuracy-token-minus-one-token-inputs-direct-cosine-loss"))
     return [
-        ordering, *([] if e.longer is None else [convergence_check(ordering, e.longer, steps)]),
+        ordering, *([] if e.longer is None else convergence_checks(ordering, e.longer, steps)),
         Check.of("token accuracy of one-token inputs, indirect (embedding) representation, cosine loss "
                  f"({control_setting})",
                  e.indirect, "fraction of tokens", ">", RECOVERS,

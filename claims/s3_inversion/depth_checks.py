@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from claims.s3_inversion.convergence import convergence_check
+from claims.s3_inversion.convergence import convergence_checks
 from claims.s3_inversion.scope import UNTRAINED_INVERTS, works_check
 from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
@@ -67,7 +67,7 @@ def depth_checks(e: DepthEstimates, last_block: int, headline_label: str, headli
                     "fraction of tokens", ">", 0.0,
                     **catalogued("S3.4/token-accuracy-block-1-minus-block-each-its", headline_reading=headline_reading))
     return [
-        drop, *([] if e.longer is None else [convergence_check(drop, e.longer, steps)]),
+        drop, *([] if e.longer is None else convergence_checks(drop, e.longer, steps)),
         Check.of(f"fraction of prompts passing S3's success test at block {last_block} ({deepest} setting)",
                  e.success, "fraction of prompts", ">", SUCCESS_MAJORITY,
                  role="control",

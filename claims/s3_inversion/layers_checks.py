@@ -4,7 +4,7 @@
 
 from dataclasses import dataclass, field
 
-from claims.s3_inversion.convergence import convergence_check
+from claims.s3_inversion.convergence import convergence_checks
 from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
@@ -13,7 +13,7 @@ LAYERS = 3  # S3's "first three layers"
 HALF = 0.5  # "no better": less than half of block 1's advantage over the last block is recovered
 
 
-def gap_check(advantage: Estimate) -> Check:
+def gap_check(advantage: Estimate, steps: int | None = None) -> Check:
     """The control that the share has a gap to be a fraction of: block 1's token accuracy minus block 3's, > 0 by
     the interval's low end. An interval that contains 0, or has zero width (the same gap on every prompt: a
     bootstrap that cannot show its spread, ``latent_instruments.stats.undecidable``), leaves the record inconclusive
@@ -21,11 +21,17 @@ def gap_check(advantage: Estimate) -> Check:
 
     Args:
         advantage: bootstrap estimate of block 1's minus block 3's token accuracy (fraction of tokens).
+        steps: where given, the budget the advantage was measured at after a continued descent (issue 77: the gap
+            is re-checked at the budget the headline comes from, 5N); None: at N.
     """
-    return Check.of(f"block 1's advantage over block {LAYERS} (the gap the share is a fraction of)", advantage,
-                    "fraction of tokens", ">", 0.0, role="control",
-                    **catalogued("S3.14/block-1-s-advantage-over-block-the-gap-the-share-is-a-fraction-of",
-                                 LAYERS=LAYERS))
+    name = f"block 1's advantage over block {LAYERS} (the gap the share is a fraction of)"
+    if steps is None:
+        return Check.of(name, advantage, "fraction of tokens", ">", 0.0, role="control",
+                        **catalogued("S3.14/block-1-s-advantage-over-block-the-gap-the-share-is-a-fraction-of",
+                                     LAYERS=LAYERS))
+    return Check.of(f"{name}, after {steps} steps", advantage, "fraction of tokens", ">", 0.0, role="control",
+                    **catalogued("S3.14/block-1-s-advantage-over-block-the-gap-the-share-is-a-fraction-of/after-5N",
+                                 LAYERS=LAYERS, steps=steps))
 
 
 @dataclass(frozen=True)
@@ -36,6 +42,8 @@ class LayersEstimates:
         share: the share of block 1's advantage over block 3 that blocks 1-3 together recover (fraction of the gap).
         advantage: block 1's token accuracy minus block 3's.
         longer: ``share`` after each target's headline descent continued to 5N (None where not continued).
+        longer_advantage: ``advantage`` after the same continued descents: the gap control at the headline's budget
+            (issue 77; None where not continued).
         targets: shown beside the checks, deciding nothing: {label: the block (or blocks) inverted, 0-based}.
         runs: shown: {(label, setting): ``inversions.Run``}; best: shown: {label: its headline setting}.
         per: shown: each target's headline token accuracy; steps: shown: N; prompts: shown: the prompts inverted.
@@ -44,6 +52,7 @@ class LayersEstimates:
     share: Estimate
     advantage: Estimate
     longer: Estimate | None = None
+    longer_advantage: Estimate | None = None
     targets: dict = field(default_factory=dict, compare=False)
     runs: dict = field(default_factory=dict, compare=False)
     best: dict[str, str] = field(default_factory=dict, compare=False)
@@ -54,16 +63,18 @@ class LayersEstimates:
 
 def layers_checks(e: LayersEstimates, headline_reading: str, steps: int) -> list[Check]:
     """S3.14's claim check (the share under half), its convergence control where ``longer`` is given, the floor
-    control (the concatenated descent did not break) and the gap control; ``steps``: N."""
+    control (the concatenated descent did not break) and the gap control, at N and, where the descents were
+    continued, again at 5N (the budget the headline then comes from); ``steps``: N."""
     no_better = Check.of(f"share of block 1's advantage over block {LAYERS} recovered by blocks 1-{LAYERS} together",
                          e.share, "fraction of the gap", "<", HALF,
                          **catalogued("S3.14/share-of-block-1-s-advantage-over-block-recovered-by-blocks-1-together",
                                       HALF=HALF, LAYERS=LAYERS, headline_reading=headline_reading))
     return [
-        no_better, *([] if e.longer is None else [convergence_check(no_better, e.longer, steps)]),
+        no_better, *([] if e.longer is None else convergence_checks(no_better, e.longer, steps)),
         Check.of(f"the same share, as a floor: blocks 1-{LAYERS} together not far below block {LAYERS} alone",
                  e.share, "fraction of the gap", ">", -HALF, role="control",
                  **catalogued("S3.14/the-same-share-as-a-floor-blocks-1-together-not-far-below-block-alone",
                               LAYERS=LAYERS, HALF=HALF)),
         gap_check(e.advantage),
+        *([] if e.longer_advantage is None else [gap_check(e.longer_advantage, 5 * steps)]),
     ]

@@ -76,5 +76,7 @@ def measure_layers(model_name: str, subject, inversions, claim) -> LayersEstimat
         continued = reported.copy()  # the headline columns replaced by the continued descents' (reported prompts)
         for i, run in enumerate(more):
             continued[:, i, chosen[i]] = run.accuracy
-        estimates = replace(estimates, longer=claim.bootstrap(continued, lambda u: recovered_share(u, scale, chosen)))
+        estimates = replace(estimates, longer=claim.bootstrap(continued, lambda u: recovered_share(u, scale, chosen)),
+                            longer_advantage=claim.bootstrap(continued, lambda u: float(  # the gap at 5N (issue 77)
+                                scale.headline(u, chosen)[first] - scale.headline(u, chosen)[last])))
     return estimates

@@ -6,7 +6,7 @@ its order and what a pair not compared leaves out.
 
 from dataclasses import dataclass, field
 
-from claims.s3_inversion.convergence import convergence_check
+from claims.s3_inversion.convergence import convergence_checks
 from claims.s3_inversion.scope import UNTRAINED_INVERTS, works_check
 from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
@@ -55,7 +55,7 @@ def pair_checks(e: PairEstimates, kind: str, transformer: str, mixer: str, steps
         f"masked first token recovered, {mixer} minus {transformer} (block {BLOCK}, [:, 1:, :])", e.ordering,
         "fraction of prompts", ">", 0.0, **catalogued("S3.12/masked-first-token-recovered-minus-block-1", kind))
     return [
-        ordering, *([] if e.longer is None else [convergence_check(ordering, e.longer, steps)]),
+        ordering, *([] if e.longer is None else convergence_checks(ordering, e.longer, steps, untrained=kind != "trained")),
         Check.of(
             f"masked first token recovered by {mixer} minus chance (block {BLOCK})", e.above_chance,
             "fraction of prompts", ">", 0.0, role="control",

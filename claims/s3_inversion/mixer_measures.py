@@ -35,8 +35,8 @@ def _pair_or_gate(pair, kind: str, units: dict, chosen: dict, twins: TwinsEstima
                   ) -> tuple[PairEstimates | None, str]:
     """One pair's estimates (``kind`` "trained" or "untrained twins") and why it was not compared ("" where it was):
     None where the twins' works controls fail (S3 says untrained blocks invert: a descent failing there is a control,
-    red), then the gate (most unmasked tokens recovered), then the pair's ordering, continued to 5N where the
-    trained pair's ordering is decided. units: {(model, block): (prompts, [masked, unmasked, chance])}; twins: the
+    red), then the gate (most unmasked tokens recovered), then the pair's ordering, continued to 5N where it is
+    decided (either pair: issue 77 continues an untrained pair's hold too). units: {(model, block): (prompts, [masked, unmasked, chance])}; twins: the
     untrained twins' recovery of the unmasked tokens."""
     if kind == "untrained twins" and not all(c.passed for c in works_checks(twins, [m.name for m in pair])):
         return None, ""
@@ -51,9 +51,10 @@ def _pair_or_gate(pair, kind: str, units: dict, chosen: dict, twins: TwinsEstima
                                   paired_difference)
     estimates = PairEstimates(proportion_difference(mixer_found, transformer_found, paired=True), mixer_above)
     context = (kind, pair[0].name, pair[1].name, inversions.scale.steps(pair[0].name))
-    if kind == "trained" and pair_checks(estimates, *context)[0].status != INCONCLUSIVE:  # both masked descents
+    if pair_checks(estimates, *context)[0].status != INCONCLUSIVE:  # both masked descents, of either pair (issue 77:
         found = [inversions.runs_of(m.name, m, [(BLOCK - 1, DESCENT_SETTINGS[chosen[m.name, BLOCK]])],  # to 5N
-                                    masked=MASKED, continued=True)[0].hits[:, :MASKED].mean(1) for m in pair]
+                                    masked=MASKED, continued=True)[0].hits[:, :MASKED].mean(1) for m in pair]  # an
+        # untrained pair's hold is continued too)
         estimates = replace(estimates, longer=proportion_difference(found[1], found[0], paired=True))
     return estimates, ""
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from claims.s3_inversion.convergence import convergence_check
+from claims.s3_inversion.convergence import convergence_checks
 from claims.s3_inversion.scope import UNTRAINED_INVERTS, works_check
 from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
@@ -72,8 +72,9 @@ def residual_checks(e: ResidualEstimates, model: str, twin: str, headline_readin
                  e.twin_kept, "fraction", ">", HALF,
                  **catalogued("S3.11/twin-share-of-recovery-above-chance-kept-without-attention-residual", HALF=HALF)),
     ]
-    longer = [convergence_check(check, more, n) for check, more, n in
-              zip(shares, (e.kept_longer, e.twin_longer), (steps, twin_steps)) if more is not None]
+    longer = [c for check, more, n, untrained in zip(shares, (e.kept_longer, e.twin_longer), (steps, twin_steps),
+                                                     (False, True)) if more is not None
+              for c in convergence_checks(check, more, n, untrained)]
     return [
         *shares, *longer,
         Check.of(f"fraction of {model}'s prompts passing S3's success test without the attention residual "

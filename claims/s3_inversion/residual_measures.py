@@ -102,6 +102,6 @@ def measure_residual(model_name: str, subject, twin, inversions, claim) -> Resid
     shares = dict(zip(models, residual_checks(estimates, *context)[:2]))
     longer = {"kept_longer" if name == model_name else "twin_longer": claim.bootstrap(
         _continued(name, models[name], inversions, units[name], chosen[name]), lambda v, c=chosen[name]: _kept(v, scale, c))
-        for name, check in shares.items()  # a failed share, or the trained one's hold: its headline descents continued
-        if check.status == FAILED or (name == model_name and check.status == PASSED)}
+        for name, check in shares.items()  # a decided share, held or failed (issue 77: untrained holds too): its
+        if check.status in (FAILED, PASSED)}  # headline descents continued
     return replace(estimates, **longer, context=context)

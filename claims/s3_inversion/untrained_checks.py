@@ -7,7 +7,7 @@ recovery is the typical outcome": most prompts, by the interval's low end (``EXA
 
 from dataclasses import dataclass, field
 
-from claims.s3_inversion.convergence import convergence_check
+from claims.s3_inversion.convergence import convergence_checks
 from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
@@ -95,8 +95,8 @@ def gap_checks(e: GapEstimates, headline_label: str, headline_reading: str, best
                  "fraction of tokens", ">", 0.0,
                  **catalogued("S3.3/token-accuracy-untrained-twin-minus-trained-each-its")),
     ]
-    longer = [convergence_check(g, more, steps) for g, more in zip(gaps, (e.exact_longer, e.token_longer))
-              if more is not None]
+    longer = [c for g, more in zip(gaps, (e.exact_longer, e.token_longer)) if more is not None
+              for c in convergence_checks(g, more, steps)]
     return [
         *gaps, *longer,
         Check.of(f"fraction of the trained model's prompts passing S3's success test ({best} setting)",

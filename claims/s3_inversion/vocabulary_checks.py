@@ -4,7 +4,7 @@ self-tests (``tests/cases_s3.py``) drive the same function to hold and to fail e
 
 from dataclasses import dataclass, field
 
-from claims.s3_inversion.convergence import convergence_check
+from claims.s3_inversion.convergence import convergence_checks
 from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
@@ -55,7 +55,7 @@ def vocabulary_checks(e: VocabularyEstimates, steps: int) -> list[Check]:
                  e.narrowing, "fraction of tokens", ">", 0.0,
                  **catalogued("S3.6/token-accuracy-prompt-only-minus-prompt-distractors-decoding")),
     ]
-    longer = [convergence_check(g, more, steps) for g, more in zip(gains, e.longer) if more is not None]
+    longer = [c for g, more in zip(gains, e.longer) if more is not None for c in convergence_checks(g, more, steps)]
     return [
         *gains, *longer,
         Check.of("token accuracy over the prompt's own tokens, found input minus random start a₀",
