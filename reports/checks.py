@@ -274,7 +274,7 @@ class ClaimRecord:
         return [c for c in self.checks if c.convergence
                 and any(c.name.startswith(f"{check.name}, {word} ") for word in ("after", "moved from"))]
 
-    def _control_of(self, check: Check) -> Check | None:
+    def continuation(self, check: Check) -> Check | None:
         """The convergence control that continues ``check`` (its name, then ", after ..."), or None."""
         return next((c for c in self.checks if c.convergence and c.name.startswith(f"{check.name}, after ")), None)
 
@@ -282,7 +282,7 @@ class ClaimRecord:
         """``check`` at its longest descent: where a convergence control continues it, that control's value and
         interval compared as ``check`` is (a failure's control compares the other way), else ``check``; what decided
         the record (issue 64: S3.7's headline was the N value, the N check stays in ``checks``)."""
-        control = self._control_of(check)
+        control = self.continuation(check)
         return check if control is None else replace(control, comparison=check.comparison, role=check.role,
                                                       convergence=False, guards_pass=False)
 

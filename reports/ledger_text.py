@@ -9,6 +9,7 @@ entry's weights is listed, never rewritten: it must be measured again, or remove
 """
 
 import json
+import re
 import tomllib
 from dataclasses import dataclass
 
@@ -19,6 +20,8 @@ from reports.records import test_name, variant
 
 MEASURED = "Measured on weights "  # where the generated part of a why begins
 BUILDS = "Builds of this recipe"  # where its builds-agree summary begins
+UNSTABLE = re.compile(r"^Seed-unstable \(holds on \d+ of \d+ builds\): [^.]*\. ")  # the prefix of a why whose
+# recipe's builds disagree (issue 77): never a finding about the model
 
 
 @dataclass(frozen=True)
@@ -82,12 +85,17 @@ def _refresh(e: dict, doc: RunDocument) -> Refresh | None:
     if r.outcome != FAILS_AS_EXPECTED:
         return Refresh(name, "", f"the run says {r.outcome!r}, not 'fails as expected': measure again, or "
                                  "remove the entry")
-    builds = next((b["summary"] for b in doc.builds_agree or ()
-                   if b["claim"] == r.claim and r.model in b["builds"] and b["test"] == test_name(r)), "")
+    row = next((b for b in doc.builds_agree or ()
+                if b["claim"] == r.claim and r.model in b["builds"] and b["test"] == test_name(r)), {})
+    builds, unstable = row.get("summary", ""), row.get("seed_unstable", "")
     if not builds and BUILDS in e["why"]:
         return Refresh(name, "", "the entry says how the recipe's builds agree, and the run did not measure the seed "
                                  "siblings: not rewritten (run the recipe and its siblings, e.g. the whole zoo)")
-    why = f"{e['why'].split(MEASURED)[0].rstrip()} {measured_sentence(r, model, builds)}".strip()
+    prose = UNSTABLE.sub("", e["why"].split(MEASURED)[0].rstrip())
+    if unstable:  # one build holds where this one fails: the recipe's instability, said first
+        prose = (f"{unstable[0].upper()}{unstable[1:]}: another build of the recipe holds where this one fails, so "
+                 f"this is no finding about the model. {prose}")
+    why = f"{prose} {measured_sentence(r, model, builds)}".strip()
     return Refresh(name, why if why != e["why"] else "", "rewritten" if why != e["why"] else "unchanged")
 
 

@@ -187,8 +187,9 @@ def builds_agree(records: list[ClaimRecord], siblings: dict[str, str]) -> list[d
     Returns:
         one row per (claim, test function, other parameters, recipe) with at least two builds run:
         {"claim", "test", "params", "recipe", "builds": {name: outcome}, "summary": e.g.
-        "holds on 3 of 4 builds, inconclusive on 1"}; "fails as expected" counts as "fails" and "holds
-        unexpectedly" as "holds": the table compares measurements, not the ledger.
+        "holds on 3 of 4 builds, inconclusive on 1", "seed_unstable": :func:`seed_unstable`'s words or ""};
+        "fails as expected" counts as "fails" and "holds unexpectedly" as "holds": the table compares
+        measurements, not the ledger.
     """
     rows: dict[tuple, dict] = {}
     for r in records:
@@ -209,5 +210,16 @@ def builds_agree(records: list[ClaimRecord], siblings: dict[str, str]) -> list[d
         first, *rest = ranked
         row["summary"] = ", ".join([f"{first[0]} on {first[1]} of {len(row['builds'])} builds",
                                     *(f"{o} on {n}" for o, n in rest)])
+        row["seed_unstable"] = seed_unstable(counts, len(row["builds"]))
         out.append(row)
     return out
+
+
+def seed_unstable(counts: dict, n_builds: int) -> str:
+    """"seed-unstable (holds on k of n builds)" where a recipe's builds disagree, one holding and another failing
+    (issue 77: a verdict that a seed turns is the recipe's instability, not a finding about any one model); ""
+    where they agree or none is decided both ways. ``counts``: measured outcomes over the builds, "fails as
+    expected" counted as "fails"."""
+    if not (counts.get(HOLDS) and counts.get(FAILS)):
+        return ""
+    return f"seed-unstable (holds on {counts[HOLDS]} of {n_builds} builds)"

@@ -12,8 +12,9 @@ beside the report (``figures/``, see :func:`figures`), loaded as the reader scro
 """
 
 import html
-import re
+import math
 import os
+import re
 
 from joblib import Parallel, delayed
 
@@ -21,7 +22,7 @@ from reports import plots
 from reports.checks import FAILS_AS_EXPECTED, HOLDS, INCONCLUSIVE, NOT_INFORMATIVE, RED, ClaimRecord
 from reports.document import RunDocument
 from reports.sections import Italic, Figures, Lines, Section, Table, report_sections
-from reports.tables import label
+from reports.tables import Budgets, label
 
 
 _OPENS_A_TAG = re.compile(r"<(?!br>)(?=[A-Za-z/!?])")  # "<" that would open an HTML tag; the tables' <br> kept
@@ -72,6 +73,8 @@ def html_table(header: list[str], rows: list[list[str]], groups: list[tuple[str,
     """
     def td(c, first):
         text = html.escape(str(c)).replace("&lt;br&gt;", "<br>")
+        if isinstance(c, Budgets):
+            text = f"{curve(c)} {text}"
         if first and links:
             claim = str(c).split()[0]
             text = f"<a href='#{html.escape(claim)}'>{text}</a>"
@@ -81,6 +84,24 @@ def html_table(header: list[str], rows: list[list[str]], groups: list[tuple[str,
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(td(c, i == 0) for i, c in enumerate(row)) + "</tr>" for row in rows)
     return f"<table>{above}<tr>{head}</tr>{body}</table>"
+
+
+def curve(cell: Budgets, width: int = 60, height: int = 18) -> str:
+    """A small inline SVG of a decision's statistic over its descent budgets (issue 77): the values joined by a line,
+    the threshold dashed, x by log steps; the cell's text says the numbers."""
+    (n0, _), (n1, _) = cell.points[0], cell.points[-1]
+    values = [v for _, v in cell.points] + [cell.threshold]
+    low, high = min(values), max(values)
+    span = (high - low) or 1.0
+
+    def xy(n: int, v: float) -> str:
+        x = 2 + (width - 4) * (math.log(n / n0) / math.log(n1 / n0) if n1 > n0 else 0.0)
+        return f"{x:.1f},{2 + (height - 4) * (high - v) / span:.1f}"
+    line = " ".join(xy(n, v) for n, v in cell.points)
+    y = xy(n0, cell.threshold).split(",")[1]
+    return (f"<svg width='{width}' height='{height}' role='img' aria-label='statistic by descent budget'>"
+            f"<line x1='0' x2='{width}' y1='{y}' y2='{y}' stroke='#999' stroke-dasharray='2,2'/>"
+            f"<polyline points='{line}' fill='none' stroke='#246' stroke-width='1.5'/></svg>")
 
 
 def collapsed(title: str, inner: str, open_: bool = False) -> str:

@@ -143,16 +143,21 @@ def matrix(doc: RunDocument) -> tuple[list[str], list[list[str]]]:
     """Claims × subjects: one cell per (claim, subject), several tests joined by line breaks; the subjects in the
     order of :func:`column_groups`. A recipe's main model whose seed siblings ran too reads its recipe's verdict
     beside its own ("recipe: fails on 4 of 4 builds", the builds-agree table's summary), so that a verdict on the
-    edge shows as such rather than by the luck of one training."""
+    edge shows as such rather than by the luck of one training; where one build holds and another fails, every
+    build's cell says "seed-unstable (holds on k of n builds)" (issue 77)."""
     claims = sorted({r.claim for r in doc.records}, key=claim_order)
     models = [m for _, members in column_groups(doc) for m in members]
     cells: dict[tuple[str, str], list[OutcomeCell]] = {}
     several = {c for c in claims if len({test_name(r) for r in doc.records if r.claim == c}) > 1}
     recipes = {(b["claim"], b["test"], b["params"], b["recipe"]): b["summary"] for b in doc.builds_agree or ()}
+    unstable = {(b["claim"], b["test"], b["params"], m): b["seed_unstable"] for b in doc.builds_agree or ()
+                if b.get("seed_unstable") for m in b["builds"]}
     for r in doc.records:
         suffix = f" — {test_name(r)}" if r.claim in several else ""
         recipe = recipes.get((r.claim, test_name(r), variant(r), r.model))
         builds = f" · recipe: {recipe}" if recipe else ""
+        shaky = unstable.get((r.claim, test_name(r), variant(r), r.model))
+        builds += f" · {shaky}" if shaky else ""  # every build of a recipe whose builds disagree (issue 77)
         cells.setdefault((r.claim, r.model), []).append(cell(r, builds + suffix))
     names = {c: c + (" (implementation check)" if is_implementation(doc, c) else "") for c in claims}
 
@@ -181,6 +186,8 @@ def summary_rows(doc: RunDocument) -> tuple[list[str], list[list[str]]]:
             names = f": {', '.join(label(r) for r in records if r.outcome == outcome)}" \
                 if outcome in NAMED or outcome in RED else ""
             parts.append(f"{outcome.upper() if outcome in RED else outcome} on {n}{names}")
+        parts += [f"{b['seed_unstable']} of {display_name(b['recipe'])}" for b in doc.builds_agree or ()
+                  if b["claim"] == claim_id and b.get("seed_unstable")]  # siblings disagree: not a finding
         moved = [f"{label_of(c)}: {c['was']} → {c['now']}" for c in changed if c["claim"] == claim_id]
         rows.append([claim_id, short(entry.get("statement", "")), "; ".join(parts), "; ".join(moved) or "—"])
     skipped = since.get("interrupted_since") or []
@@ -249,6 +256,35 @@ def _not_run(doc: RunDocument, claim_id: str) -> str:
     return "not run (not selected in this run)"
 
 
+class Budgets(str):
+    """A cell with a decision's statistic at each descent budget (issue 77): the text "0.465 at 200 → 0.234 at
+    1000 steps", and ``points`` [(steps, value)] with ``threshold`` for report.html's small curve
+    (``reports.render``)."""
+
+    points: list[tuple[int, float]]
+    threshold: float
+
+    def __new__(cls, points: list[tuple[int, float]], threshold: float) -> "Budgets":
+        made = super().__new__(cls, " → ".join(f"{num(v, '.3g')} at {n}" for n, v in points) + " steps")
+        made.points, made.threshold = points, threshold
+        return made
+
+
+def budgets(record: ClaimRecord) -> Budgets | str:
+    """The headline claim check's value at each budget where a convergence control continued its descent
+    (N, then 5N: the claim check's value, then its continuation's), or "" where it was not continued."""
+    claim_checks = [c for c in record.checks if c.role == "claim"]
+    if not claim_checks:
+        return ""
+    first = min(claim_checks, key=lambda c: c.margin)
+    later = record.continuation(first)
+    steps = re.search(r"after (\d+)N = (\d+) steps$", later.name) if later else None
+    if not steps:
+        return ""
+    times, total = int(steps.group(1)), int(steps.group(2))
+    return Budgets([(total // times, first.value), (total, later.value)], first.threshold)
+
+
 def subject_rows(records: list[ClaimRecord], models: dict) -> tuple[list[str], list[list[str]]]:
     """One claim's table: per subject the claim check's statistic, interval, threshold, margin, outcome, why.
 
@@ -257,7 +293,7 @@ def subject_rows(records: list[ClaimRecord], models: dict) -> tuple[list[str], l
         models: the run's ``models`` (for the ledger's build: ``reports.records.ledger_build``).
     """
     header = ["subject", "test", "outcome", "claim check", "value", "interval (level, n)", "threshold", "margin",
-              "note"]
+              "descent budgets", "note"]
     rows = []
     for r in records:
         head = r.headline
@@ -283,7 +319,7 @@ def subject_rows(records: list[ClaimRecord], models: dict) -> tuple[list[str], l
         rows.append([label(r), test_name(r), OutcomeCell(r.outcome, r.outcome), head.name if head else "—", fmt(head and head.value),
                      f"[{fmt(head.ci_low)}, {fmt(head.ci_high)}]{_level(head)}" if head else "—",
                      f"{head.comparison} {fmt(head.threshold)}" if head else "—",
-                     num(head.margin, "+.4g") if head else "—", note[:400]])
+                     num(head.margin, "+.4g") if head else "—", budgets(r), note[:400]])
     return header, rows
 
 

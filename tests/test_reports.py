@@ -358,8 +358,40 @@ def test_the_builds_agree_table_counts_outcomes_over_a_recipes_seed_siblings(tmp
     doc = RunDocument.from_json(json.loads((folder / "results.json").read_text()))
     header, rows = tables.matrix(doc)  # issue 56, item 5: the recipe's verdict beside the main model's own
     cells = dict(zip(header, rows[0]))
-    assert cells["tiny-w96"].endswith("· recipe: holds on 2 of 4 builds, fails on 1, inconclusive on 1")
+    assert "· recipe: holds on 2 of 4 builds, fails on 1, inconclusive on 1 ·" in cells["tiny-w96"]
     assert "recipe:" not in cells["tiny-w96-seed88"] and "recipe:" not in cells["tiny-w128"]
+    # issue 77: one build holds where another fails: every build's cell and the summary say seed-unstable
+    assert row["seed_unstable"] == "seed-unstable (holds on 2 of 4 builds)"
+    assert all(cells[m].endswith("· seed-unstable (holds on 2 of 4 builds)") for m in row["builds"])
+    assert "seed-unstable" not in cells["tiny-w128"]
+    [summary] = tables.summary_rows(doc)[1]
+    assert "seed-unstable (holds on 2 of 4 builds) of tiny-w96" in summary[2]
+
+
+def test_siblings_that_agree_or_are_undecided_are_not_seed_unstable():
+    from reports.records import seed_unstable
+    assert seed_unstable({"holds": 3, "inconclusive": 1}, 4) == ""
+    assert seed_unstable({"fails": 2, "inconclusive": 2}, 4) == ""
+    assert seed_unstable({"fails": 1, "holds": 1}, 2) == "seed-unstable (holds on 1 of 2 builds)"
+
+
+def test_a_ledger_why_whose_recipes_builds_disagree_says_seed_unstable_not_a_finding():
+    """Issue 77, item 4: where one sibling holds and this build fails, the refreshed why leads with "Seed-unstable
+    (holds on k of n builds)" and calls it no finding; once the builds agree again the prefix goes."""
+    from reports.ledger_text import rewrite
+    failing = replace(record(-0.2, outcome="fails as expected"), model="tiny-w96", version=1)
+    holding = replace(record(0.2), model="tiny-w96-seed88", version=1)
+    doc = as_doc({"models": {"tiny-w96": {"weights_sha256": "ab" * 32, "build": {}}}})
+    doc.records = [failing, holding]
+    doc.builds_agree = builds_agree(doc.records, {"tiny-w96-seed88": "tiny-w96"})
+    text = (f'[[expected]]\nclaim = "{failing.claim}"\nversion = 1\nmodel = "tiny-w96"\nfingerprint = "f"\n'
+            f'weights_sha256 = "{"ab" * 32}"\nwhy = "the extra layers help. Measured on weights x"\nwould_change = "c"\n')
+    new, [done] = rewrite(text, doc)
+    assert done.why.startswith("Seed-unstable (holds on 1 of 2 builds): another build of the recipe holds where this "
+                               "one fails, so this is no finding about the model. the extra layers help.")
+    doc.records, doc.builds_agree = [failing], []
+    again, [done] = rewrite(new.replace('"Builds of this recipe', '"'), doc)
+    assert done.why.startswith("the extra layers help.") or not done.why
 
 
 def test_a_control_that_changed_is_a_measured_change_not_the_ledger(tmp_path):
@@ -749,3 +781,23 @@ def test_a_baseline_with_null_statistics_is_named_not_listed_as_a_measured_chang
     changes = compare(old, [record(0.2)])
     assert changes["measured_changes"] == [] and changes["moved"] == []
     assert any("has statistics that are not numbers (null)" in d for d in changes["differences"])
+
+
+def test_a_continued_decision_shows_its_value_at_each_budget_as_a_small_curve():
+    """Issue 77, item 1: the record keeps the value at N and at 5N; the subject table gives both and report.html
+    draws them (an inline SVG with the threshold dashed)."""
+    from reports.checks import Check, ClaimRecord
+    from reports.render import html_table
+
+    rec = ClaimRecord("S3.4", 8, "tiny-w96", "t[tiny-w96]", checks=[
+        Check("drop", 0.465, 0.4, 0.5, "x", ">", 0.0, "d"),
+        Check("drop, after 5N = 1000 steps", 0.234, 0.2, 0.3, "x", ">", 0.0, "d", role="control", convergence=True),
+        Check("drop, moved from N = 200 to 5N steps", 0.497, 0.497, 0.497, "x", "<", 0.25, "d", role="control",
+              convergence=True, interval="deterministic")], outcome="inconclusive")
+    header, [row] = tables.subject_rows([rec], {})
+    cell = row[header.index("descent budgets")]
+    assert cell == "0.465 at 200 → 0.234 at 1000 steps" and cell.points == [(200, 0.465), (1000, 0.234)]
+    assert "<polyline" in html_table(header, [row]) and "stroke-dasharray" in html_table(header, [row])
+    alone = ClaimRecord("S3.4", 8, "tiny-w96", "t", checks=[Check("drop", 0.4, 0.3, 0.5, "x", ">", 0.0, "d")],
+                        outcome="holds")
+    assert tables.subject_rows([alone], {})[1][0][header.index("descent budgets")] == ""

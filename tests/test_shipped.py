@@ -328,3 +328,31 @@ def test_prepare_steps_trains_a_recipe_and_its_sibling_briefly_as_one_job_even_w
     assert "--steps 0: give a number of training steps, at least 1" in capsys.readouterr().err
     assert prepare.main(["ship", "--steps", "3", "tiny-w96"]) == 2
     assert "--steps 3: prepare's, not ship's" in capsys.readouterr().err
+
+
+def test_no_ledger_entry_calls_a_verdict_its_seed_siblings_disagree_on_a_finding():
+    """Issue 77, item 4: where one build of a recipe holds a claim and another fails it in the shipped verdicts, every
+    ledger entry on those builds says "Seed-unstable (holds on k of n builds)" first, not a finding about the model."""
+    import re
+    from fixtures.ledger import load_ledger
+    from models.recipes import seed_builds
+    from reports.records import seed_unstable
+
+    kept = json.loads(shipped_zoo.VERDICTS.read_text())["records"]
+    recipe_of = seed_builds("tiny")
+    outcomes: dict[tuple[str, str, str], dict[str, str]] = {}
+    for key, rec in kept.items():
+        claim, rest = key.split("|", 1)
+        test, params = re.fullmatch(r"(\w+)\[(.*)\]", rest).groups()
+        model = next((m for m in sorted({*recipe_of, *recipe_of.values()}, key=len, reverse=True) if params == m), None)
+        if model is not None:
+            measured = "fails" if rec["outcome"] == "fails as expected" else rec["outcome"]
+            outcomes.setdefault((claim, test, recipe_of.get(model, model)), {})[model] = measured
+    wrong = []
+    for e in load_ledger().values():
+        builds = outcomes.get((e.claim, e.test, recipe_of.get(e.model, e.model)), {})
+        counts = {o: list(builds.values()).count(o) for o in set(builds.values())}
+        words = seed_unstable(counts, len(builds))
+        if words and not e.why.startswith(words[0].upper() + words[1:]):
+            wrong.append(f"{e.claim} on {e.model}: {words}, but the why reads {e.why[:60]!r}")
+    assert not wrong, wrong

@@ -72,7 +72,7 @@ def _bandwidth_details(curve: Curve, full: float, k_star: int, d: int) -> dict:
 # 10 (issue 73): k* < d_model (S3's words) decides in place of k*/d_model < 0.77 (set after looking, now a reading),
 # with its convergence control; 9: convergence control; 8: k* = 1 and k* = d decided, no longer gates; 7: untrained
 # full output a control
-@pytest.mark.claim("S3.10", version=10)
+@pytest.mark.claim("S3.10", version=11)  # 11: plateau rule; a decided jump continued, holds too
 @pytest.mark.models("trained", "hf", "untrained")
 def test_recovery_falls_sharply_with_output_features(model_name, subject, inversions, pool, claim):
     """S3.10: one feature fewer than the crossing k* loses most of the recovered tokens (block 1)."""

@@ -95,7 +95,7 @@ def _cosine_details(long_tokens: int, e: CosineEstimates) -> dict:
 
 
 # 7: vocabulary ≤ width not informative (S3's scope words), the exact-fit gate's half from S3's successes (issue 73)
-@pytest.mark.claim("S3.7", version=7)  # 6: convergence control; 5: exact and per-prompt controls; 4: direct target 10
+@pytest.mark.claim("S3.7", version=8)  # 8: plateau rule; 6: convergence control; 5: exact and per-prompt controls; 4: direct target 10
 @pytest.mark.models("trained", "hf")
 def test_cosine_direct_inversion_fails_on_one_token(model_name, subject, inversions, pool, claim):
     """S3.7: direct inversion under the cosine loss recovers long inputs better than one-token inputs."""

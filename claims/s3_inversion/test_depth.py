@@ -52,15 +52,15 @@ def _depth_plot(model_name: str, headline_label: str, e: DepthEstimates) -> dict
                        "random start (chance)": {"value": [float(start.mean())] * len(blocks)}}}
 
 
-# 7: a decided drop's convergence control on a trained model (blocks 1 and L continued to 5N)
-@pytest.mark.claim("S3.4", version=7, sample="prompts")  # 6: untrained block 1 a control; 5: exact binomial success
+# 8: the plateau rule (issue 77); 7: a decided drop's convergence control on a trained model (blocks 1 and L continued to 5N)
+@pytest.mark.claim("S3.4", version=8, sample="prompts")  # 8: plateau rule; 6: untrained block 1 a control; 5: exact binomial success
 @pytest.mark.models("trained", "hf")
 def test_inversion_degrades_with_depth(model_name, subject, inversions, claim):
     """S3.4: token accuracy recovered from block 1's output exceeds that from the last block's (headline settings)."""
     check_depth(model_name, subject, inversions, claim)
 
 
-@pytest.mark.claim("S3.4", version=7, sample="prompts")  # 6: untrained block 1 a control; 5: exact binomial success
+@pytest.mark.claim("S3.4", version=8, sample="prompts")  # 8: plateau rule; 6: untrained block 1 a control; 5: exact binomial success
 @pytest.mark.models("untrained", "reference")
 @pytest.mark.source_scale  # on a CPU the 12-block references cost minutes per depth, the twins double the budget
 def test_untrained_inversion_degrades_with_depth(model_name, subject, inversions, claim):

@@ -50,7 +50,7 @@ from reports.plots import series
 # of 0 on the tiny models; at 32 prompts its interval spans [-0.6, 2.3] and the control straddles (issue 20)
 # 10 (issue 73): the gap control re-derived as the identity it is (the share's denominator), its bound and the
 # procedure unchanged
-@pytest.mark.claim("S3.14", version=10)  # 9: a hold continued too; 8: convergence control, no gap a failed control
+@pytest.mark.claim("S3.14", version=11)  # 11: plateau rule, the gap again at 5N; 9: a hold continued too; 8: convergence control, no gap a failed control
 @pytest.mark.models("trained", "hf")
 def test_several_layers_do_not_improve_inversion(model_name, subject, inversions, claim):
     """S3.14: inversion from blocks 1-3 concatenated recovers less than half of block 1's advantage over block 3

@@ -45,7 +45,7 @@ def _examples(inversions, models, chosen: dict) -> dict:
 
 
 # 7: the trained pair's decided ordering continued to 5N (it rests on the transformer's failure to recover the token)
-@pytest.mark.claim("S3.12", version=7)  # 6: untrained pair's recovery a control; 5: paired score interval
+@pytest.mark.claim("S3.12", version=8)  # 8: plateau rule, the untrained pair continued; 6: untrained pair's recovery a control; 5: paired score interval
 @pytest.mark.models("mixer", twin=True)
 def test_a_masked_mixer_carries_more_non_self_information(model_name, group, group_twins, inversions, claim,
                                                           corpus):

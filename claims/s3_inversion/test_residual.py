@@ -41,7 +41,7 @@ from reports.plots import series
 
 
 # 9: the trained model's held share continued too (a hold rests on its ablated block's failure to recover)
-@pytest.mark.claim("S3.11", version=9, sample="prompts")  # 8: convergence control; 7: twin above chance a control
+@pytest.mark.claim("S3.11", version=10, sample="prompts")  # 10: plateau rule, twin holds continued; 8: convergence control; 7: twin above chance a control
 @pytest.mark.models("trained", "hf", twin=True)
 def test_attention_residual_carries_self_token_identity(model_name, subject, group_twins, inversions, claim):
     """S3.11: without the residual across attention, the trained model keeps less than half of its block-1

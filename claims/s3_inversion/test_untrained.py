@@ -60,7 +60,7 @@ def _summary(run) -> dict:
 
 
 # 6: a decided gap's convergence control (the trained descent continued to 5N: a hold rests on its failure to recover)
-@pytest.mark.claim("S3.3", version=6, sample="prompts")  # 5: paired score and exact intervals; 24 CPU prompts
+@pytest.mark.claim("S3.3", version=7, sample="prompts")  # 7: plateau rule; 5: paired score and exact intervals; 24 CPU prompts
 @pytest.mark.models("trained", "hf", twin=True)
 def test_training_makes_inversion_worse(model_name, subject, group_twins, inversions, claim):
     """S3.3: the untrained twin recovers more prompts exactly, and more tokens, than the trained model (block 1)."""
