@@ -258,21 +258,14 @@ class ClaimRecord:
 
     def unconverged(self) -> list[Check]:
         """The convergence controls (``Check.convergence``) that did not pass: a longer descent reverses or blurs the
-        decision of the claim check it continues (a failure, or since issue 64 a hold resting on a failure to
-        recover), or whose statistic is still moving (the plateau control, issue 77), so the record is inconclusive
-        ("unconverged"), neither red nor a hold. Empty where a claim check's failure is confirmed (it has no
-        convergence control, or all its controls passed): a failure that stays decides, whatever a hold beside it
-        does."""
-        failed = self._with_status("claim", FAILED)
-        if any(all(c.status == PASSED for c in self._controls_of(f)) for f in failed):
+        decision of the claim check it continues, or its statistic is still moving (issue 77's plateau), so the record
+        is inconclusive ("unconverged"), neither red nor a hold. Empty where a claim check's failure is confirmed (all
+        its convergence controls, named after it, passed, or it has none): a failure that stays decides."""
+        def confirmed(f: Check) -> bool:
+            return all(c.status == PASSED for c in self.checks if c.convergence and c.name.startswith(f"{f.name}, "))
+        if any(confirmed(f) for f in self._with_status("claim", FAILED)):
             return []
         return [c for c in self.checks if c.convergence and c.status != PASSED]
-
-    def _controls_of(self, check: Check) -> list[Check]:
-        """The convergence controls of ``check``: its continuation (its name, then ", after ...") and, since issue
-        77, its plateau control (its name, then ", moved from ..."); [] where it was not continued."""
-        return [c for c in self.checks if c.convergence
-                and any(c.name.startswith(f"{check.name}, {word} ") for word in ("after", "moved from"))]
 
     def continuation(self, check: Check) -> Check | None:
         """The convergence control that continues ``check`` (its name, then ", after ..."), or None."""

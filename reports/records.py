@@ -6,7 +6,7 @@ import re
 from dataclasses import replace
 from decimal import Decimal, InvalidOperation
 
-from reports.checks import FAILS, FAILS_AS_EXPECTED, HOLDS, HOLDS_UNEXPECTEDLY, OUTCOMES, ClaimRecord
+from reports.checks import FAILED, FAILS, FAILS_AS_EXPECTED, HOLDS, HOLDS_UNEXPECTEDLY, OUTCOMES, PASSED, ClaimRecord
 from reports.node_ids import function_of
 
 
@@ -223,3 +223,22 @@ def seed_unstable(counts: dict, n_builds: int) -> str:
     if not (counts.get(HOLDS) and counts.get(FAILS)):
         return ""
     return f"seed-unstable (holds on {counts[HOLDS]} of {n_builds} builds)"
+
+
+SOURCE_SETTING = "/source-setting"  # the key suffix of a reading that is a claim check again in the source's own
+# setting (S3's descent setting beside the better one a CPU decides with: claims/s3_inversion/source_setting.py)
+
+
+def settings_disagree(record: ClaimRecord) -> str:
+    """Where a claim check and its reading in the source's own setting (its key + ``SOURCE_SETTING``) are decided
+    opposite ways: "S3's own setting disagrees: <reading> <status> (...) where the headline setting <status>",
+    naming each; else "" (issue 77: said in the record's message and its cell)."""
+    said = []
+    for reading in record.readings():
+        decided = next((c for c in record.checks if c.role == "claim" and c.key
+                        and reading.key == f"{c.key}{SOURCE_SETTING}"), None)
+        if decided and {decided.status, reading.status} == {PASSED, FAILED}:
+            said.append(f"{reading.name} {reading.status} ({reading.value:.4g} [{reading.ci_low:.4g}, "
+                        f"{reading.ci_high:.4g}], needs {reading.comparison} {reading.threshold:g}) where the "
+                        f"headline setting {decided.status}")
+    return f"S3's own setting disagrees: {'; '.join(said)}" if said else ""

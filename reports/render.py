@@ -22,7 +22,8 @@ from reports import plots
 from reports.checks import FAILS_AS_EXPECTED, HOLDS, INCONCLUSIVE, NOT_INFORMATIVE, RED, ClaimRecord
 from reports.document import RunDocument
 from reports.sections import Italic, Figures, Lines, Section, Table, report_sections
-from reports.tables import Budgets, label
+from reports.budgets import Budgets
+from reports.tables import label
 
 
 _OPENS_A_TAG = re.compile(r"<(?!br>)(?=[A-Za-z/!?])")  # "<" that would open an HTML tag; the tables' <br> kept

@@ -14,7 +14,9 @@ from reports.checks import (
     Outcome,
 )
 from reports.document import RunDocument
-from reports.records import count_outcomes, ledger_build, ledger_quotes_disagree, test_name, variant
+from reports.budgets import budgets
+from reports.records import (count_outcomes, ledger_build, ledger_quotes_disagree, settings_disagree, test_name,
+                             variant)
 
 
 def _missing(x) -> bool:
@@ -112,7 +114,8 @@ def _cell_text(record: ClaimRecord) -> str:
     word = record.outcome.upper() if record.outcome in RED else record.outcome
     missing = record.not_informative_checks or {}
     unmeasured = f" (not informative: {'; '.join(missing)})" if missing else ""
-    return f"{word}{value}{unmeasured}{_readings(record)}{suffix}"
+    disagree = " (S3's own setting disagrees)" if settings_disagree(record) else ""
+    return f"{word}{value}{unmeasured}{_readings(record)}{disagree}{suffix}"
 
 
 def _readings(record: ClaimRecord) -> str:
@@ -254,35 +257,6 @@ def _not_run(doc: RunDocument, claim_id: str) -> str:
     if selected is None and doc.interrupted:
         return "not run (the run was interrupted; whether it was selected is not recorded)"
     return "not run (not selected in this run)"
-
-
-class Budgets(str):
-    """A cell with a decision's statistic at each descent budget (issue 77): the text "0.465 at 200 → 0.234 at
-    1000 steps", and ``points`` [(steps, value)] with ``threshold`` for report.html's small curve
-    (``reports.render``)."""
-
-    points: list[tuple[int, float]]
-    threshold: float
-
-    def __new__(cls, points: list[tuple[int, float]], threshold: float) -> "Budgets":
-        made = super().__new__(cls, " → ".join(f"{num(v, '.3g')} at {n}" for n, v in points) + " steps")
-        made.points, made.threshold = points, threshold
-        return made
-
-
-def budgets(record: ClaimRecord) -> Budgets | str:
-    """The headline claim check's value at each budget where a convergence control continued its descent
-    (N, then 5N: the claim check's value, then its continuation's), or "" where it was not continued."""
-    claim_checks = [c for c in record.checks if c.role == "claim"]
-    if not claim_checks:
-        return ""
-    first = min(claim_checks, key=lambda c: c.margin)
-    later = record.continuation(first)
-    steps = re.search(r"after (\d+)N = (\d+) steps$", later.name) if later else None
-    if not steps:
-        return ""
-    times, total = int(steps.group(1)), int(steps.group(2))
-    return Budgets([(total // times, first.value), (total, later.value)], first.threshold)
 
 
 def subject_rows(records: list[ClaimRecord], models: dict) -> tuple[list[str], list[list[str]]]:

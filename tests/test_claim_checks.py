@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from claims.s3_inversion import convergence, scope
+from claims.s3_inversion import convergence, scope, source_setting
 from tests.cases_s0 import CASES as S0
 from tests.cases_s1 import CASES as S1
 from tests.cases_s2 import CASES as S2
@@ -17,7 +17,7 @@ from tests.cases_s4 import CASES as S4
 from tests.check_cases import problems, survivors
 
 CASES = [*S0, *S1, *S2, *S3, *S4]
-HELPERS = (convergence, scope)  # modules of checks the claims' checks functions call
+HELPERS = (convergence, scope, source_setting)  # modules of checks the claims' checks functions call
 REPO = Path(__file__).resolve().parents[1]
 
 

@@ -704,3 +704,28 @@ def test_a_control_that_fails_only_at_the_later_budget_fails_the_record():
     assert rec.unconverged() == [] and [c.name for c in rec.failed("control")] == [
         "block 1's advantage over block 3 (the gap the share is a fraction of), after 1000 steps"]
     assert [c for c in rec.checks if c.name.startswith("block 1's advantage") and c.passed]  # it passed at N
+
+
+def test_s3s_own_setting_is_shown_beside_the_headline_and_a_disagreement_is_said():
+    """Issue 77, item 2: the claim check again in S3's own setting is a reading (it decides nothing); where it fails
+    and the headline setting holds, the record's cell and ``settings_disagree`` (its message) say so."""
+    from claims.s3_inversion.depth_checks import DepthEstimates, depth_checks
+    from reports import tables
+    from reports.records import settings_disagree
+
+    boot = "BCa bootstrap, 1000 resamples"
+
+    def record(own: float):
+        e = DepthEstimates(Estimate(0.4, 0.3, 0.5, 0.95, 16, boot), proportion(np.ones(16)),
+                           source_setting=Estimate(own, own - 0.05, own + 0.05, 0.95, 16, boot))
+        rec = _decided_record(depth_checks(e, 4, "better setting", "", "adapted", 200))
+        rec.outcome = "holds"
+        return rec
+
+    agree, disagree = record(0.2), record(-0.2)
+    [reading] = disagree.readings()
+    assert reading.role == "reading" and reading.key.endswith("/source-setting") and reading.status == "failed"
+    assert disagree.headline.passed and disagree.failed("claim") == []  # the headline setting decides
+    assert settings_disagree(agree) == "" and "(S3's own setting disagrees)" not in tables.cell(agree)
+    assert settings_disagree(disagree).startswith("S3's own setting disagrees: token accuracy, block 1 minus block 4")
+    assert "(S3's own setting disagrees)" in tables.cell(disagree)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from claims.s3_inversion.convergence import convergence_checks
+from claims.s3_inversion.source_setting import source_setting_reading
 from claims.s3_inversion.scope import UNTRAINED_INVERTS, works_check
 from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
@@ -31,6 +32,8 @@ class DepthEstimates:
         first_works: on an untrained model, the fraction of prompts on which block 1 beats the random start (an
             exact interval); None on a trained one.
         longer: ``drop`` after blocks 1 and L's headline descents continued to 5N (None where not continued).
+        source_setting: ``drop`` with every depth in S3's own setting (a reading beside the headline, issue 77; None
+            at source scale, where the headline is S3's setting).
         context: not a measurement: the arguments ``depth_checks`` takes after the
             estimates (last block, headline label and reading, the deepest block's setting, N).
         blocks, best: shown beside the checks, deciding nothing: the blocks inverted (1-based) and each one's headline setting.
@@ -44,6 +47,7 @@ class DepthEstimates:
     success: Estimate
     first_works: Estimate | None = None
     longer: Estimate | None = None
+    source_setting: Estimate | None = None
     context: tuple = field(default=(), compare=False)
     blocks: list[int] = field(default_factory=list, compare=False)
     best: list[str] = field(default_factory=list, compare=False)
@@ -68,6 +72,7 @@ def depth_checks(e: DepthEstimates, last_block: int, headline_label: str, headli
                     **catalogued("S3.4/token-accuracy-block-1-minus-block-each-its", headline_reading=headline_reading))
     return [
         drop, *([] if e.longer is None else convergence_checks(drop, e.longer, steps)),
+        *([] if e.source_setting is None else [source_setting_reading(drop, e.source_setting)]),
         Check.of(f"fraction of prompts passing S3's success test at block {last_block} ({deepest} setting)",
                  e.success, "fraction of prompts", ">", SUCCESS_MAJORITY,
                  role="control",

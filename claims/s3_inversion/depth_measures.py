@@ -11,6 +11,7 @@ import numpy as np
 from claims.s3_inversion.depth_checks import DepthEstimates, depth_checks, first_works_check
 from claims.s3_inversion.inversions import DESCENT_SETTINGS
 from claims.s3_inversion.scope import SMALL_TRAINED
+from claims.s3_inversion.source_setting import source_chosen
 from fixtures.catalogue_text import gate, procedure
 from latent_instruments.stats import proportion, sample_mean
 from reports.checks import INCONCLUSIVE
@@ -74,7 +75,7 @@ def measure_depth(model_name: str, subject, inversions, claim) -> DepthEstimates
                  SMALL_TRAINED=SMALL_TRAINED),
             details=by_block)
 
-    def first_minus_last(u: np.ndarray) -> float:
+    def first_minus_last(u: np.ndarray, chosen: np.ndarray = chosen) -> float:
         return float(scale.headline(u, chosen)[0] - scale.headline(u, chosen)[-1])
 
     best = [DESCENT_SETTINGS[i] for i in chosen]
@@ -82,6 +83,8 @@ def measure_depth(model_name: str, subject, inversions, claim) -> DepthEstimates
     estimates = DepthEstimates(
         claim.bootstrap(scale.reported(accuracy), first_minus_last),
         scale.reported_fraction(runs[blocks[-1], best[-1]].success), works if untrained else None,
+        source_setting=None if scale.source else claim.bootstrap(  # S3's own setting beside (issue 77)
+            scale.reported(accuracy), lambda u: first_minus_last(u, source_chosen(chosen))),
         context=context, blocks=blocks, best=best, runs=runs, accuracy=accuracy, start=start, per_depth=per_depth,
         by_setting={s: [claim.bootstrap(accuracy[:, i, k], sample_mean) for i in range(len(blocks))]
                     for k, s in enumerate(DESCENT_SETTINGS)})

@@ -5,6 +5,7 @@
 from dataclasses import dataclass, field
 
 from claims.s3_inversion.convergence import convergence_checks
+from claims.s3_inversion.source_setting import source_setting_reading
 from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
@@ -44,6 +45,8 @@ class LayersEstimates:
         longer: ``share`` after each target's headline descent continued to 5N (None where not continued).
         longer_advantage: ``advantage`` after the same continued descents: the gap control at the headline's budget
             (issue 77; None where not continued).
+        source_setting: ``share`` with every target in S3's own setting (a reading beside the headline, issue 77;
+            None at source scale, where the headline is S3's setting).
         targets: shown beside the checks, deciding nothing: {label: the block (or blocks) inverted, 0-based}.
         runs: shown: {(label, setting): ``inversions.Run``}; best: shown: {label: its headline setting}.
         per: shown: each target's headline token accuracy; steps: shown: N; prompts: shown: the prompts inverted.
@@ -53,6 +56,7 @@ class LayersEstimates:
     advantage: Estimate
     longer: Estimate | None = None
     longer_advantage: Estimate | None = None
+    source_setting: Estimate | None = None
     targets: dict = field(default_factory=dict, compare=False)
     runs: dict = field(default_factory=dict, compare=False)
     best: dict[str, str] = field(default_factory=dict, compare=False)
@@ -71,6 +75,7 @@ def layers_checks(e: LayersEstimates, headline_reading: str, steps: int) -> list
                                       HALF=HALF, LAYERS=LAYERS, headline_reading=headline_reading))
     return [
         no_better, *([] if e.longer is None else convergence_checks(no_better, e.longer, steps)),
+        *([] if e.source_setting is None else [source_setting_reading(no_better, e.source_setting)]),
         Check.of(f"the same share, as a floor: blocks 1-{LAYERS} together not far below block {LAYERS} alone",
                  e.share, "fraction of the gap", ">", -HALF, role="control",
                  **catalogued("S3.14/the-same-share-as-a-floor-blocks-1-together-not-far-below-block-alone",

@@ -9,6 +9,7 @@ import numpy as np
 
 from claims.s3_inversion.inversions import DESCENT_SETTINGS
 from claims.s3_inversion.layers_checks import LAYERS, LayersEstimates, gap_check, layers_checks
+from claims.s3_inversion.source_setting import source_chosen
 from fixtures.catalogue_text import gate, procedure
 from reports.checks import FAILED, INCONCLUSIVE
 
@@ -66,7 +67,9 @@ def measure_layers(model_name: str, subject, inversions, claim) -> LayersEstimat
     share = claim.bootstrap(reported, lambda u: recovered_share(u, scale, chosen))
     best = {label: DESCENT_SETTINGS[int(i)] for label, i in zip(targets, chosen)}
     steps = runs["block 1", "source"].steps
-    estimates = LayersEstimates(share, advantage, targets=targets, runs=runs, best=best, per=per, steps=steps,
+    own = None if scale.source else claim.bootstrap(  # S3's own setting beside the headline (issue 77)
+        reported, lambda u: recovered_share(u, scale, source_chosen(chosen)))
+    estimates = LayersEstimates(share, advantage, source_setting=own, targets=targets, runs=runs, best=best, per=per, steps=steps,
                                 prompts=units.shape[0])
     if layers_checks(estimates, scale.headline_reading, steps)[0].status != INCONCLUSIVE:  # decided (issue 64: a
         # hold too, which more steps on the concatenated target could reverse): each target's headline descent

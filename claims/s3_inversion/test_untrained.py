@@ -21,7 +21,7 @@ from claims.s3_inversion.untrained_measures import measure_gap, measure_recovery
 from fixtures.catalogue_text import procedure
 
 
-@pytest.mark.claim("S3.2", version=5, sample="prompts")  # 5: exact binomial intervals; 24 CPU prompts, a third choose
+@pytest.mark.claim("S3.2", version=6, sample="prompts")  # 6: S3's own setting beside; 5: exact binomial intervals; 24 CPU prompts, a third choose
 @pytest.mark.models("untrained", "reference")
 def test_an_untrained_block_recovers_its_input(model_name, subject, inversions, claim):
     """S3.2: exact recovery of the prompt from block 1's output of a random-init model (the headline setting)."""

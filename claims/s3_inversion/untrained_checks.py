@@ -8,6 +8,7 @@ recovery is the typical outcome": most prompts, by the interval's low end (``EXA
 from dataclasses import dataclass, field
 
 from claims.s3_inversion.convergence import convergence_checks
+from claims.s3_inversion.source_setting import source_setting_reading
 from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
@@ -25,6 +26,8 @@ class RecoveryEstimates:
         exact: fraction of prompts recovered exactly (the headline setting; an exact interval).
         start: token accuracy of the random start a₀, the higher of the two settings (fraction of tokens).
         success: fraction of prompts passing S3's success test (an exact interval).
+        source_setting: ``exact`` with S3's own setting (a reading beside the headline, issue 77; None at source
+            scale, where the headline is S3's setting).
         runs: shown beside the checks, deciding nothing: {setting: ``inversions.Run``} of block 1.
         best: shown: the headline setting; prompts: shown: the prompts inverted.
     """
@@ -32,6 +35,7 @@ class RecoveryEstimates:
     exact: Estimate
     start: Estimate
     success: Estimate
+    source_setting: Estimate | None = None
     runs: dict = field(default_factory=dict, compare=False)
     best: str = field(default="", compare=False)
     prompts: int = field(default=0, compare=False)
@@ -40,11 +44,12 @@ class RecoveryEstimates:
 def recovery_checks(e: RecoveryEstimates, headline_label: str, headline_reading: str, best: str) -> list[Check]:
     """S3.2's claim check and its two controls (the start near chance, the success test); ``best`` names the
     headline setting."""
+    recovered = Check.of(f"fraction of prompts recovered exactly (restricted vocabulary, {headline_label})", e.exact,
+                         "fraction of prompts", ">", EXACT_MAJORITY,
+                         **catalogued("S3.2/fraction-of-prompts-recovered-exactly-restricted-vocabulary",
+                                      EXACT_MAJORITY=EXACT_MAJORITY, headline_reading=headline_reading))
     return [
-        Check.of(f"fraction of prompts recovered exactly (restricted vocabulary, {headline_label})", e.exact,
-                 "fraction of prompts", ">", EXACT_MAJORITY,
-                 **catalogued("S3.2/fraction-of-prompts-recovered-exactly-restricted-vocabulary",
-                              EXACT_MAJORITY=EXACT_MAJORITY, headline_reading=headline_reading)),
+        recovered, *([] if e.source_setting is None else [source_setting_reading(recovered, e.source_setting)]),
         Check.of("token accuracy of the random start a₀ (restricted vocabulary, the higher of the two settings)", e.start,
                  "fraction of tokens", "<", START_CEILING, role="control",
                  **catalogued("S3.2/token-accuracy-of-the-random-start-a-restricted-vocabulary-the-higher",
@@ -66,6 +71,8 @@ class GapEstimates:
         success: fraction of the trained model's prompts passing S3's success test (an exact interval).
         exact_longer, token_longer: the gaps after the descents continued to 5N, for a decided gap (None for an
             undecided one, or where not continued).
+        source_setting: (exact gap, token gap) with both models in S3's own setting (readings beside the
+            headline, issue 77); () at source scale, where the headline is S3's setting.
         context: not a measurement: the arguments ``gap_checks`` takes after the estimates
             (headline label and reading, the trained model's headline setting, its N).
         runs: shown beside the checks, deciding nothing: {(model, setting): ``inversions.Run``} of block 1; best:
@@ -77,6 +84,7 @@ class GapEstimates:
     success: Estimate
     exact_longer: Estimate | None = None
     token_longer: Estimate | None = None
+    source_setting: tuple = ()
     context: tuple = field(default=(), compare=False)
     runs: dict = field(default_factory=dict, compare=False)
     best: list[str] = field(default_factory=list, compare=False)
@@ -98,7 +106,7 @@ def gap_checks(e: GapEstimates, headline_label: str, headline_reading: str, best
     longer = [c for g, more in zip(gaps, (e.exact_longer, e.token_longer)) if more is not None
               for c in convergence_checks(g, more, steps)]
     return [
-        *gaps, *longer,
+        *gaps, *longer, *(source_setting_reading(g, own) for g, own in zip(gaps, e.source_setting)),
         Check.of(f"fraction of the trained model's prompts passing S3's success test ({best} setting)",
                  e.success, "fraction of prompts", ">", SUCCESS_MAJORITY, role="control",
                  **catalogued("S3.3/fraction-of-the-trained-model-s-prompts-passing-s3-s-success-test",

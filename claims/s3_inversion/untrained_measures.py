@@ -7,6 +7,7 @@ from dataclasses import replace
 import numpy as np
 
 from claims.s3_inversion.inversions import DESCENT_SETTINGS
+from claims.s3_inversion.source_setting import source_chosen
 from claims.s3_inversion.untrained_checks import GapEstimates, RecoveryEstimates, gap_checks
 from latent_instruments.stats import proportion_difference
 from reports.checks import FAILED, INCONCLUSIVE
@@ -32,7 +33,8 @@ def measure_recovery(model_name: str, subject, inversions, claim) -> RecoveryEst
     exact = scale.reported_fraction(exact_units, chosen)  # exact binomial: 0/1 per prompt
     start = claim.bootstrap(np.stack([runs[s].start_accuracy for s in DESCENT_SETTINGS], -1), lambda u: float(u.mean(0).max()))
     success = scale.reported_fraction(runs[best].success)  # the prompts that did not choose it
-    return RecoveryEstimates(exact, start, success, runs=runs, best=best, prompts=exact_units.shape[0])
+    own = None if scale.source else scale.reported_fraction(exact_units, source_chosen(chosen))  # beside (issue 77)
+    return RecoveryEstimates(exact, start, success, own, runs=runs, best=best, prompts=exact_units.shape[0])
 
 
 def measure_gap(model_name: str, subject, twin, inversions, claim) -> GapEstimates:
@@ -56,7 +58,7 @@ def measure_gap(model_name: str, subject, twin, inversions, claim) -> GapEstimat
     chosen = scale.chosen(accuracy)  # each model's headline setting, by token accuracy, for both statistics
     best = [DESCENT_SETTINGS[i] for i in chosen]
 
-    def gap(u: np.ndarray) -> float:
+    def gap(u: np.ndarray, chosen: np.ndarray = chosen) -> float:
         twin_minus_trained = scale.headline(u, chosen)
         return float(twin_minus_trained[1] - twin_minus_trained[0])
 
@@ -65,7 +67,10 @@ def measure_gap(model_name: str, subject, twin, inversions, claim) -> GapEstimat
     token_gap = claim.bootstrap(scale.reported(accuracy), gap)
     success = scale.reported_fraction(runs[model_name, best[0]].success)
     context = (scale.headline_label, scale.headline_reading, best[0], scale.steps(model_name))
-    estimates = GapEstimates(exact_gap, token_gap, success, context=context, runs=runs, best=best,
+    own = () if scale.source else (  # both gaps with both models in S3's own setting, beside (issue 77)
+        proportion_difference(scale.reported(exact[:, 1, 0]), scale.reported(exact[:, 0, 0]), paired=True),
+        claim.bootstrap(scale.reported(accuracy), lambda u: gap(u, source_chosen(chosen))))
+    estimates = GapEstimates(exact_gap, token_gap, success, source_setting=own, context=context, runs=runs, best=best,
                              prompts=exact.shape[0])
     gaps = gap_checks(estimates, *context)[:2]
     if any(g.status != INCONCLUSIVE for g in gaps):  # the trained descent continued; the twin's only for a failure
