@@ -8,6 +8,7 @@ import numpy as np
 
 from claims.s3_inversion.convergence import convergence_checks
 from claims.s3_inversion.scope import UNTRAINED_INVERTS, works_check
+from claims.s3_inversion.source_setting import source_setting_reading
 from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
@@ -28,6 +29,8 @@ class ResidualEstimates:
         twin_works: fraction of prompts on which the twin's intact block 1 beats chance (exact).
         kept_longer, twin_longer: the shares after the headline descents continued to 5N (None where not
             continued: the trained share where decided, the twin's where it fails).
+        source_setting: (kept, twin_kept) with every descent in S3's own setting (readings beside the headline,
+            issue 77); () at source scale, where the headline is S3's setting.
         context: not a measurement: the arguments ``residual_checks`` takes after the
             estimates (the two models' names, the headline reading, whether at source scale, each one's N).
         accuracy: shown beside the checks, deciding nothing: {model: [headline token accuracy intact, removed]}.
@@ -41,6 +44,7 @@ class ResidualEstimates:
     twin_works: Estimate
     kept_longer: Estimate | None = None
     twin_longer: Estimate | None = None
+    source_setting: tuple = ()
     context: tuple = field(default=(), compare=False)
     accuracy: dict[str, list[Estimate]] = field(default_factory=dict, compare=False)
     success_by_setting: dict[str, np.ndarray] = field(default_factory=dict, compare=False)
@@ -76,7 +80,7 @@ def residual_checks(e: ResidualEstimates, model: str, twin: str, headline_readin
                                                      (False, True)) if more is not None
               for c in convergence_checks(check, more, n, untrained)]
     return [
-        *shares, *longer,
+        *shares, *longer, *(source_setting_reading(s, own) for s, own in zip(shares, e.source_setting)),
         Check.of(f"fraction of {model}'s prompts passing S3's success test without the attention residual "
                  + ("(S3's setting)" if source else "(the setting that passes more)"),
                  e.success, "fraction of prompts", ">", MATCHED, role="control",

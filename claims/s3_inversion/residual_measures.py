@@ -11,6 +11,7 @@ from claims.s3_inversion.inversions import DESCENT_SETTINGS, first_prompt
 from claims.s3_inversion.residual_checks import ResidualEstimates, residual_checks, twin_works_check
 from claims.s3_inversion.scale import Scale
 from claims.s3_inversion.scope import SMALL_TRAINED
+from claims.s3_inversion.source_setting import source_chosen
 from fixtures.catalogue_text import gate, procedure
 from latent_instruments.stats import proportion
 from reports.checks import FAILED, PASSED
@@ -104,4 +105,7 @@ def measure_residual(model_name: str, subject, twin, inversions, claim) -> Resid
         _continued(name, models[name], inversions, units[name], chosen[name]), lambda v, c=chosen[name]: _kept(v, scale, c))
         for name, check in shares.items()  # a decided share, held or failed (issue 77: untrained holds too): its
         if check.status in (FAILED, PASSED)}  # headline descents continued
-    return replace(estimates, **longer, context=context)
+    own = () if scale.source else tuple(  # both shares with every descent in S3's own setting (issue 77)
+        claim.bootstrap(scale.reported(u), lambda v, c=source_chosen(chosen[name]): _kept(v, scale, c))
+        for name, u in units.items())
+    return replace(estimates, **longer, source_setting=own, context=context)

@@ -48,7 +48,7 @@ def _vocabulary_details(run, how: str, estimates: list) -> dict:
 
 # 8: a decided gain's convergence control (block 1's descent continued to 5N: a gain rests on the whole vocabulary's
 # failure to recover the prompt, which more steps can remove)
-@pytest.mark.claim("S3.6", version=9, sample="prompts")  # 9: plateau rule; 7: 24 CPU prompts, a third choose (6: chosen once)
+@pytest.mark.claim("S3.6", version=9, sample="prompts")  # 9: plateau rule, S3's own setting beside; 7: 24 CPU prompts, a third choose (6: chosen once)
 @pytest.mark.models("trained", "hf")
 def test_restricting_the_vocabulary_improves_recovery(model_name, subject, inversions, claim):
     """S3.6: one a_g from block 1, decoded over the whole vocabulary, the prompt's continuation's tokens and the

@@ -5,6 +5,7 @@ self-tests (``tests/cases_s3.py``) drive the same function to hold and to fail e
 from dataclasses import dataclass, field
 
 from claims.s3_inversion.convergence import convergence_checks
+from claims.s3_inversion.source_setting import source_setting_reading
 from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
@@ -22,6 +23,8 @@ class VocabularyEstimates:
         above_start: prompt-only decoding, found input minus the random start a₀ (a control).
         longer: the three gains after the descent continued to 5N, each None where its gain is undecided (or not
             continued), in the order above.
+        source_setting: the three gains with block 1's descent in S3's own setting (readings beside the headline,
+            issue 77); () at source scale, where the headline is S3's setting.
         run: shown beside the checks, deciding nothing: block 1's ``inversions.Run`` in the headline setting.
         how: shown: that setting; steps: shown: N.
         by_decoding: shown: token accuracy by decoding (whole vocabulary, prompt + distractors, prompt only) and
@@ -34,6 +37,7 @@ class VocabularyEstimates:
     narrowing: Estimate
     above_start: Estimate
     longer: tuple[Estimate | None, Estimate | None, Estimate | None] = (None, None, None)
+    source_setting: tuple = ()
     run: object = field(default=None, compare=False)
     how: str = field(default="", compare=False)
     steps: int = field(default=0, compare=False)
@@ -57,7 +61,7 @@ def vocabulary_checks(e: VocabularyEstimates, steps: int) -> list[Check]:
     ]
     longer = [c for g, more in zip(gains, e.longer) if more is not None for c in convergence_checks(g, more, steps)]
     return [
-        *gains, *longer,
+        *gains, *longer, *(source_setting_reading(g, own) for g, own in zip(gains, e.source_setting)),
         Check.of("token accuracy over the prompt's own tokens, found input minus random start a₀",
                  e.above_start, "fraction of tokens", ">", 0.0,
                  role="control",

@@ -57,8 +57,13 @@ def measure_vocabulary(model_name: str, subject, inversions, claim) -> Vocabular
             details={"token accuracy by decoding": dict(zip(DECODINGS, (e.value for e in estimates)))})
     pairs = ((2, 0), (1, 0), (2, 1))  # the three gains: prompt-only, distractors, narrowing (columns of counts)
     steps = inversions.scale.steps(model_name)
+    source = runs[DESCENT_SETTINGS[0]]  # S3's own setting's gains, beside the headline (issue 77)
+    own = () if inversions.scale.source else tuple(claim.bootstrap(_counts(inversions.scale.reported(np.column_stack(
+        [source.full_accuracy, source.zero_accuracy, source.zero_prompt_accuracy])), tokens),
+        accuracy_difference(*pair, tokens)) for pair in pairs)
     vocabulary = VocabularyEstimates(*(claim.bootstrap(counts, accuracy_difference(*pair, tokens)) for pair in pairs),
-                                     above_start=claim.bootstrap(counts, accuracy_difference(2, 3, tokens)), run=run,
+                                     above_start=claim.bootstrap(counts, accuracy_difference(2, 3, tokens)),
+                                     source_setting=own, run=run,
                                      how=how, steps=steps, by_decoding=estimates, prompts=units.shape[0])
     gains = vocabulary_checks(vocabulary, steps)[:3]
     if any(g.status != INCONCLUSIVE for g in gains):  # the same a_g after a 5N descent, decoded the same three ways
