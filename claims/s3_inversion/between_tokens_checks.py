@@ -8,6 +8,7 @@ import numpy as np
 
 from claims.s3_inversion.convergence import convergence_checks
 from claims.s3_inversion.scope import UNTRAINED_INVERTS, works_check
+from claims.s3_inversion.source_setting import source_setting_reading
 from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
@@ -26,6 +27,8 @@ class MaskedEstimates:
         masked: fraction of prompts whose masked first token is recovered.
         twin_works: fraction of the twin's prompts whose unmasked tokens mostly come back.
         longer: ``masked`` after the headline descent continued to 5N (None where not continued).
+        source_setting: ``masked`` with the descent in S3's own setting (a reading beside the headline, issue 77;
+            None at source scale, where the headline is S3's setting).
         setting: shown beside the checks, deciding nothing: the headline setting; run: its ``inversions.Run``.
         unmasked: shown: the unmasked tokens recovered (fraction of tokens).
         twin_masked, twin_unmasked: shown: the twin's masked-token rate and unmasked-token accuracy.
@@ -35,6 +38,7 @@ class MaskedEstimates:
     masked: Estimate
     twin_works: Estimate
     longer: Estimate | None = None
+    source_setting: Estimate | None = None
     setting: str = field(default="", compare=False)
     run: object = field(default=None, compare=False)
     unmasked: Estimate | None = field(default=None, compare=False)
@@ -58,7 +62,8 @@ def masked_checks(e: MaskedEstimates, twin: str, steps: int) -> list[Check]:
                       **catalogued("S3.9/fraction-of-prompts-whose-masked-first-token-is-recovered-restricted",
                                    RAREST=RAREST))
     return [masked, twin_works_check(e.twin_works, twin),
-            *([] if e.longer is None else convergence_checks(masked, e.longer, steps))]
+            *([] if e.longer is None else convergence_checks(masked, e.longer, steps)),
+            *([] if e.source_setting is None else [source_setting_reading(masked, e.source_setting)])]
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,9 @@ def measure_masked(model_name: str, subject, twin, inversions, claim) -> MaskedE
                  low=unmasked.low, high=unmasked.high, HALF=HALF, twin=twin_works.value, SMALL_TRAINED=SMALL_TRAINED),
             details={"masked first token recovered": masked.value})
     twin_unmasked = float(scale.headline(scale.reported(units[twin.name][:, 1]), twin_best))
-    estimates = MaskedEstimates(masked, works, setting=DESCENT_SETTINGS[best], run=run, unmasked=unmasked,
+    own_setting = None if scale.source else proportion(reported[:, 0, 0])  # S3's own setting beside (issue 77)
+    estimates = MaskedEstimates(masked, works, source_setting=own_setting, setting=DESCENT_SETTINGS[best], run=run,
+                                unmasked=unmasked,
                                 twin_masked=twin_masked, twin_unmasked=twin_unmasked, prompts=own.shape[0],
                                 reported=reported.shape[0])
     if masked_checks(estimates, twin.name, scale.steps(model_name))[0].status == PASSED:  # a hold rests on the

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from claims.s3_inversion.convergence import convergence_checks
 from claims.s3_inversion.scope import UNTRAINED_INVERTS, works_check
+from claims.s3_inversion.source_setting import source_setting_reading
 from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check
@@ -41,11 +42,14 @@ class PairEstimates:
         ordering: masked first token recovered, mixer minus transformer (paired score interval).
         above_chance: the mixer's masked-token recovery minus chance (the random start's hits), paired.
         longer: ``ordering`` after both masked descents continued to 5N (None where not continued).
+        source_setting: ``ordering`` with both descents in S3's own setting (a reading beside the headline, issue
+            77; None at source scale, where the headline is S3's setting).
     """
 
     ordering: Estimate
     above_chance: Estimate
     longer: Estimate | None = None
+    source_setting: Estimate | None = None
 
 
 def pair_checks(e: PairEstimates, kind: str, transformer: str, mixer: str, steps: int) -> list[Check]:
@@ -56,6 +60,7 @@ def pair_checks(e: PairEstimates, kind: str, transformer: str, mixer: str, steps
         "fraction of prompts", ">", 0.0, **catalogued("S3.12/masked-first-token-recovered-minus-block-1", kind))
     return [
         ordering, *([] if e.longer is None else convergence_checks(ordering, e.longer, steps, untrained=kind != "trained")),
+        *([] if e.source_setting is None else [source_setting_reading(ordering, e.source_setting)]),
         Check.of(
             f"masked first token recovered by {mixer} minus chance (block {BLOCK})", e.above_chance,
             "fraction of prompts", ">", 0.0, role="control",

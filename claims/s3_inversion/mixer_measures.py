@@ -31,13 +31,14 @@ def _best(units: np.ndarray, scale) -> int:
     return int(scale.chosen(units[:, 1]))
 
 
-def _pair_or_gate(pair, kind: str, units: dict, chosen: dict, twins: TwinsEstimates, inversions, claim
-                  ) -> tuple[PairEstimates | None, str]:
+def _pair_or_gate(pair, kind: str, units: dict, chosen: dict, twins: TwinsEstimates, inversions, claim,
+                  own: dict | None = None) -> tuple[PairEstimates | None, str]:
     """One pair's estimates (``kind`` "trained" or "untrained twins") and why it was not compared ("" where it was):
     None where the twins' works controls fail (S3 says untrained blocks invert: a descent failing there is a control,
     red), then the gate (most unmasked tokens recovered), then the pair's ordering, continued to 5N where it is
-    decided (either pair: issue 77 continues an untrained pair's hold too). units: {(model, block): (prompts, [masked, unmasked, chance])}; twins: the
-    untrained twins' recovery of the unmasked tokens."""
+    decided (either pair: issue 77 continues an untrained pair's hold too). units: {(model, block): (prompts,
+    [masked, unmasked, chance])}; twins: the untrained twins' recovery of the unmasked tokens; own: ``units`` in S3's
+    own setting (None at source scale), for the ordering beside the headline (issue 77)."""
     if kind == "untrained twins" and not all(c.passed for c in works_checks(twins, [m.name for m in pair])):
         return None, ""
     weak = [] if kind == "untrained twins" else [f"{m.name} {e.value:.3f} [{e.low:.3f}, {e.high:.3f}]" for m in pair
@@ -49,7 +50,10 @@ def _pair_or_gate(pair, kind: str, units: dict, chosen: dict, twins: TwinsEstima
     mixer_found, transformer_found = (units[m.name, BLOCK][:, 0] for m in (pair[1], pair[0]))  # 0/1 per prompt
     mixer_above = claim.bootstrap(units[pair[1].name, BLOCK][:, [0, 2]],
                                   paired_difference)
-    estimates = PairEstimates(proportion_difference(mixer_found, transformer_found, paired=True), mixer_above)
+    beside = None if own is None else proportion_difference(*(own[m.name, BLOCK][:, 0] for m in (pair[1], pair[0])),
+                                                            paired=True)  # S3's own setting (issue 77)
+    estimates = PairEstimates(proportion_difference(mixer_found, transformer_found, paired=True), mixer_above,
+                              source_setting=beside)
     context = (kind, pair[0].name, pair[1].name, inversions.scale.steps(pair[0].name))
     if pair_checks(estimates, *context)[0].status != INCONCLUSIVE:  # both masked descents, of either pair (issue 77:
         found = [inversions.runs_of(m.name, m, [(BLOCK - 1, DESCENT_SETTINGS[chosen[m.name, BLOCK]])],  # to 5N
@@ -82,10 +86,12 @@ def measure_mixer(group: list, group_twins: list, inversions, claim) -> MixerEst
     chosen = {key: _best(u, inversions.scale) for key, u in both_settings.items()}  # once, on a third of the prompts
     units = {key: inversions.scale.reported(u[..., chosen[key]])  # (prompts, [masked, unmasked, chance])
              for key, u in both_settings.items()}
+    own = None if inversions.scale.source else {key: inversions.scale.reported(u[..., 0])
+                                                for key, u in both_settings.items()}  # S3's own setting
     twins = TwinsEstimates([proportion(units[m.name, BLOCK][:, 1] > HALF) for m in group_twins])
     pairs, gated = {}, []
     for pair, kind in ((group, "trained"), (group_twins, "untrained twins")):
-        pairs[kind], why = _pair_or_gate(pair, kind, units, chosen, twins, inversions, claim)
+        pairs[kind], why = _pair_or_gate(pair, kind, units, chosen, twins, inversions, claim, own)
         gated.extend([why] if why else [])
     estimates = MixerEstimates(
         twins, pairs,

@@ -44,7 +44,7 @@ from reports.plots import series
 
 
 # 9 (issue 73): the 1/5 bound derived from S3's two figures (source's numbers), its value and the procedure unchanged
-@pytest.mark.claim("S3.9", version=10, sample="prompts")  # 10: plateau rule; 8: a hold continued to 5N; 7: twin control; 6: exact rates
+@pytest.mark.claim("S3.9", version=10, sample="prompts")  # 10: plateau rule, S3's own setting beside; 8: a hold continued to 5N; 7: twin control; 6: exact rates
 @pytest.mark.models("trained", "hf", twin=True)
 def test_later_positions_do_not_identify_a_masked_token(model_name, subject, group_twins, inversions, claim):
     """S3.9 (trained): from block 1's output without the first position, the first token comes back in fewer
