@@ -18,6 +18,10 @@ e.g. tiny-siblings), also those outside the profiles, as a damaged cache entry's
 ``models/shipped/`` and rewrites the manifest: a maintainer's step after a recipe or trainer change, followed by
 re-measuring the ledger on the shipped weights.
 
+``python -m models plateau [NAME...] [--write]`` trains each shipped recipe's doubled run (its schedule stretched)
+into the cache and prints whether the recipe is at a plateau (``models.plateau``: the doubled run lowers the held-out
+loss by less than 1 %); ``--write`` keeps the measurement in the manifest, where the report's models table reads it.
+
 ``python -m models fingerprint NAME...`` prints what each model is, for a ledger entry
 (``claims/expected_verdicts.toml``).
 
@@ -40,7 +44,8 @@ from models.corpus import CorpusError, load_corpus
 from models.batched_training import sibling_batches, train_batched
 from models.errors import ModelLoadError
 from models.recipes import PREPARED, PROFILES, Recipe
-from models.shipped import ship, shipped, verify
+from models.plateau import measure, stretched
+from models.shipped import checkpoint, keep_plateau, ship, shipped, verify
 from models.tokenization import train_bpe
 from models.progress import TrainingProgress
 from models.trainer import check_checkpoint, checkpoint_dir, format_duration, measure_matmul_flops, work_to_train
@@ -98,12 +103,31 @@ def chosen_device(value: str) -> str:
     return value
 
 
+def plateaus(recipes: list[Recipe], corpus, device: str, write: bool) -> int:
+    """``plateau``: each recipe's held-out loss beside its doubled run's (``models.plateau``); the doubled runs are
+    trained into the cache first (a recipe's seed siblings as one batched job). With ``write``, each shipped model's
+    measurement goes into the manifest.
+
+    Raises:
+        ModelLoadError: as ``models.shipped.checkpoint`` (a shipped file not the manifest's).
+    """
+    for group in sibling_batches([stretched(r) for r in recipes]):
+        train_batched(group, corpus, device=device)
+    for recipe in recipes:
+        own, pinned = checkpoint(recipe, corpus, "shipped", device)
+        result = measure(recipe, own, checkpoint_dir(stretched(recipe), corpus), corpus)
+        print(f"{recipe.name}: {result.describe()}", flush=True)
+        if write and pinned:
+            keep_plateau(recipe.name, result.to_json())
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (2 when the corpus cannot be had or a name is unknown, 1 when a
     cached checkpoint is damaged, a shipped file is not the manifest's, or ship finds no cached training)."""
     parser = argparse.ArgumentParser(prog="python -m models", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["prepare", "fingerprint", "ship"])
+    parser.add_argument("command", choices=["prepare", "fingerprint", "ship", "plateau"])
     parser.add_argument("names", nargs="*", help="model names (zoo names, groups; fingerprint: also HF folders)")
     parser.add_argument("--zoo", choices=["auto", *PROFILES], default="auto")
     parser.add_argument("--corpus", help="a UTF-8 text file instead of the Shakespeare corpus")
@@ -112,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--retrain", action="store_true",
                         help="prepare: train the shipped recipes too, into the cache (this machine's builds, for "
                              "pytest's --zoo-build local); the shipped weights are not touched")
+    parser.add_argument("--write", action="store_true",
+                        help="plateau: keep each measurement in models/shipped/manifest.json")
     parser.add_argument("--steps", type=int, default=None,
                         help="prepare: a rehearsal, each recipe trained for this many steps only (a checkpoint of its "
                              "own; implies --retrain)")
@@ -140,7 +166,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return 0
     try:
-        recipes = named_recipes(args.names) if args.names else list(PREPARED["tiny" if args.command == "ship" else zoo])
+        recipes = named_recipes(args.names) if args.names else list(PREPARED["tiny" if args.command in ("ship", "plateau")
+                                                                             else zoo])
     except UnknownModelError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -150,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "ship":
             print(f"shipped {len(recipes)} models: {ship(recipes, corpus)}")
             return 0
+        if args.command == "plateau":
+            return plateaus(recipes, corpus, device, args.write)
         if args.steps:  # the rehearsal's short trainings: other recipes, so other checkpoints
             recipes = [replace(r, steps=args.steps, eval_every=min(r.eval_every, args.steps),
                                lr_drop_step=min(r.lr_drop_step, args.steps)) for r in recipes]

@@ -24,7 +24,7 @@ from models.load_errors import (cause_of_type, load_error, refuse_unmatched_tens
                                  unpickle_error)
 from models.identity import ambiguous_weights, folder_sha256, state_dict_sha256
 from models.tokenization import HFTokenizer, hf_tokenizer_files, tokenizer_from_json, train_bpe
-from models.shipped import checkpoint, is_shipped
+from models.shipped import checkpoint, is_shipped, plateau_of
 from models.trainer import checkpoint_dir, unreadable_safetensors
 from models.zoo import REFERENCES, ZooEntry
 
@@ -238,6 +238,7 @@ def load(entry: ZooEntry, corpus: Corpus, device: str, dtype: torch.dtype, seed:
         tokenizer = tokenizer_from_json((folder / "tokenizer.json").read_text())
         if entry.role == "trained":
             info = json.loads((folder / "loss_curve.json").read_text())
+            info["plateau"] = plateau_of(entry.recipe.name) if pinned_sha256 else None  # the manifest's (issue 77)
             model, source = _hf_model(str(folder), placement, use_safetensors=True), str(folder)
         else:
             # the twin is the training's own starting point: the trainer's init, drawn at the recipe's seed

@@ -106,6 +106,27 @@ def shipped(recipe: Recipe, corpus: Corpus) -> ShippedModel | None:
     return pinned
 
 
+def plateau_of(name: str) -> dict | None:
+    """The manifest's plateau measurement of a shipped model (``models.plateau.Plateau.to_json``), or None where the
+    model is not shipped or its plateau was never measured (``python -m models plateau NAME --write``)."""
+    if not MANIFEST.is_file():
+        return None
+    return json.loads(MANIFEST.read_text(encoding="utf-8")).get("models", {}).get(name, {}).get("plateau")
+
+
+def keep_plateau(name: str, plateau: dict) -> None:
+    """Write a shipped model's plateau measurement into the manifest (atomically), beside its own loss.
+
+    Raises:
+        ModelLoadError: for a model the manifest does not ship.
+    """
+    doc = json.loads(MANIFEST.read_text(encoding="utf-8"))
+    if name not in doc.get("models", {}):
+        raise ModelLoadError(f"{name}: not in {MANIFEST.name}; ship it first (`python -m models ship {name}`)")
+    doc["models"][name]["plateau"] = plateau
+    atomic_write_text(MANIFEST, json.dumps(doc, indent=1) + "\n")
+
+
 def verify(pinned: ShippedModel) -> str:
     """Check every file of a shipped folder against the manifest; return its ``weights_sha256``.
 

@@ -23,18 +23,29 @@ BUILDS_NOTE = ("The same recipe trained at S4's other seeds (the seed siblings) 
                "its own verdict in the matrix.")
 
 
+def plateau(model: dict) -> str:
+    """A trained model's plateau (issue 77; ``models.plateau``): "no: 1.79 → 1.70 bits/char at 700 → 1400 steps
+    (5.1 % lower)", "yes: ...", "not measured" for a trained model without a measurement, "" for others."""
+    p = model.get("plateau")
+    if not p:
+        return "not measured" if model.get("role") == "trained" else ""
+    verdict = "yes" if p["at_plateau"] else "no"
+    return (f"{verdict}: {p['bits_per_character']:.4g} → {p['doubled_bits_per_character']:.4g} bits/char at "
+            f"{p['steps']} → {p['doubled_steps']} steps ({p['lowered']:.1%} lower)")
+
+
 def model_rows(doc: RunDocument) -> tuple[list[str], list[list[str]]]:
     """The models table: size, training, the residual-identity check, timings, or the load error."""
-    header = ["model", "role", "arch", "params", "d_model", "blocks", "train s", "val loss", "identity error",
-              "forward s", "capture s", "captured"]
+    header = ["model", "role", "arch", "params", "d_model", "blocks", "train s", "val loss", "trained to a plateau",
+              "identity error", "forward s", "capture s", "captured"]
     rows = []
     for name, m in (doc.models or {}).items():
         if "error" in m:
-            rows.append([name, m["role"], "ERROR: " + m["error"][:300]] + [""] * 9)
+            rows.append([name, m["role"], "ERROR: " + m["error"][:300]] + [""] * 10)
             continue
         ident = m.get("residual_identity") or {}
         rows.append([name, m["role"], m["architecture"], f"{m['n_params']:,}", str(m["d_model"]), str(m["n_blocks"]),
-                     fmt(m["train_seconds"] and round(m["train_seconds"], 1)), fmt(m["final_val_loss"]),
+                     fmt(m["train_seconds"] and round(m["train_seconds"], 1)), fmt(m["final_val_loss"]), plateau(m),
                      f"{fmt(ident.get('max_relative_error'))} (≤ {fmt(ident.get('tolerance'))})" if ident else "—",
                      fmt(m["forward_seconds"]), fmt(m["capture_seconds"]), str(len(m.get("captured") or [])) + " names"])
     return header, rows
