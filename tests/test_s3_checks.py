@@ -702,7 +702,7 @@ def test_a_control_that_fails_only_at_the_later_budget_fails_the_record():
                         longer_advantage=Estimate(-0.2, -0.25, -0.15, 0.95, 16, boot))
     rec = _decided_record(layers_checks(e, "", 200))
     assert rec.unconverged() == [] and [c.name for c in rec.failed("control")] == [
-        "block 1's advantage over block 3 (the gap the share is a fraction of), after 1000 steps"]
+        "block 1's advantage over block 3 (the gap the share is a fraction of), after 5N = 1000 steps"]
     assert [c for c in rec.checks if c.name.startswith("block 1's advantage") and c.passed]  # it passed at N
 
 

@@ -110,6 +110,25 @@ def convergence_checks(decided: Check, longer: Estimate, steps: int, untrained: 
     return [stays] if LONGER * steps >= own else [stays, plateau_check(decided, longer, steps)]
 
 
+def at_headline_budget(control: Check, later: Estimate, steps: int) -> Check:
+    """A control of a record whose headline comes from the continued descent, checked again there (issue 77: every
+    control at the budget its headline comes from): ``control``'s statistic, unit, comparison and threshold on
+    ``later``, the same statistic after the descent continued to LONGER·N steps. It decides as the control at N does:
+    one that fails only here fails the record.
+
+    Args:
+        control: the control at N steps; later: its statistic after the continued descent; steps: N.
+    Raises:
+        ValueError: as ``Check.of``.
+    """
+    return Check.of(
+        f"{control.name}, after {LONGER}N = {LONGER * steps} steps", later, control.unit, control.comparison,
+        control.threshold,
+        f"{control.derivation}. Checked again after the descent continued to {LONGER}N = {LONGER * steps} steps, the "
+        "budget the headline comes from (issue 77): a control that fails only there fails the record",
+        role="control", key=f"{control.key}/after-{LONGER}N" if control.key else "")
+
+
 def continues(decided: str, descents: str, holds: bool = False) -> str:
     """The procedure's sentence for a convergence control: where ``decided`` (the claim check, in words) fails (and
     with ``holds``, where it holds), ``descents`` (which ones, in words) continue to LONGER·N steps."""

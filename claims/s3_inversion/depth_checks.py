@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from claims.s3_inversion.convergence import convergence_checks
+from claims.s3_inversion.convergence import at_headline_budget, convergence_checks
 from claims.s3_inversion.source_setting import source_setting_reading
 from claims.s3_inversion.scope import UNTRAINED_INVERTS, works_check
 from fixtures.catalogue_text import catalogued
@@ -32,6 +32,8 @@ class DepthEstimates:
         first_works: on an untrained model, the fraction of prompts on which block 1 beats the random start (an
             exact interval); None on a trained one.
         longer: ``drop`` after blocks 1 and L's headline descents continued to 5N (None where not continued).
+        longer_success: ``success`` after the same continued descents (the control at the headline's budget, issue
+            77; None where not continued).
         source_setting: ``drop`` with every depth in S3's own setting (a reading beside the headline, issue 77; None
             at source scale, where the headline is S3's setting).
         context: not a measurement: the arguments ``depth_checks`` takes after the
@@ -47,6 +49,7 @@ class DepthEstimates:
     success: Estimate
     first_works: Estimate | None = None
     longer: Estimate | None = None
+    longer_success: Estimate | None = None
     source_setting: Estimate | None = None
     context: tuple = field(default=(), compare=False)
     blocks: list[int] = field(default_factory=list, compare=False)
@@ -70,13 +73,14 @@ def depth_checks(e: DepthEstimates, last_block: int, headline_label: str, headli
     drop = Check.of(f"token accuracy, block 1 minus block {last_block} (each its {headline_label})", e.drop,
                     "fraction of tokens", ">", 0.0,
                     **catalogued("S3.4/token-accuracy-block-1-minus-block-each-its", headline_reading=headline_reading))
+    success = Check.of(f"fraction of prompts passing S3's success test at block {last_block} ({deepest} setting)",
+                       e.success, "fraction of prompts", ">", SUCCESS_MAJORITY,
+                       role="control",
+                       **catalogued("S3.4/fraction-of-prompts-passing-s3-s-success-test-at-block-setting",
+                                    SUCCESS_MAJORITY=SUCCESS_MAJORITY))
     return [
         drop, *([] if e.longer is None else convergence_checks(drop, e.longer, steps)),
         *([] if e.source_setting is None else [source_setting_reading(drop, e.source_setting)]),
-        Check.of(f"fraction of prompts passing S3's success test at block {last_block} ({deepest} setting)",
-                 e.success, "fraction of prompts", ">", SUCCESS_MAJORITY,
-                 role="control",
-                 **catalogued("S3.4/fraction-of-prompts-passing-s3-s-success-test-at-block-setting",
-                              SUCCESS_MAJORITY=SUCCESS_MAJORITY)),
+        success, *([] if e.longer_success is None else [at_headline_budget(success, e.longer_success, steps)]),
         *([] if e.first_works is None else [first_works_check(e.first_works)]),
     ]

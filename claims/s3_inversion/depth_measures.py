@@ -23,14 +23,15 @@ def depths(n_blocks: int) -> list[int]:
 
 
 def _continued(model_name, subject, inversions, blocks: list[int], best: list[str], chosen, accuracy: np.ndarray
-               ) -> np.ndarray:
+               ) -> tuple[np.ndarray, np.ndarray]:
     """S3.4's convergence control on a trained model: blocks 1 and L's headline descents continued to 5N, in place of
-    theirs in the reported (prompts, depth, settings) ``accuracy``."""
+    theirs in the reported (prompts, depth, settings) ``accuracy``; and the deepest block's success test there
+    (reported prompts, 0/1: its control at the headline's budget, issue 77)."""
     first, last = inversions.runs_of(model_name, subject, [(blocks[0] - 1, best[0]), (blocks[-1] - 1, best[-1])],
                                      continued=True)
     continued = inversions.scale.reported(accuracy).copy()
     continued[:, 0, chosen[0]], continued[:, -1, chosen[-1]] = first.accuracy, last.accuracy
-    return continued
+    return continued, last.success
 
 
 def measure_depth(model_name: str, subject, inversions, claim) -> DepthEstimates:
@@ -90,6 +91,7 @@ def measure_depth(model_name: str, subject, inversions, claim) -> DepthEstimates
                     for k, s in enumerate(DESCENT_SETTINGS)})
     if not untrained and depth_checks(estimates, *context)[0].status != INCONCLUSIVE:  # a hold rests on the deepest
         # block's failure to recover, a failure on the first's: both continued
-        continued = _continued(model_name, subject, inversions, blocks, best, chosen, accuracy)
-        estimates = replace(estimates, longer=claim.bootstrap(continued, first_minus_last))
+        continued, success = _continued(model_name, subject, inversions, blocks, best, chosen, accuracy)
+        estimates = replace(estimates, longer=claim.bootstrap(continued, first_minus_last),
+                            longer_success=proportion(success))
     return estimates

@@ -4,7 +4,7 @@
 
 from dataclasses import dataclass, field
 
-from claims.s3_inversion.convergence import convergence_checks
+from claims.s3_inversion.convergence import at_headline_budget, convergence_checks
 from claims.s3_inversion.source_setting import source_setting_reading
 from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
@@ -14,7 +14,7 @@ LAYERS = 3  # S3's "first three layers"
 HALF = 0.5  # "no better": less than half of block 1's advantage over the last block is recovered
 
 
-def gap_check(advantage: Estimate, steps: int | None = None) -> Check:
+def gap_check(advantage: Estimate) -> Check:
     """The control that the share has a gap to be a fraction of: block 1's token accuracy minus block 3's, > 0 by
     the interval's low end. An interval that contains 0, or has zero width (the same gap on every prompt: a
     bootstrap that cannot show its spread, ``latent_instruments.stats.undecidable``), leaves the record inconclusive
@@ -22,17 +22,11 @@ def gap_check(advantage: Estimate, steps: int | None = None) -> Check:
 
     Args:
         advantage: bootstrap estimate of block 1's minus block 3's token accuracy (fraction of tokens).
-        steps: where given, the budget the advantage was measured at after a continued descent (issue 77: the gap
-            is re-checked at the budget the headline comes from, 5N); None: at N.
     """
-    name = f"block 1's advantage over block {LAYERS} (the gap the share is a fraction of)"
-    if steps is None:
-        return Check.of(name, advantage, "fraction of tokens", ">", 0.0, role="control",
-                        **catalogued("S3.14/block-1-s-advantage-over-block-the-gap-the-share-is-a-fraction-of",
-                                     LAYERS=LAYERS))
-    return Check.of(f"{name}, after {steps} steps", advantage, "fraction of tokens", ">", 0.0, role="control",
-                    **catalogued("S3.14/block-1-s-advantage-over-block-the-gap-the-share-is-a-fraction-of/after-5N",
-                                 LAYERS=LAYERS, steps=steps))
+    return Check.of(f"block 1's advantage over block {LAYERS} (the gap the share is a fraction of)", advantage,
+                    "fraction of tokens", ">", 0.0, role="control",
+                    **catalogued("S3.14/block-1-s-advantage-over-block-the-gap-the-share-is-a-fraction-of",
+                                 LAYERS=LAYERS))
 
 
 @dataclass(frozen=True)
@@ -80,6 +74,6 @@ def layers_checks(e: LayersEstimates, headline_reading: str, steps: int) -> list
                  e.share, "fraction of the gap", ">", -HALF, role="control",
                  **catalogued("S3.14/the-same-share-as-a-floor-blocks-1-together-not-far-below-block-alone",
                               LAYERS=LAYERS, HALF=HALF)),
-        gap_check(e.advantage),
-        *([] if e.longer_advantage is None else [gap_check(e.longer_advantage, 5 * steps)]),
+        gap := gap_check(e.advantage),
+        *([] if e.longer_advantage is None else [at_headline_budget(gap, e.longer_advantage, steps)]),
     ]

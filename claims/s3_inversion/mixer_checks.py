@@ -6,7 +6,7 @@ its order and what a pair not compared leaves out.
 
 from dataclasses import dataclass, field
 
-from claims.s3_inversion.convergence import convergence_checks
+from claims.s3_inversion.convergence import at_headline_budget, convergence_checks
 from claims.s3_inversion.scope import UNTRAINED_INVERTS, works_check
 from claims.s3_inversion.source_setting import source_setting_reading
 from fixtures.catalogue_text import catalogued
@@ -42,6 +42,8 @@ class PairEstimates:
         ordering: masked first token recovered, mixer minus transformer (paired score interval).
         above_chance: the mixer's masked-token recovery minus chance (the random start's hits), paired.
         longer: ``ordering`` after both masked descents continued to 5N (None where not continued).
+        longer_above_chance: ``above_chance`` after the mixer's masked descent continued to 5N (the control at the
+            headline's budget, issue 77; None where not continued).
         source_setting: ``ordering`` with both descents in S3's own setting (a reading beside the headline, issue
             77; None at source scale, where the headline is S3's setting).
     """
@@ -49,6 +51,7 @@ class PairEstimates:
     ordering: Estimate
     above_chance: Estimate
     longer: Estimate | None = None
+    longer_above_chance: Estimate | None = None
     source_setting: Estimate | None = None
 
 
@@ -58,13 +61,13 @@ def pair_checks(e: PairEstimates, kind: str, transformer: str, mixer: str, steps
     ordering = Check.of(
         f"masked first token recovered, {mixer} minus {transformer} (block {BLOCK}, [:, 1:, :])", e.ordering,
         "fraction of prompts", ">", 0.0, **catalogued("S3.12/masked-first-token-recovered-minus-block-1", kind))
+    above = Check.of(f"masked first token recovered by {mixer} minus chance (block {BLOCK})", e.above_chance,
+                     "fraction of prompts", ">", 0.0, role="control",
+                     **catalogued("S3.12/masked-first-token-recovered-by-minus-chance-block"))
     return [
         ordering, *([] if e.longer is None else convergence_checks(ordering, e.longer, steps, untrained=kind != "trained")),
         *([] if e.source_setting is None else [source_setting_reading(ordering, e.source_setting)]),
-        Check.of(
-            f"masked first token recovered by {mixer} minus chance (block {BLOCK})", e.above_chance,
-            "fraction of prompts", ">", 0.0, role="control",
-            **catalogued("S3.12/masked-first-token-recovered-by-minus-chance-block")),
+        above, *([] if e.longer_above_chance is None else [at_headline_budget(above, e.longer_above_chance, steps)]),
     ]
 
 

@@ -59,7 +59,9 @@ def _pair_or_gate(pair, kind: str, units: dict, chosen: dict, twins: TwinsEstima
         found = [inversions.runs_of(m.name, m, [(BLOCK - 1, DESCENT_SETTINGS[chosen[m.name, BLOCK]])],  # to 5N
                                     masked=MASKED, continued=True)[0].hits[:, :MASKED].mean(1) for m in pair]  # an
         # untrained pair's hold is continued too)
-        estimates = replace(estimates, longer=proportion_difference(found[1], found[0], paired=True))
+        chance = units[pair[1].name, BLOCK][:, 2]  # the random start's hits: the same a₀ as at N
+        estimates = replace(estimates, longer=proportion_difference(found[1], found[0], paired=True),
+                            longer_above_chance=claim.bootstrap(np.column_stack([found[1], chance]), paired_difference))
     return estimates, ""
 
 

@@ -7,7 +7,7 @@ recovery is the typical outcome": most prompts, by the interval's low end (``EXA
 
 from dataclasses import dataclass, field
 
-from claims.s3_inversion.convergence import convergence_checks
+from claims.s3_inversion.convergence import at_headline_budget, convergence_checks
 from claims.s3_inversion.source_setting import source_setting_reading
 from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
@@ -71,6 +71,8 @@ class GapEstimates:
         success: fraction of the trained model's prompts passing S3's success test (an exact interval).
         exact_longer, token_longer: the gaps after the descents continued to 5N, for a decided gap (None for an
             undecided one, or where not continued).
+        longer_success: ``success`` after the trained descent continued to 5N (the control at the headline's
+            budget, issue 77; None where not continued).
         source_setting: (exact gap, token gap) with both models in S3's own setting (readings beside the
             headline, issue 77); () at source scale, where the headline is S3's setting.
         context: not a measurement: the arguments ``gap_checks`` takes after the estimates
@@ -84,6 +86,7 @@ class GapEstimates:
     success: Estimate
     exact_longer: Estimate | None = None
     token_longer: Estimate | None = None
+    longer_success: Estimate | None = None
     source_setting: tuple = ()
     context: tuple = field(default=(), compare=False)
     runs: dict = field(default_factory=dict, compare=False)
@@ -105,10 +108,11 @@ def gap_checks(e: GapEstimates, headline_label: str, headline_reading: str, best
     ]
     longer = [c for g, more in zip(gaps, (e.exact_longer, e.token_longer)) if more is not None
               for c in convergence_checks(g, more, steps)]
+    success = Check.of(f"fraction of the trained model's prompts passing S3's success test ({best} setting)",
+                       e.success, "fraction of prompts", ">", SUCCESS_MAJORITY, role="control",
+                       **catalogued("S3.3/fraction-of-the-trained-model-s-prompts-passing-s3-s-success-test",
+                                    SUCCESS_MAJORITY=SUCCESS_MAJORITY))
     return [
         *gaps, *longer, *(source_setting_reading(g, own) for g, own in zip(gaps, e.source_setting)),
-        Check.of(f"fraction of the trained model's prompts passing S3's success test ({best} setting)",
-                 e.success, "fraction of prompts", ">", SUCCESS_MAJORITY, role="control",
-                 **catalogued("S3.3/fraction-of-the-trained-model-s-prompts-passing-s3-s-success-test",
-                              SUCCESS_MAJORITY=SUCCESS_MAJORITY)),
+        success, *([] if e.longer_success is None else [at_headline_budget(success, e.longer_success, steps)]),
     ]

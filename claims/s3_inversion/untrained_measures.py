@@ -9,7 +9,7 @@ import numpy as np
 from claims.s3_inversion.inversions import DESCENT_SETTINGS
 from claims.s3_inversion.source_setting import source_chosen
 from claims.s3_inversion.untrained_checks import GapEstimates, RecoveryEstimates, gap_checks
-from latent_instruments.stats import proportion_difference
+from latent_instruments.stats import proportion, proportion_difference
 from reports.checks import FAILED, INCONCLUSIVE
 
 
@@ -84,5 +84,5 @@ def measure_gap(model_name: str, subject, twin, inversions, claim) -> GapEstimat
         at_longer = [proportion_difference(twin_longer, run.exact, paired=True), claim.bootstrap(continued, gap)]
         estimates = replace(estimates, **{name: more for name, more, g in zip(("exact_longer", "token_longer"),
                                                                                at_longer, gaps)
-                                          if g.status != INCONCLUSIVE})
+                                          if g.status != INCONCLUSIVE}, longer_success=proportion(run.success))
     return estimates

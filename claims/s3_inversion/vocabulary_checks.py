@@ -4,7 +4,7 @@ self-tests (``tests/cases_s3.py``) drive the same function to hold and to fail e
 
 from dataclasses import dataclass, field
 
-from claims.s3_inversion.convergence import convergence_checks
+from claims.s3_inversion.convergence import at_headline_budget, convergence_checks
 from claims.s3_inversion.source_setting import source_setting_reading
 from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
@@ -23,6 +23,8 @@ class VocabularyEstimates:
         above_start: prompt-only decoding, found input minus the random start a₀ (a control).
         longer: the three gains after the descent continued to 5N, each None where its gain is undecided (or not
             continued), in the order above.
+        longer_above_start: ``above_start`` after the same continued descent (the control at the headline's budget,
+            issue 77; None where not continued).
         source_setting: the three gains with block 1's descent in S3's own setting (readings beside the headline,
             issue 77); () at source scale, where the headline is S3's setting.
         run: shown beside the checks, deciding nothing: block 1's ``inversions.Run`` in the headline setting.
@@ -37,6 +39,7 @@ class VocabularyEstimates:
     narrowing: Estimate
     above_start: Estimate
     longer: tuple[Estimate | None, Estimate | None, Estimate | None] = (None, None, None)
+    longer_above_start: Estimate | None = None
     source_setting: tuple = ()
     run: object = field(default=None, compare=False)
     how: str = field(default="", compare=False)
@@ -60,10 +63,11 @@ def vocabulary_checks(e: VocabularyEstimates, steps: int) -> list[Check]:
                  **catalogued("S3.6/token-accuracy-prompt-only-minus-prompt-distractors-decoding")),
     ]
     longer = [c for g, more in zip(gains, e.longer) if more is not None for c in convergence_checks(g, more, steps)]
+    above = Check.of("token accuracy over the prompt's own tokens, found input minus random start a₀",
+                     e.above_start, "fraction of tokens", ">", 0.0,
+                     role="control",
+                     **catalogued("S3.6/token-accuracy-over-the-prompt-s-own-tokens-found-input-minus-random"))
     return [
         *gains, *longer, *(source_setting_reading(g, own) for g, own in zip(gains, e.source_setting)),
-        Check.of("token accuracy over the prompt's own tokens, found input minus random start a₀",
-                 e.above_start, "fraction of tokens", ">", 0.0,
-                 role="control",
-                 **catalogued("S3.6/token-accuracy-over-the-prompt-s-own-tokens-found-input-minus-random")),
+        above, *([] if e.longer_above_start is None else [at_headline_budget(above, e.longer_above_start, steps)]),
     ]

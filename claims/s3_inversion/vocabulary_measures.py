@@ -68,9 +68,11 @@ def measure_vocabulary(model_name: str, subject, inversions, claim) -> Vocabular
     gains = vocabulary_checks(vocabulary, steps)[:3]
     if any(g.status != INCONCLUSIVE for g in gains):  # the same a_g after a 5N descent, decoded the same three ways
         [more] = inversions.runs_of(model_name, subject, [(0, how)], continued=True)  # the reported prompts
-        more_counts = _counts(np.column_stack([more.full_accuracy, more.zero_accuracy, more.zero_prompt_accuracy]),
-                              tokens)
+        start = inversions.scale.reported(run.start_zero_prompt_accuracy)  # a₀'s, not the continuation's start
+        more_counts = _counts(np.column_stack([more.full_accuracy, more.zero_accuracy, more.zero_prompt_accuracy,
+                                               start]), tokens)
         vocabulary = replace(vocabulary, longer=tuple(
             claim.bootstrap(more_counts, accuracy_difference(*pair, tokens)) if g.status != INCONCLUSIVE else None
-            for g, pair in zip(gains, pairs)))
+            for g, pair in zip(gains, pairs)),
+            longer_above_start=claim.bootstrap(more_counts, accuracy_difference(2, 3, tokens)))
     return vocabulary
