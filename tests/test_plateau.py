@@ -48,3 +48,18 @@ def test_the_manifest_keeps_a_shipped_models_plateau_and_the_models_table_shows_
     assert plateau({"role": "trained", "plateau": measured}) == (
         "no: 2.59 → 2.45 bits/char at 700 → 1400 steps (5.4% lower)")
     assert plateau({"role": "trained", "plateau": None}) == "not measured" and plateau({"role": "reference"}) == ""
+
+
+def test_python_m_models_plateau_trains_the_doubled_runs_and_writes_only_with_write(monkeypatch, capsys):
+    import models.__main__ as cli
+
+    trained, kept = [], {}
+    monkeypatch.setattr(cli, "train_batched", lambda group, corpus, device: trained.extend(r.name for r in group))
+    monkeypatch.setattr(cli, "checkpoint", lambda recipe, corpus, build, device: (None, "ab" * 32))
+    monkeypatch.setattr(cli, "measure", lambda recipe, own, doubled, corpus: Plateau(recipe.steps, 1.8, 1400, 1.7))
+    monkeypatch.setattr(cli, "keep_plateau", lambda name, measured: kept.update({name: measured}))
+    assert cli.main(["plateau", "tiny-w96", "tiny-w96-seed88", "--device", "cpu"]) == 0
+    assert trained == ["tiny-w96-x2", "tiny-w96-seed88-x2"] and kept == {}  # one by one on a CPU; nothing written
+    assert "tiny-w96: 1.8 bits/char at 700 steps, 1.7 at 1400 (5.6% lower): not at a plateau" in capsys.readouterr().out
+    assert cli.main(["plateau", "tiny-w96", "--write", "--device", "cpu"]) == 0
+    assert kept["tiny-w96"]["at_plateau"] is False and kept["tiny-w96"]["steps"] == 700
