@@ -94,7 +94,7 @@ def _refresh(e: dict, doc: RunDocument) -> Refresh | None:
     prose = UNSTABLE.sub("", e["why"].split(MEASURED)[0].rstrip())
     if unstable:  # one build holds where this one fails: the recipe's instability, said first
         prose = (f"{unstable[0].upper()}{unstable[1:]}: another build of the recipe holds where this one fails, so "
-                 f"this is no finding about the model. {prose}")
+                 f"this is no finding about the model. {prose[:1].upper()}{prose[1:]}")
     why = f"{prose} {measured_sentence(r, model, builds)}".strip()
     return Refresh(name, why if why != e["why"] else "", "rewritten" if why != e["why"] else "unchanged")
 

@@ -388,7 +388,7 @@ def test_a_ledger_why_whose_recipes_builds_disagree_says_seed_unstable_not_a_fin
             f'weights_sha256 = "{"ab" * 32}"\nwhy = "the extra layers help. Measured on weights x"\nwould_change = "c"\n')
     new, [done] = rewrite(text, doc)
     assert done.why.startswith("Seed-unstable (holds on 1 of 2 builds): another build of the recipe holds where this "
-                               "one fails, so this is no finding about the model. the extra layers help.")
+                               "one fails, so this is no finding about the model. The extra layers help.")
     doc.records, doc.builds_agree = [failing], []
     again, [done] = rewrite(new.replace('"Builds of this recipe', '"'), doc)
     assert done.why.startswith("the extra layers help.") or not done.why
