@@ -123,3 +123,38 @@ def test_a_command_naming_a_missing_target_module_or_option_is_caught():
 def test_the_readme_is_short():
     lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
     assert len(lines) <= README_LINES, f"README.md is {len(lines)} lines; move detail to docs/"
+
+
+def _readme_excerpt() -> tuple[list[str], list[list[str]]]:
+    """The README's excerpt of the matrix: (subjects, rows of [claim, cell per subject])."""
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| claim |"))
+    end = next(i for i in range(start, len(lines)) if not lines[i].startswith("|"))
+    header = [c.strip() for c in lines[start].strip("|").split("|")]
+    return header[1:], [[c.strip() for c in line.strip("|").split("|")] for line in lines[start + 2:end]]
+
+
+def test_the_readmes_excerpt_is_the_shipped_verdicts():
+    """Issue 79, item 6 (in part): each cell of the README's excerpt gives the outcome, value and interval that
+    models/shipped/verdicts.json holds for that claim and subject, to the report's 3 significant figures."""
+    import json
+    verdicts = json.loads((Path(__file__).resolve().parents[1] / "models/shipped/verdicts.json").read_text())["records"]
+    subjects, rows = _readme_excerpt()
+    wrong = []
+    for claim, *cells in rows:
+        for subject, cell in zip(subjects, cells):
+            found = [r for k, r in verdicts.items() if k.startswith(f"{claim}|") and k.endswith(f"[{subject}]")]
+            if cell == "·":
+                wrong += [f"{claim} on {subject}: '·' but shipped"] if found else []
+                continue
+            if len(found) != 1:
+                wrong.append(f"{claim} on {subject}: {len(found)} shipped records")
+                continue
+            r = found[0]
+            shown = f"{'fails' if r['outcome'] == 'fails' else r['outcome']}"
+            numbers = "" if r["value"] is None else " " + " ".join(
+                [f"{r['value']:.3g}", f"[{r['ci_low']:.3g},", f"{r['ci_high']:.3g}]"])
+            if not cell.replace("fails as expected", "fails").startswith(shown + numbers):
+                wrong.append(f"{claim} on {subject}: README {cell[:60]!r}, shipped {shown + numbers!r}")
+    assert not wrong, wrong
