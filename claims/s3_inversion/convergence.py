@@ -15,7 +15,9 @@ A decision stands only at a plateau (issue 77): between the two budgets the stat
 :data:`PLATEAU` of its margin at N (:func:`plateau_check`), or the longer descent reached S3's own N for that block
 (2000 steps for a trained block, 200 for an untrained one: the decision is then at S3's budget). The CPU's cap is 5N:
 no third budget is run inside the claims phase, so a statistic still moving past the fraction leaves the record
-inconclusive, "unconverged", with both values kept (the report draws them as a small curve).
+inconclusive, "unconverged", with both values kept (the report draws them as a small curve). Untrained holds are
+continued too, and a continued record's other controls are checked again at 5N, the budget its headline then comes
+from (:func:`at_headline_budget`).
 
 Where more steps can only deepen a failure (too much recovered: S3.9's masked token found, S3.13's distance
 minimised with the norms in place), no longer descent is run and the record says why (:func:`deepens`).
