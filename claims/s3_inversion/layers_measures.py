@@ -55,7 +55,11 @@ def measure_layers(model_name: str, subject, inversions, claim) -> LayersEstimat
     reported = scale.reported(units)
     per = [claim.bootstrap(reported[:, i], lambda u, c=chosen[i]: float(scale.headline(u, c)))
            for i in range(3)]
-    advantage = claim.bootstrap(reported, lambda u: float(scale.headline(u, chosen)[first] - scale.headline(u, chosen)[last]))
+    def gap(u: np.ndarray) -> float:  # block 1's headline token accuracy minus block 3's
+        best_of = scale.headline(u, chosen)
+        return float(best_of[first] - best_of[last])
+
+    advantage = claim.bootstrap(reported, gap)
     if gap_check(advantage).status == FAILED:  # decisively no gap: the share cannot be measured, and that shows
         claim.record([gap_check(advantage)], procedure=procedure("S3.14/several-layers-do-not-improve-inversion/no-gap",
                                                                  prompts=units.shape[0], LAYERS=LAYERS,
@@ -69,8 +73,8 @@ def measure_layers(model_name: str, subject, inversions, claim) -> LayersEstimat
     steps = runs["block 1", "source"].steps
     own = None if scale.source else claim.bootstrap(  # S3's own setting beside the headline (issue 77)
         reported, lambda u: recovered_share(u, scale, source_chosen(chosen)))
-    estimates = LayersEstimates(share, advantage, source_setting=own, targets=targets, runs=runs, best=best, per=per, steps=steps,
-                                prompts=units.shape[0])
+    estimates = LayersEstimates(share, advantage, source_setting=own, targets=targets, runs=runs, best=best, per=per,
+                                steps=steps, prompts=units.shape[0])
     if layers_checks(estimates, scale.headline_reading, steps)[0].status != INCONCLUSIVE:  # decided (issue 64: a
         # hold too, which more steps on the concatenated target could reverse): each target's headline descent
         # continued on the same prompts: does it stay?
@@ -80,6 +84,5 @@ def measure_layers(model_name: str, subject, inversions, claim) -> LayersEstimat
         for i, run in enumerate(more):
             continued[:, i, chosen[i]] = run.accuracy
         estimates = replace(estimates, longer=claim.bootstrap(continued, lambda u: recovered_share(u, scale, chosen)),
-                            longer_advantage=claim.bootstrap(continued, lambda u: float(  # the gap at 5N (issue 77)
-                                scale.headline(u, chosen)[first] - scale.headline(u, chosen)[last])))
+                            longer_advantage=claim.bootstrap(continued, gap))  # the gap at 5N (issue 77)
     return estimates

@@ -55,10 +55,10 @@ def _pair_or_gate(pair, kind: str, units: dict, chosen: dict, twins: TwinsEstima
     estimates = PairEstimates(proportion_difference(mixer_found, transformer_found, paired=True), mixer_above,
                               source_setting=beside)
     context = (kind, pair[0].name, pair[1].name, inversions.scale.steps(pair[0].name))
-    if pair_checks(estimates, *context)[0].status != INCONCLUSIVE:  # both masked descents, of either pair (issue 77:
-        found = [inversions.runs_of(m.name, m, [(BLOCK - 1, DESCENT_SETTINGS[chosen[m.name, BLOCK]])],  # to 5N
-                                    masked=MASKED, continued=True)[0].hits[:, :MASKED].mean(1) for m in pair]  # an
-        # untrained pair's hold is continued too)
+    if pair_checks(estimates, *context)[0].status != INCONCLUSIVE:  # both masked descents to 5N, of either pair
+        # (issue 77: an untrained pair's hold is continued too)
+        found = [inversions.runs_of(m.name, m, [(BLOCK - 1, DESCENT_SETTINGS[chosen[m.name, BLOCK]])],
+                                    masked=MASKED, continued=True)[0].hits[:, :MASKED].mean(1) for m in pair]
         chance = units[pair[1].name, BLOCK][:, 2]  # the random start's hits: the same a₀ as at N
         estimates = replace(estimates, longer=proportion_difference(found[1], found[0], paired=True),
                             longer_above_chance=claim.bootstrap(np.column_stack([found[1], chance]), paired_difference))
