@@ -9,6 +9,7 @@ predicts the token. S4.10 ranks these per-token directions by |cos| with a block
 Here all tokens and restarts are one batch of vectors, optimised together.
 """
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from math import comb
@@ -47,7 +48,8 @@ def starting_vectors(n_tokens: int, restarts: int, d_model: int, seed: int) -> t
 
 def learn_token_embeddings(readout: Callable[[torch.Tensor], torch.Tensor], tokens: torch.Tensor, d_model: int,
                            restarts: int, max_steps: int, lr: float, seed: int,
-                           device: torch.device | str = "cpu", start: torch.Tensor | None = None) -> LearnedEmbeddings:
+                           device: torch.device | str = "cpu", start: torch.Tensor | None = None,
+                           first_step: Callable[[float], None] | None = None) -> LearnedEmbeddings:
     """Learn ``restarts`` vectors per token that the readout maps to that token, all in one batch.
 
     Each vector starts at N(0, 1) per element (S4) and follows Adam on the mean NLL of its own token over the
@@ -64,6 +66,8 @@ def learn_token_embeddings(readout: Callable[[torch.Tensor], torch.Tensor], toke
         device: where the vectors live (the readout's device).
         start: (T, R, d_model) vectors to continue from instead of N(0, 1) starts (S4.9's convergence control:
             a converged optimisation gains nothing from more steps).
+        first_step: called once with the seconds (wall clock) the first step took, forward, backward and update,
+            from which a caller estimates the whole (S4.9 on a 200k-token vocabulary: issue 74, case 16).
     Returns:
         ``LearnedEmbeddings`` with vectors and probabilities on the CPU.
     Raises:
@@ -78,7 +82,7 @@ def learn_token_embeddings(readout: Callable[[torch.Tensor], torch.Tensor], toke
     vectors = start.reshape(n * restarts, d_model).clone().float().to(device).requires_grad_(True)
     targets = tokens.repeat_interleave(restarts).to(device)
     optimiser = torch.optim.Adam([vectors], lr=lr)
-    steps = 0
+    steps, started = 0, time.perf_counter()
     for steps in range(1, max_steps + 1):
         loss = torch.nn.functional.cross_entropy(readout(vectors).float(), targets)
         require_finite(loss.detach(), "NLL of the learned token embeddings")
@@ -87,6 +91,8 @@ def learn_token_embeddings(readout: Callable[[torch.Tensor], torch.Tensor], toke
         optimiser.zero_grad(set_to_none=True)
         loss.backward()
         optimiser.step()
+        if steps == 1 and first_step is not None:
+            first_step(time.perf_counter() - started)
     with torch.no_grad():
         probs = torch.softmax(readout(vectors).double(), dim=-1).gather(1, targets[:, None]).squeeze(1)
     return LearnedEmbeddings(tokens.cpu(), vectors.detach().float().cpu().view(n, restarts, d_model),

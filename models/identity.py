@@ -15,8 +15,9 @@ derived from weights (S4.6's string outputs) are keyed by it.
   tensor in name order (name, dtype, shape, then the raw bytes), on the CPU.
 
 The same weights under another ``config.json`` (another ``activation_function``, ``layer_norm_epsilon``) are another
-model: :func:`config_sha256` names the config that built it, beside the weights digest (issue 74, case 2), and
-``--baseline`` compares both. The weights digest stays what it was, so ledgers and baselines that bind it still read.
+model: :func:`config_sha256` names the config that built it, beside the weights digest (issue 74, case 2);
+``--baseline`` compares both, and a folder's fingerprint (what ledger entries bind, ``models.zoo.fingerprint``) joins
+the two (:func:`folder_config_sha256`). The weights digest stays what it was, so baselines that bind it still read.
 """
 
 import hashlib
@@ -150,6 +151,22 @@ def config_sha256(config) -> str:
     """
     facts = {k: v for k, v in config.to_dict().items() if k not in CONFIG_KEYS_NOT_IDENTITY and not k.startswith("_")}
     return hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def folder_config_sha256(folder: Path) -> str:
+    """:func:`config_sha256` of ``folder``'s config.json as transformers reads it (``AutoConfig``, remote code never
+    trusted): the digest results.json records for the model once loaded. Where transformers cannot read the file (an
+    unknown ``model_type``; loading then fails with its own message), the sha256 of its bytes; "no-config" where
+    there is no config.json. Issue 74, case 2: ledger entries bind a folder's weights and its config together."""
+    from transformers import AutoConfig
+
+    path = folder / "config.json"
+    if not path.is_file():
+        return "no-config"
+    try:
+        return config_sha256(AutoConfig.from_pretrained(folder, trust_remote_code=False))
+    except (OSError, ValueError, KeyError, TypeError):
+        return file_sha256(path)
 
 
 def folder_identity(folder: Path) -> str | None:

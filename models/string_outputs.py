@@ -21,19 +21,21 @@ from latent_instruments.strings import StringTable
 from models.cache import cache_root
 from models.atomic_files import publish_mode
 from models.capture import run_with_cache
+from models.identity import config_sha256
 
-FORMAT_VERSION = 1  # part of the cache key: bump when what is stored changes
+FORMAT_VERSION = 2  # part of the cache key: bump when what is stored changes (2: the key holds the config digest)
 STRINGS_PER_PASS = 2048  # strings per forward pass (10 tokens each: ~20k tokens)
 STORED_DTYPE = torch.float16
 
 
-def cache_path(weights_sha256: str, table: StringTable) -> Path:
+def cache_path(weights_sha256: str, config: str, table: StringTable) -> Path:
     """Where the directions of ``table``'s strings under a model are kept.
 
     The key hashes the format version, the model's weights (``models.identity``: two builds of one recipe are
-    two entries) and the strings themselves.
+    two entries), the config that builds it (``config``, ``models.identity.config_sha256``: the same weights under
+    an edited config.json compute other outputs; issue 74, case 2) and the strings themselves.
     """
-    digest = hashlib.sha256(f"{FORMAT_VERSION}|{weights_sha256}|".encode())
+    digest = hashlib.sha256(f"{FORMAT_VERSION}|{weights_sha256}|{config}|".encode())
     digest.update(table.strings.numpy().tobytes())
     return cache_root() / "string-ffn-outputs" / f"weights-{weights_sha256[:16]}-{digest.hexdigest()[:16]}.safetensors"
 
@@ -61,7 +63,8 @@ def string_directions(subject, weights_sha256: str, table: StringTable, progress
 
     Args:
         subject: the loaded model (``models.loading.LoadedModel``).
-        weights_sha256: the model's weights digest (``LoadedModel.weights_sha256``); part of the cache key.
+        weights_sha256: the model's weights digest (``LoadedModel.weights_sha256``); part of the cache key, with the
+            digest of the config that builds it (``subject.model.config``).
         table: the unique strings (``latent_instruments.strings.StringTable``).
         progress: wraps the pass loop (e.g. ``tqdm``) when the outputs are computed.
     Returns:
@@ -69,7 +72,7 @@ def string_directions(subject, weights_sha256: str, table: StringTable, progress
     Raises:
         NonFiniteError: if an FFN output is NaN or inf (nothing is cached then).
     """
-    path = cache_path(weights_sha256, table)
+    path = cache_path(weights_sha256, config_sha256(subject.model.config), table)
     if path.exists():
         return load_file(path)["directions"]
     directions = compute_directions(subject, table, progress)

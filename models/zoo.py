@@ -26,7 +26,7 @@ from pathlib import Path
 
 from models.corpus import Corpus
 from models.errors import ModelLoadError
-from models.identity import folder_sha256
+from models.identity import folder_config_sha256, folder_sha256
 from models.recipes import GROUP_RECIPES, PROFILES, Recipe, seed_builds
 from models.trainer import checkpoint_dir
 
@@ -208,7 +208,9 @@ def fingerprint(entry: ZooEntry, corpus: Corpus, seed: int) -> str:
       trainer version);
     - random init (twins, references): what it is initialised from, plus the seed it is drawn at (``seed``; a
       zoo twin's own recipe seed);
-    - HF folder: sha256 of its weight files (read once; seconds per GB); hub id: ``hub:ID``;
+    - HF folder: sha256 of its weight files (read once; seconds per GB) and of the config that builds it,
+      ``weights-W-config-C`` (issue 74: the same weights under an edited config.json are another model); hub id:
+      ``hub:ID``;
     - group: its members' fingerprints joined by "+".
 
     Raises:
@@ -225,7 +227,7 @@ def fingerprint(entry: ZooEntry, corpus: Corpus, seed: int) -> str:
         return f"{source.stem}-{hashlib.sha256(source.read_bytes()).hexdigest()[:16]}:seed{seed}"
     if source.is_dir():
         try:
-            return f"weights-{folder_sha256(source)[:16]}" + twin
+            return f"weights-{folder_sha256(source)[:16]}-config-{folder_config_sha256(source)[:16]}" + twin
         except FileNotFoundError as err:
             raise ModelLoadError(f"{err} (to fingerprint it)") from None
     return f"hub:{entry.source}" + twin

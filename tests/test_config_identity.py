@@ -62,3 +62,46 @@ def test_a_baseline_made_before_config_digests_is_not_called_reconfigured(tmp_pa
     changed = compare(old / "results.json", [record(0.2)], facts=doc,
                       models={"tiny-w128": {"weights_sha256": WEIGHTS, "config_sha256": "22" * 32}})
     assert changed["models"][0]["same_config"] is None and changed["reconfigured_in_place"] == []
+
+
+def test_a_folders_fingerprint_names_its_config_so_a_ledger_entry_stops_applying_to_an_edited_one(tmp_path):
+    """Case 2: ledger entries bind a folder's fingerprint; an edited config.json over the same weights is another
+    model, so an entry measured before the edit no longer applies (and the note says which model it was)."""
+    from fixtures.ledger import Expectation, applicable
+    from models.corpus import load_text_file
+    from models.identity import folder_sha256
+    from models.zoo import fingerprint, resolve
+    from tests.builders import TEXT, save_hf_folder
+
+    (tmp_path / "c.txt").write_text(TEXT * 40)
+    corpus = load_text_file(tmp_path / "c.txt")
+    folder = save_hf_folder(tmp_path / "m", arch="gpt2")
+    weights, before = folder_sha256(folder), fingerprint(resolve(str(folder)), corpus, 0)
+    entry = Expectation("S4.5", str(folder), before, "why", "would", version=3)
+    ledger = {("S4.5", str(folder), "", ""): entry}
+
+    def now(_name):
+        return fingerprint(resolve(str(folder)), corpus, 0)
+
+    assert applicable(ledger, "S4.5", 3, str(folder), "", "test_x", now)[0] is entry
+    config = json.loads((folder / "config.json").read_text())
+    config["activation_function"], config["layer_norm_epsilon"] = "gelu_new", 0.1
+    (folder / "config.json").write_text(json.dumps(config))
+    assert folder_sha256(folder) == weights  # the same weights...
+    assert now(None) != before  # ...are another model
+    found, why = applicable(ledger, "S4.5", 3, str(folder), "", "test_x", now)
+    assert found is None and before in why and "does not apply" in why
+    old_style = Expectation("S4.5", str(folder), f"weights-{weights[:16]}", "why", "would", version=3)
+    why = applicable({("S4.5", str(folder), "", ""): old_style}, "S4.5", 3, str(folder), "", "test_x", now)[1]
+    assert "before a folder's fingerprint held its config.json" in why
+
+
+def test_cached_string_outputs_are_keyed_by_the_config_too():
+    """S4.6's cached FFN outputs of the corpus strings: the same weights under another config compute others."""
+    import torch
+
+    from latent_instruments.strings import StringTable
+    from models.string_outputs import cache_path
+
+    table = StringTable.of(torch.arange(40).numpy() % 7, 3, 7)
+    assert cache_path(WEIGHTS, "11" * 32, table) != cache_path(WEIGHTS, "22" * 32, table)

@@ -113,7 +113,7 @@ SCALES = (0.1, 10.0, 100.0)  # positive scales along the direction (S4: 'any vec
 MASS = 0.9  # S4.10: the tokens carrying 90 % of the approximation's mass
 
 
-def token_embeddings(subject, seed: int, every_token: bool = False, block: int | None = None):
+def token_embeddings(subject, seed: int, every_token: bool = False, block: int | None = None, first_step=None):
     """S4.9 and S4.10's learned token vectors: ``RESTARTS`` vectors per token that make the readout predict it.
 
     Args:
@@ -123,6 +123,7 @@ def token_embeddings(subject, seed: int, every_token: bool = False, block: int |
             drawn).
         block: learn at that block's input, read through the later blocks (S4.10's block-specific subspaces); None:
             at the final norm's input.
+        first_step: passed to ``learn_token_embeddings`` (seconds of the first step), or None.
     Returns:
         (the learned vectors, ``latent_instruments.token_subspaces.learn_token_embeddings``'s: ``vectors`` (tokens,
         RESTARTS, d_model), ``probability`` (tokens, RESTARTS), ``tokens`` (tokens,); the readout, (n, d_model) ->
@@ -142,7 +143,31 @@ def token_embeddings(subject, seed: int, every_token: bool = False, block: int |
     readout = final_readout if block is None else logits_from_block_input_fn(model, subject.adapter, block)
 
     with large_blocks_reused():  # the readout's logits and their gradient at every step: 52 MB on 4,096 tokens
-        return learn_token_embeddings(readout, tokens, d_model, RESTARTS, STEPS, LR, seed, head.weight.device), readout
+        return learn_token_embeddings(readout, tokens, d_model, RESTARTS, STEPS, LR, seed, head.weight.device,
+                                      first_step=first_step), readout
+
+
+LONG = 60.0  # seconds: an S4.9 expected to take longer says so on the terminal when its first step is timed
+
+
+def expected_duration(subject, seconds_per_step: float) -> tuple[float, str]:
+    """S4.9's cost, estimated from its first step (issue 74, case 16: a 200k-token vocabulary ran for over 10
+    minutes on 2 cores with nothing said): the model's and its twin's ``STEPS`` steps each, and the least predicted
+    tokens' continuation; an upper bound, since a descent that reaches ``TARGET_NLL`` stops early.
+
+    Args:
+        subject: the loaded model (``LoadedModel``); seconds_per_step: wall-clock seconds of the model's first step.
+    Returns:
+        (seconds, the line a run prints where they exceed ``LONG``).
+    """
+    vocab, _ = subject.model.get_output_embeddings().weight.shape
+    tokens = vocab if vocab <= ALL_TOKENS_UP_TO else DRAWN_TOKENS
+    seconds = seconds_per_step * STEPS * (2 + min(CONTINUED_TOKENS, tokens) / tokens)
+    return seconds, (f"S4.9 on {subject.name}: {tokens * RESTARTS:,} token vectors against a {vocab:,}-token "
+                     f"vocabulary take {seconds_per_step:.2g} s a step here, so this test takes up to about "
+                     f"{seconds / 60:.0f} min ({STEPS} steps on the model, {STEPS} on its untrained twin, {STEPS} on "
+                     f"its {min(CONTINUED_TOKENS, tokens)} least predicted tokens). Leave it "
+                     "out with --deselect or -k 'not token_embeddings'")
 
 
 def subspace_facts(learned, readout, device) -> dict[str, np.ndarray]:
@@ -226,7 +251,13 @@ def measure_token_embeddings(subject, load_twin, claim) -> TokenEmbeddingEstimat
         ValueError: as ``latent_instruments.stats.proportion`` (no tokens).
     """
     seed = claim.seed
-    learned, readout = token_embeddings(subject, seed)
+
+    def first_step(seconds: float) -> None:
+        total, line = expected_duration(subject, seconds)
+        if total > LONG:
+            claim.announce(line)
+
+    learned, readout = token_embeddings(subject, seed, first_step=first_step)
     f = subspace_facts(learned, readout, subject.input_device)
     twin = load_twin()
     t = subspace_facts(*token_embeddings(twin, seed), twin.input_device)
