@@ -115,9 +115,11 @@ def _sh(*args, cwd: Path) -> None:
         raise SystemExit(f"{' '.join(map(str, args))} failed ({done.returncode}):\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
 
 
-def run(sample: dict[str, int], seed: int, out: Path, python: str, timeout: float) -> dict:
+def run(sample: dict[str, int], seed: int, out: Path, python: str, timeout: float,
+        only: set[tuple[str, str, int]] | None = None) -> dict:
     """Initialise a cosmic-ray session per module, keep a seeded sample of the chosen operators' mutants per package
-    (the rest marked skipped), run it, and return the summary written to ``out``/mutation.json.
+    (the rest marked skipped), run it, and return the summary written to ``out``/mutation.json. ``only``: instead of
+    the sample, exactly these mutants, (module, operator, occurrence) (``--retry``: a run's survivors again).
 
     Raises:
         SystemExit: where cosmic-ray fails, or a module's runner fails on the unmutated code (its baseline).
@@ -144,13 +146,17 @@ def run(sample: dict[str, int], seed: int, out: Path, python: str, timeout: floa
             _sh(cosmic, "init", "--force", config, db, cwd=tree)
             sessions[module] = (config, db, package)
             with use_db(db, WorkDB.Mode.open) as work:
-                pool[package] += [(module, item.job_id) for item in work.pending_work_items
-                                  if OPERATORS.match(item.mutations[0].operator_name)]
+                pool[package] += [(module, m.operator_name, m.occurrence, item.job_id) for item in work.pending_work_items
+                                  for m in item.mutations[:1] if OPERATORS.match(m.operator_name)]
+    # a mutant is drawn by (module, operator, occurrence), which the same source gives again; cosmic-ray's job ids
+    # are random, so a draw over them would be another sample each run
     rng = random.Random(seed)
-    chosen = {key for package, items in pool.items() for key in rng.sample(sorted(items), min(sample[package], len(items)))}
+    chosen = {key[-1] for package, items in pool.items()
+              for key in (rng.sample(sorted(items, key=lambda k: k[:3]), min(sample[package], len(items)))
+                          if only is None else [k for k in items if k[:3] in only])}
     for module, (config, db, package) in sessions.items():
         with use_db(db, WorkDB.Mode.open) as work:
-            skip = [item.job_id for item in work.pending_work_items if (module, item.job_id) not in chosen]
+            skip = [item.job_id for item in work.pending_work_items if item.job_id not in chosen]
             work.set_multiple_results(skip, WorkResult(output="not sampled", worker_outcome=WorkerOutcome.SKIPPED))
             if len(skip) == work.num_work_items:
                 continue
@@ -173,7 +179,8 @@ def run(sample: dict[str, int], seed: int, out: Path, python: str, timeout: floa
                     summary["equivalent"].append({"mutant": where, "why": known[where]})
                 elif result.test_outcome == TestOutcome.SURVIVED:
                     counts["survived"] += 1
-                    summary["survivors"].append({"mutant": where, "diff": result.diff})
+                    summary["survivors"].append({"mutant": where, "module": module, "operator": m.operator_name,
+                                                 "occurrence": m.occurrence, "diff": result.diff})
                 else:
                     counts["killed"] += 1
                     counts["incompetent"] += result.test_outcome == TestOutcome.INCOMPETENT
@@ -194,10 +201,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / "runs" / "mutation", help="where mutation.json goes")
     parser.add_argument("--python", default=str(REPO / ".venv" / "bin" / "python"), help="the suite's python")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds a runner may take (600)")
+    parser.add_argument("--retry", type=Path, metavar="MUTATION_JSON",
+                        help="try again exactly the survivors a run's mutation.json lists (after adding self-tests)")
     args = parser.parse_args(argv)
+    only = None
+    if args.retry:
+        try:
+            only = {(s["module"], s["operator"], int(s["occurrence"]))
+                    for s in json.loads(args.retry.read_text())["survivors"]}
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            parser.error(f"--retry {args.retry}: not a mutation.json with survivors' module, operator and occurrence "
+                         f"({err!r})")
     sample = {k: n for k, n in (("latent_instruments", args.instruments), ("measures", args.measures)) if n > 0}
     args.out.mkdir(parents=True, exist_ok=True)
-    summary = run(sample, args.seed, args.out.resolve(), args.python, args.timeout)
+    summary = run(sample, args.seed, args.out.resolve(), args.python, args.timeout, only)
     for package, c in summary["packages"].items():
         print(f"{package}: {c['tried']} tried, {c['killed']} killed ({c['incompetent']} incompetent), "
               f"{c['survived']} survived, {c['equivalent']} equivalent; score {c['score']}")

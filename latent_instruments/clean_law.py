@@ -78,6 +78,16 @@ def straight_law_bend(bins: LogBins, slope: float) -> float:
     return float(power_law_bend(bins, expected_periodogram(slope, bins.length)))
 
 
+def ordinate_shapes(length: int, averaged: float) -> np.ndarray:
+    """The Gamma shape of each rfft ordinate of a mean of ``averaged`` periodograms of ``length`` positions,
+    (length // 2 + 1,): ``averaged`` (each periodogram's ordinate is exponential, χ²₂), except the Nyquist ordinate
+    of an even length, which is real (χ²₁ per periodogram): ``averaged / 2``."""
+    shape = np.full(length // 2 + 1, float(averaged))
+    if length % 2 == 0:
+        shape[-1] = averaged / 2
+    return shape
+
+
 def clean_law_scatter(bins: LogBins, slope: float, averaged: float, seed: int,
                       draws: int = CLEAN_LAW_DRAWS) -> np.ndarray:
     """How far a law known to be straight scatters about its line at this length: S0.6/S0.7's tolerance.
@@ -103,11 +113,7 @@ def clean_law_scatter(bins: LogBins, slope: float, averaged: float, seed: int,
     """
     if averaged < 1:
         raise ValueError(f"averaged must be at least 1 periodogram, got {averaged}")
-    n_freq, length = bins.freqs.size, bins.length
-    mean = expected_periodogram(slope, length)
-    shape = np.full(n_freq, float(averaged))  # Gamma shape per ordinate
-    if length % 2 == 0:
-        shape[-1] = averaged / 2  # the Nyquist ordinate is real: χ²₁ per periodogram
+    mean, shape = expected_periodogram(slope, bins.length), ordinate_shapes(bins.length, averaged)
     rng = np.random.default_rng(seed)
-    noise = rng.gamma(shape, 1.0 / shape, size=(draws, n_freq))
+    noise = rng.gamma(shape, 1.0 / shape, size=(draws, shape.size))
     return fit_power_law(bins, mean * noise).deviation

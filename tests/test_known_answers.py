@@ -96,3 +96,54 @@ def test_s3_14_compares_block_1_with_block_3_and_the_concatenation_with_both():
     assert estimates.per[0].value - estimates.per[1].value == pytest.approx(0.4, abs=1e-12)
     assert estimates.share.value == pytest.approx(0.75, abs=1e-12)
     assert estimates.longer is not None and estimates.longer.value == pytest.approx(0.75, abs=1e-12)
+
+
+# ------------------------------------------------------------------------------------------------ make mutation's first
+# sample (seed 0): a survivor each, killed by its known answer
+
+
+def test_a_periodograms_ordinates_are_chi_squared_two_but_an_even_lengths_nyquist_is_chi_squared_one():
+    from latent_instruments.clean_law import ordinate_shapes
+
+    assert ordinate_shapes(8, 3.0).tolist() == [3.0, 3.0, 3.0, 3.0, 1.5]  # 5 ordinates, the last real
+    assert ordinate_shapes(7, 3.0).tolist() == [3.0] * 4  # an odd length has no Nyquist ordinate
+
+
+def test_an_analogy_query_is_four_ids_and_no_other_number():
+    from latent_instruments.analogies import analogy_ranks
+
+    embedding = torch.eye(8)
+    for width in (3, 5):
+        with pytest.raises(ValueError, match=r"\(n, 4\)"):
+            analogy_ranks(embedding, torch.tensor([list(range(width))]), "cosine")
+
+
+def test_the_head_output_bound_counts_the_keys_summed_not_the_batch():
+    """Higham's γ_n for a sum over n = seq_k keys: a uniform pattern over 5 keys of |v| = 1, batch 3."""
+    from latent_instruments.attention import opmath_eps, output_error_bound
+
+    pattern = torch.full((3, 1, 2, 5), 0.2)
+    bound = output_error_bound(pattern, torch.ones(3, 5, 1, 4), torch.float32)
+    eps = torch.finfo(torch.float32)
+    expected = (eps.eps / 2 + 5 * opmath_eps(torch.float32)) * 1.0 + eps.smallest_normal
+    assert bound.shape == (3, 2, 1, 4) and torch.allclose(bound, torch.full_like(bound, expected), rtol=1e-6, atol=0)
+
+
+def test_a_turn_to_a_cosine_outside_minus_one_to_one_is_refused():
+    from latent_instruments.normalization import rotate_to_cosine
+
+    for cosine in (-1.5, 1.5):
+        with pytest.raises(ValueError, match=r"\[-1, 1\]"):
+            rotate_to_cosine(torch.ones(2, 4), cosine, torch.Generator().manual_seed(0))
+    assert rotate_to_cosine(torch.ones(2, 4), -1.0, torch.Generator().manual_seed(0)).tolist() == [[-1.0] * 4] * 2
+
+
+def test_a_growth_fit_is_a_value_that_cannot_be_changed_after_it_is_made():
+    import dataclasses
+
+    from latent_instruments.geometry import fit_log_growth
+
+    fit = fit_log_growth(torch.tensor([1.0, 2.0, 4.0, 8.0]))
+    assert fit.factor == pytest.approx(2.0) and fit.r_squared == pytest.approx(1.0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fit.factor = 3.0
