@@ -118,3 +118,23 @@ def test_a_claim_test_measuring_inline_is_found(tmp_path):
         "@pytest.mark.claim('S9.4', version=1)\ndef test_from_a_test(claim):\n    claim.record(checks(measure_y()))\n")
     assert claim_tests_without_a_measure(tmp_path) == ["claims/s9/test_x.py::test_inline",
                                                        "claims/s9/test_x.py::test_from_a_test"]
+
+
+def test_every_claim_test_file_is_named_after_its_topic():
+    """Issue 79, item 4: a claim's files lead from one to the other, test_TOPIC[_PART].py beside TOPIC_checks.py (and
+    TOPIC_measures.py where it measures), as docs/claims.md lists them."""
+    from fixtures.docs_pages import topic_of
+
+    unnamed = sorted(p.relative_to(REPO).as_posix() for p in REPO.glob("claims/s*/test_*.py") if topic_of(p) is None)
+    assert unnamed == [], f"claim test files named after no TOPIC_checks.py beside them: {unnamed}"
+
+
+def test_a_test_file_named_after_no_topic_is_found(tmp_path):
+    from fixtures.docs_pages import claim_files, topic_of
+
+    for name in ("residual_checks.py", "residual_measures.py", "test_residual_trained.py", "test_layernorm.py"):
+        (tmp_path / name).write_text("")
+    assert topic_of(tmp_path / "test_residual_trained.py") == "residual"
+    assert topic_of(tmp_path / "test_layernorm.py") is None
+    assert [p.name for p in claim_files(tmp_path / "test_residual_trained.py")] == [
+        "test_residual_trained.py", "residual_measures.py", "residual_checks.py"]

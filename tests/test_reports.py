@@ -127,7 +127,7 @@ def test_coverage_lists_every_catalogued_claim(tmp_path):
 
 def test_an_implementation_check_is_marked_as_one_in_the_matrix_coverage_and_its_section(tmp_path):
     """S1.1-S1.3 are identities of softmax attention: their 'holds' must not read as a finding about the model."""
-    simplex = replace(record(0.2), claim="S1.1", test="claims/s1_attention/test_simplex.py::t[tiny-w128]")
+    simplex = replace(record(0.2), claim="S1.1", test="claims/s1_attention/test_identity.py::t[tiny-w128]")
     folder = write(settings_for(tmp_path), [record(0.2), simplex])
     doc = json.loads((folder / "results.json").read_text())
     assert doc["catalogue"]["S1.1"]["kind"] == "implementation" and doc["catalogue"]["S0.3"]["kind"] == "empirical"

@@ -473,7 +473,7 @@ def test_s0_6_on_an_init_the_margin_was_calibrated_on_is_not_informative(tmp_pat
 
     from tests.helpers import pytest_inprocess
 
-    done = pytest_inprocess("claims/s0_spectra/test_untrained_residuals.py", "-m", "gpu", "--claim", "S0.6", "--model",
+    done = pytest_inprocess("claims/s0_spectra/test_residual_untrained.py", "-m", "gpu", "--claim", "S0.6", "--model",
                             "ref-opt-125m", "--seed", "1001", "--report-dir", str(tmp_path), "-p", "no:cacheprovider")
     assert done.returncode == 0, (done.stdout + done.stderr)[-2000:]
     [record] = json.loads((tmp_path / "latest" / "results.json").read_text())["records"]

@@ -31,7 +31,7 @@ ALLOWED = {
     ("claims/s1_attention/probe_measures.py", "play_windows"): MOVED_LATER,
     ("claims/s2_residual/analogy_measures.py", "_ranks"): "query ids; analogy_ranks moves them to the embedding's device",
     ("claims/s2_residual/stream_measures.py", "block_rate"): HOST,
-    ("claims/s2_residual/test_residual_stream.py", "_growth_details"): HOST,
+    ("claims/s2_residual/test_stream.py", "_growth_details"): HOST,
     ("claims/s4_ffn/approximation.py", "measure"): MOVED_LATER,
     ("claims/s4_ffn/approximation.py", "_prompts"): CPU_DRAW,
     ("claims/s4_ffn/ffn_path_measures.py", "excess_over_cross_token"): HOST,

@@ -1,5 +1,5 @@
 """S0.1 and S0.2's measurements on the embedding layers' spectra: the token embeddings' exponent and the low-band
-minus high-band gain of tok+pos over tok. test_embeddings.py records what these measure; embedding_checks.py decides.
+minus high-band gain of tok+pos over tok. test_embedding.py records what these measure; embedding_checks.py decides.
 """
 
 import numpy as np

@@ -1,5 +1,5 @@
 """S0.6-S0.10's measurements: from the spectra of what each block adds (``residual_spectra.py``'s statistics), each
-claim's estimates. test_untrained_residuals.py (S0.6, S0.7) and test_trained_residuals.py (S0.8-S0.10) record what these
+claim's estimates. test_residual_untrained.py (S0.6, S0.7) and test_residual_trained.py (S0.8-S0.10) record what these
 measure; residual_checks.py decides.
 """
 

@@ -1,5 +1,5 @@
 """S0.6 - S0.10's measurements: the spectra of what each block adds, read by the residual claim tests
-(``test_untrained_residuals.py``: S0.6, S0.7; ``test_trained_residuals.py``: S0.8 - S0.10), whose checks are in
+(``test_residual_untrained.py``: S0.6, S0.7; ``test_residual_trained.py``: S0.8 - S0.10), whose checks are in
 ``residual_checks.py``.
 
 Depth mapping: S0's OPT-125m has 12 blocks. "The first three layers" are the first quarter of the blocks

@@ -1,6 +1,6 @@
 """S1.1-S1.3's measurements: the attention rows' deviations from the simplex, the patterns recomputed as Gaussian
 odds ratios, and the heads' outputs recomputed as convex combinations of the values, each as a ratio to its
-rounding bound. test_simplex.py records what these measure; identity_checks.py decides.
+rounding bound. test_identity.py records what these measure; identity_checks.py decides.
 """
 
 import numpy as np

@@ -1,5 +1,5 @@
 """S2.3's measurements: the target ranks of crossed gender analogies on the input embeddings, under cosine on
-normalised rows and Euclidean on raw ones, and their statistics. test_analogies.py records what these measure;
+normalised rows and Euclidean on raw ones, and their statistics. test_analogy.py records what these measure;
 analogy_checks.py decides.
 """
 

@@ -1,5 +1,5 @@
 """S2.1 and S2.2's statistics: the residual stream's norm growth and the consecutive layers' cosine over a
-mismatched-token null, and S2.1's rate reading beside Mistral-7B's. test_residual_stream.py records what these measure;
+mismatched-token null, and S2.1's rate reading beside Mistral-7B's. test_stream.py records what these measure;
 stream_checks.py decides.
 """
 

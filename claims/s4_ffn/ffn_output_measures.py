@@ -1,5 +1,5 @@
 """S4.3's measurements: per block the attention and FFN outputs' norms and cosines, and their statistics.
-test_outputs.py records what these measure; ffn_output_checks.py decides.
+test_ffn_output.py records what these measure; ffn_output_checks.py decides.
 """
 
 import numpy as np

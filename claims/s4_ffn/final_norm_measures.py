@@ -1,5 +1,5 @@
 """S4.5's measurements: the final norm's output-norm changes under S4's turns and scales, the paired excess of two
-turns and the hypothesis search for the largest change over scales. test_layernorm.py records what these measure;
+turns and the hypothesis search for the largest change over scales. test_final_norm.py records what these measure;
 final_norm_checks.py decides.
 """
 

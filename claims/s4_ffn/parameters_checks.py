@@ -1,4 +1,4 @@
-"""S4.1's checks as a pure function of its estimates: ``parameter_counts.py`` counts, this decides, and the
+"""S4.1's checks as a pure function of its estimates: ``parameters_measures.py`` counts, this decides, and the
 self-tests (``tests/cases_s4.py``) drive the same function to hold and to fail each check.
 """
 
@@ -20,7 +20,7 @@ class ParameterEstimates:
         ffn_share: FFN parameters / all parameters of the model (fraction).
         source_miss: |FFN parameters of S4's shape built as the zoo's GPT-2 − S4's figure| (parameters).
         count, gpt2_count: shown beside the checks, deciding nothing: the model's and S4's shape as GPT-2's
-            ``parameter_counts.ParameterCount``.
+            ``parameters_measures.ParameterCount``.
     """
 
     ffn_share: Estimate

@@ -12,7 +12,7 @@ meta device (nothing allocated) to show the source's figure beside ours.
 
 import pytest
 
-from claims.s4_ffn.parameter_counts import ParameterCount, ffn_modules, measure_parameters, s4_source_count
+from claims.s4_ffn.parameters_measures import ParameterCount, ffn_modules, measure_parameters, s4_source_count
 from claims.s4_ffn.parameters_checks import parameters_checks
 from fixtures.catalogue_text import procedure
 

@@ -1,5 +1,5 @@
 """S4.9 and S4.10's measurements: the vectors learned per token, their singular directions and the FFN outputs' excess
-over a prompt-shuffled null. test_token_subspaces.py records what these measure; token_subspace_checks.py decides.
+over a prompt-shuffled null. test_token_subspace.py records what these measure; token_subspace_checks.py decides.
 """
 
 import numpy as np
