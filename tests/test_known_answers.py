@@ -147,3 +147,26 @@ def test_a_growth_fit_is_a_value_that_cannot_be_changed_after_it_is_made():
     assert fit.factor == pytest.approx(2.0) and fit.r_squared == pytest.approx(1.0)
     with pytest.raises(dataclasses.FrozenInstanceError):
         fit.factor = 3.0
+
+
+def test_every_instrument_result_is_a_frozen_value():
+    """What an instrument returns is a value: none of latent_instruments/'s dataclasses can be changed once made
+    (a result shared by two checks, or cached, stays what was measured)."""
+    import dataclasses
+
+    from latent_instruments.analogies import Analogy
+    from latent_instruments.attention import ScoreForm, SimplexDeviation
+    from latent_instruments.attention_fit import PatternFit
+    from latent_instruments.decoding import PseudoInverse
+    from latent_instruments.geometry import LogLinearFit
+    from latent_instruments.inversion import Inversion, InversionConfig
+    from latent_instruments.similar_strings import Following
+    from latent_instruments.spectra import LogBins, PowerLawFit
+    from latent_instruments.stats import Estimate
+    from latent_instruments.strings import StringTable
+    from latent_instruments.token_subspaces import LearnedEmbeddings
+
+    kinds = (Analogy, ScoreForm, SimplexDeviation, PatternFit, PseudoInverse, LogLinearFit, Inversion, InversionConfig,
+             Following, LogBins, PowerLawFit, Estimate, StringTable, LearnedEmbeddings)
+    assert [k.__name__ for k in kinds if not k.__dataclass_params__.frozen] == []
+    assert all(dataclasses.is_dataclass(k) for k in kinds)
