@@ -68,7 +68,8 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = resolve_settings(config)  # every option checked here, before any model is touched
     unknown = [c for c in config.getoption("lc_claims") or () if c not in load_catalogue().claims]
     if unknown:
-        raise pytest.UsageError(f"--claim {' '.join(unknown)}: not in claims/catalogue.toml; ids run S0.1 … S4.10")
+        ids = list(load_catalogue().claims)
+        raise pytest.UsageError(f"--claim {' '.join(unknown)}: not in claims/catalogue.toml; ids run {ids[0]} … {ids[-1]}")
     dist = getattr(config.option, "dist", "no")
     if getattr(config.option, "numprocesses", None) and dist not in ("load", "no"):
         raise pytest.UsageError(f"--dist {dist}: the suite schedules by model (all tests of one model on one worker, "

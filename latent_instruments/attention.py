@@ -130,7 +130,7 @@ def gaussian_log_odds(q: torch.Tensor, k: torch.Tensor, variance: float) -> torc
     Raises:
         ValueError: for a non-positive variance or mismatched shapes.
     """
-    if not variance >= 0:
+    if not variance > 0:
         raise ValueError(f"variance must be positive, got {variance}")
     if q.shape[:-2] != k.shape[:-2] or q.shape[-1] != k.shape[-1]:
         raise ValueError(f"q {tuple(q.shape)} and k {tuple(k.shape)} must share leading dimensions and d")

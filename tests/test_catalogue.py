@@ -325,3 +325,15 @@ def test_the_most_specific_row_gives_a_checks_provenance_as_it_gives_its_derivat
     own = next(t for t in load_catalogue().claims["S4.7"].thresholds if t.key == "S4.7/mean-h-model-{}-distinct-models")
     assert provenance(catalogue_json()["S4.7"], "any name", key) == own.provenance == "reading, before"
     assert catalogued(key)["derivation"] == own.derivation
+
+
+def test_a_claim_of_a_family_without_its_source_says_which_table_to_add(tmp_path):
+    """docs/new-claim.md's trial (issue 79, item 6): a new family's first claim without [sources.SX] used to read
+    "repeats an id or names an unknown family"."""
+    from fixtures.catalogue import CATALOGUE, load_catalogue
+
+    text = CATALOGUE.read_text(encoding="utf-8") + ('\n[[claims]]\nid = "S9.1"\nfamily = "S9"\nstatement = "s"\n'
+                                                    'section = "x"\nfigures = "f"\nnotes = ""\n')
+    (tmp_path / "catalogue.toml").write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=r"family 'S9' has no \[sources\.S9\] table"):
+        load_catalogue(tmp_path / "catalogue.toml")

@@ -47,7 +47,11 @@ def test_the_measurements_table_names_every_tested_claim_once_with_the_file_that
         assert set(ids) <= _tested_in(path), f"it says {span} is tested in {where}; it tests {_tested_in(path)}"
         named += ids
     tested = set().union(*(_tested_in(p) for p in (REPO / "claims").iterdir() if p.is_dir() and p.name.startswith("s")))
-    assert sorted(named, key=order.index) == sorted(tested, key=order.index), "each tested claim in one row"
+    missing, twice = sorted(tested - set(named), key=order.index), sorted({i for i in named if named.count(i) > 1})
+    assert (missing, twice) == ([], []), (f"docs/measurements.md: claims tested but in no row of its table: {missing}; "
+                                          f"claims in more than one row: {twice}. Each tested claim is in one row "
+                                          "(docs/new-claim.md: the row's form)")
+    assert sorted(named, key=order.index) == sorted(tested, key=order.index)
 
 
 def test_the_generated_pages_are_what_the_code_makes():
