@@ -116,8 +116,10 @@ def test_combine_accepts_zero_weights():
 # --- spectra -------------------------------------------------------------------------------------------------------
 
 
-def test_a_spectrum_refuses_an_unknown_window():
-    """power_spectral_density: `window not in (None, "hann")`."""
+def test_a_spectrum_refuses_four_dimensions_and_an_unknown_window():
+    """power_spectral_density: `hidden.dim() != 3` above 3 (test_spectra has 2-d), `window not in (None, "hann")`."""
+    with pytest.raises(ValueError, match=r"hidden must be \(batch, seq, d_model\)"):
+        power_spectral_density(torch.zeros(1, 8, 2, 2))
     with pytest.raises(ValueError, match="unknown window 'hamming'"):
         power_spectral_density(torch.zeros(1, 8, 2), window="hamming")
 
