@@ -92,6 +92,8 @@ def learn_token_embeddings(readout: Callable[[torch.Tensor], torch.Tensor], toke
         loss.backward()
         optimiser.step()
         if steps == 1 and first_step is not None:
+            if vectors.is_cuda:  # the step's kernels are queued, not done, until the device is synchronised
+                torch.cuda.synchronize(vectors.device)
             first_step(time.perf_counter() - started)
     with torch.no_grad():
         probs = torch.softmax(readout(vectors).double(), dim=-1).gather(1, targets[:, None]).squeeze(1)
