@@ -49,6 +49,23 @@ class Case:
         return f"{self.claim}{'-' + self.label if self.label else ''}"
 
 
+def check_of(cases: list[Case], key: str, context: dict | None = None, **fields) -> Check:
+    """The check keyed ``key`` as its claim's own checks function gives it (issue 79, item 5: a claim's self-tests
+    call only the claim's functions): the first of ``cases`` whose function gives that key, on its holding estimates
+    with ``fields`` in their place and its context updated by ``context``; the claim's comparator and threshold
+    decide, not the self-test's.
+
+    Raises:
+        LookupError: where no case's checks function gives a check keyed ``key``.
+    """
+    for case in cases:
+        if any(c.key == key for c in case.checks(case.holding, **case.context)):
+            checks = case.checks(replace(case.holding, **fields), **{**case.context, **(context or {})})
+            [check] = [c for c in checks if c.key == key]
+            return check
+    raise LookupError(f"no case's checks function gives a check keyed {key!r}")
+
+
 def beyond(check: Check, like: Estimate) -> Estimate:
     """An estimate of ``like``'s sample and method whose whole interval lies on the failing side of ``check``'s
     threshold, one unit of the threshold's size past it."""

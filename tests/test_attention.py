@@ -3,6 +3,7 @@
 import io
 import math
 import tarfile
+from functools import partial
 
 import numpy as np
 import pytest
@@ -24,6 +25,8 @@ from models.adapters import adapter_for
 from models.attention_forms import module_inputs, output_projection, score_form
 from models.capture import run_with_cache
 from reports.checks import Check
+from tests.cases_s1 import CASES
+from tests.check_cases import check_of
 from tests.conftest import TINY_CONFIGS, tiny_model
 
 seeds = st.integers(0, 10_000)
@@ -278,11 +281,17 @@ def test_layer_probe_scores_each_layer_with_the_same_folds():
     np.testing.assert_array_equal(correct, layer_probe(np.stack([noise, x], axis=1), y, seed=3))  # deterministic
 
 
+claim_check = partial(check_of, CASES)  # the claim's own check of a key (tests/check_cases.py)
+
+
 def _null_check(x: np.ndarray, y: np.ndarray) -> Check:
-    """S1.5's claim check on one layer: the probe's accuracy against the high end of the shuffled-label null."""
+    """S1.5's claim check (``probe_checks``) on one layer: the probe's accuracy against the high end of the
+    shuffled-label null."""
     null = bootstrap(shuffled_null(x, y, seed=0, shuffles=8), lambda u: float(u.mean()), seed=0)
-    return Check.of("accuracy", bootstrap(probe_correct(x, y, seed=0), lambda u: float(u.mean()), seed=0), "fraction",
-                    ">", null.high, "S1.5: above the shuffled-label null")
+    check = claim_check("S1.5/cross-validated-accuracy-of-the-best-block-s-pooled-features-37-plays", null=null,
+                        best=bootstrap(probe_correct(x, y, seed=0), lambda u: float(u.mean()), seed=0))
+    assert check.threshold == null.high
+    return check
 
 
 def test_the_s1_5_check_fails_a_probe_with_no_signal_and_passes_one_with_signal():
@@ -349,13 +358,13 @@ def test_s1_4s_check_fails_where_an_earlier_layer_or_another_token_is_closer():
 
     from claims.s1_attention.trajectory_measures import final_gain
     from latent_instruments.stats import bootstrap
-    from reports.checks import Check
 
     rng = np.random.default_rng(0)
 
-    def check(means: list[float]) -> str:
+    def check(means: list[float]) -> str:  # trajectory_checks' claim check
         units = np.asarray(means)[None] + rng.normal(0, 0.01, (32, len(means)))  # (prompts, depth)
-        return Check.of("gain", bootstrap(units, final_gain, seed=0), "cosine", ">", 0.0, "S1.4").status
+        return claim_check("S1.4/final-block-s-excess-closeness-minus-max-earlier-layers-0",
+                           gain=bootstrap(units, final_gain, seed=0)).status
 
     assert check([0.0, 0.02, 0.05, 0.10]) == "passed"  # rising to the last layer
     assert check([0.0, 0.12, 0.05, 0.08]) == "failed"  # block 1 is the closest: the last is not the end of the way
@@ -366,14 +375,13 @@ def test_s1_4s_control_fails_where_the_untrained_twin_is_as_close_to_the_next_to
     import numpy as np
 
     from latent_instruments.stats import bootstrap, paired_difference
-    from reports.checks import Check
 
     rng = np.random.default_rng(0)
 
-    def control(model: float, twin: float) -> str:
+    def control(model: float, twin: float) -> str:  # trajectory_checks' control
         paired = np.array([model, twin])[None] + rng.normal(0, 0.01, (32, 2))
-        return Check.of("over twin", bootstrap(paired, paired_difference, seed=0), "cosine", ">", 0.0, "S1.4",
-                        role="control").status
+        return claim_check("S1.4/final-layer-excess-closeness-to-w-u-t-1-model-minus-its-untrained-twin",
+                           over_twin=bootstrap(paired, paired_difference, seed=0)).status
 
     assert control(0.10, 0.01) == "passed"
     assert control(0.02, 0.10) == "failed"  # the twin is the more specific: the closeness is not learned

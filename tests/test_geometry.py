@@ -15,8 +15,12 @@ from latent_instruments.geometry import (
 from latent_instruments.analogies import analogy_ranks, crossed_analogies, word_token
 from latent_instruments.stats import bootstrap
 from reports.checks import Check
-from claims.s2_residual.stream_checks import COSINE_FLOOR
-from claims.s2_residual.stream_measures import RATE_HIGH, RATE_LOW, median_token_growth, min_step_ratio, null_margin
+from claims.s2_residual.stream_checks import (
+    COSINE_FLOOR, DirectionEstimates, GrowthEstimates, direction_checks, growth_checks,
+)
+from claims.s2_residual.stream_measures import (
+    RATE_HIGH, RATE_LOW, mean_by_layer, median_token_growth, min_step_ratio, null_margin,
+)
 from models.tokenization import CharTokenizer
 
 seeds = st.integers(min_value=0, max_value=2**31 - 1)
@@ -146,14 +150,17 @@ def _shared_direction_stream(token_part: float, keep: float, blocks: int = 4, ba
 
 
 def _s2_2_checks(layers) -> tuple[Check, Check]:
-    """S2.2's claim check and control on a stream, as the claim computes them."""
+    """S2.2's claim check and control (``direction_checks``) on a stream, measured as the claim measures them."""
     consecutive = consecutive_cosines(layers).numpy()
     units = np.concatenate([consecutive, mismatched_consecutive_cosines(layers).numpy()], axis=1)
     n_blocks = len(layers) - 1
-    floor = bootstrap(consecutive, lambda u: float(u.mean(axis=0)[1:].min()), seed=0)
-    margin = bootstrap(units, lambda u: float(null_margin(u, n_blocks)[1:].min()), seed=0)
-    return (Check.of("floor", floor, "cosine", ">", COSINE_FLOOR, "S2.2"),
-            Check.of("margin", margin, "cosine", ">", 0.0, "S2.2", role="control"))
+    counted = slice(1, n_blocks)  # every transition after block 1's
+    floor = bootstrap(consecutive, lambda u: float(mean_by_layer(u)[counted].min()), seed=0)
+    margin = bootstrap(units, lambda u: float(null_margin(u, n_blocks)[counted].min()), seed=0)
+    checks = {c.key: c for c in direction_checks(DirectionEstimates(floor, margin), "block 1 → block 2 .. last")}
+    floor_check = checks["S2.2/smallest-consecutive-layer-cosine"]
+    assert floor_check.threshold == COSINE_FLOOR
+    return floor_check, checks["S2.2/smallest-margin-of-the-consecutive-cosine-over-the-mismatched-token"]
 
 
 def test_the_s2_2_control_fails_a_stream_whose_tokens_keep_no_direction_of_their_own():
@@ -186,12 +193,13 @@ def _growing_stream(rate: float, blocks: int = 4, batch: int = 16, seed: int = 0
 
 
 def _s2_1_checks(layers) -> list[Check]:
-    """S2.1's check and control on a stream, as the claim computes them."""
+    """S2.1's check and control (``growth_checks``) on a stream, measured as the claim measures them."""
     norms = mean_norm_by_layer(layers).numpy()
     ratios = token_norm_ratio(layers[1], layers[-1]).numpy()
-    return [Check.of("steps", bootstrap(norms, min_step_ratio, seed=0), "ratio", ">", 1.0, "S2.1"),
-            Check.of("median token", bootstrap(ratios, median_token_growth, seed=0), "ratio", ">", 1.0, "S2.1",
-                     role="control")]
+    estimates = GrowthEstimates(bootstrap(norms, min_step_ratio, seed=0),
+                                bootstrap(ratios, median_token_growth, seed=0))
+    checks = {c.key: c for c in growth_checks(estimates, "block 1", f"block {len(layers) - 1}")}
+    return [checks["S2.1/smallest-step-ratio-of-mean-norm-layer-l-1-layer-l"], checks["S2.1/median-token-s-norm-ratio"]]
 
 
 def test_the_s2_1_check_fails_a_stream_that_stops_growing_and_the_control_fails_outlier_growth():

@@ -138,3 +138,35 @@ def test_a_test_file_named_after_no_topic_is_found(tmp_path):
     assert topic_of(tmp_path / "test_layernorm.py") is None
     assert [p.name for p in claim_files(tmp_path / "test_residual_trained.py")] == [
         "test_residual_trained.py", "residual_measures.py", "residual_checks.py"]
+
+
+CLAIM_SELF_TESTS = ("tests/test_s*_checks.py", "tests/test_attention.py", "tests/test_geometry.py")
+WRITES_A_CHECK = r"\bCheck\.of\(|\bCheck\("
+
+
+def claim_self_tests_writing_a_check(root: Path = REPO) -> list[str]:
+    """file:line of each ``Check.of(`` or ``Check(`` in the claims' self-tests (``CLAIM_SELF_TESTS``)."""
+    import re
+
+    files = sorted({f for pattern in CLAIM_SELF_TESTS for f in root.glob(pattern)})
+    return [f"{f.relative_to(root).as_posix()}:{i}" for f in files
+            for i, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1) if re.search(WRITES_A_CHECK, line)]
+
+
+def test_no_claim_self_test_writes_a_check():
+    """Issue 79, item 5: a claim's self-tests call only the claim's own functions. A check built in the test, its
+    comparator and threshold copied from the claim, stays green when the claim's checks function changes; the tests
+    of the plumbing itself (reports, plugin, statistics) may build checks."""
+    assert claim_self_tests_writing_a_check() == [], (
+        "these claim self-tests build a check themselves: call the claim's own checks function "
+        "(claims/<family>/<topic>_checks.py) instead, on estimates built as its measure builds them (a case's holding "
+        "estimates in tests/cases_s*.py with one field replaced), and pick the check by its key: "
+        f"{claim_self_tests_writing_a_check()}")
+
+
+def test_a_self_test_writing_a_check_is_found(tmp_path):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_s9_checks.py").write_text("x = 1\nc = Check.of('x', e, 'u', '>', 0.0, 'd')\n")
+    (tmp_path / "tests" / "test_geometry.py").write_text("c = Check('x', 1.0)\nr = ClaimCheck(1)\n")
+    (tmp_path / "tests" / "test_reports.py").write_text("c = Check.of('x', e, 'u', '>', 0.0, 'd')\n")  # plumbing
+    assert claim_self_tests_writing_a_check(tmp_path) == ["tests/test_geometry.py:1", "tests/test_s9_checks.py:2"]

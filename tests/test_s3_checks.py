@@ -1,29 +1,45 @@
 """S3's checks, gates and controls fail on inputs built to fail them (S3.5, S3.7, S3.8, S3.9, S3.10, S3.13).
 
-Each test builds the statistic a claim test computes, from a known case, and runs it through the same threshold
-the claim uses: a check that passes everything would pass these too.
+Each test builds the statistic a claim test computes, from a known case, and decides it with the claim's own checks
+function (``claims/s3_inversion/*_checks.py``, through its case in ``tests/cases_s3.py``), the check picked by its key:
+a flipped comparator or a moved threshold there turns these red.
 """
 
 from dataclasses import replace
+from functools import partial
 
 import numpy as np
 import pytest
 import torch
 
-from claims.s3_inversion.bandwidth_checks import BELOW_WIDTH, below_width_check
+from claims.s3_inversion.bandwidth_checks import below_width_check
 from claims.s3_inversion.bandwidth_measures import crossing, crossing_fraction, longer_crossing
 from claims.s3_inversion.between_tokens_checks import RAREST
-from claims.s3_inversion.cosine_checks import MINIMISED, RECOVERS, SUCCEEDS
+from claims.s3_inversion.cosine_checks import RECOVERS, SUCCEEDS
 from claims.s3_inversion.cosine_measures import reached_over_start
 from claims.s3_inversion.vocabulary_measures import accuracy_difference
 from latent_instruments.inversion import DIRECT_TARGET, InversionConfig, invert
 from latent_instruments.decoding import decode_top_k, direct_fit_decode, pseudo_inverse, zero_masked_decode
 from latent_instruments.stats import MIN_BOOTSTRAP_UNITS, Estimate, bootstrap, per_unit, proportion
 from reports.checks import Check
+from tests.cases_s3 import CASES
+from tests.check_cases import check_of
 
 
 def _mean(u: np.ndarray) -> float:
     return float(u.mean())
+
+
+claim_check = partial(check_of, CASES)  # the claim's own check of a key (tests/check_cases.py)
+
+
+ORDERING = "S3.7/token-accuracy-token-minus-one-token-inputs-direct-cosine-loss"  # cosine_checks' claim check
+INDIRECT = "S3.7/token-accuracy-of-one-token-inputs-indirect-embedding-representation"  # its controls
+L2_DESCENT = "S3.7/least-token-accuracy-of-the-token-inputs-direct-l2-loss-the-same"
+MASKED = "S3.9/fraction-of-prompts-whose-masked-first-token-is-recovered-restricted"  # masked_checks' claim check
+FRACTION_OF_WIDTH = "S3.10/crossing-k-as-a-fraction-of-d-model"  # bandwidth_checks' reading
+TOKEN_GAP = "S3.3/token-accuracy-untrained-twin-minus-trained-each-its"  # gap_checks' claim checks
+EXACT_GAP = "S3.3/exact-recovery-rate-untrained-twin-minus-trained-each-its"
 
 
 def _start(batch: int, seq: int, vocab: int) -> torch.Tensor:
@@ -108,9 +124,8 @@ def test_the_l2_descent_control_fails_on_a_layer_that_forgets_its_input():
     config = InversionConfig(representation="direct", loss="l2", steps=50)
     found = invert(lambda x: torch.zeros_like(x) + x.sum() * 0, ids, weight, torch.Generator().manual_seed(2),
                    config, k=1)
-    control = Check.of("L2 descent", bootstrap(found.token_accuracy.double().numpy(), _mean, seed=0),
-                       "fraction of tokens", ">", RECOVERS, "S3.7's control", role="control")
-    assert control.status == "failed"
+    control = claim_check(L2_DESCENT, descent=per_unit(found.token_accuracy.double().numpy(), "min"))  # as measured
+    assert control.role == "control" and control.status == "failed"
 
 
 # --- S3.6: S3's 0/1-mask decoding, under which a restriction can lower accuracy -------------------------------
@@ -134,7 +149,8 @@ def test_the_restriction_gain_fails_where_answers_score_below_zero():
     whole = (scores.argmax(-1) == ids).double().mean(1)
     zero = (zero_masked_decode(scores, allowed) == ids).double().mean(1)
     counts = np.rint(torch.stack([whole, zero], 1).numpy() * seq).astype(np.int64)
-    gain = Check.of("gain", bootstrap(counts, accuracy_difference(1, 0, seq), seed=0), "fraction of tokens", ">", 0.0, "S3.6")
+    gain = claim_check("S3.6/token-accuracy-prompt-only-minus-whole-vocabulary-decoding",
+                       prompt_only=bootstrap(counts, accuracy_difference(1, 0, seq), seed=0))
     assert (gain.value, gain.status) == (-0.875, "failed")
 
 
@@ -153,9 +169,9 @@ def test_no_s3_row_set_after_looking_decides():
 
 def test_a_model_finding_the_masked_token_in_two_of_five_prompts_fails():
     found = np.array([1.0, 1.0, 0.0, 0.0, 0.0] * 40)  # 200 prompts; version 2's one half let this pass
-    check = Check.of("masked token found", proportion(found), "fraction of prompts", "<", RAREST, "S3.9")
+    check = claim_check(MASKED, masked=proportion(found))
     assert check.status == "failed"
-    assert Check.of("v2", proportion(found), "fraction of prompts", "<", 0.5, "S3.9").status == "passed"
+    assert proportion(found).high < 0.5  # version 2's bound, one half, would have passed it
 
 
 def test_s3_9s_bound_is_s3s_rarest_untrained_rate_among_its_source_numbers():
@@ -172,8 +188,7 @@ def test_s3_9s_bound_is_s3s_rarest_untrained_rate_among_its_source_numbers():
 def test_a_model_that_never_finds_the_masked_token_passes_from_16_prompts_and_not_from_8():
     """0 of 32 at 98.3 % ([0, 0.14]) clears RAREST; 0 of 8 ([0, 0.45]) decides nothing."""
     def status(n: int) -> str:
-        return Check.of("masked token found", proportion(np.zeros(n), confidence=1 - 0.05 / 3), "fraction of prompts",
-                        "<", RAREST, "S3.9").status
+        return claim_check(MASKED, masked=proportion(np.zeros(n), confidence=1 - 0.05 / 3)).status
 
     assert status(32) == "passed" and status(8) == "inconclusive"
 
@@ -260,15 +275,15 @@ def test_a_crossing_at_the_width_is_dimension_counting_and_fails_the_old_line():
     units = _curve(96, ks)
     fraction = bootstrap(units, lambda u: crossing_fraction(u, ks, 96), seed=0)
     assert fraction.value in (95 / 96, 1.0) and fraction.low < fraction.high
-    check = Check.of("k*/d_model", fraction, "fraction of d_model", "<", BELOW_WIDTH, "S3.10", role="reading")
-    assert check.status == "failed"
+    check = claim_check(FRACTION_OF_WIDTH, fraction=fraction)
+    assert check.role == "reading" and check.status == "failed"
 
 
 def test_a_crossing_at_half_the_width_passes_the_old_line():
     ks = [24, 36, 42, 45, 47, 48, 72, 96]
     fraction = bootstrap(_curve(48, ks), lambda u: crossing_fraction(u, ks, 96), seed=0)
     assert fraction.value in (47 / 96, 0.5) and fraction.low < fraction.high
-    assert Check.of("k*/d_model", fraction, "fraction of d_model", "<", BELOW_WIDTH, "S3.10").status == "passed"
+    assert claim_check(FRACTION_OF_WIDTH, fraction=fraction).status == "passed"
 
 
 def test_the_crossing_needs_the_full_output_last():
@@ -284,9 +299,9 @@ def test_a_stalled_descent_fails_the_control():
     rng = np.random.default_rng(0)
     start = rng.uniform(0.7, 0.9, 16)
     units = np.column_stack([start * rng.uniform(0.25, 0.35, 16), start])
-    control = Check.of("without norms", bootstrap(units, lambda u: reached_over_start(u, 0, 1), seed=0), "ratio", "<",
-                       MINIMISED, "S3.13", role="control")
-    assert control.status == "failed"
+    control = claim_check("S3.13/cosine-distance-reached-without-layer-norms-over-its-start",
+                          minimised=bootstrap(units, lambda u: reached_over_start(u, 0, 1), seed=0))
+    assert control.role == "control" and control.status == "failed"
 
 
 def test_norms_that_do_not_impede_fail_the_claim():
@@ -294,8 +309,8 @@ def test_norms_that_do_not_impede_fail_the_claim():
     rng = np.random.default_rng(0)
     start = rng.uniform(0.7, 0.9, 16)
     units = np.column_stack([start * rng.uniform(0.02, 0.04, 16), start])
-    check = Check.of("with norms", bootstrap(units, lambda u: reached_over_start(u, 0, 1), seed=0), "ratio", ">", MINIMISED,
-                     "S3.13")
+    check = claim_check("S3.13/cosine-distance-reached-with-layer-norms-over-its-start-token-inputs",
+                        with_norms=bootstrap(units, lambda u: reached_over_start(u, 0, 1), seed=0))
     assert check.status == "failed"
 
 
@@ -305,14 +320,16 @@ def test_norms_that_do_not_impede_fail_the_claim():
 def test_a_descent_that_does_not_reach_the_output_fails_the_success_control():
     """No steps: the random start a₀ is far from the target, so S3's success test fails on every prompt."""
     from claims.s3_inversion.residual_checks import MATCHED
+    from claims.s3_inversion.scale import Scale
 
     weight = torch.randn(20, 16, generator=torch.Generator().manual_seed(0))
     ids = torch.randint(0, 20, (12, 5), generator=torch.Generator().manual_seed(1))
     found = invert(torch.tanh, ids, weight, torch.Generator().manual_seed(2), InversionConfig(steps=0), k=1)
     success = np.column_stack([found.success.double().numpy()] * 2)  # (prompts, settings)
-    control = Check.of("success", proportion(success[:, int(success.mean(0).argmax())]), "fraction of prompts",
-                       ">", MATCHED, "S3.11's control", role="control")
-    assert control.status == "failed"
+    cpu = Scale.of(False)  # as S3.11 measures it: the setting chosen on a third of the prompts, the rest reported
+    control = claim_check("S3.11/fraction-of-s-prompts-passing-s3-s-success-test-without-the-attention",
+                          success=cpu.reported_fraction(success, cpu.chosen(success)))
+    assert control.role == "control" and control.threshold == MATCHED and control.status == "failed"
 
 
 # --- S3.8: agreement ρ > ½, and a broken instrument that must fail it ---------------------------------------
@@ -382,7 +399,8 @@ def test_at_source_scale_the_headline_is_s3s_setting_even_where_the_adapted_one_
     assert gpu.headline(exact, gpu.chosen(exact)) == 0.0 and int(gpu.chosen(exact)) == 0
     assert cpu.headline(exact, cpu.chosen(exact)) == 1.0 and int(cpu.chosen(exact)) == 1
     assert gpu.headline_label == "S3's setting" and cpu.headline_label == "better setting"
-    check = Check.of("exact", gpu.reported_fraction(exact, gpu.chosen(exact)), "fraction", ">", 0.5, "S3.2")
+    check = claim_check("S3.2/fraction-of-prompts-recovered-exactly-restricted-vocabulary",
+                        exact=gpu.reported_fraction(exact, gpu.chosen(exact)))
     assert check.status == "failed"
 
 
@@ -427,10 +445,10 @@ def test_a_ladder_whose_narrowest_rung_recovers_more_fails_the_gain():
     from claims.s3_inversion.width_measures import width_gain
     rng = np.random.default_rng(0)
     units = np.stack([rng.binomial(10, 0.8, (32, 2)) / 10, rng.binomial(10, 0.4, (32, 2)) / 10], 1)
-    def gain(u: np.ndarray, scale) -> str:
+    def gain(u: np.ndarray, scale) -> str:  # width_checks' claim check at block 1, seed 1337
         chosen = scale.chosen(u)
-        return Check.of("gain", bootstrap(scale.reported(u), lambda v: width_gain(v, scale, chosen), seed=0),
-                        "fraction", ">", 0.0, "S3.5").status
+        gains = {(1337, 1): bootstrap(scale.reported(u), lambda v: width_gain(v, scale, chosen), seed=0)}
+        return claim_check("S3.5/token-accuracy-d-model-minus-block-1-seed-1337-each-rung-its", gains=gains).status
 
     for scale in (Scale.of(False), Scale.of(True)):
         assert gain(units, scale) == "failed"
@@ -469,7 +487,9 @@ def test_a_narrowest_rung_that_rarely_passes_the_success_test_fails_the_control(
         cpu = Scale.of(False)
         est = cpu.reported_fraction(success, cpu.chosen(success))
         assert est.method.startswith("exact binomial") and est.n == 16
-        return Check.of("success", est, "fraction", ">", SUCCESS_MAJORITY, "control", role="control").status
+        check = claim_check("S3.5/narrowest-rung-s3-success-test-block-1-seed-1337", success={1337: est})
+        assert check.role == "control" and check.threshold == SUCCESS_MAJORITY
+        return check.status
 
     assert status((1, 2)) == "failed"  # 2 of 16 at best: decisively not a majority
     assert status((6, 8)) == "inconclusive"  # 8 of 16: the exact interval reaches a majority, so undecided
@@ -502,8 +522,10 @@ def test_s3_14s_share_fails_where_the_layers_together_close_the_gap_and_its_floo
         cpu = Scale.of(False)
         est = bootstrap(cpu.reported(units), lambda u: recovered_share(u, cpu, cpu.chosen(units)), seed=0)
 
-        return (Check.of("share", est, "fraction", "<", HALF, "S3.14").status,
-                Check.of("floor", est, "fraction", ">", -HALF, "S3.14", role="control").status)
+        share = claim_check("S3.14/share-of-block-1-s-advantage-over-block-recovered-by-blocks-1-together", share=est)
+        floor = claim_check("S3.14/the-same-share-as-a-floor-blocks-1-together-not-far-below-block-alone", share=est)
+        assert (share.role, share.threshold, floor.role, floor.threshold) == ("claim", HALF, "control", -HALF)
+        return share.status, floor.status
 
     assert share(0.8, 0.4, 0.42) == ("passed", "passed")  # together no better than block 3: S3's finding
     assert share(0.8, 0.4, 0.78)[0] == "failed"  # the extra layers recover nearly all of block 1's advantage
@@ -519,13 +541,18 @@ def test_s3_1_round_trip_fails_on_one_wrong_token_in_any_prompt_and_the_shuffle_
     from claims.s3_inversion.round_trip_checks import EXACT, PERMUTED_CEILING
     from latent_instruments.stats import per_unit
 
+    def round_trip(accuracy: np.ndarray) -> Check:  # round_trip_checks' claim check, as S3.1 measures it
+        return claim_check("S3.1/least-token-accuracy-of-argmax-w-e-ids-w-e-over-the-prompts",
+                           recovered=per_unit(accuracy, "min"))
+
     every = np.ones(24)
-    assert Check.of("round trip", per_unit(every, "min"), "", ">", EXACT, "S3.1").status == "passed"
+    assert round_trip(every).status == "passed" and round_trip(every).threshold == EXACT
     one_wrong = np.r_[np.ones(23), 4 / 5]
-    assert Check.of("round trip", per_unit(one_wrong, "min"), "", ">", EXACT, "S3.1").status == "failed"
+    assert round_trip(one_wrong).status == "failed"
     shuffled = np.r_[np.zeros(23), 0.6]
-    assert Check.of("shuffled", per_unit(shuffled, "max"), "", "<", PERMUTED_CEILING, "S3.1",
-                    role="control").status == "failed"
+    control = claim_check("S3.1/largest-token-accuracy-over-the-prompts-with-w-e-s-rows-shuffled",
+                          permuted=per_unit(shuffled, "max"))
+    assert (control.role, control.threshold, control.status) == ("control", PERMUTED_CEILING, "failed")
 
 
 def test_s3_3s_paired_gap_fails_where_the_trained_model_recovers_more_prompts_than_its_twin():
@@ -535,10 +562,10 @@ def test_s3_3s_paired_gap_fails_where_the_trained_model_recovers_more_prompts_th
 
     trained = np.r_[np.ones(12), np.zeros(4)]
     worse_twin = np.r_[np.zeros(12), np.ones(4)]
-    assert Check.of("gap", proportion_difference(worse_twin, trained, paired=True), "", ">", 0.0, "S3.3").status == "failed"
+    assert claim_check(EXACT_GAP, exact_gap=proportion_difference(worse_twin, trained, paired=True)).status == "failed"
     better_twin = np.ones(16)
-    assert Check.of("gap", proportion_difference(better_twin, np.zeros(16), paired=True), "", ">", 0.0,
-                    "S3.3").status == "passed"
+    assert claim_check(EXACT_GAP, exact_gap=proportion_difference(better_twin, np.zeros(16), paired=True)
+                       ).status == "passed"
 
 
 def test_s3_7s_controls_fail_a_descent_that_misses_one_input_and_a_one_token_inversion_that_recovers_few():
@@ -546,10 +573,11 @@ def test_s3_7s_controls_fail_a_descent_that_misses_one_input_and_a_one_token_inv
     from latent_instruments.stats import per_unit
 
     l2 = np.r_[np.ones(23), 0.4]  # the L2 descent leaves one of 24 inputs mostly unrecovered
-    assert Check.of("l2", per_unit(l2, "min"), "", ">", RECOVERS, "S3.7", role="control").status == "failed"
+    assert claim_check(L2_DESCENT, descent=per_unit(l2, "min")).status == "failed"
     one_token = np.r_[np.ones(10), np.zeros(33)]  # 10 of 43 reported one-token inputs
-    assert Check.of("one token", proportion(one_token), "", ">", RECOVERS, "S3.7", role="control").status == "failed"
-    assert Check.of("one token", proportion(np.ones(43)), "", ">", RECOVERS, "S3.7", role="control").status == "passed"
+    assert claim_check(INDIRECT, indirect=proportion(one_token)).status == "failed"
+    assert claim_check(INDIRECT, indirect=proportion(np.ones(43))).status == "passed"
+    assert {claim_check(key).threshold for key in (L2_DESCENT, INDIRECT)} == {RECOVERS}
 
 
 def test_s3s_works_control_fails_a_descent_that_misses_an_untrained_blocks_input_and_16_of_16_pass():
@@ -593,8 +621,8 @@ def test_a_failure_that_a_longer_descent_removes_fails_its_convergence_control_a
     compared the other way; a longer descent that passes the claim, or blurs the failure, does not pass it."""
     from claims.s3_inversion.convergence import LONGER, convergence_check
 
-    failed = Check.of("long minus one-token", bootstrap(np.full(16, -0.5) + np.linspace(-0.01, 0.01, 16), np.mean,
-                                                         seed=0), "fraction", ">", 0.0, "S3.7")
+    failed = claim_check(ORDERING, ordering=bootstrap(np.full(16, -0.5) + np.linspace(-0.01, 0.01, 16), np.mean,
+                                                      seed=0))
     assert failed.status == "failed"
     def longer(values):
         return convergence_check(failed, bootstrap(np.asarray(values, float), np.mean, seed=0), 200)
@@ -612,15 +640,14 @@ def test_a_hold_that_a_longer_descent_reverses_fails_its_convergence_control_and
     no control."""
     from claims.s3_inversion.convergence import convergence_check
 
-    held = Check.of("twin minus trained", bootstrap(np.full(16, 0.4) + np.linspace(-0.01, 0.01, 16), np.mean, seed=0),
-                    "fraction", ">", 0.0, "S3.3")
+    held = claim_check(TOKEN_GAP, token_gap=bootstrap(np.full(16, 0.4) + np.linspace(-0.01, 0.01, 16), np.mean, seed=0))
     assert held.status == "passed"
     def longer(values):
         return convergence_check(held, bootstrap(np.asarray(values, float), np.mean, seed=0), 200)
     stays, closed, blurred = (longer(np.linspace(*ends, 16)) for ends in ((0.2, 0.3), (-0.3, -0.1), (-0.05, 0.06)))
     assert stays.status == "passed" and closed.status == "failed" and blurred.status == "inconclusive"
     assert stays.comparison == held.comparison and stays.convergence
-    undecided = Check.of("x", bootstrap(np.linspace(-0.1, 0.1, 16), np.mean, seed=0), "fraction", ">", 0.0, "S3.3")
+    undecided = claim_check(TOKEN_GAP, token_gap=bootstrap(np.linspace(-0.1, 0.1, 16), np.mean, seed=0))
     with pytest.raises(ValueError, match="decided check"):
         convergence_check(undecided, bootstrap(np.zeros(16), np.mean, seed=0), 200)
 

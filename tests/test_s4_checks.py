@@ -4,6 +4,8 @@ measures it with the claim's own statistics and decides it with the claim's own 
 check that passes everything turns these red.
 """
 
+from functools import partial
+
 import numpy as np
 import pytest
 import torch
@@ -12,7 +14,12 @@ from claims.s4_ffn.ffn_output_measures import block_readings
 from fixtures.pool import Captured
 from latent_instruments.stats import bootstrap, paired_difference, sample_mean
 from models.capture import ActivationCache
-from reports.checks import Check, ClaimRecord
+from reports.checks import ClaimRecord
+from tests.cases_s4 import CASES
+from tests.check_cases import check_of
+
+
+claim_check = partial(check_of, CASES)  # the claim's own check of a key (tests/check_cases.py)
 
 
 def _capture(attn: list[torch.Tensor], mlp: list[torch.Tensor]) -> Captured:
@@ -224,7 +231,8 @@ def test_all_blocks_worse_than_the_first_fails_the_claim():
 
     first = np.random.default_rng(0).uniform(0.1, 0.3, 200)
     every = first + np.random.default_rng(1).uniform(0.0, 0.04, 200)
-    gain = Check.of("gain", bootstrap(np.stack([first, every], 1), paired_difference, seed=0), "Hellinger", ">", 0.0, "S4.8")
+    gain = claim_check("S4.8/mean-h-first-block-alone-mean-h-all-blocks-held-out-prompts",
+                       gain=bootstrap(np.stack([first, every], 1), paired_difference, seed=0))
     assert gain.status == "failed"
 
 
@@ -283,6 +291,8 @@ def test_s4_2_fails_where_a_later_block_leads_or_attention_dominates_one_block()
 
 # --- S4.10: the excess over a prompt-shuffled null -------------------------------------------------------------
 
+BLOCK_1_EXCESS = "S4.10/block-1-excess-over-the-prompt-shuffled-null-final-layer"  # subspace_checks' claim check
+
 
 def test_a_ranking_biased_towards_frequent_tokens_passes_the_old_chance_and_fails_the_null():
     """Every FFN output ranks the same few frequent tokens on top, whatever the prompt: the rate is far above the
@@ -299,7 +309,8 @@ def test_a_ranking_biased_towards_frequent_tokens_passes_the_old_chance_and_fail
     chance = chance_in_top_half(vocab, np.array([len(t) for t in tokens]))
     assert hit.mean() / chance.mean() > 3.05  # version 1's ratio to chance passes
     excess = bootstrap(np.stack([hit, null], 1).astype(np.float64), excess_over_null, seed=0)
-    assert Check.of("excess", excess, "fraction", ">", FAR_ABOVE_NULL, "S4.10").status == "failed"
+    check = claim_check(BLOCK_1_EXCESS, excess=[excess])
+    assert check.threshold == FAR_ABOVE_NULL and check.status == "failed"
 
 
 def test_ffn_outputs_that_track_their_own_tokens_pass_the_null():
@@ -315,7 +326,8 @@ def test_ffn_outputs_that_track_their_own_tokens_pass_the_null():
         scores[i, t] += 2 if i % 8 else 0  # each prompt's own tokens on top, but one prompt in 8 (the units vary)
     hit, null = in_top_half(scores, tokens), in_top_half(scores, prompt_shuffled(tokens))
     excess = bootstrap(np.stack([hit, null], 1).astype(np.float64), excess_over_null, seed=0)
-    assert Check.of("excess", excess, "fraction", ">", FAR_ABOVE_NULL, "S4.10").status == "passed"
+    check = claim_check(BLOCK_1_EXCESS, excess=[excess])
+    assert check.threshold == FAR_ABOVE_NULL and check.status == "passed"
 
 
 # --- S4.9: the convergence control ------------------------------------------------------------------------------
@@ -341,21 +353,23 @@ def test_an_optimisation_stopped_after_two_steps_fails_the_convergence_control()
 
 
 def test_s4_9s_null_fails_vectors_that_share_one_direction_across_tokens():
-    """The σ1/σ2 control: groups of learned vectors with their tokens shuffled must stay under 6. Token-specific
+    """The σ1/σ2 null: groups of learned vectors with their tokens shuffled must stay under 6. Token-specific
     directions do (a shuffled group mixes directions); vectors that all lie along one common direction clear 6
-    whatever their token, so the control fails there."""
+    whatever their token, so the null does not tell them apart. Since S4.9's version 5 σ1/σ2 > 6 is a reading shown
+    beside the verdict (its least over shuffled groups, as ``measure_token_embeddings`` takes it), which no check
+    reads."""
     from claims.s4_ffn.token_subspace_measures import ONE_DIRECTION, shuffled_ratios
+    from latent_instruments.stats import per_unit
 
-    def control(vectors: torch.Tensor) -> str:
-        est = bootstrap(shuffled_ratios(vectors, seed=0).astype(np.float64), lambda u: float(u.min()), seed=0)
-        return Check.of("null", est, "ratio", "<", ONE_DIRECTION, "S4.9", role="control", guards_pass=True).status
+    def least(vectors: torch.Tensor) -> float:
+        return per_unit(shuffled_ratios(vectors, seed=0).astype(np.float64), "min").value
 
     g = torch.Generator().manual_seed(0)
     directions = torch.nn.functional.normalize(torch.randn(32, 1, 96, generator=g), dim=-1)
     own = 10 * directions + 0.3 * torch.randn(32, 100, 96, generator=g)  # each token its own direction
     common = 10 * directions[:1] + 0.3 * torch.randn(32, 100, 96, generator=g)  # every token the same direction
-    assert control(own) == "passed"
-    assert control(common) == "failed"
+    assert least(own) < ONE_DIRECTION
+    assert least(common) >= ONE_DIRECTION
 
 
 def test_a_converged_optimisation_passes_the_convergence_control():
@@ -373,17 +387,17 @@ def test_a_converged_optimisation_passes_the_convergence_control():
 
 
 def test_a_prediction_farther_than_the_siblings_fails_the_floor_check():
-    
-
     rng = np.random.default_rng(0)
     floor = rng.uniform(0.05, 0.15, 64)
     h = floor + rng.uniform(0.02, 0.06, 64)  # the FFN-only prediction: farther from the model than a sibling is
-    check = Check.of("H − floor", bootstrap(np.stack([h, floor], 1), paired_difference, seed=0), "Hellinger", "<", 0.0, "S4.4")
+    check = claim_check("S4.4/mean-h-prediction-from-input-ffn-outputs-model-s-mean-h-seed-siblings",
+                        below_siblings=bootstrap(np.stack([h, floor], 1), paired_difference, seed=0))
     assert check.status == "failed"
 
 
 def test_vectors_sharing_a_mean_fail_the_twin_guard_and_isotropic_ones_pass():
-    """S4.9's twin control: an uncentred SVD gives vectors that share a mean a large σ1 whatever trained them."""
+    """S4.9's twin guard: an uncentred SVD gives vectors that share a mean a large σ1 whatever trained them. Since
+    version 5 σ1/σ2 > 6 is a reading shown beside the verdict (for the model and its twin), which no check reads."""
     from claims.s4_ffn.token_subspace_measures import ONE_DIRECTION
     from latent_instruments.stats import per_unit
     from latent_instruments.token_subspaces import singular_values
@@ -391,23 +405,24 @@ def test_vectors_sharing_a_mean_fail_the_twin_guard_and_isotropic_ones_pass():
     g = torch.Generator().manual_seed(0)
     noise = torch.randn(12, 100, 32, generator=g)  # (tokens, restarts, d_model)
     shared = noise + 5 * torch.randn(12, 1, 32, generator=g)  # every token's vectors around one common direction
-    for vectors, status in ((shared, "failed"), (noise, "passed")):
+    for vectors, clears in ((shared, True), (noise, False)):
         s = singular_values(vectors)
         ratio = per_unit((s[:, 0] / s[:, 1]).numpy(), "min")  # decided token by token, as the claim
-        guard = Check.of("twin σ1/σ2", ratio, "ratio", "<", ONE_DIRECTION, "S4.9", role="control", guards_pass=True)
-        assert guard.status == status
+        assert (ratio.value >= ONE_DIRECTION) is clears
 
 
 def test_s4_2s_control_fails_an_attention_ablation_that_changed_nothing():
-    from claims.s4_ffn.feedforward_checks import DEAD_ABLATION
-    from claims.s4_ffn.feedforward_measures import weakest_attention_ablation
+    from claims.s4_ffn.feedforward_checks import DEAD_ABLATION, feedforward_checks
+    from claims.s4_ffn.feedforward_measures import s4_2_estimates
 
-    def control(dead_block: int | None) -> str:
+    def control(dead_block: int | None) -> str:  # feedforward_checks' control on the estimates S4.2 measures
         h = _distances([0.10, 0.05, 0.08], [0.5, 0.5, 0.5])
         if dead_block is not None:
             h[:, dead_block, 0] = 1e-7 * np.linspace(1, 2, len(h))  # the hook did nothing: float rounding
-        return Check.of("floor", bootstrap(h, weakest_attention_ablation, seed=0), "Hellinger", ">", DEAD_ABLATION,
-                        "S4.2", role="control").status
+        checks = feedforward_checks(s4_2_estimates(h, seed=0))
+        [check] = [c for c in checks if c.key == "S4.2/min-over-blocks-of-h-no-attention"]
+        assert check.role == "control" and check.threshold == DEAD_ABLATION
+        return check.status
 
     assert control(None) == "passed"
     assert control(1) == "failed"
@@ -420,16 +435,16 @@ def test_s4_8s_control_fails_a_gain_that_another_prompts_approximation_shows_as_
     """units (P, 4): H(first), H(all) on the prompt's own approximations, then on the next prompt's. All blocks
     pulling every approximation towards the text's common tokens lowers H for any pairing: the check passes, the
     control fails; a gain the prompt's own similar strings give passes both."""
+    from claims.s4_ffn.similar_strings_checks import GainEstimates, gain_checks
     from claims.s4_ffn.similar_strings_measures import gain_over_shuffled
 
     rng = np.random.default_rng(0)
 
-    def statuses(first, every, first_other, every_other) -> tuple[str, str]:
+    def statuses(first, every, first_other, every_other) -> tuple[str, str]:  # gain_checks' claim check, control
         u = np.column_stack([m + rng.normal(0, 0.05, 200) for m in (first, every, first_other, every_other)])
-        check = Check.of("gain", bootstrap(u[:, :2], lambda v: float((v[:, 0] - v[:, 1]).mean()), seed=0),
-                         "Hellinger", ">", 0.0, "S4.8")
-        control = Check.of("own", bootstrap(u, gain_over_shuffled, seed=0), "Hellinger", ">", 0.0, "S4.8",
-                           role="control")
+        check, control = gain_checks(GainEstimates(bootstrap(u[:, :2], paired_difference, seed=0),
+                                                   bootstrap(u, gain_over_shuffled, seed=0)))
+        assert (check.role, control.role) == ("claim", "control")
         return check.status, control.status
 
     assert statuses(0.5, 0.3, 0.7, 0.3) == ("passed", "failed")  # all blocks: the common tokens, for every prompt
@@ -458,9 +473,11 @@ def test_s4_4s_readout_control_fails_a_readout_that_misses_a_step_on_one_prompt(
     from claims.s4_ffn.ffn_path_checks import READOUT_TOLERANCE
     from latent_instruments.stats import per_unit
 
-    def control(h):
-        return Check.of("readout", per_unit(np.asarray(h), "max"), "Hellinger", "<", READOUT_TOLERANCE, "S4.4",
-                        role="control").status
+    def control(h):  # ffn_path_checks' readout control, as S4.4 measures it
+        check = claim_check("S4.4/largest-h-final-norm-head-applied-to-the-captured-final-state-model-s",
+                            readout=per_unit(np.asarray(h), "max"))
+        assert check.role == "control" and check.threshold == READOUT_TOLERANCE
+        return check.status
 
     assert control(np.zeros(32)) == "passed"
     assert control(np.r_[np.zeros(31), 10 * READOUT_TOLERANCE]) == "failed"
@@ -473,9 +490,11 @@ def test_s4_9s_fraction_is_a_census_of_a_whole_vocabulary_and_exact_over_drawn_t
     from claims.s4_ffn.token_subspace_measures import fraction_of_tokens
     from claims.s4_ffn.token_subspace_checks import EVERY_TOKEN
 
-    def status(predicts, vocab):
-        return Check.of("predicts", fraction_of_tokens(np.asarray(predicts), vocab), "", ">", EVERY_TOKEN,
-                        "S4.9").status
+    def status(predicts, vocab):  # token_embedding_checks' claim check
+        check = claim_check("S4.9/fraction-of-tokens-whose-first-singular-direction-alone-predicts-them",
+                            predicts=fraction_of_tokens(np.asarray(predicts), vocab))
+        assert check.threshold == EVERY_TOKEN
+        return check.status
 
     assert status(np.ones(84), 84) == "passed"
     assert status(np.r_[np.ones(83), 0], 84) == "failed"
@@ -495,8 +514,10 @@ def test_s4_4s_excess_control_fails_where_every_final_state_points_one_way_and_p
 
     def status(own: float, shared: float) -> str:
         units = np.column_stack([own + rng.normal(0, 0.01, 64), shared + rng.normal(0, 0.01, 64)])
-        return Check.of("excess", bootstrap(units, excess_over_cross_token, seed=0), "fraction", ">", EXCESS_FLOOR, "S4.4",
-                        role="control").status
+        check = claim_check("S4.4/cosine-excess-over-the-cross-token-baseline-c-b-1-b",
+                            excess=bootstrap(units, excess_over_cross_token, seed=0))
+        assert check.role == "control" and check.threshold == EXCESS_FLOOR
+        return check.status
 
     assert status(0.90, 0.88) == "failed"
     assert status(0.92, 0.30) == "passed"
@@ -508,26 +529,29 @@ def test_s4_5s_identity_control_is_exact_and_decides_where_a_bootstrap_could_not
     whose change the measurement did not see fails it."""
     from latent_instruments.stats import per_unit
 
+    def control(unnormalised) -> str:  # final_norm_checks' identity control
+        return claim_check("S4.5/same-measure-with-the-norm-replaced-by-identity-input-10-least-over",
+                           unnormalised=unnormalised).status
+
     exact = np.full((16, 8), 9.0)
-    assert Check.of("identity", bootstrap(exact, lambda u: float(u.mean()), seed=0), "fraction", ">", 1e-3,
-                    "S4.5").status == "inconclusive"
-    assert Check.of("identity", per_unit(exact, "min"), "fraction", ">", 1e-3, "S4.5").status == "passed"
+    assert control(bootstrap(exact, lambda u: float(u.mean()), seed=0)) == "inconclusive"
+    assert control(per_unit(exact, "min")) == "passed"  # as S4.5 measures it
     exact[3, 5] = 0.0
-    assert Check.of("identity", per_unit(exact, "min"), "fraction", ">", 1e-3, "S4.5").status == "failed"
+    assert control(per_unit(exact, "min")) == "failed"
 
 
 def test_s4_6s_reading_against_s4s_own_floor_fails_an_approximation_far_above_it():
     """S4.6's reading (issue 56): in-sample H minus S4's floor (0.106) under S4's floor SD (0.082). An approximation
     at H ≈ 0.30 fails it; one at S4's own 0.1677 passes, as S4's sentence says of its model."""
-    from claims.s4_ffn.similar_strings_checks import SOURCE_FLOOR, SOURCE_FLOOR_SD
-    
+    from claims.s4_ffn.similar_strings_checks import S4_FLOOR, S4_FLOOR_SD, SOURCE_FLOOR, SOURCE_FLOOR_SD
 
-    floor, sd = float(np.mean(SOURCE_FLOOR)), float(np.mean(SOURCE_FLOOR_SD))
+    assert (S4_FLOOR, S4_FLOOR_SD) == pytest.approx((np.mean(SOURCE_FLOOR), np.mean(SOURCE_FLOOR_SD)))
     rng = np.random.default_rng(0)
     for centre, status in ((0.30, "failed"), (0.1677, "passed")):
         h = np.clip(rng.normal(centre, 0.05, 2000), 0, 1)
-        check = Check.of("reading", bootstrap(h - floor, sample_mean, seed=0), "Hellinger", "<", sd, "S4.6", role="reading")
-        assert check.status == status
+        check = claim_check("S4.6/mean-h-approximation-model-s4-s-in-sample-prompts-s4-s-floor",
+                            in_sample=bootstrap(h - S4_FLOOR, sample_mean, seed=0))  # as S4.6 measures it
+        assert check.role == "reading" and check.threshold == S4_FLOOR_SD and check.status == status
 
 
 def test_s4_10s_numbers_beside_s4s_name_the_catalogues_quantities_on_six_blocks_only():
