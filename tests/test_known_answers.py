@@ -170,3 +170,33 @@ def test_every_instrument_result_is_a_frozen_value():
              Following, LogBins, PowerLawFit, Estimate, StringTable, LearnedEmbeddings)
     assert [k.__name__ for k in kinds if not k.__dataclass_params__.frozen] == []
     assert all(dataclasses.is_dataclass(k) for k in kinds)
+
+
+def test_a_suffix_that_never_occurs_backs_off_to_uniform():
+    """SuffixMatcher.predict: token 3 never occurs in the text, so neither the 2-token nor the 1-token suffix of
+    [3, 3] matches (its code sorts after every indexed one): the uniform distribution, suffix length 0."""
+    from latent_instruments.strings import SuffixMatcher
+
+    matcher = SuffixMatcher(np.array([0, 1, 0, 1, 0, 2]), 2, 4)
+    probs, used = matcher.predict(np.array([[3, 3], [0, 1]]))
+    assert used.tolist() == [0, 2]
+    assert probs[0].tolist() == [0.25] * 4 and probs[1].tolist() == [1.0, 0.0, 0.0, 0.0]  # (0, 1) is followed by 0
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_a_tokens_first_direction_points_the_way_most_of_its_vectors_do(sign):
+    """first_directions (S4: the sign set so that most vectors point its way): two short vectors along +e1 and one
+    long one along −e1 give +e1, counted by vectors, not by length; and the same negated give −e1."""
+    from latent_instruments.token_subspaces import first_directions
+
+    vectors = sign * torch.tensor([[[-5.0, 0.0], [1.0, 0.0], [1.0, 0.0]]])  # (1 token, 3 vectors, d_model 2)
+    assert first_directions(vectors)[0].tolist() == pytest.approx([sign, 0.0], abs=1e-6)
+
+
+def test_learning_token_vectors_stops_once_the_nll_is_below_s4s_target():
+    """learn_token_embeddings stops at S4's NLL of 1e-4, long before its step budget, on a readout that separates
+    the tokens easily (a scaled identity)."""
+    from latent_instruments.token_subspaces import learn_token_embeddings
+
+    learned = learn_token_embeddings(lambda x: 50.0 * x, torch.arange(3), 3, 2, 500, 0.5, 0)
+    assert learned.steps < 500 and float(learned.probability.min()) > 0.999
