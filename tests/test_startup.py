@@ -21,7 +21,6 @@ from tests.helpers import child, claims_run, pytest_child, startup_error
 
 REPO = Path(__file__).resolve().parent.parent
 SHIPPED = REPO / "models" / "shipped"
-STARTUP_SECONDS = 30  # a usage error comes within seconds: imports, then the checks; no model, no corpus fetch
 ROOT = os.geteuid() == 0  # root writes into read-only folders, so os.access(W_OK) is True there
 
 
@@ -175,14 +174,18 @@ def test_a_bad_option_is_a_usage_error_that_leaves_nothing_behind(tmp_path, case
 
 
 @pytest.mark.subprocess
-def test_a_real_start_with_bad_options_exits_4_within_seconds_one_line_each_and_leaves_nothing_behind(tmp_path):
-    """What only a real process shows: pytest's exit status 4, no traceback, within seconds, every bad option on a
-    line of its own in the order checked, and no report folder."""
-    done, seconds = claims_run("--device", "tpu", "--seed", "-1", "--corpus", str(tmp_path / "none.txt"),
-                               "--report-dir", str(tmp_path / "reports"))
+def test_a_real_start_with_bad_options_exits_4_before_any_model_one_line_each_and_leaves_nothing_behind(tmp_path):
+    """What only a real process shows: pytest's exit status 4, no traceback, before any model or corpus is touched
+    (the cache it would fill stays empty; how long that takes is measured, not asserted: a timing is no test), every
+    bad option on a line of its own in the order checked, and no report folder."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    done, _ = claims_run("--device", "tpu", "--seed", "-1", "--corpus", str(tmp_path / "none.txt"),
+                         "--report-dir", str(tmp_path / "reports"), env={"LATENT_CLAIMS_CACHE": str(cache)})
     assert done.returncode == 4, done.stderr[-3000:]
     assert "Traceback" not in done.stdout + done.stderr, done.stderr[-3000:]
-    assert seconds < STARTUP_SECONDS, f"usage error after {seconds:.1f} s"
+    assert tree(cache) == set(), "a usage error came after the cache was touched"
+    cache.rmdir()
     lines = [line for line in done.stderr.splitlines() if line.startswith(("ERROR: --", "--"))]
     assert [line.removeprefix("ERROR: ").split()[0] for line in lines] == ["--device", "--seed", "--corpus"]
     assert tree(tmp_path) == set()
