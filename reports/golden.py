@@ -3,7 +3,8 @@ record, with ``models/shipped/verdicts.json`` (pytest-regressions' practice, iss
 
 Each record the run made is looked up by :func:`reports.records.record_id`; its outcome as measured
 (:func:`reports.shipped_verdicts.measured`: the ledger's expectation left out) must equal the kept one, and its
-headline's value, ci_low and ci_high must each be within the claim's tolerance of the kept ones
+headline's value, ci_low and ci_high must each be within the claim's tolerance of the kept ones, and its sample n
+(the units its interval came from) equal to the kept one
 (``models/shipped/tolerances.toml``: float noise across CPUs by default, a tolerance against its bound for a claim
 whose statistic is rounding noise by design). A record the file does not keep, or keeps for another procedure
 version, is not pinned, and fails the comparison as well: ``python -m reports shipped RUN --write`` (``--merge`` for
@@ -21,9 +22,9 @@ from pathlib import Path
 
 from reports.checks import ClaimRecord
 from reports.records import record_id
-from reports.shipped_verdicts import measured
+from reports.shipped_verdicts import headline_numbers, measured
 
-BOUNDS = ("value", "ci_low", "ci_high")  # the headline's numbers a verdicts record keeps
+BOUNDS = ("value", "ci_low", "ci_high")  # the headline's numbers a verdicts record keeps, within tolerance
 ACCEPT = "python -m reports shipped RUN --write"
 
 
@@ -118,22 +119,19 @@ class GoldenComparison:
         return bool(self.beyond or self.not_pinned)
 
 
-def numbers(record: ClaimRecord) -> dict:
-    """A record's headline value and interval as the verdicts file keeps them: None where there is no headline or
-    the number is not finite (as ``reports.shipped_verdicts.snapshot`` writes them)."""
-    head = record.headline
-    return {k: (v if head is not None and math.isfinite(v := getattr(head, k)) else None) for k in BOUNDS}
-
-
 def _moved(record: ClaimRecord, kept: dict, tol: Tolerance) -> list[str]:
-    """The phrases saying how ``record`` differs from ``kept`` (empty where it agrees)."""
+    """The phrases saying how ``record`` differs from ``kept`` (empty where it agrees): the outcome, the headline's
+    numbers beyond tolerance, and its sample size ``n``, exactly, where the file keeps one (a file written before
+    it kept ``n`` is compared on the rest)."""
     out = []
     if measured(record.outcome) != kept.get("outcome"):
         out.append(f"outcome {measured(record.outcome)!r} (shipped {kept.get('outcome')!r})")
-    mine = numbers(record)
+    mine = headline_numbers(record)
     for name in BOUNDS:
         if not tol.close(mine[name], kept.get(name)):
             out.append(f"{name} {mine[name]!r} (shipped {kept.get(name)!r})")
+    if "n" in kept and mine["n"] != kept["n"]:
+        out.append(f"sample n {mine['n']!r} (shipped {kept['n']!r}), which no tolerance covers")
     return out
 
 

@@ -33,11 +33,14 @@ SHIPPED_SETTINGS = {"seed": 0, "prompts": [32, 128], "max_prompts": 128, "zoo": 
 
 
 
-def _headline(record: ClaimRecord) -> dict:
-    """The headline's value and interval as the file keeps them: null where there is none or it is not finite."""
+def headline_numbers(record: ClaimRecord) -> dict:
+    """The headline's value and interval as the file keeps them (null where there is none or it is not finite), and
+    its sample ``n``, the units its interval was estimated from (null where there is no headline or it has none): a
+    change of sample size moves the measurement even where the value barely moves (issue 75)."""
     head = record.headline
-    return {k: (v if head is not None and math.isfinite(v := getattr(head, k)) else None)
-            for k in ("value", "ci_low", "ci_high")}
+    numbers = {k: (v if head is not None and math.isfinite(v := getattr(head, k)) else None)
+               for k in ("value", "ci_low", "ci_high")}
+    return numbers | {"n": None if head is None or head.n is None else int(head.n)}
 
 
 def measured(outcome: str) -> str:
@@ -65,7 +68,7 @@ def snapshot(doc: RunDocument) -> dict:
         raise ValueError(f"run {doc.run_id} was interrupted: its verdicts are incomplete")
     machines = sorted({(m.get("build") or {}).get("cpu") or (m.get("build") or {}).get("gpu") or ""
                        for m in (doc.models or {}).values() if "error" not in m} - {""})
-    records = {record_id(r): {"version": r.version, "outcome": measured(r.outcome), **_headline(r)} for r in doc.records
+    records = {record_id(r): {"version": r.version, "outcome": measured(r.outcome), **headline_numbers(r)} for r in doc.records
                if on_the_zoo(r.model)}
     return {"run_id": doc.run_id, "git": doc.git, "machines": machines, "settings": doc.facts(),
             "torch": (doc.versions or {}).get("torch"), "records": records}
@@ -197,7 +200,7 @@ def against_shipped(records: list[ClaimRecord], shipped: dict | None) -> dict | 
         if kept["outcome"] != measured(r.outcome):
             differ.append({"claim": r.claim, "model": r.model, "test": r.test, "shipped": kept["outcome"],
                            "local": measured(r.outcome), "shipped_value": kept.get("value"),
-                           "local_value": _headline(r)["value"]})
+                           "local_value": headline_numbers(r)["value"]})
     return {"shipped_run": shipped["run_id"], "shipped_git": shipped["git"], "compared": compared,
             "differ": differ, "not_compared": len(records) - compared}
 

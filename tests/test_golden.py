@@ -67,6 +67,21 @@ def test_a_rounding_noise_claim_has_its_own_tolerance_against_its_bound():
     assert compare([_record("S4.1", 0.052)], _kept(_record("S4.1", 0.04)), TOLERANCES).failed
 
 
+def test_a_sample_size_that_moved_fails_whatever_the_tolerance_and_a_file_without_n_is_compared_on_the_rest():
+    """A changed sample (8 prompts where the file kept 9) moves a measurement even where its value stays within a
+    loose tolerance (S1.2's, against its bound): n is compared exactly where the file keeps it."""
+    record = _record("S1.2", 0.04)
+    record.checks[0] = replace(record.checks[0], n=9)
+    kept = _kept(record)
+    kept["records"]["S1.2|test_1[tiny-w96]"]["n"] = 8
+    moved = compare([record], kept, TOLERANCES)
+    assert moved.failed and "sample n 9 (shipped 8)" in moved.beyond[0]
+    kept["records"]["S1.2|test_1[tiny-w96]"]["n"] = 9
+    assert not compare([record], kept, TOLERANCES).failed
+    del kept["records"]["S1.2|test_1[tiny-w96]"]["n"]  # a file written before n was kept
+    assert not compare([record], kept, TOLERANCES).failed
+
+
 def test_a_narrowed_run_compares_only_the_records_it_made_and_an_unpinned_record_fails():
     kept = _kept(_record("S4.1", 0.5), _record("S4.1", 0.6, model="tiny-w128"), _record("S1.2", 0.04))
     narrowed = compare([_record("S4.1", 0.5)], kept, TOLERANCES)

@@ -181,7 +181,7 @@ def _run(outcome: str, zoo_build: str = "shipped", version: int = 1) -> RunDocum
 def test_a_local_build_is_compared_with_the_shipped_verdicts():
     kept = snapshot(_run("fails as expected"))
     assert kept["machines"] == ["Intel (AVX512)"] and list(kept["records"].values())[0] == {
-        "version": 1, "outcome": "fails", "value": 0.5, "ci_low": 0.4, "ci_high": 0.6}
+        "version": 1, "outcome": "fails", "value": 0.5, "ci_low": 0.4, "ci_high": 0.6, "n": None}
     same = against_shipped(_run("fails", "local").records, kept)
     assert same["compared"] == 1 and same["differ"] == []
     differ = against_shipped(_run("holds", "local").records, kept)
