@@ -7,7 +7,7 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from claims.s4_ffn.feedforward_checks import FeedforwardEstimates, feedforward_checks
+from claims.s4_ffn.feedforward_checks import FeedforwardEstimates
 from latent_instruments.distances import hellinger_distance
 from latent_instruments.stats import bootstrap
 from models.forwards import ablated_logits
@@ -105,11 +105,6 @@ def s4_2_estimates(h: np.ndarray, seed: int) -> FeedforwardEstimates:
     return FeedforwardEstimates([bootstrap(h, ablation_ratio(b), seed=seed) for b in range(h.shape[1])],
                                 bootstrap(h, block_one_lead, seed=seed) if h.shape[1] > 1 else None,
                                 bootstrap(h, weakest_attention_ablation, seed=seed))
-
-
-def s4_2_checks(h: np.ndarray, seed: int) -> list:
-    """S4.2's claim checks (``feedforward_checks`` of :func:`s4_2_estimates`, the control left out)."""
-    return [c for c in feedforward_checks(s4_2_estimates(h, seed)) if c.role == "claim"]
 
 
 def _side_mean(block: int, side: int):
