@@ -109,6 +109,11 @@ def equivalents(path: Path = EQUIVALENT) -> dict[str, str]:
     return {f"{e['module']}:{e['line']} {e['operator']}": e["why"] for e in raw.get("equivalent", [])}
 
 
+def command_of(config: Path) -> str:
+    """The runner's shell command a session's config holds (its ``test-command``)."""
+    return tomllib.loads(config.read_text(encoding="utf-8"))["cosmic-ray"]["test-command"]
+
+
 def _sh(*args, cwd: Path) -> None:
     done = subprocess.run(list(map(str, args)), cwd=cwd, capture_output=True, text=True)
     if done.returncode:
@@ -121,8 +126,11 @@ def run(sample: dict[str, int], seed: int, out: Path, python: str, timeout: floa
     (the rest marked skipped), run it, and return the summary written to ``out``/mutation.json. ``only``: instead of
     the sample, exactly these mutants, (module, operator, occurrence) (``--retry``: a run's survivors again).
 
+    A module whose runner fails on the unmutated code (its baseline) is left out of the score, its mutants untried,
+    and named under ``baseline_failed`` with the runner's output: all its mutants would read as killed.
+
     Raises:
-        SystemExit: where cosmic-ray fails, or a module's runner fails on the unmutated code (its baseline).
+        SystemExit: where cosmic-ray fails.
     """
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
@@ -150,6 +158,7 @@ def run(sample: dict[str, int], seed: int, out: Path, python: str, timeout: floa
                                   for m in item.mutations[:1] if OPERATORS.match(m.operator_name)]
     # a mutant is drawn by (module, operator, occurrence), which the same source gives again; cosmic-ray's job ids
     # are random, so a draw over them would be another sample each run
+    failed_baselines: dict[str, str] = {}
     rng = random.Random(seed)
     chosen = {key[-1] for package, items in pool.items()
               for key in (rng.sample(sorted(items, key=lambda k: k[:3]), min(sample[package], len(items)))
@@ -160,11 +169,22 @@ def run(sample: dict[str, int], seed: int, out: Path, python: str, timeout: floa
             work.set_multiple_results(skip, WorkResult(output="not sampled", worker_outcome=WorkerOutcome.SKIPPED))
             if len(skip) == work.num_work_items:
                 continue
-        _sh(cosmic, "baseline", config, cwd=tree)  # the runner passes on the unmutated code
+        try:
+            baseline = subprocess.run(command_of(config), shell=True, cwd=tree, capture_output=True, text=True,
+                                      timeout=timeout)
+            failed = (baseline.stdout + baseline.stderr)[-3000:] if baseline.returncode else ""
+        except subprocess.TimeoutExpired:
+            failed = f"timed out after {timeout:g} s"
+        if failed:  # the runner fails on the unmutated code: its mutants would all read as killed
+            failed_baselines[module] = failed
+            continue
         _sh(cosmic, "exec", config, db, cwd=tree)
     known = equivalents()
-    summary = {"seed": seed, "sample": sample, "packages": {}, "survivors": [], "equivalent": []}
+    summary = {"seed": seed, "sample": sample, "packages": {}, "survivors": [], "equivalent": [],
+               "baseline_failed": [{"module": m, "output": out} for m, out in failed_baselines.items()]}
     for module, (config, db, package) in sessions.items():
+        if module in failed_baselines:
+            continue
         counts = summary["packages"].setdefault(package, {"tried": 0, "killed": 0, "survived": 0, "equivalent": 0,
                                                           "incompetent": 0})
         with use_db(db, WorkDB.Mode.open) as work:
@@ -220,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{c['survived']} survived, {c['equivalent']} equivalent; score {c['score']}")
     for s in summary["survivors"]:
         print(f"SURVIVED {s['mutant']}")
+    for b in summary["baseline_failed"]:
+        print(f"BASELINE FAILED {b['module']} (its runner fails unmutated; its mutants untried):\n{b['output'][-800:]}")
     print(f"written: {args.out / 'mutation.json'}")
     return 0
 
