@@ -104,7 +104,8 @@ def copy_tree(out: Path) -> Path:
 
 
 def equivalents(path: Path = EQUIVALENT) -> dict[str, str]:
-    """{"MODULE:LINE OPERATOR": why} of the known-equivalent mutants (benchmarks/mutation_equivalent.toml)."""
+    """{"MODULE:LINE OPERATOR": why} of the known-equivalent mutants (benchmarks/mutation_equivalent.toml); OPERATOR
+    "*" stands for every mutant of that line (a constant that only sizes batches)."""
     raw = tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     return {f"{e['module']}:{e['line']} {e['operator']}": e["why"] for e in raw.get("equivalent", [])}
 
@@ -133,9 +134,10 @@ def run(sample: dict[str, int], seed: int, out: Path, python: str, timeout: floa
         SystemExit: where cosmic-ray fails.
     """
     from cosmic_ray.work_db import WorkDB, use_db
-    from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
+    from cosmic_ray.work_item import WorkerOutcome, WorkResult
 
     tree = copy_tree(out)
+    shutil.rmtree(out / "sessions", ignore_errors=True)  # a session of an earlier run is not this run's
     python = str(Path(python).absolute()) if "/" in python else python  # not resolved: a venv python is a link
     verdicts = json.loads((tree / "models/shipped/verdicts.json").read_text())["records"]
     cosmic = Path(sys.executable).with_name("cosmic-ray")
@@ -179,6 +181,24 @@ def run(sample: dict[str, int], seed: int, out: Path, python: str, timeout: floa
             failed_baselines[module] = failed
             continue
         _sh(cosmic, "exec", config, db, cwd=tree)
+    (out / "baseline_failed.json").write_text(json.dumps(failed_baselines, indent=1) + "\n")
+    return summarise(out, seed, sample)
+
+
+def summarise(out: Path, seed: int, sample: dict[str, int]) -> dict:
+    """The score of the sessions under ``out``/sessions, read back from cosmic-ray's databases, with today's
+    known-equivalent mutants (so ``--rescore`` counts an equivalent listed after the run); written to
+    ``out``/mutation.json and returned."""
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import TestOutcome, WorkerOutcome
+
+    failed = out / "baseline_failed.json"
+    failed_baselines = json.loads(failed.read_text()) if failed.exists() else {}
+    sessions = {}
+    for config in sorted((out / "sessions").glob("*.toml")):
+        module = tomllib.loads(config.read_text(encoding="utf-8"))["cosmic-ray"]["module-path"]
+        package = "latent_instruments" if module.startswith("latent_instruments/") else "measures"
+        sessions[module] = (config, config.with_suffix(".sqlite"), package)
     known = equivalents()
     summary = {"seed": seed, "sample": sample, "packages": {}, "survivors": [], "equivalent": [],
                "baseline_failed": [{"module": m, "output": out} for m, out in failed_baselines.items()]}
@@ -194,9 +214,10 @@ def run(sample: dict[str, int], seed: int, out: Path, python: str, timeout: floa
                 m = item.mutations[0]
                 where = f"{module}:{m.start_pos[0]} {m.operator_name}"
                 counts["tried"] += 1
-                if result.test_outcome == TestOutcome.SURVIVED and where in known:
+                why = known.get(where) or known.get(f"{module}:{m.start_pos[0]} *")  # "*": every change of the line
+                if result.test_outcome == TestOutcome.SURVIVED and why:
                     counts["equivalent"] += 1
-                    summary["equivalent"].append({"mutant": where, "why": known[where]})
+                    summary["equivalent"].append({"mutant": where, "why": why})
                 elif result.test_outcome == TestOutcome.SURVIVED:
                     counts["survived"] += 1
                     summary["survivors"].append({"mutant": where, "module": module, "operator": m.operator_name,
@@ -221,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / "runs" / "mutation", help="where mutation.json goes")
     parser.add_argument("--python", default=str(REPO / ".venv" / "bin" / "python"), help="the suite's python")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds a runner may take (600)")
+    parser.add_argument("--rescore", action="store_true",
+                        help="score the run already under --out again (after listing an equivalent mutant)")
     parser.add_argument("--retry", type=Path, metavar="MUTATION_JSON",
                         help="try again exactly the survivors a run's mutation.json lists (after adding self-tests)")
     args = parser.parse_args(argv)
@@ -234,7 +257,8 @@ def main(argv: list[str] | None = None) -> int:
                          f"({err!r})")
     sample = {k: n for k, n in (("latent_instruments", args.instruments), ("measures", args.measures)) if n > 0}
     args.out.mkdir(parents=True, exist_ok=True)
-    summary = run(sample, args.seed, args.out.resolve(), args.python, args.timeout, only)
+    summary = (summarise(args.out.resolve(), args.seed, sample) if args.rescore
+               else run(sample, args.seed, args.out.resolve(), args.python, args.timeout, only))
     for package, c in summary["packages"].items():
         print(f"{package}: {c['tried']} tried, {c['killed']} killed ({c['incompetent']} incompetent), "
               f"{c['survived']} survived, {c['equivalent']} equivalent; score {c['score']}")
