@@ -200,3 +200,13 @@ def test_learning_token_vectors_stops_once_the_nll_is_below_s4s_target():
 
     learned = learn_token_embeddings(lambda x: 50.0 * x, torch.arange(3), 3, 2, 500, 0.5, 0)
     assert learned.steps < 500 and float(learned.probability.min()) > 0.999
+
+
+@pytest.mark.parametrize("probs, tokens", [([0.6, 0.35, 0.05], [0, 1]), ([0.05, 0.5, 0.3, 0.15], [1, 2, 3]),
+                                           ([0.95, 0.03, 0.02], [0])])
+def test_the_tokens_carrying_90_percent_of_the_mass_are_the_fewest_most_probable_that_reach_it(probs, tokens):
+    """mass_tokens (S4.10: n = V − #(cumsum > mass) + 1): 0.6 alone falls short of 0.9, 0.6 + 0.35 reaches it (one
+    cumulative sum at or under the mass, so two tokens); 0.5 + 0.3 falls short, + 0.15 reaches it; 0.95 alone does."""
+    from latent_instruments.similar_strings import mass_tokens
+
+    assert [t.tolist() for t in mass_tokens(torch.tensor([probs], dtype=torch.float64), 0.9)] == [tokens]
