@@ -210,3 +210,34 @@ def test_the_tokens_carrying_90_percent_of_the_mass_are_the_fewest_most_probable
     from latent_instruments.similar_strings import mass_tokens
 
     assert [t.tolist() for t in mass_tokens(torch.tensor([probs], dtype=torch.float64), 0.9)] == [tokens]
+
+
+# ------------------------------------------------------------------------------------------------ S3.1, S3.9's layers
+
+
+def test_s3_1s_round_trip_counts_a_token_whose_row_another_outscores_as_lost():
+    """measure_round_trip: W_E's rows e1, 2·e1, e2 (vocab 3 > d_model 2): W_E·W_E⁺ sends token 0's embedding to
+    coordinates (1/5, 2/5, 0), so it comes back as token 1; one of the prompt's three tokens is lost."""
+    from claims.s3_inversion.round_trip_measures import measure_round_trip
+    from latent_instruments.decoding import pseudo_inverse
+
+    weight = torch.tensor([[1.0, 0.0], [2.0, 0.0], [0.0, 1.0]])
+    problem = SimpleNamespace(weight=weight, ids=torch.tensor([[0, 1, 2]]), pinv=pseudo_inverse(weight))
+    estimates = measure_round_trip(problem, SimpleNamespace(seed=0))
+    assert estimates.recovered.value == pytest.approx(2 / 3) and estimates.top[0, :, 0].tolist() == [1, 1, 2]
+
+
+def test_s3_9s_cpu_layers_keep_s3s_ratio_of_widths_and_its_32_heads_of_width_over_32():
+    """S3.9's untrained single layers: the CPU's widths stand in S3's ratio (8192 / 4096), each layer has S3's 32
+    heads, each of width / 32 (the head size times the heads is the width)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from claims.s3_inversion.between_tokens_measures import CPU_WIDTHS, HEADS, SOURCE_WIDTHS, _single_layer
+    from models.loading import LoadedModel
+
+    assert CPU_WIDTHS[1] / CPU_WIDTHS[0] == SOURCE_WIDTHS[1] / SOURCE_WIDTHS[0] and HEADS == 32
+    tiny = LlamaForCausalLM(LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=1,
+                                        num_attention_heads=4, vocab_size=50))
+    layer = _single_layer(LoadedModel(None, tiny, None, None, ""), 128, 50, 0, torch.device("cpu"))
+    attention = layer.model.model.layers[0].self_attn
+    assert layer.model.config.head_dim == 4 and attention.q_proj.weight.shape == (128, 128)
