@@ -62,7 +62,7 @@ def pytest_configure(config: pytest.Config) -> None:
                                        "untrained twin, siblings=True its seed siblings where the zoo has them")
     config.addinivalue_line("markers", "needs(*names): canonical activations (fnmatch patterns) the test reads")
     config.addinivalue_line("markers", "spectra(*arrays): the S0 spectra a test reads (SPECTRA_ARRAYS in "
-                                       "claims/s0_spectra/conftest.py); a later look computes only these")
+                                       "claims/s0_spectra/model_spectra.py); a later look computes only these")
     config.addinivalue_line("markers", "source_scale: a source-scale variant (e.g. S3.9's 4096- and 8192-wide layers); "
                                        "runs with --source-scale on, the default with CUDA, and is skipped otherwise")
     settings = resolve_settings(config)  # every option checked here, before any model is touched

@@ -2,6 +2,7 @@
 test function over ``MAX_TEST_LINES`` (issue 65, item 4)."""
 
 import ast
+import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -170,3 +171,18 @@ def test_a_self_test_writing_a_check_is_found(tmp_path):
     (tmp_path / "tests" / "test_geometry.py").write_text("c = Check('x', 1.0)\nr = ClaimCheck(1)\n")
     (tmp_path / "tests" / "test_reports.py").write_text("c = Check.of('x', e, 'u', '>', 0.0, 'd')\n")  # plumbing
     assert claim_self_tests_writing_a_check(tmp_path) == ["tests/test_geometry.py:1", "tests/test_s9_checks.py:2"]
+
+
+def test_a_familys_conftest_holds_its_fixtures_only():
+    """Issue 79, item 4: family code lives in named modules (model_spectra.py, block_vectors.py, heads.py), not in
+    conftest.py; a conftest holds fixtures and their private helpers, and nothing imports from it."""
+    found = []
+    for path in sorted(REPO.glob("claims/*/conftest.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            fixture = isinstance(node, ast.FunctionDef) and any("fixture" in ast.unparse(d) for d in node.decorator_list)
+            named = getattr(node, "name", None) or ", ".join(ast.unparse(t) for t in getattr(node, "targets", []))
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.Assign)) and not fixture and not named.startswith("_"):
+                found.append(f"{path.relative_to(REPO)}: {named}")
+    importers = sorted(p.relative_to(REPO).as_posix() for p in [*REPO.glob("claims/**/*.py"), *REPO.glob("tests/*.py")]
+                       if re.search(r"from claims\.\w+\.conftest import", p.read_text(encoding="utf-8")))
+    assert (found, importers) == ([], []), f"family code in conftest.py: {found}; modules importing a conftest: {importers}"

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from claims.s0_spectra.conftest import beyond_null, early_blocks, estimate
+from claims.s0_spectra.model_spectra import beyond_null, early_blocks, estimate
 from claims.s0_spectra.residual_checks import (
     BEND_MARGIN, S0_BLOCK1_BEND, attention_spike_checks, low_band_checks, mlp_spike_checks,
 )
@@ -392,16 +392,16 @@ def test_a_straight_law_seen_through_a_cut_is_bent_by_leakage_which_s0_6_subtrac
 def test_a_later_looks_streamed_spectra_are_the_whole_batchs_sequence_by_sequence():
     """S0's later looks are streamed in chunks (``ModelPool.stream``, ``Spectra``) to hold a quarter of the
     activations: every array, position shuffles included, must equal the one-batch ModelSpectra row by row."""
-    from claims.s0_spectra.conftest import SPECTRA_ARRAYS, SPECTRA_NEEDS, ModelSpectra, _arrays
+    from claims.s0_spectra.model_spectra import SPECTRA_ARRAYS, SPECTRA_NEEDS, ModelSpectra, arrays_of
     from models.adapters import adapter_for
     from models.capture import run_with_cache
     from tests.conftest import tiny_model
 
     model = tiny_model("gpt2")
     ids = torch.randint(0, 50, (8, 12), generator=torch.Generator().manual_seed(0))
-    whole = _arrays(ModelSpectra(run_with_cache(model, adapter_for(model), ids, names=SPECTRA_NEEDS), seed=3),
+    whole = arrays_of(ModelSpectra(run_with_cache(model, adapter_for(model), ids, names=SPECTRA_NEEDS), seed=3),
                     SPECTRA_ARRAYS)
-    chunks = [_arrays(ModelSpectra(run_with_cache(model, adapter_for(model), ids[rows], names=SPECTRA_NEEDS), 3,
+    chunks = [arrays_of(ModelSpectra(run_with_cache(model, adapter_for(model), ids[rows], names=SPECTRA_NEEDS), 3,
                                    rows, 8), SPECTRA_ARRAYS) for rows in (slice(0, 4), slice(4, 8))]
     for array in SPECTRA_ARRAYS:
         np.testing.assert_allclose(np.concatenate([c[array] for c in chunks]), whole[array], rtol=1e-5,
@@ -415,7 +415,7 @@ def test_an_s0_test_reads_only_the_spectra_it_declares():
     the marker to add; an unknown or missing declaration is a usage error."""
     from types import SimpleNamespace
 
-    from claims.s0_spectra.conftest import ModelSpectra, Spectra, _arrays, declared_arrays, SPECTRA_NEEDS
+    from claims.s0_spectra.model_spectra import ModelSpectra, Spectra, arrays_of, declared_arrays, SPECTRA_NEEDS
     from models.adapters import adapter_for
     from models.capture import run_with_cache
     from tests.conftest import tiny_model
@@ -423,7 +423,7 @@ def test_an_s0_test_reads_only_the_spectra_it_declares():
     model = tiny_model("gpt2")
     ids = torch.randint(0, 50, (4, 12), generator=torch.Generator().manual_seed(0))
     first = ModelSpectra(run_with_cache(model, adapter_for(model), ids, names=SPECTRA_NEEDS), seed=3)
-    seen = Spectra(first, _arrays(first, ("attn", "shuffled attn")))
+    seen = Spectra(first, arrays_of(first, ("attn", "shuffled attn")))
     assert seen.attn.shape[0] == seen.sequences == 4 and seen.shuffled.attn.shape == seen.attn.shape
     assert seen.n_blocks == first.n_blocks and seen.bins is first.bins
     with pytest.raises(AttributeError, match=r"spectra\.mlp .*add 'mlp' to its @pytest.mark.spectra"):

@@ -105,7 +105,7 @@ def test_s4_3s_cosine_check_fails_where_attention_and_ffn_outputs_point_apart_an
     """S4.3: the claim check is a positive mean cosine, a bound read off S4's notebook (0.04 in its weakest blocks is
     S4's 'roughly the same direction'). FFN outputs turned against the attention outputs fail it (and the twin
     control then decides nothing); FFN outputs at a mean cosine of about 0.04 pass it, as S4's own model does."""
-    from claims.s4_ffn.conftest import SOURCE_COSINE
+    from claims.s4_ffn.block_vectors import SOURCE_COSINE
 
     g = torch.Generator().manual_seed(0)
     attn = torch.randn(32, 64, 256, generator=g)

@@ -23,7 +23,7 @@ MOVED_LATER = "token ids built on the host and moved to the subject's input devi
 MODULE_INIT = "a parameter made in a module's __init__: the module moves as a whole with .to(device)"
 
 ALLOWED = {
-    ("claims/s0_spectra/conftest.py", "__init__"): "permutations of positions for the shuffled control, "
+    ("claims/s0_spectra/model_spectra.py", "__init__"): "permutations of positions for the shuffled control, "
                                                    "drawn on the CPU and moved .to() each state's device where "
                                                    "applied (the embeddings' on the CPU)",
     ("claims/s0_spectra/calibrate_pretty_close.py", "calibrate"): MOVED_LATER,

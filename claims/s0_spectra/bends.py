@@ -6,7 +6,7 @@ measure the same.
 
 import numpy as np
 
-from claims.s0_spectra.conftest import mean_fit
+from claims.s0_spectra.model_spectra import mean_fit
 from latent_instruments.clean_law import straight_law_bend
 from latent_instruments.spectra import power_law_bend
 

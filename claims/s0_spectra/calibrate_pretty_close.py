@@ -182,7 +182,7 @@ def calibrate(positions: int, sequences: int, device: str = "cpu") -> dict:
     Raises:
         ValueError: for a shape the training split cannot fill, or fewer sequences than a bootstrap needs.
     """
-    from claims.s0_spectra.conftest import SPECTRA_NEEDS, ModelSpectra
+    from claims.s0_spectra.model_spectra import SPECTRA_NEEDS, ModelSpectra
     from models.capture import run_with_cache
     from models.corpus import load_shakespeare
     from models.loading import load

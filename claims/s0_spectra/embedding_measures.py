@@ -4,7 +4,7 @@ minus high-band gain of tok+pos over tok. test_embedding.py records what these m
 
 import numpy as np
 
-from claims.s0_spectra.conftest import mean_fit
+from claims.s0_spectra.model_spectra import mean_fit
 from claims.s0_spectra.embedding_checks import FlatEstimates, TiltEstimates
 from fixtures.catalogue_text import gate
 
@@ -21,7 +21,7 @@ def measure_flat(spectra, claim) -> FlatEstimates:
     white by construction).
 
     Args:
-        spectra: the model's spectra (``claims.s0_spectra.conftest``) with ``hidden`` and ``shuffled_embed``,
+        spectra: the model's spectra (``claims.s0_spectra.model_spectra``) with ``hidden`` and ``shuffled_embed``,
             each (batch, [layers,] n_freq) power.
         claim: the claim's recorder (``fixtures.recording.ClaimRecorder``): its ``bootstrap``.
     Raises:

@@ -6,7 +6,7 @@ measure; residual_checks.py decides.
 import numpy as np
 
 from claims.s0_spectra.bends import bends, largest_later_bend, straight_bends
-from claims.s0_spectra.conftest import beyond_null, early_blocks
+from claims.s0_spectra.model_spectra import beyond_null, early_blocks
 from claims.s0_spectra.residual_checks import (
     AttentionSpikeEstimates, BendEstimates, ClosenessEstimates, LowBandEstimates, MlpSpikeEstimates,
 )
@@ -44,7 +44,7 @@ def measure_bends(model_name: str, spectra, claim) -> BendEstimates:
 
     Args:
         model_name: the model's zoo name (an init S0.6's margin was calibrated on is not judged by it).
-        spectra: its spectra (``claims.s0_spectra.conftest``) with ``attn`` and ``shuffled.attn``.
+        spectra: its spectra (``claims.s0_spectra.model_spectra``) with ``attn`` and ``shuffled.attn``.
         claim: the claim's recorder (``fixtures.recording.ClaimRecorder``): its ``bootstrap`` and ``seed``.
     Raises:
         pytest.skip.Exception: through ``claim.not_informative`` for one block, too few bins, or an init the margin

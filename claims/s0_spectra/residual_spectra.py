@@ -11,7 +11,7 @@ level (MLP residuals are smaller; S0 compares the curves' shapes).
 
 import numpy as np
 
-from claims.s0_spectra.conftest import early_blocks, loglog_panels, mean_fit
+from claims.s0_spectra.model_spectra import early_blocks, loglog_panels, mean_fit
 from fixtures.calibration import Margin
 from fixtures.catalogue import load_catalogue
 from fixtures.catalogue_text import procedure

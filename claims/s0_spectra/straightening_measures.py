@@ -6,7 +6,7 @@ decides.
 import numpy as np
 from scipy import stats
 
-from claims.s0_spectra.conftest import beyond_null, mean_fit
+from claims.s0_spectra.model_spectra import beyond_null, mean_fit
 from claims.s0_spectra.straightening_checks import LearnedEstimates, SpanEstimates, StraighteningEstimates
 from fixtures.catalogue_text import gate
 
@@ -44,7 +44,7 @@ def measure_straightening(spectra, claim) -> StraighteningEstimates:
     position-shuffled stream's (the control).
 
     Args:
-        spectra: the model's spectra (``claims.s0_spectra.conftest``) with ``hidden``, ``hidden_hann`` and
+        spectra: the model's spectra (``claims.s0_spectra.model_spectra``) with ``hidden``, ``hidden_hann`` and
             ``shuffled.hidden``, each (batch, n_layers, n_freq) power.
         claim: the claim's recorder (``fixtures.recording.ClaimRecorder``): its ``bootstrap`` and ``seed``.
     """

@@ -6,7 +6,7 @@ S0.2 — in a trained model, adding learned position embeddings raises low-frequ
 
 import pytest
 
-from claims.s0_spectra.conftest import SPECTRA_NEEDS
+from claims.s0_spectra.model_spectra import SPECTRA_NEEDS
 from claims.s0_spectra.embedding_checks import flat_checks, tilt_checks
 from claims.s0_spectra.embedding_measures import measure_flat, measure_tilt
 from fixtures.catalogue_text import procedure

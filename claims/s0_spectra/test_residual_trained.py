@@ -16,7 +16,7 @@ show as well comes from the estimator's noise or from single tokens, not from st
 
 import pytest
 
-from claims.s0_spectra.conftest import SPECTRA_NEEDS, early_blocks
+from claims.s0_spectra.model_spectra import SPECTRA_NEEDS, early_blocks
 from claims.s0_spectra.residual_checks import attention_spike_checks, low_band_checks, mlp_spike_checks
 from claims.s0_spectra.residual_measures import measure_attention_spikes, measure_low_band, measure_mlp_spike
 from claims.s0_spectra.residual_spectra import block_labels, residual_procedure, spectra_figure, spikes

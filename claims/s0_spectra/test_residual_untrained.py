@@ -19,7 +19,7 @@ show as well comes from the estimator's noise or from single tokens, not from st
 import pytest
 
 from claims.s0_spectra.bends import bends, calibration_figure
-from claims.s0_spectra.conftest import SPECTRA_NEEDS, loglog_panels, mean_fit
+from claims.s0_spectra.model_spectra import SPECTRA_NEEDS, loglog_panels, mean_fit
 from claims.s0_spectra.residual_checks import bend_checks, closeness_checks
 from claims.s0_spectra.residual_measures import measure_bends, measure_closeness
 from claims.s0_spectra.residual_spectra import (

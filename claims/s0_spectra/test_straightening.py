@@ -12,7 +12,7 @@ them, and a straight shallow law scored as crooked.
 import numpy as np
 import pytest
 
-from claims.s0_spectra.conftest import SPECTRA_NEEDS, loglog_panels, mean_fit
+from claims.s0_spectra.model_spectra import SPECTRA_NEEDS, loglog_panels, mean_fit
 from claims.s0_spectra.straightening_checks import S0_BAND_DECADES, learned_checks, span_checks, straightening_checks
 from claims.s0_spectra.straightening_measures import (
     learned_straightening, measure_learned, measure_span, measure_straightening, straightening,

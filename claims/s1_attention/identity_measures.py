@@ -6,7 +6,7 @@ rounding bound. test_identity.py records what these measure; identity_checks.py 
 import numpy as np
 import torch
 
-from claims.s1_attention.conftest import attention_modules
+from claims.s1_attention.heads import attention_modules
 from claims.s1_attention.identity_checks import ConvexEstimates, OddsRatioEstimates, SimplexEstimates
 from fixtures.catalogue_text import gate
 from latent_instruments.attention import (

@@ -5,7 +5,7 @@ cross-validated probes on them. test_probe.py records what these measure; probe_
 import numpy as np
 import torch
 
-from claims.s1_attention.conftest import per_layer
+from claims.s1_attention.heads import per_layer
 from claims.s1_attention.probe_checks import ProbeEstimates
 from fixtures.catalogue_text import gate
 from latent_instruments.probes import layer_probe, majority_rate, shuffled_null, time_pooled

@@ -15,7 +15,7 @@ bound derived from the dtype, stated with each check.
 import pytest
 import torch
 
-from claims.s1_attention.conftest import ALL_ROLES
+from claims.s1_attention.heads import ALL_ROLES
 from claims.s1_attention.identity_checks import convex_checks, odds_ratio_checks, simplex_checks
 from claims.s1_attention.identity_measures import PATTERNS, measure_convex, measure_odds_ratio, measure_simplex
 from fixtures.catalogue_text import procedure

@@ -8,7 +8,7 @@ import copy
 import numpy as np
 import torch
 
-from claims.s1_attention.conftest import per_layer
+from claims.s1_attention.heads import per_layer
 from claims.s1_attention.trajectory_checks import TrajectoryEstimates
 from latent_instruments.stats import paired_difference, sample_mean
 

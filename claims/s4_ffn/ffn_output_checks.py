@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from claims.s4_ffn.conftest import SOURCE_ATTN_NORM, SOURCE_COSINE, SOURCE_FFN_NORM
+from claims.s4_ffn.block_vectors import SOURCE_ATTN_NORM, SOURCE_COSINE, SOURCE_FFN_NORM
 from fixtures.catalogue_text import catalogued
 from latent_instruments.stats import Estimate
 from reports.checks import Check

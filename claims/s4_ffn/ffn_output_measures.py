@@ -5,7 +5,7 @@ test_ffn_output.py records what these measure; ffn_output_checks.py decides.
 import numpy as np
 import torch
 
-from claims.s4_ffn.conftest import mean_cosine, mean_norm
+from claims.s4_ffn.block_vectors import mean_cosine, mean_norm
 from claims.s4_ffn.ffn_output_checks import FfnOutputEstimates
 
 

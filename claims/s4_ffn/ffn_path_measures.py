@@ -6,7 +6,7 @@ measure; ffn_path_checks.py decides.
 import numpy as np
 import torch
 
-from claims.s4_ffn.conftest import FIRST_POSITION, mean_cosine, mean_norm_ratio
+from claims.s4_ffn.block_vectors import FIRST_POSITION, mean_cosine, mean_norm_ratio
 from claims.s4_ffn.ffn_path_checks import FfnPathEstimates
 from latent_instruments.distances import hellinger_distance
 from latent_instruments.errors import require_finite

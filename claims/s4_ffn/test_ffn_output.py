@@ -23,7 +23,7 @@ cosine, 0.0955, reproduces S4's 0.10.
 
 import pytest
 
-from claims.s4_ffn.conftest import FIRST_POSITION, SOURCE_ATTN_NORM, SOURCE_COSINE, SOURCE_FFN_NORM
+from claims.s4_ffn.block_vectors import FIRST_POSITION, SOURCE_ATTN_NORM, SOURCE_COSINE, SOURCE_FFN_NORM
 from claims.s4_ffn.ffn_output_checks import SOURCE_RATIO, FfnOutputEstimates, ffn_output_checks
 from claims.s4_ffn.ffn_output_measures import measure_ffn_outputs
 from fixtures.catalogue_text import procedure

@@ -25,7 +25,7 @@ from dataclasses import replace
 
 import pytest
 
-from claims.s4_ffn.conftest import FIRST_POSITION
+from claims.s4_ffn.block_vectors import FIRST_POSITION
 from claims.s4_ffn.ffn_path_checks import NEARLY_SAME_WAY, FfnPathEstimates, ffn_path_checks
 from claims.s4_ffn.ffn_path_measures import NEEDS, measure_ffn_path
 from fixtures.catalogue_text import gate, procedure
