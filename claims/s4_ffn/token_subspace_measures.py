@@ -113,6 +113,12 @@ SCALES = (0.1, 10.0, 100.0)  # positive scales along the direction (S4: 'any vec
 MASS = 0.9  # S4.10: the tokens carrying 90 % of the approximation's mass
 
 
+def tokens_learned(vocab: int, every_token: bool = False) -> int:
+    """How many tokens :func:`token_embeddings` learns vectors for in a ``vocab``-token vocabulary: all of them up
+    to ``ALL_TOKENS_UP_TO`` (or with ``every_token``), else ``DRAWN_TOKENS``."""
+    return vocab if vocab <= ALL_TOKENS_UP_TO or every_token else DRAWN_TOKENS
+
+
 def token_embeddings(subject, seed: int, every_token: bool = False, block: int | None = None, first_step=None):
     """S4.9 and S4.10's learned token vectors: ``RESTARTS`` vectors per token that make the readout predict it.
 
@@ -133,7 +139,7 @@ def token_embeddings(subject, seed: int, every_token: bool = False, block: int |
     norm, head = model.get_submodule(subject.adapter.final_norm), model.get_output_embeddings()
     vocab, d_model = head.weight.shape
     tokens = torch.arange(vocab)
-    if vocab > ALL_TOKENS_UP_TO and not every_token:
+    if tokens_learned(vocab, every_token) < vocab:
         tokens = torch.randperm(vocab, generator=torch.Generator().manual_seed(seed))[:DRAWN_TOKENS].sort().values
     model.requires_grad_(False)
 
@@ -161,7 +167,7 @@ def expected_duration(subject, seconds_per_step: float) -> tuple[float, str]:
         (seconds, the line a run prints where they exceed ``LONG``).
     """
     vocab, _ = subject.model.get_output_embeddings().weight.shape
-    tokens = vocab if vocab <= ALL_TOKENS_UP_TO else DRAWN_TOKENS
+    tokens = tokens_learned(vocab)
     seconds = seconds_per_step * STEPS * (2 + min(CONTINUED_TOKENS, tokens) / tokens)
     return seconds, (f"S4.9 on {subject.name}: {tokens * RESTARTS:,} token vectors against a {vocab:,}-token "
                      f"vocabulary take {seconds_per_step:.2g} s a step here, so this test takes up to about "
