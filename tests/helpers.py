@@ -183,3 +183,19 @@ def collected(*args: str) -> str:
 def node_ids(output: str) -> set[str]:
     """The node ids in a ``--collect-only -q`` output."""
     return {line for line in output.splitlines() if "::" in line}
+
+
+def claims_copy(tmp_path: Path, edit: tuple[str, str, str] | None = None) -> Path:
+    """A copy of the catalogue and its topic homes (``claims/catalogue.toml``, ``claims/s*/*.toml``) under
+    ``tmp_path``, with one text replaced once: ``edit`` = (file relative to claims/, old, new). Returns the copy's
+    catalogue path, for ``load_catalogue``."""
+    root = REPO / "claims"
+    for path in [root / "catalogue.toml", *root.glob("s*/*.toml")]:
+        copy = tmp_path / "claims" / path.relative_to(root)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        text = path.read_text(encoding="utf-8")
+        if edit and path.relative_to(root).as_posix() == edit[0]:
+            assert edit[1] in text, f"{edit[1]!r} is not in claims/{edit[0]}"
+            text = text.replace(edit[1], edit[2], 1)
+        copy.write_text(text, encoding="utf-8")
+    return tmp_path / "claims" / "catalogue.toml"

@@ -71,9 +71,9 @@ def test_every_check_of_every_claim_says_where_its_threshold_comes_from():
 
 
 def test_a_threshold_of_another_provenance_is_refused(tmp_path):
-    text = (CLAIMS / "catalogue.toml").read_text(encoding="utf-8")
-    bad = tmp_path / "catalogue.toml"
-    bad.write_text(text.replace('provenance = "after"', 'provenance = "tuned"', 1))
+    from tests.helpers import claims_copy
+
+    bad = claims_copy(tmp_path, ("s4_ffn/final_norm.toml", 'provenance = "after"', 'provenance = "tuned"'))
     with pytest.raises(ValueError, match="provenance 'tuned'.*one of source, source's numbers, reading, before, after"):
         load_catalogue(bad)
     assert {t.provenance for c in load_catalogue().claims.values() for t in c.thresholds} == set(PROVENANCES)

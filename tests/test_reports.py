@@ -411,13 +411,13 @@ def test_a_catalogue_entry_of_an_unknown_kind_is_refused_with_its_id(tmp_path):
 
 
 def test_a_source_number_that_is_not_a_number_or_repeats_a_quantity_is_refused(tmp_path):
-    from fixtures.catalogue import CATALOGUE, load_catalogue
-    text = CATALOGUE.read_text()
-    bad = tmp_path / "catalogue.toml"
-    bad.write_text(text.replace("value = 0.6571", 'value = "65.71 %"', 1))
+    from fixtures.catalogue import load_catalogue
+    from tests.helpers import claims_copy
+    bad = claims_copy(tmp_path / "a", ("s4_ffn/parameters.toml", "value = 0.6571", 'value = "65.71 %"'))
     with pytest.raises(ValueError, match="S4.1: a source number's value must be a number"):
         load_catalogue(bad)
-    bad.write_text(text.replace('quantity = "block 2: H(no attention)"', 'quantity = "block 1: H(no attention)"', 1))
+    bad = claims_copy(tmp_path / "b", ("s4_ffn/feedforward.toml", 'quantity = "block 2: H(no attention)"',
+                                       'quantity = "block 1: H(no attention)"'))
     with pytest.raises(ValueError, match="S4.2: two source numbers share a quantity"):
         load_catalogue(bad)
 
