@@ -68,8 +68,16 @@ def _statuses(record: ClaimRecord) -> dict[str, str]:
 
 
 def _statuses_by_key(record: ClaimRecord) -> dict[str, str]:
-    """Every keyed check's status by its key (``Check.key``); {} for a record made before keys."""
-    return {c.key: c.status for c in record.checks if c.key}
+    """Every keyed check's status by its key (``Check.key``) as it reads now (a baseline's former key read through
+    its row's ``was``, issue 79, item 2); {} for a record made before keys."""
+    return {_now(c.key): c.status for c in record.checks if c.key}
+
+
+def _now(key: str) -> str:
+    """A check's key as the catalogue names it now (``fixtures.catalogue.current_key``)."""
+    from fixtures.catalogue import current_key
+
+    return current_key(key)
 
 
 def read_baseline(path: Path) -> RunDocument:
@@ -151,7 +159,7 @@ def compare(baseline_path: Path, doc: RunDocument, mapping: dict[str, str] | Non
         elif not same or _outcome(new) != _outcome(was):  # a check, or an error that has none
             out["measured_changes"].append({**where, "was": before, "now": after, "outcome_was": was.outcome,
                                             "outcome_now": new.outcome})
-        by_key, by_name = {c.key: c for c in was.checks if c.key}, {c.name: c for c in was.checks}
+        by_key, by_name = {_now(c.key): c for c in was.checks if c.key}, {c.name: c for c in was.checks}
         for check in new.checks:  # paired by key (schema 9), by name with a baseline made before keys
             prior = by_key.get(check.key) if check.key and by_key else by_name.get(check.name)
             if prior is None or not (prior.finite and check.finite):

@@ -10,7 +10,8 @@ from claims.s4_ffn.similar_strings_checks import (
 from claims.s4_ffn.token_subspace_checks import (
     SubspaceEstimates, TokenEmbeddingEstimates, subspace_checks, token_embedding_checks,
 )
-from claims.s4_ffn.final_norm_checks import FinalNormEstimates, final_norm_checks
+from claims.s4_ffn.final_norm_checks import final_norm_checks
+from claims.s4_ffn.final_norm_measures import FinalNormEstimates
 from latent_instruments.stats import Estimate
 from tests.check_cases import Case, estimate, per_unit
 

@@ -145,7 +145,8 @@ def _final_norm_statuses(norm: torch.nn.Module, sequences: int = 16, turn: bool 
     """S4.5's checks (``final_norm_checks``) on estimates measured as the claim test measures them, on ``sequences``
     × 8 random vectors through ``norm`` (``turn=False``: the 'turns' only scale); ``replaced`` overrides estimates.
     Returns {check name: status}."""
-    from claims.s4_ffn.final_norm_checks import CLOSE, COSINE, SCALE, FinalNormEstimates, final_norm_checks
+    from claims.s4_ffn.final_norm_checks import final_norm_checks
+    from claims.s4_ffn.final_norm_measures import CLOSE, COSINE, SCALE, FinalNormEstimates
     from claims.s4_ffn.final_norm_measures import paired_excess, within_source, worst_scale_change
     from latent_instruments.normalization import relative_norm_change, rotate_to_cosine, with_concentrated_gain
     from latent_instruments.stats import Estimate, per_unit
@@ -206,7 +207,7 @@ def test_s4_5_holds_on_a_uniform_gain_zero_bias_norm():
 def test_s4_5s_ordering_fails_where_the_output_norm_does_not_follow_the_direction():
     """A norm with even gain and no bias gives every direction the same output norm: the difference is 0 to
     rounding, not above it; turning the 'near' vectors further than the 'far' ones fails it decisively."""
-    from claims.s4_ffn.final_norm_checks import CLOSE, COSINE, SCALE
+    from claims.s4_ffn.final_norm_measures import CLOSE, COSINE, SCALE
     from claims.s4_ffn.final_norm_measures import paired_excess
     from latent_instruments.normalization import relative_norm_change, rotate_to_cosine
 
@@ -538,7 +539,7 @@ def test_s4_5s_identity_control_is_exact_and_decides_where_a_bootstrap_could_not
     from latent_instruments.stats import per_unit
 
     def control(unnormalised) -> str:  # final_norm_checks' identity control
-        return claim_check("S4.5/same-measure-with-the-norm-replaced-by-identity-input-10-least-over",
+        return claim_check("S4.5/unnormalised-control",
                            unnormalised=unnormalised).status
 
     exact = np.full((16, 8), 9.0)

@@ -1,10 +1,10 @@
 """S4.5: the final LayerNorm removes the scale of the last block's output, and its output norm varies only a
 little with the input's direction.
 
-Appendix III: scaling final-block outputs by 10 (22.89 -> 228.9) leaves the LayerNorm output norm at 23.1262 vs
-23.1263; a direction change to cosine 0.52 moves it a little (23.1496 vs 23.0546, 0.41 %). The checks and their
-bounds are in ``final_norm_checks`` (a pure function of this test's estimates; version 9 decides "a little" on S4's
-own 0.41 % with the uncertainty of its single draw). The output norm of g ⊙ z + b (z the standardised input) depends on direction only
+Appendix III: scaling final-block outputs by SCALE (22.89 -> 228.9) leaves the LayerNorm output norm at 23.1262 vs
+23.1263; a direction change to cosine COSINE moves it a little (23.1496 vs 23.0546, SOURCE_TURNED_CHANGE). The checks
+are ``final_norm_checks`` (a pure function of this test's estimates; version 9 decides "a little" on S4's own draw
+with the uncertainty of that single draw), and their numbers are in the topic's home, ``final_norm.toml``. The output norm of g ⊙ z + b (z the standardised input) depends on direction only
 through an uneven gain g or the bias b: the change is measured again with the gain evened out and with the bias
 removed, to say which causes it. On an untrained norm (unit gain, zero bias) the claim is an identity. The scale
 part is an identity of any affine normalisation: an implementation check (hypothesis searches scales 0.5-1000).
@@ -12,8 +12,8 @@ part is an identity of any affine normalisation: an implementation check (hypoth
 
 import pytest
 
-from claims.s4_ffn.final_norm_checks import SOURCE_TURNED_CHANGE, final_norm_checks
-from claims.s4_ffn.final_norm_measures import measure_final_norm
+from claims.s4_ffn.final_norm_checks import final_norm_checks
+from claims.s4_ffn.final_norm_measures import SOURCE_TURNED_CHANGE, measure_final_norm
 from fixtures.catalogue_text import procedure
 from latent_instruments.stats import Estimate
 
@@ -22,17 +22,17 @@ def _row(e: Estimate) -> dict:
     return {"value": e.value, "low": e.low, "high": e.high}
 
 
-# 9: 'a little' decided on S4's one 0.41 % draw (at least 5 % of vectors move no more), the ordering a reading;
-# 8: under 10 × S4's 0.41 % (a factor chosen after); 7: S4's ordering decided, 'a little' a reading
+# 9: 'a little' decided on S4's one draw (at least ALPHA_ONE_DRAW of vectors move no more), the ordering a reading;
+# 8: under a factor × S4's draw (chosen after); 7: S4's ordering decided, 'a little' a reading
 @pytest.mark.claim("S4.5", version=9, sample="prompts")
 @pytest.mark.models("trained", "hf", "reference")
 @pytest.mark.needs("ln_final.hook_in")
 def test_final_norm_removes_scale(subject, activations, claim):
-    """S4.5: turned to cosine 0.52 and × 10, the final norm's output norm moves 'a little': S4's one 0.41 % is an
-    ordinary draw of this model's changes (at least 5 % of its vectors move no more); the checks are
+    """S4.5: turned to cosine COSINE and × SCALE, the final norm's output norm moves 'a little': S4's one draw is an
+    ordinary draw of this model's changes (at least ALPHA_ONE_DRAW of its vectors move no more); the checks are
     ``final_norm_checks``."""
-    e = measure_final_norm(subject, activations, claim)
-    rotated, nearly, scaled = (e.changes[k] for k in ("turned", "nearly", "scaled"))
+    e, shown = measure_final_norm(subject, activations, claim)
+    rotated, nearly, scaled = (shown.changes[k] for k in ("turned", "nearly", "scaled"))
 
     claim.record(
         final_norm_checks(e),
@@ -40,15 +40,15 @@ def test_final_norm_removes_scale(subject, activations, claim):
                             prompts=rotated.shape[0]),
         details={
             "turned to cosine 0.52 and × 10: relative output-norm change over vectors": {
-                "mean": _row(e.turned), "median": _row(e.readings["median"]),
-                "fraction of vectors under 1 % (a reading: the catalogue's 'under 1 %')": _row(e.readings["under 1 %"]),
+                "mean": _row(e.turned), "median": _row(shown.readings["median"]),
+                "fraction of vectors under 1 % (a reading: the catalogue's 'under 1 %')": _row(shown.readings["under 1 %"]),
                 "largest": {"value": float(rotated.max())}, "S4 (one vector)": {"value": SOURCE_TURNED_CHANGE},
                 "fraction of vectors moved no more than S4's one draw (the claim check)": _row(e.within_source),
-                "mean, turned to cosine 0.9967 instead": _row(e.readings["nearly"]),
+                "mean, turned to cosine 0.9967 instead": _row(shown.readings["nearly"]),
             },
-            "what makes the output norm depend on direction": e.direction,
-            "mean_input_norm": e.mean_input_norm, "largest change, × 10": float(scaled.max()),
-            "mean change, × 10 (an identity of the norm)": _row(e.readings["scaled"]),
+            "what makes the output norm depend on direction": shown.direction,
+            "mean_input_norm": shown.mean_input_norm, "largest change, × 10": float(scaled.max()),
+            "mean change, × 10 (an identity of the norm)": _row(shown.readings["scaled"]),
             "fraction of vectors moved no more than S4's one draw, gain concentrated on 1/16 of the coordinates":
                 _row(e.concentrated),
         },
