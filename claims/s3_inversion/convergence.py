@@ -23,6 +23,9 @@ Where more steps can only deepen a failure (too much recovered: S3.9's masked to
 minimised with the norms in place), no longer descent is run and the record says why (:func:`deepens`).
 """
 
+from collections.abc import Callable, Collection
+from typing import TypeVar
+
 from claims.s3_inversion.scale import Scale
 from reports.checks import FAILED, PASSED, Check
 from latent_instruments.stats import Estimate
@@ -34,6 +37,7 @@ LONGER = 5  # the convergence control's budget: 5N steps in all, as S3.13's own 
 # keeps at least half its margin at N.
 PLATEAU = 0.25
 SOURCE = Scale.of(True)  # S3's own N: 2000 steps for a trained block, 200 for an untrained one
+E = TypeVar("E")  # a topic's estimates
 
 
 def further_steps(steps: int) -> int:
@@ -153,3 +157,24 @@ def deepens(why: str) -> str:
     """The procedure's sentence for a failure that more steps can only deepen, with ``why``."""
     return (f"Convergence: more descent steps can only deepen a failure of this claim ({why}), so no longer descent "
             "is run for it (claims.s3_inversion.convergence).")
+
+
+def settled(estimates: E, decide: Callable[[E], Check], further: Callable[[E], E],
+            when: Collection[str] = (FAILED,)) -> E:
+    """S3's one continuation (issue 79, item 3): the claim test's measure → (continue) → checks → record, where the
+    decision to continue is the checks' own and no measure calls a checks function.
+
+    The first descent's ``estimates`` are decided by ``decide`` (the claim's checks function, its deciding check);
+    where that check's status is one of ``when`` (a failure a longer descent could remove; a hold that rests on a
+    failure to recover), ``further`` continues the same descents to LONGER·N steps and returns the estimates with the
+    longer descent's statistics in place; else the estimates are returned as they are.
+
+    Args:
+        estimates: the topic's estimates at N steps (its ``*_measures.py`` dataclass).
+        decide: estimates -> the deciding check (e.g. ``lambda e: cosine_checks(e, context)[0]``).
+        further: estimates -> the estimates after the continued descent (the topic's measures module).
+        when: the statuses that continue (``reports.checks`` FAILED, PASSED, INCONCLUSIVE).
+    Raises:
+        whatever ``decide`` and ``further`` raise.
+    """
+    return further(estimates) if decide(estimates).status in when else estimates
