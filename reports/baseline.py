@@ -74,8 +74,8 @@ def _statuses_by_key(record: ClaimRecord) -> dict[str, str]:
 
 
 def _now(key: str) -> str:
-    """A check's key as the catalogue names it now (``fixtures.catalogue.current_key``)."""
-    from fixtures.catalogue import current_key
+    """A check's key as the catalogue names it now (``fixtures.check_keys.current_key``)."""
+    from fixtures.check_keys import current_key
 
     return current_key(key)
 

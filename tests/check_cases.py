@@ -49,6 +49,16 @@ class Case:
         return f"{self.claim}{'-' + self.label if self.label else ''}"
 
 
+def all_cases() -> list[Case]:
+    """Every ``tests/cases_<family>.py``'s ``CASES``, found rather than listed (issue 79, item 5): a new family adds
+    its file and nothing else."""
+    import importlib
+    from pathlib import Path
+
+    return [case for path in sorted(Path(__file__).resolve().parent.glob("cases_*.py"))
+            for case in importlib.import_module(f"tests.{path.stem}").CASES]
+
+
 def check_of(cases: list[Case], key: str, context: dict | None = None, **fields) -> Check:
     """The check keyed ``key`` as its claim's own checks function gives it (issue 79, item 5: a claim's self-tests
     call only the claim's functions): the first of ``cases`` whose function gives that key, on its holding estimates

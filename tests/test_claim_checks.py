@@ -3,19 +3,16 @@ fail it, and every mutant of its comparators and thresholds is killed (issue 65,
 ``tests/check_cases.py``). The cases of each family are in ``tests/cases_<family>.py``.
 """
 
-import importlib
 import re
 from pathlib import Path
 
 import pytest
 
 from claims.s3_inversion import convergence, scope, source_setting
-from tests.check_cases import problems, survivors
+from tests.check_cases import all_cases, problems, survivors
 
 REPO = Path(__file__).resolve().parents[1]
-# every tests/cases_<family>.py's CASES, found rather than listed (issue 79, item 5): a new family adds its file
-CASES = [case for path in sorted(REPO.glob("tests/cases_*.py"))
-         for case in importlib.import_module(f"tests.{path.stem}").CASES]
+CASES = all_cases()  # every tests/cases_<family>.py's, found rather than listed (issue 79, item 5)
 HELPERS = (convergence, scope, source_setting)  # modules of checks the claims' checks functions call
 
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.catalogue import current_key, load_catalogue
+from fixtures.catalogue import load_catalogue
+from fixtures.check_keys import current_key
 from fixtures.docs_pages import topic_of
 from fixtures.homes import evaluate, homes, read_home, values_of
 from reports.source_numbers import most_specific
@@ -116,7 +117,9 @@ def _row_of(claim, key: str):
 def test_each_rows_bound_is_what_its_check_compares_with():
     """A row's ``bound`` is an expression over its home's values; the claim's own checks function, on each of its
     self-test cases, compares with exactly that number."""
-    from tests.test_claim_checks import CASES
+    from tests.check_cases import all_cases
+
+    CASES = all_cases()
 
     claims, bound, mismatched = load_catalogue().claims, 0, []
     for case in CASES:

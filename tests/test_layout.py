@@ -186,3 +186,23 @@ def test_a_familys_conftest_holds_its_fixtures_only():
     importers = sorted(p.relative_to(REPO).as_posix() for p in [*REPO.glob("claims/**/*.py"), *REPO.glob("tests/*.py")]
                        if re.search(r"from claims\.\w+\.conftest import", p.read_text(encoding="utf-8")))
     assert (found, importers) == ([], []), f"family code in conftest.py: {found}; modules importing a conftest: {importers}"
+
+
+def measures_importing_checks(root: Path = REPO) -> list[str]:
+    """The claims' ``*_measures.py`` modules that import a ``*_checks`` module (issue 79, item 3: measure → checks →
+    record, one way: a measure returns estimates and never decides)."""
+    pattern = re.compile(r"^\s*(from\s+\S*_checks\s+import|import\s+\S*_checks\b)", re.MULTILINE)
+    return sorted(p.relative_to(root).as_posix() for p in (root / "claims").rglob("*_measures.py")
+                  if pattern.search(p.read_text(encoding="utf-8")))
+
+
+def test_no_measures_module_imports_a_checks_module():
+    assert measures_importing_checks() == [], "move what these import (estimates, constants) into the measures or " \
+        f"the topic's home: {measures_importing_checks()}"
+
+
+def test_a_measures_module_importing_checks_is_found(tmp_path):
+    (tmp_path / "claims" / "s9").mkdir(parents=True)
+    (tmp_path / "claims" / "s9" / "x_measures.py").write_text("from claims.s9.x_checks import XEstimates\n")
+    (tmp_path / "claims" / "s9" / "y_measures.py").write_text("from claims.s9.y_home import Y\n")
+    assert measures_importing_checks(tmp_path) == ["claims/s9/x_measures.py"]
