@@ -1,8 +1,11 @@
-"""The README and docs/ stay true to the code (issues 37 and 57): the generated pages are what the code makes, the
-options page is what `pytest --help` shows, every link resolves, every command names a make target, module and
-option that exist, and the measurements table names every tested claim once with the file that tests it."""
+"""The README and docs/ stay true to the code (issues 37, 57 and 79): the generated pages are what the code makes, the
+options page is what `pytest --help` shows, the README's verdict excerpt is models/shipped/verdicts.json's, every link
+resolves, every command names a make target, module and option that exist, and the measurements table names every
+tested claim once with the file that tests it."""
 
+import copy
 import importlib.util
+import json
 import re
 import shlex
 from pathlib import Path
@@ -11,6 +14,8 @@ import pytest
 
 from fixtures.catalogue import load_catalogue
 from fixtures.docs_pages import declared_options, pages
+from fixtures.ledger import load_ledger
+from fixtures.readme_excerpt import END, START, VERDICTS, excerpt, excerpt_cells, readme, shown_excerpt
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = sorted((REPO / "docs").glob("*.md"))
@@ -129,36 +134,39 @@ def test_the_readme_is_short():
     assert len(lines) <= README_LINES, f"README.md is {len(lines)} lines; move detail to docs/"
 
 
-def _readme_excerpt() -> tuple[list[str], list[list[str]]]:
-    """The README's excerpt of the matrix: (subjects, rows of [claim, cell per subject])."""
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    lines = text.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("| claim |"))
-    end = next(i for i in range(start, len(lines)) if not lines[i].startswith("|"))
-    header = [c.strip() for c in lines[start].strip("|").split("|")]
-    return header[1:], [[c.strip() for c in line.strip("|").split("|")] for line in lines[start + 2:end]]
+def test_the_readmes_excerpt_equals_verdicts_json():
+    """Issue 79, item 6: the README's excerpt of the matrix is what ``fixtures.readme_excerpt`` makes from
+    models/shipped/verdicts.json (and the ledger), cell by cell."""
+    shown = shown_excerpt((REPO / "README.md").read_text(encoding="utf-8"))
+    assert shown == excerpt(), ("README.md's verdict excerpt differs from models/shipped/verdicts.json: run "
+                                "`python -m fixtures.docs_pages --write` and commit it")
 
 
-def test_the_readmes_excerpt_is_the_shipped_verdicts():
-    """Issue 79, item 6 (in part): each cell of the README's excerpt gives the outcome, value and interval that
-    models/shipped/verdicts.json holds for that claim and subject, to the report's 3 significant figures."""
-    import json
-    verdicts = json.loads((Path(__file__).resolve().parents[1] / "models/shipped/verdicts.json").read_text())["records"]
-    subjects, rows = _readme_excerpt()
-    wrong = []
-    for claim, *cells in rows:
-        for subject, cell in zip(subjects, cells):
-            found = [r for k, r in verdicts.items() if k.startswith(f"{claim}|") and k.endswith(f"[{subject}]")]
-            if cell == "·":
-                wrong += [f"{claim} on {subject}: '·' but shipped"] if found else []
-                continue
-            if len(found) != 1:
-                wrong.append(f"{claim} on {subject}: {len(found)} shipped records")
-                continue
-            r = found[0]
-            shown = f"{'fails' if r['outcome'] == 'fails' else r['outcome']}"
-            numbers = "" if r["value"] is None else " " + " ".join(
-                [f"{r['value']:.3g}", f"[{r['ci_low']:.3g},", f"{r['ci_high']:.3g}]"])
-            if not cell.replace("fails as expected", "fails").startswith(shown + numbers):
-                wrong.append(f"{claim} on {subject}: README {cell[:60]!r}, shipped {shown + numbers!r}")
-    assert not wrong, wrong
+def test_a_changed_verdicts_record_changes_the_excerpt():
+    """The excerpt's cells follow the file: a record's outcome and numbers changed in a copy of verdicts.json show in
+    the excerpt made from it, and the ledger's expectation turns "fails" into "fails as expected" only at its
+    version."""
+    verdicts = json.loads(VERDICTS.read_text(encoding="utf-8"))
+    ledger = load_ledger()
+    changed = copy.deepcopy(verdicts)
+    changed["records"]["S4.5|test_final_norm_removes_scale[tiny-bpe-w96]"].update(
+        outcome="fails", value=0.0484, ci_low=0.0455, ci_high=0.0524)
+    changed["records"]["S0.6|test_untrained_attention_residuals_are_nearly_straight[ref-opt-125m]"].update(
+        outcome="inconclusive")
+    cells = excerpt_cells(changed, ledger)
+    assert cells["S4.5", "tiny-bpe-w96"] == "fails as expected 0.0484 [0.0455, 0.0524]"
+    assert cells["S0.6", "ref-opt-125m"] == "inconclusive 0.0689 [0.052, 0.0875]"
+    assert excerpt(changed, ledger) != excerpt(verdicts, ledger)
+    changed["records"]["S4.5|test_final_norm_removes_scale[tiny-bpe-w96]"]["version"] += 1  # the ledger's no more
+    assert excerpt_cells(changed, ledger)["S4.5", "tiny-bpe-w96"] == "FAILS 0.0484 [0.0455, 0.0524]"
+    del changed["records"]["S4.2|test_ffn_output_dominates_each_block[tiny-w96-seed88]"]  # one build fewer
+    assert "recipe: holds on 3 of 3 builds" in excerpt_cells(changed, ledger)["S4.2", "tiny-w96"]
+    del changed["records"]["S4.2|test_ffn_output_dominates_each_block[tiny-w96]"]
+    assert "| S4.2 | fails as expected 0.387 [0.357, 0.421] | · |" in excerpt(changed, ledger)
+
+
+def test_a_readme_without_the_excerpts_markers_is_refused():
+    with pytest.raises(ValueError, match="verdict excerpt"):
+        readme("# a README\n\n| claim | tiny-w96 |\n")
+    with pytest.raises(ValueError, match="each once"):
+        readme(f"{END}\n{START}\n")
