@@ -288,7 +288,7 @@ def _null_check(x: np.ndarray, y: np.ndarray) -> Check:
     """S1.5's claim check (``probe_checks``) on one layer: the probe's accuracy against the high end of the
     shuffled-label null."""
     null = bootstrap(shuffled_null(x, y, seed=0, shuffles=8), lambda u: float(u.mean()), seed=0)
-    check = claim_check("S1.5/cross-validated-accuracy-of-the-best-block-s-pooled-features-37-plays", null=null,
+    check = claim_check("S1.5/above-null", null=null,
                         best=bootstrap(probe_correct(x, y, seed=0), lambda u: float(u.mean()), seed=0))
     assert check.threshold == null.high
     return check
@@ -363,7 +363,7 @@ def test_s1_4s_check_fails_where_an_earlier_layer_or_another_token_is_closer():
 
     def check(means: list[float]) -> str:  # trajectory_checks' claim check
         units = np.asarray(means)[None] + rng.normal(0, 0.01, (32, len(means)))  # (prompts, depth)
-        return claim_check("S1.4/final-block-s-excess-closeness-minus-max-earlier-layers-0",
+        return claim_check("S1.4/final-gain",
                            gain=bootstrap(units, final_gain, seed=0)).status
 
     assert check([0.0, 0.02, 0.05, 0.10]) == "passed"  # rising to the last layer
@@ -380,7 +380,7 @@ def test_s1_4s_control_fails_where_the_untrained_twin_is_as_close_to_the_next_to
 
     def control(model: float, twin: float) -> str:  # trajectory_checks' control
         paired = np.array([model, twin])[None] + rng.normal(0, 0.01, (32, 2))
-        return claim_check("S1.4/final-layer-excess-closeness-to-w-u-t-1-model-minus-its-untrained-twin",
+        return claim_check("S1.4/twin-control",
                            over_twin=bootstrap(paired, paired_difference, seed=0)).status
 
     assert control(0.10, 0.01) == "passed"

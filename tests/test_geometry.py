@@ -15,11 +15,10 @@ from latent_instruments.geometry import (
 from latent_instruments.analogies import analogy_ranks, crossed_analogies, word_token
 from latent_instruments.stats import bootstrap
 from reports.checks import Check
-from claims.s2_residual.stream_checks import (
-    COSINE_FLOOR, DirectionEstimates, GrowthEstimates, direction_checks, growth_checks,
-)
+from claims.s2_residual.stream_checks import COSINE_FLOOR, direction_checks, growth_checks
 from claims.s2_residual.stream_measures import (
-    RATE_HIGH, RATE_LOW, mean_by_layer, median_token_growth, min_step_ratio, null_margin,
+    RATE_HIGH, RATE_LOW, DirectionEstimates, GrowthEstimates, StreamContext, mean_by_layer, median_token_growth,
+    min_step_ratio, null_margin,
 )
 from models.tokenization import CharTokenizer
 
@@ -157,10 +156,11 @@ def _s2_2_checks(layers) -> tuple[Check, Check]:
     counted = slice(1, n_blocks)  # every transition after block 1's
     floor = bootstrap(consecutive, lambda u: float(mean_by_layer(u)[counted].min()), seed=0)
     margin = bootstrap(units, lambda u: float(null_margin(u, n_blocks)[counted].min()), seed=0)
-    checks = {c.key: c for c in direction_checks(DirectionEstimates(floor, margin), "block 1 → block 2 .. last")}
-    floor_check = checks["S2.2/smallest-consecutive-layer-cosine"]
+    labels = ("embed", *(f"block {i}" for i in range(1, n_blocks + 1)))
+    checks = {c.key: c for c in direction_checks(DirectionEstimates(floor, margin), StreamContext(labels))}
+    floor_check = checks["S2.2/cosine-floor"]
     assert floor_check.threshold == COSINE_FLOOR
-    return floor_check, checks["S2.2/smallest-margin-of-the-consecutive-cosine-over-the-mismatched-token"]
+    return floor_check, checks["S2.2/mismatched-token-control"]
 
 
 def test_the_s2_2_control_fails_a_stream_whose_tokens_keep_no_direction_of_their_own():
@@ -198,8 +198,9 @@ def _s2_1_checks(layers) -> list[Check]:
     ratios = token_norm_ratio(layers[1], layers[-1]).numpy()
     estimates = GrowthEstimates(bootstrap(norms, min_step_ratio, seed=0),
                                 bootstrap(ratios, median_token_growth, seed=0))
-    checks = {c.key: c for c in growth_checks(estimates, "block 1", f"block {len(layers) - 1}")}
-    return [checks["S2.1/smallest-step-ratio-of-mean-norm-layer-l-1-layer-l"], checks["S2.1/median-token-s-norm-ratio"]]
+    labels = ("embed", *(f"block {i}" for i in range(1, len(layers))))
+    checks = {c.key: c for c in growth_checks(estimates, StreamContext(labels))}
+    return [checks["S2.1/keeps-growing"], checks["S2.1/median-token-control"]]
 
 
 def test_the_s2_1_check_fails_a_stream_that_stops_growing_and_the_control_fails_outlier_growth():

@@ -1,15 +1,17 @@
 """S1.5's measurements: labelled windows of every play, their time-pooled features at every depth, and the
-cross-validated probes on them. test_probe.py records what these measure; probe_checks.py decides.
+cross-validated probes on them. test_probe.py records what these measure; probe_checks.py decides; the number its
+control adds to chance is in the topic's home, probe.toml.
 """
+
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
 from claims.s1_attention.heads import per_layer
-from claims.s1_attention.probe_checks import ProbeEstimates
 from fixtures.catalogue_text import gate
 from latent_instruments.probes import layer_probe, majority_rate, shuffled_null, time_pooled
-from latent_instruments.stats import sample_mean
+from latent_instruments.stats import Estimate, sample_mean
 from models.capture import run_with_cache
 from models.corpus import NoPlaysError, corpus_works
 
@@ -20,6 +22,51 @@ CHARS_PER_WINDOW = 8  # characters of text tokenized per window token (BPE token
 MICRO_BATCH = 64  # windows per forward pass
 SHUFFLES = 16  # label shufflings of the null: its interval (over windows, each the mean over shufflings) is then
 # a quarter as wide as the probe's own or less; 32 narrow it by a further ~0.001 and double its cost
+
+
+@dataclass(frozen=True)
+class ProbeEstimates:
+    """What S1.5's checks decide on, measured over windows (the bootstrap unit), as fractions of windows.
+
+    Attributes:
+        best: cross-validated accuracy of the best block's time-pooled features.
+        null: the same probe at that block with the play labels shuffled, mean over the shufflings.
+        chance: the majority rate of the plays.
+        n: windows.
+        shuffles: shufflings averaged in ``null``.
+    """
+
+    best: Estimate
+    null: Estimate
+    chance: float
+    n: int
+    shuffles: int
+
+
+@dataclass(frozen=True)
+class ProbeShown:
+    """What S1.5's record shows beside its checks, deciding nothing (issue 79: report-only, out of the estimates).
+
+    Attributes:
+        correct, genre_correct: (windows, n_layers) out-of-fold correctness of the play probe and of the First
+            Folio genre probe (windows with a genre).
+        genre: the genre of each window that has one.
+        labels: the layers' labels ("embed", "block 1" .. "block L"); best_layer: the best block's index.
+        control: (windows, shuffles) correctness of the shuffled-label probes at the best block.
+        accuracy: per layer, the play probe's accuracy.
+        best_minus_last: the best block's accuracy minus the last block's, paired.
+        length: tokens per window.
+    """
+
+    correct: np.ndarray | None = None
+    genre_correct: np.ndarray | None = None
+    genre: np.ndarray | None = None
+    labels: list[str] = field(default_factory=list)
+    best_layer: int = 0
+    control: np.ndarray | None = None
+    accuracy: list[Estimate] = field(default_factory=list)
+    best_minus_last: Estimate | None = None
+    length: int = 0
 
 
 def play_windows(corpus, tokenizer, length: int, per_play: int, seed: int) -> tuple[torch.Tensor, list[str], list]:
@@ -82,10 +129,10 @@ def _best_block(units: np.ndarray) -> float:
     return float(units[:, 1:].mean(axis=0).max())
 
 
-def measure_probe(subject, corpus, claim) -> ProbeEstimates:
+def measure_probe(subject, corpus, claim) -> tuple[ProbeEstimates, ProbeShown]:
     """S1.5's measurement: a logistic-regression probe on time-pooled hidden states tells a window's play, layer by
     layer (out of fold); its best block against the same probe with the labels shuffled (the null); the First
-    Folio genre probed beside it.
+    Folio genre probed beside it: (the checks' estimates, what the record shows beside them).
 
     Args:
         subject: the loaded model (``LoadedModel``).
@@ -109,7 +156,9 @@ def measure_probe(subject, corpus, claim) -> ProbeEstimates:
     genre = np.array([g for g in genres if g is not None])
     return ProbeEstimates(
         claim.bootstrap(correct, _best_block), claim.bootstrap(control, sample_mean), majority_rate(plays),
-        len(plays), SHUFFLES, correct=correct, genre_correct=layer_probe(features[with_genre], genre, seed),
+        len(plays), SHUFFLES,
+    ), ProbeShown(
+        correct=correct, genre_correct=layer_probe(features[with_genre], genre, seed),
         genre=genre, labels=labels, best_layer=best, control=control,
         accuracy=per_layer(correct, sample_mean, seed),
         best_minus_last=claim.bootstrap(correct, lambda u: float(u[:, 1:].mean(axis=0).max() - u[:, -1].mean())),

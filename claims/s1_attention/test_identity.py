@@ -13,13 +13,14 @@ bound derived from the dtype, stated with each check.
 """
 
 import pytest
-import torch
 
 from claims.s1_attention.heads import ALL_ROLES
 from claims.s1_attention.identity_checks import convex_checks, odds_ratio_checks, simplex_checks
-from claims.s1_attention.identity_measures import PATTERNS, measure_convex, measure_odds_ratio, measure_simplex
+from claims.s1_attention.identity_measures import (
+    PATTERNS, identity_context, measure_convex, measure_odds_ratio, measure_simplex,
+)
 from fixtures.catalogue_text import procedure
-from latent_instruments.attention import ScoreForm, probability_rounding
+from latent_instruments.attention import ScoreForm
 
 
 @pytest.mark.claim("S1.1", version=2)  # 2: decided entry by entry (per_unit), not by a bootstrap of a maximum
@@ -27,15 +28,14 @@ from latent_instruments.attention import ScoreForm, probability_rounding
 @pytest.mark.needs(PATTERNS)
 def test_attention_rows_lie_on_the_simplex(model_name, activations, claim, settings):
     """S1.1: worst |row sum − 1|, worst probability on a future key, worst negative entry, over every row."""
-    e = measure_simplex(activations)
-    row_sum, future, negative = (e.per_block[k] for k in ("row_sum", "future", "negative"))
+    e, shown = measure_simplex(activations)
+    row_sum, future, negative = (shown.per_block[k] for k in ("row_sum", "future", "negative"))
     n_keys = activations.cache["blocks.0.attn.hook_pattern"].shape[-1]
-    dtype = settings.dtype
-    sum_tolerance = probability_rounding(dtype, n_keys)
-    zero = torch.finfo(dtype).smallest_normal
+    context = identity_context(settings.dtype, settings.dtype_name, n_keys)
+    sum_tolerance, zero = context.sum_tolerance, context.zero
     blocks = list(range(1, row_sum.shape[1] + 1))
     claim.record(
-        simplex_checks(e, settings.dtype_name, n_keys, sum_tolerance, zero),
+        simplex_checks(e, context),
         procedure=procedure("S1.1/attention-rows-lie-on-the-simplex", prompts=row_sum.shape[0], n_keys=n_keys,
                             dtype=settings.dtype_name),
         details={
@@ -74,14 +74,15 @@ def test_attention_is_a_gaussian_odds_ratio(model_name, subject, activations, cl
     Gaussians' variance, σ² = 1 / s. The statistic is the worst ratio of |captured − odds ratio| to the
     rounding bound of a dtype softmax of those scores (``pattern_error_bound``): below 1 everywhere.
     """
-    e = measure_odds_ratio(subject, activations, settings.dtype, settings.dtype_name, claim)
-    ratio, control, unrotated_units = e.per_block["ratio"], e.per_block["wider"], e.per_block.get("unrotated")
-    blocks, unrotated = list(range(1, len(e.forms) + 1)), unrotated_units is not None
-    checks = odds_ratio_checks(e, settings.dtype_name)
+    e, shown = measure_odds_ratio(subject, activations, settings.dtype, settings.dtype_name, claim)
+    per_block = shown.per_block
+    ratio, control, unrotated_units = per_block["ratio"], per_block["wider"], per_block.get("unrotated")
+    blocks, unrotated = list(range(1, len(shown.forms) + 1)), unrotated_units is not None
+    checks = odds_ratio_checks(e, identity_context(settings.dtype, settings.dtype_name, activations.input_ids.shape[1]))
     details = {
-        "score form": _forms_table(e.forms),
+        "score form": _forms_table(shown.forms),
         "per_block": {f"block {b}": {"worst ratio to bound": float(ratio[:, i].max()),
-                                     "worst |p − p̂|": float(e.per_block["max_abs_error"][:, i].max()),
+                                     "worst |p − p̂|": float(per_block["max_abs_error"][:, i].max()),
                                      "σ² = 2/s: smallest ratio": float(control[:, i].min())}
                       for i, b in enumerate(blocks)},
     }
@@ -114,12 +115,12 @@ def test_head_outputs_are_convex_combinations_of_values(model_name, subject, pro
     One forward pass of the held-out prompts captures the pattern, the values and (by a hook on the
     output projection, W_O) the heads' outputs before it; the outputs are recomputed from the first two.
     """
-    e = measure_convex(subject, prompts, settings.dtype, offload=settings.device_map is not None)
-    ratio, uniform = e.per_block["ratio"], e.per_block["uniform"]
+    e, shown = measure_convex(subject, prompts, settings.dtype, offload=settings.device_map is not None)
+    ratio, uniform = shown.per_block["ratio"], shown.per_block["uniform"]
     n_keys = prompts.shape[1]
     blocks = list(range(1, ratio.shape[1] + 1))
     claim.record(
-        convex_checks(e, settings.dtype_name, n_keys),
+        convex_checks(e, identity_context(settings.dtype, settings.dtype_name, n_keys)),
         procedure=procedure("S1.3/head-outputs-are-convex-combinations-of-values", prompts=ratio.shape[0],
                             n_keys=n_keys, dtype=settings.dtype_name),
         details={"per_block": {f"block {b}": {"worst ratio to bound": float(ratio[:, i].max()),

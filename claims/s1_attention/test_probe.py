@@ -25,12 +25,13 @@ from reports.plots import series
 @pytest.mark.models("trained", "hf")
 def test_pooled_features_are_linearly_separable_by_play(model_name, subject, corpus, claim):
     """S1.5: a logistic-regression probe on time-pooled hidden states tells a window's play, layer by layer."""
-    e = measure_probe(subject, corpus, claim)
-    correct, genre_correct, labels, null, control = e.correct, e.genre_correct, e.labels, e.null, e.control
-    best, last, accuracy, best_minus_last = e.best_layer, correct.shape[1] - 1, e.accuracy, e.best_minus_last
+    e, shown = measure_probe(subject, corpus, claim)
+    correct, genre_correct, labels, null, control = (shown.correct, shown.genre_correct, shown.labels, e.null,
+                                                     shown.control)
+    best, last, accuracy, best_minus_last = shown.best_layer, correct.shape[1] - 1, shown.accuracy, shown.best_minus_last
     claim.record(
         probe_checks(e),
-        procedure=procedure("S1.5/pooled-features-are-linearly-separable-by-play", n=e.n, length=e.length,
+        procedure=procedure("S1.5/pooled-features-are-linearly-separable-by-play", n=e.n, length=shown.length,
                             WINDOWS_PER_PLAY=WINDOWS_PER_PLAY, SKIP_FRACTION=SKIP_FRACTION),
         details={
             "accuracy by depth": {
@@ -44,7 +45,7 @@ def test_pooled_features_are_linearly_separable_by_play(model_name, subject, cor
                 f"mean of {SHUFFLES} shufflings": null.value, "95 % interval": f"[{null.low:.4f}, {null.high:.4f}]",
                 "lowest shuffling": float(control.mean(axis=0).min()),
                 "highest shuffling": float(control.mean(axis=0).max())},
-            "chance": {"plays (majority rate)": e.chance, "genre (majority rate)": majority_rate(e.genre)},
+            "chance": {"plays (majority rate)": e.chance, "genre (majority rate)": majority_rate(shown.genre)},
         },
         plot={
             "kind": "lines", "title": f"S1.5 on {model_name}: probe accuracy on time-pooled states by depth",
@@ -55,7 +56,7 @@ def test_pooled_features_are_linearly_separable_by_play(model_name, subject, cor
                 "genre (3 classes)": {"value": genre_correct.mean(axis=0).tolist()},
                 "play chance": {"value": [e.chance] * len(labels)},
                 "play, labels shuffled (null, high end)": {"value": [null.high] * len(labels)},
-                "genre chance": {"value": [majority_rate(e.genre)] * len(labels)},
+                "genre chance": {"value": [majority_rate(shown.genre)] * len(labels)},
             },
         },
     )

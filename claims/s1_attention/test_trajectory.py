@@ -35,8 +35,8 @@ def test_final_state_is_closest_to_the_next_token(model_name, subject, pool, act
                                                   claim):
     """S1.4: the last block's final-normed state is closer to token t+1's unembedding row (beyond other tokens')
     than any earlier state (the logit lens); the input-embedding row is read beside."""
-    e = measure_trajectory(subject, pool.get(subject.entry.twin), activations, twin_activations, claim)
-    trained, untrained, input_row = e.readings, e.twin_readings, e.input_row
+    e, shown = measure_trajectory(subject, pool.get(subject.entry.twin), activations, twin_activations, claim)
+    trained, untrained, input_row = shown.readings, shown.twin_readings, shown.input_row
     excess = {k: true - other for k, (true, other) in trained.items()}  # each (batch, n_layers)
     twin_excess = {k: true - other for k, (true, other) in untrained.items()}
     labels = ["embed"] + [f"block {i}" for i in range(1, excess["W_U"].shape[1])]
@@ -61,8 +61,8 @@ def test_final_state_is_closest_to_the_next_token(model_name, subject, pool, act
             "x": list(range(len(labels))), "xlabel": "depth (0 = embedding, ℓ = block ℓ)",
             "ylabel": "cos(next token's row) − cos(other token's row)",
             "series": {
-                "W_U row, final-normed state": series(e.by_layer["W_U"]),
-                "W_E row, raw state": series(e.by_layer["W_E"]),
+                "W_U row, final-normed state": series(shown.by_layer["W_U"]),
+                "W_E row, raw state": series(shown.by_layer["W_E"]),
                 "twin: W_U row": {"value": twin_excess["W_U"].mean(axis=0).tolist()},
                 "twin: W_E row": {"value": twin_excess["W_E"].mean(axis=0).tolist()},
             },

@@ -1,18 +1,50 @@
 """S1.4's measurements: the depth-wise trajectory's closeness to the next token's row beyond other tokens', its
 final block's gain and the trained model's over its twin's. test_trajectory.py records what these measure;
-trajectory_checks.py decides.
+trajectory_checks.py decides; its rows are in the topic's home, trajectory.toml.
 """
 
 import copy
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
 from claims.s1_attention.heads import per_layer
-from claims.s1_attention.trajectory_checks import TrajectoryEstimates
-from latent_instruments.stats import paired_difference, sample_mean
+from latent_instruments.stats import Estimate, paired_difference, sample_mean
 
 NEEDS = ("hook_embed", "blocks.*.hook_resid_post")
+
+
+@dataclass(frozen=True)
+class TrajectoryEstimates:
+    """What S1.4's checks decide on, measured over prompts (cosine units). Excess closeness is cos(state, row of
+    τ_(t+1)) minus cos(state, row of a shuffled next token).
+
+    Attributes:
+        gain: the final block's excess closeness to the unembedding row W_U[τ_(t+1)] (final norm applied at every
+            depth, the logit lens) minus max(earlier layers', 0).
+        over_twin: the final layer's excess closeness, the model's minus its untrained twin's (paired).
+    """
+
+    gain: Estimate
+    over_twin: Estimate
+
+
+@dataclass(frozen=True)
+class TrajectoryShown:
+    """What S1.4's record shows beside its checks, deciding nothing (issue 79: report-only, out of the estimates).
+
+    Attributes:
+        readings, twin_readings: {"W_U", "W_E"}: (true, other), each (prompts, n_layers) mean cosines with the next
+            token's row and another token's, model and twin.
+        input_row: the final gain read on the input-embedding row W_E (a reading since version 3).
+        by_layer: {"W_U", "W_E"}: each layer's mean excess closeness.
+    """
+
+    readings: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    twin_readings: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    input_row: Estimate | None = None
+    by_layer: dict[str, list[Estimate]] = field(default_factory=dict)
 
 
 def final_gain(units: np.ndarray) -> float:
@@ -92,10 +124,11 @@ def _readings(subject, captured, seed: int) -> dict[str, tuple[np.ndarray, np.nd
     }
 
 
-def measure_trajectory(subject, twin, captured, twin_captured, claim) -> TrajectoryEstimates:
+def measure_trajectory(subject, twin, captured, twin_captured, claim) -> tuple[TrajectoryEstimates, TrajectoryShown]:
     """S1.4's measurement over prompts: the final block's excess closeness to the next token's unembedding row (the
     logit lens) beyond every earlier layer's, the model's over its untrained twin's on the same prompts (the
-    control), and the same gain on the input-embedding row (a reading).
+    control), and the same gain on the input-embedding row (a reading): (the checks' estimates, what the record
+    shows beside them).
 
     Args:
         subject, twin: the loaded model and its untrained twin (``LoadedModel``).
@@ -111,6 +144,6 @@ def measure_trajectory(subject, twin, captured, twin_captured, claim) -> Traject
     excess = {k: true - other for k, (true, other) in trained.items()}  # each (batch, n_layers)
     twin_excess = {k: true - other for k, (true, other) in untrained.items()}
     paired = np.stack([excess["W_U"][:, -1], twin_excess["W_U"][:, -1]], axis=1)  # (batch, 2)
-    return TrajectoryEstimates(claim.bootstrap(excess["W_U"], final_gain), claim.bootstrap(paired, paired_difference),
-                               trained, untrained, claim.bootstrap(excess["W_E"], final_gain),
-                               {k: per_layer(v, sample_mean, claim.seed) for k, v in excess.items()})
+    return (TrajectoryEstimates(claim.bootstrap(excess["W_U"], final_gain), claim.bootstrap(paired, paired_difference)),
+            TrajectoryShown(trained, untrained, claim.bootstrap(excess["W_E"], final_gain),
+                            {k: per_layer(v, sample_mean, claim.seed) for k, v in excess.items()}))

@@ -7,8 +7,8 @@ S2.3 — on normalised static embeddings, king − man + woman lands next to que
 import numpy as np
 import pytest
 
-from claims.s2_residual.analogy_checks import AnalogyEstimates, analogy_checks
-from claims.s2_residual.analogy_measures import PAIRS, measure_analogies, mrr, top1
+from claims.s2_residual.analogy_checks import analogy_checks
+from claims.s2_residual.analogy_measures import PAIRS, AnalogyShown, measure_analogies, mrr, top1
 from fixtures.catalogue_text import procedure
 from models.zoo import resolve
 from reports.plots import series
@@ -16,7 +16,7 @@ from reports.plots import series
 CANONICAL = ("king", "man", "woman", "queen")  # S2's example
 
 
-def _analogy_details(e: AnalogyEstimates) -> dict:
+def _analogy_details(e: AnalogyShown) -> dict:
     """S2.3's details: top-1, top-10, MRR and median rank under each distance, for the model and its untrained twin;
     S2's king − man + woman; the rows' norm spread; which pairs are single tokens; every analogy's ranks."""
     analogies, kept = e.analogies, e.kept
@@ -49,18 +49,18 @@ def test_analogies_land_on_the_sphere(model_name, subject, pool, claim):
     bootstrap unit is the target pair (its 2 (n − 1) analogies share words, so they are not
     independent).
     """
-    e = measure_analogies(subject, lambda: pool.get(resolve(model_name).twin), claim)
+    e, shown = measure_analogies(subject, lambda: pool.get(resolve(model_name).twin), claim)
     claim.record(
         analogy_checks(e),
-        procedure=procedure("S2.3/analogies-land-on-the-sphere", analogies=len(e.analogies), n=len(e.kept),
+        procedure=procedure("S2.3/analogies-land-on-the-sphere", analogies=len(shown.analogies), n=len(shown.kept),
                             pairs=len(PAIRS), vocabulary_size=subject.model.get_input_embeddings().weight.shape[0]),
-        details=_analogy_details(e),
+        details=_analogy_details(shown),
         plot={
             "kind": "bars",
             "title": f"S2.3 on {model_name}: mean reciprocal rank of the target, by target pair",
-            "categories": [f"{x}/{y}" for x, y in e.kept], "xlabel": "target pair (a/d)", "ylabel": "mean reciprocal rank (1: always nearest)",
-            "series": {"cosine, normalised": series(e.by_pair["cosine"]),
-                       "Euclidean, raw": series(e.by_pair["euclidean"]),
-                       "untrained twin, cosine": series(e.by_pair["twin"])},
+            "categories": [f"{x}/{y}" for x, y in shown.kept], "xlabel": "target pair (a/d)", "ylabel": "mean reciprocal rank (1: always nearest)",
+            "series": {"cosine, normalised": series(shown.by_pair["cosine"]),
+                       "Euclidean, raw": series(shown.by_pair["euclidean"]),
+                       "untrained twin, cosine": series(shown.by_pair["twin"])},
         },
     )
