@@ -192,3 +192,34 @@ def test_a_baseline_made_with_a_former_key_pairs_with_the_check():
     former = {"S4.3/block-{}-mean-cos": "S4.3/block-{}/cosine"}
     assert current_key("S4.3/block-2-mean-cos", former) == "S4.3/block-2/cosine"
     assert current_key("S9.9/unknown", former) == "S9.9/unknown"
+    assert current_key("S4.3/block-2-mean-cos/after-5N", former) == "S4.3/block-2/cosine/after-5N"
+    assert current_key(f"{old}/plateau") == "S4.5/ordering/plateau"
+
+
+KEY = re.compile(r"S\d+\.\d+(/[a-z{}][A-Za-z0-9{}-]*)+")  # "S4.5/a-little", "S4.3/block-{}/cosine": names
+VALUE = re.compile(r"\d-\d")  # a value slugged into a key: "cosine-0-52"
+KEY_WORDS = 5  # at most this many words a part ("{}" aside): a name, not a check's display text
+
+
+def test_every_key_is_a_name_not_a_display_text_or_a_value():
+    """Issue 79, item 2: a row's key names its check; it holds no value (a digit would go stale with the threshold)
+    and is not a slug of the display text (which may be reworded). A renamed row keeps the old key in ``was``."""
+    bad = [t.key for c in load_catalogue().claims.values() for t in c.thresholds if t.key and (
+        not KEY.fullmatch(t.key) or VALUE.search(t.key)
+        or any(len([w for w in part.split("-") if w != "{}"]) > KEY_WORDS for part in t.key.split("/")[1:]))]
+    assert bad == [], f"name these keys (and keep the old key in the row's was): {bad}"
+
+
+def test_every_value_of_a_home_is_read():
+    """A value no code and no text of its topic reads is a number nobody decides with: remove it, or use it."""
+    unread = []
+    for home in homes():
+        folder = home.parent
+        code = "\n".join(p.read_text(encoding="utf-8") for p in [*folder.glob("*.py"), *folder.parent.glob("*.py")])
+        text = home.read_text(encoding="utf-8")
+        for name in values_of(home.resolve()):
+            body = text.split("[values]", 1)[1]
+            uses = len(re.findall(rf"\b{name}\b", body)) - 1  # its own line
+            if not re.search(rf"\b{name}\b", code) and uses < 1:
+                unread.append(f"{home.relative_to(REPO)}: {name}")
+    assert unread == [], unread

@@ -1,18 +1,49 @@
 """S3.8's measurements: gradient×input and occlusion attributions over a prompt's positions, their rank agreement and
-S3.8's estimates from it. test_attribution.py records what these measure; attribution_checks.py decides.
+S3.8's estimates from it. test_attribution.py records what these measure; attribution_checks.py decides; the number
+it decides with is in the topic's home, attribution.toml.
 """
 
-from dataclasses import replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 from captum.attr import FeatureAblation, InputXGradient
 from scipy.stats import spearmanr
 
-from claims.s3_inversion.attribution_checks import AgreementEstimates
 from fixtures.catalogue_text import gate
-from latent_instruments.stats import bootstrap, sample_mean
+from latent_instruments.stats import Estimate, bootstrap, sample_mean
 from models.forwards import frozen
+
+
+@dataclass(frozen=True)
+class AgreementEstimates:
+    """What S3.8's checks decide on, over the prompts whose rank correlation is defined (rank correlation units).
+
+    Attributes:
+        agreement: mean Spearman ρ over positions of gradient×input and occlusion.
+        twin: the same with the untrained twin's gradient×input (a broken-instrument control).
+    """
+
+    agreement: Estimate
+    twin: Estimate
+
+
+@dataclass(frozen=True)
+class AgreementShown:
+    """What S3.8's record shows beside its checks, deciding nothing (issue 79, item 3: report-only, out of the
+    estimates).
+
+    Attributes:
+        rho, twin_rho: per-prompt ρ, (prompts,), NaN where undefined.
+        undefined: why prompts were left out (the sentence of the procedure), "" where none was.
+        readings: {what: mean ρ over the prompts with a defined correlation}, the claim's and the control's beside
+            the readings that locate them (a random attribution, occlusion by another frequent token).
+    """
+
+    rho: np.ndarray | None = None
+    twin_rho: np.ndarray | None = None
+    undefined: str = ""
+    readings: dict[str, float] = field(default_factory=dict)
 
 
 def other_frequent_token(ids: torch.Tensor) -> torch.Tensor:
@@ -97,10 +128,11 @@ def _constant(attribution: np.ndarray) -> int:
     return int((np.ptp(attribution, axis=1) == 0).sum())
 
 
-def measure_agreement(subject, twin, ids: torch.Tensor, claim) -> AgreementEstimates:
+def measure_agreement(subject, twin, ids: torch.Tensor, claim) -> tuple[AgreementEstimates, AgreementShown]:
     """S3.8's measurement on ``ids`` (prompts, T): per prompt, Spearman's ρ over positions between gradient×input of
     the predicted token's logit and occlusion by the mean embedding, on the model and (the control) with its
-    untrained twin's gradients; a prompt whose ρ is undefined (a constant attribution) is left out and counted.
+    untrained twin's gradients; a prompt whose ρ is undefined (a constant attribution) is left out and counted:
+    (the checks' estimates, what the record shows beside them).
 
     Args:
         subject, twin: the loaded model and its untrained twin (``LoadedModel``).
@@ -135,6 +167,5 @@ def measure_agreement(subject, twin, ids: torch.Tensor, claim) -> AgreementEstim
             np.nanmean(rank_agreement(occluded, by_token)[defined])),
         "gradient×input vs occlusion by another frequent token": float(
             np.nanmean(rank_agreement(grad_input, by_token)[defined]))}
-    return replace(agreement_estimates(rho[defined], twin_rho[twin_defined], claim.seed),
-                   rho=rho, twin_rho=twin_rho, undefined=why_undefined if undefined or twin_undefined else "",
-                   readings=readings)
+    return agreement_estimates(rho[defined], twin_rho[twin_defined], claim.seed), AgreementShown(
+        rho=rho, twin_rho=twin_rho, undefined=why_undefined if undefined or twin_undefined else "", readings=readings)

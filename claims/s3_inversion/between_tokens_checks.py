@@ -1,51 +1,19 @@
 """S3.9's checks as pure functions of their estimates: ``between_tokens_measures.py`` measures, these decide, and the
-self-tests (``tests/cases_s3.py``) drive the same functions to hold and to fail each check.
+self-tests (``tests/cases_s3.py``) drive the same functions to hold and to fail each check. The numbers they decide
+with (RAREST, read off S3's two rates; HALF; SOME) are in the topic's home, ``between_tokens.toml``.
 """
 
-from dataclasses import dataclass, field
-
-import numpy as np
-
+from claims.s3_inversion.between_tokens_measures import MaskedEstimates, WideLayerEstimates
 from claims.s3_inversion.convergence import convergence_checks
-from claims.s3_inversion.scope import UNTRAINED_INVERTS, works_check
+from claims.s3_inversion.scope import SMALL_TRAINED, UNTRAINED_INVERTS, works_check
 from claims.s3_inversion.source_setting import source_setting_reading
-from fixtures.catalogue_text import catalogued
+from fixtures.catalogue_text import catalogued, gate
+from fixtures.homes import numbers
 from latent_instruments.stats import Estimate
 from reports.checks import Check
 
-HALF = 0.5
-RAREST = 1 / 5  # S3: untrained 4096-wide layers find the masked token in "perhaps 1/5ths" of initialisations
-SOME = 0.1  # control: the wide layers' inversion recovers some unmasked tokens (S3's own example: a quarter to a half)
-
-
-@dataclass(frozen=True)
-class MaskedEstimates:
-    """What S3.9's test measures on a trained model and its twin, from block 1's output without the first position,
-    over the reported prompts (exact intervals).
-
-    Attributes:
-        masked: fraction of prompts whose masked first token is recovered.
-        twin_works: fraction of the twin's prompts whose unmasked tokens mostly come back.
-        longer: ``masked`` after the headline descent continued to 5N (None where not continued).
-        source_setting: ``masked`` with the descent in S3's own setting (a reading beside the headline, issue 77;
-            None at source scale, where the headline is S3's setting).
-        setting: shown beside the checks, deciding nothing: the headline setting; run: its ``inversions.Run``.
-        unmasked: shown: the unmasked tokens recovered (fraction of tokens).
-        twin_masked, twin_unmasked: shown: the twin's masked-token rate and unmasked-token accuracy.
-        prompts, reported: shown: the prompts inverted, and those reported.
-    """
-
-    masked: Estimate
-    twin_works: Estimate
-    longer: Estimate | None = None
-    source_setting: Estimate | None = None
-    setting: str = field(default="", compare=False)
-    run: object = field(default=None, compare=False)
-    unmasked: Estimate | None = field(default=None, compare=False)
-    twin_masked: Estimate | None = field(default=None, compare=False)
-    twin_unmasked: float = field(default=float("nan"), compare=False)
-    prompts: int = field(default=0, compare=False)
-    reported: int = field(default=0, compare=False)
+# S3's rarest identifying rate (untrained 4096-wide layers, "perhaps 1/5ths"), 'most', and the wide layers' floor
+RAREST, HALF, SOME = numbers(__file__, "RAREST", "HALF", "SOME")
 
 
 def twin_works_check(twin_works: Estimate, twin: str) -> Check:
@@ -59,31 +27,27 @@ def masked_checks(e: MaskedEstimates, twin: str, steps: int) -> list[Check]:
     where ``longer`` is given; ``steps``: N."""
     masked = Check.of("fraction of prompts whose masked first token is recovered (restricted vocabulary)", e.masked,
                       "fraction of prompts", "<", RAREST,
-                      **catalogued("S3.9/fraction-of-prompts-whose-masked-first-token-is-recovered-restricted",
-                                   RAREST=RAREST))
+                      **catalogued("S3.9/masked-recovered"))
     return [masked, twin_works_check(e.twin_works, twin),
             *([] if e.longer is None else convergence_checks(masked, e.longer, steps)),
             *([] if e.source_setting is None else [source_setting_reading(masked, e.source_setting)])]
 
 
-@dataclass(frozen=True)
-class WideLayerEstimates:
-    """What S3.9's second test measures on single untrained Llama layers of two widths, over initialisations.
+def masked_gate(e: MaskedEstimates, twin: str) -> str:
+    """Why S3.9 says nothing on a trained model, or "" where its checks decide: the inversion does not give back
+    most of the model's unmasked tokens (``e.unmasked``'s low end not above HALF) while the twin's control passes,
+    so a missed masked token would say nothing about the information between positions (S3 on small trained
+    models: ``scope.SMALL_TRAINED``). Where the twin's control does not pass, the record says so instead.
 
-    Attributes:
-        wider_more: fraction finding the masked token, wider minus narrower (Newcombe, independent proportions).
-        wider: the wider layers' fraction finding it (exact).
-        unmasked: the least unmasked-token accuracy over the wider layers (per unit).
-        fraction: shown beside the checks, deciding nothing: each width's fraction finding the masked token.
-        outcomes: shown: (seeds, widths, [masked found, unmasked accuracy]); chosen: {(width, seed): setting}.
+    Raises:
+        AttributeError: where ``e.unmasked`` is None (estimates not measured by ``measure_masked``).
     """
-
-    wider_more: Estimate
-    wider: Estimate
-    unmasked: Estimate
-    fraction: list[Estimate] = field(default_factory=list, compare=False)
-    outcomes: np.ndarray | None = field(default=None, compare=False)
-    chosen: dict = field(default_factory=dict, compare=False)
+    twin_works = twin_works_check(e.twin_works, twin)
+    if e.unmasked.low <= HALF and twin_works.passed:
+        return gate("S3.9/later-positions-do-not-identify-a-masked-token/unmasked-not-recovered",
+                    value=e.unmasked.value, low=e.unmasked.low, high=e.unmasked.high, twin=twin_works.value,
+                    SMALL_TRAINED=SMALL_TRAINED)
+    return ""
 
 
 def wide_layer_checks(e: WideLayerEstimates, widths: tuple[int, int], seeds: int) -> list[Check]:
@@ -91,11 +55,11 @@ def wide_layer_checks(e: WideLayerEstimates, widths: tuple[int, int], seeds: int
     return [
         Check.of(f"fraction of initialisations finding the masked token, width {widths[1]} minus {widths[0]}",
                  e.wider_more, "fraction of initialisations", ">", 0.0,
-                 **catalogued("S3.9/fraction-of-initialisations-finding-the-masked-token-width-minus")),
+                 **catalogued("S3.9/wider-finds-more")),
         Check.of(f"fraction of width-{widths[1]} initialisations finding the masked token", e.wider,
                  "fraction of initialisations", ">", HALF,
-                 **catalogued("S3.9/fraction-of-width-initialisations-finding-the-masked-token", HALF=HALF)),
+                 **catalogued("S3.9/wider-finds-most")),
         Check.of(f"least token accuracy at the unmasked positions over the width-{widths[1]} initialisations",
                  e.unmasked, "fraction of tokens", ">", SOME, role="control",
-                 **catalogued("S3.9/least-token-accuracy-at-the-unmasked-positions-over-the-width", seeds=seeds)),
+                 **catalogued("S3.9/wide-unmasked-control", seeds=seeds)),
     ]

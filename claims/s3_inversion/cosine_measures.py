@@ -1,9 +1,9 @@
 """S3.7 and S3.13's measurements: inversions of block 1's output under the cosine loss, direct and indirect, at S3's
 rates and with the layer norms removed, and the cosine distance reached over its start. test_cosine.py records what
-these measure; cosine_checks.py decides.
+these measure; cosine_checks.py decides; the numbers both read are in the topic's home, cosine.toml.
 """
 
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Callable
 
@@ -11,20 +11,117 @@ import numpy as np
 import torch
 
 from claims.s3_inversion.convergence import further_steps
-from claims.s3_inversion.cosine_checks import (
-    BUDGETS, MINIMISED, SUCCEEDS, CosineEstimates, LayerNormEstimates, cosine_checks,
-)
 from claims.s3_inversion.inversions import TOP_K, layer_output, setting
 from fixtures.catalogue_text import gate
+from fixtures.homes import numbers
 from latent_instruments.ablation import norms_removed
 from latent_instruments.decoding import direct_fit_decode, pseudo_inverse
 from latent_instruments.inversion import invert
-from latent_instruments.stats import paired_difference, per_unit, sample_mean
+from latent_instruments.stats import Estimate, paired_difference, per_unit, sample_mean
 from models.forwards import frozen, side_by_side
-from reports.checks import FAILED
 
+# S3.7's gate: an exact fit decoding no more than SUCCEEDS leaves no inversion able to succeed as S3's long inputs do;
+# S3.13's "minimised": below MINIMISED of the start's distance (the budget ladder's stop)
+SUCCEEDS, MINIMISED = numbers(__file__, "SUCCEEDS", "MINIMISED")
+SHORT_TOKENS = 5  # S3.13's inputs: "as long as the input is not too long (>5 tokens)"
+BUDGETS = (1, 5, 25)  # S3.13: N, 5N, 25N steps, the first at which the descent minimises without norms
 CODE_RATE = (0.01, 0.001)  # η of S3's published direct-inversion code (GPT2_direct_representation.py: 0.01 → /10)
 CONTROL_SETTING = {True: "S3's setting", False: "better of S3's setting and the adapted one"}  # by Scale.source
+
+
+@dataclass(frozen=True)
+class CosineEstimates:
+    """What S3.7's checks decide on, over prompts (fractions of tokens recovered from block 1's output).
+
+    Attributes:
+        ordering: token accuracy of the long inputs minus the one-token inputs (direct, cosine loss), paired.
+        indirect: token accuracy of the control's one-token inputs in embedding space (an exact interval).
+        descent: the least token accuracy of the long inputs under the L2 loss (per input).
+        longer: ``ordering`` after the descents continued to 5N steps (None where not continued).
+    """
+
+    ordering: Estimate
+    indirect: Estimate
+    descent: Estimate
+    longer: Estimate | None = None
+
+
+@dataclass(frozen=True)
+class CosineContext:
+    """What S3.7's checks take beside the estimates, not a measurement.
+
+    Attributes:
+        long_tokens: tokens of the long inputs; control_setting: the control's setting, in words.
+        control_inputs: the control's one-token inputs; steps: N of the first descent.
+    """
+
+    long_tokens: int
+    control_setting: str
+    control_inputs: int
+    steps: int
+
+
+@dataclass(frozen=True)
+class CosineShown:
+    """What S3.7's record shows beside its checks, deciding nothing (issue 79, item 3: report-only, out of the
+    estimates), and what its continuation starts from.
+
+    Attributes:
+        found: {label: (found, start) inversions} of every descent ("long", "one", "l2", "code, long", "code, one",
+            "indirect", "indirect, adapted").
+        code_units: (prompts, [long, one-token]) token accuracy at the rate of S3's published code.
+        code_ordering: ``ordering`` at the rate of S3's published code.
+        control: (control inputs, [S3's setting, adapted]) token accuracy of the indirect one-token inputs.
+        per: token accuracy of the long, one-token and (the control's setting) indirect inputs.
+        exact_fit: token accuracy of an exact fit of the direct representation from S3's start.
+        continued: (prompts, [long, one-token]) token accuracy after the convergence control's longer descents (None
+            where not continued).
+        singles: (control inputs, 1) the control's one-token inputs.
+    """
+
+    found: dict = field(default_factory=dict)
+    code_units: np.ndarray | None = None
+    code_ordering: Estimate | None = None
+    control: np.ndarray | None = None
+    per: list[Estimate] = field(default_factory=list)
+    exact_fit: Estimate | None = None
+    continued: np.ndarray | None = None
+    singles: object = None
+
+
+@dataclass(frozen=True)
+class LayerNormEstimates:
+    """What S3.13's checks decide on, over prompts on a random-init model's block 1 (cosine distances reached by the
+    direct inversion, as ratios to their start where so named).
+
+    Attributes:
+        with_norms: distance reached with the layer norms over its start (``SHORT_TOKENS``-token inputs).
+        gap: distance reached with the norms minus without (1 − cos), paired.
+        minimised: distance reached without the norms over its start.
+        one: distance reached by one-token inputs with the norms over its start.
+    """
+
+    with_norms: Estimate
+    gap: Estimate
+    minimised: Estimate
+    one: Estimate
+
+
+@dataclass(frozen=True)
+class LayerNormShown:
+    """What S3.13's record shows beside its checks, deciding nothing (issue 79, item 3).
+
+    Attributes:
+        units: (prompts, 6) cosine distances: with norms, without, their starts, one token with norms, its start.
+        tried: {N: the distance reached without norms over its start}; steps: the N the comparison ran.
+        removed: how many norms were removed; inversions: {"with norms", "without norms"}: the found inputs.
+    """
+
+    units: np.ndarray | None = None
+    tried: dict[str, float] = field(default_factory=dict)
+    steps: int = 0
+    removed: int = 0
+    inversions: dict = field(default_factory=dict)
 
 
 def reached_over_start(units: np.ndarray, reached: int, start: int) -> float:
@@ -58,7 +155,7 @@ def _numpy(t: torch.Tensor) -> np.ndarray:
 def _cannot_identify(exact_fit, vocabulary: int, d_model: int, target: float) -> str:
     """S3.7's not-informative reason: an exact fit of the direct representation decodes too few tokens."""
     return gate("S3.7/cosine-direct-inversion-fails-on-one-token/cannot-identify", value=exact_fit.value,
-                low=exact_fit.low, high=exact_fit.high, SUCCEEDS=SUCCEEDS, vocabulary=vocabulary, d_model=d_model,
+                low=exact_fit.low, high=exact_fit.high, vocabulary=vocabulary, d_model=d_model,
                 ratio=vocabulary / d_model, target=target)
 
 
@@ -103,12 +200,13 @@ def _continued(subject, ids: torch.Tensor, found: tuple, steps: int, seed: int) 
 
 
 def measure_cosine(model_name: str, subject, ids: torch.Tensor, draw_singles: Callable[[], torch.Tensor], inversions,
-                   claim) -> CosineEstimates:
+                   claim) -> tuple[CosineEstimates, CosineShown, CosineContext]:
     """S3.7's measurement on block 1's output: the long inputs ``ids`` (prompts, T) against their first tokens under
     the cosine loss (direct representation, S3's setting), gated on an exact fit of the direct representation
     decoding the tokens; the control's one-token inputs in embedding space and the long inputs under the L2 loss
-    (controls); the same at the rate of S3's published code (shown); and where the ordering fails, the two descents
-    continued (the convergence control).
+    (controls); the same at the rate of S3's published code (shown): (the checks' estimates at N, what the record
+    shows beside them, the checks' context). Where the ordering fails the test continues the two descents
+    (:func:`continue_cosine`, through ``convergence.settled``).
 
     Args:
         model_name: the model's zoo name; subject: the loaded model (``LoadedModel``).
@@ -135,7 +233,7 @@ def measure_cosine(model_name: str, subject, ids: torch.Tensor, draw_singles: Ca
                      "token accuracy reached, long input, cosine loss": float(long.token_accuracy.mean())})
     singles = draw_singles()
     found = {"long": (long, start), **_other_descents(subject, ids, singles, steps, seed)}
-    one, l2 = found["one"][0], found["l2"][0]
+    l2 = found["l2"][0]
     # token accuracies, (prompts, 2): long and one-token at S3's text's rate and at its code's; the control's
     # (CONTROL_INPUTS, 2 settings)
     units, code_units, control = (np.column_stack([_numpy(found[k][0].token_accuracy) for k in pair]) for pair in (
@@ -145,22 +243,31 @@ def measure_cosine(model_name: str, subject, ids: torch.Tensor, draw_singles: Ca
     per.append(scale.reported_fraction(control, better))  # one token per input: 0/1, an exact interval
 
     descent = per_unit(_numpy(l2.token_accuracy), "min")  # the optimiser works: asserted of every input
-    context = (long_tokens, CONTROL_SETTING[scale.source], len(singles), steps)
-    estimates = CosineEstimates(claim.bootstrap(units, paired_difference), per[2], descent, found=found,
-                                code_units=code_units, code_ordering=claim.bootstrap(code_units, paired_difference),
-                                control=control, per=per, exact_fit=exact_fit,
-                                singles=singles, context=context)
-    if cosine_checks(estimates, *context)[0].status == FAILED:  # the same two descents continued: does it stay?
-        continued = _continued(subject, ids, (long, one), steps, seed)
-        estimates = replace(estimates, longer=claim.bootstrap(continued, paired_difference), continued=continued)
-    return estimates
+    return CosineEstimates(claim.bootstrap(units, paired_difference), per[2], descent), CosineShown(
+        found=found, code_units=code_units, code_ordering=claim.bootstrap(code_units, paired_difference),
+        control=control, per=per, exact_fit=exact_fit, singles=singles,
+    ), CosineContext(long_tokens, CONTROL_SETTING[scale.source], len(singles), steps)
 
 
-def measure_layer_norm(model_name: str, subject, ids: torch.Tensor, inversions, claim) -> LayerNormEstimates:
+def continue_cosine(e: CosineEstimates, shown: CosineShown, context: CosineContext, subject, ids: torch.Tensor,
+                    claim) -> tuple[CosineEstimates, CosineShown]:
+    """S3.7's convergence control: the long and one-token direct descents (``shown.found``) continued from where
+    their N = ``context.steps`` ended to 5N, on the same prompts ``ids`` (prompts, T): ``e`` with the ordering after
+    the longer descents in place, and ``shown`` with their token accuracy (prompts, [long, one-token]).
+
+    Args:
+        subject: the loaded model (``LoadedModel``); claim: the claim's recorder (its ``bootstrap``, ``seed``).
+    """
+    continued = _continued(subject, ids, (shown.found["long"][0], shown.found["one"][0]), context.steps, claim.seed)
+    return replace(e, longer=claim.bootstrap(continued, paired_difference)), replace(shown, continued=continued)
+
+
+def measure_layer_norm(model_name: str, subject, ids: torch.Tensor, inversions,
+                       claim) -> tuple[LayerNormEstimates, LayerNormShown]:
     """S3.13's measurement on a random-init model's block 1, direct representation, inputs ``ids`` (prompts,
     ``SHORT_TOKENS``): the budget is the first of N, 5N, 25N at which the descent without norms minimises (its
     control); at it, the distance reached with the norms over its start, with minus without (paired), and one-token
-    inputs with the norms (S3's premise, a control).
+    inputs with the norms (S3's premise, a control): (the checks' estimates, what the record shows beside them).
 
     Args:
         model_name: the model's zoo name; subject: the loaded model (``LoadedModel``).
@@ -186,6 +293,6 @@ def measure_layer_norm(model_name: str, subject, ids: torch.Tensor, inversions, 
                              _numpy(one_token.loss), _numpy(one_start.loss)])
     one = claim.bootstrap(units, lambda u: reached_over_start(u, 4, 5))
     return LayerNormEstimates(claim.bootstrap(units, lambda u: reached_over_start(u, 0, 2)),
-                              claim.bootstrap(units, paired_difference), minimised, one, units=units, tried=tried,
-                              steps=steps, removed=removed,
-                              inversions={"with norms": with_norm, "without norms": without_norm})
+                              claim.bootstrap(units, paired_difference), minimised, one), LayerNormShown(
+        units=units, tried=tried, steps=steps, removed=removed,
+        inversions={"with norms": with_norm, "without norms": without_norm})

@@ -56,16 +56,16 @@ def test_gradient_times_input_agrees_with_occlusion(model_name, subject, pool, i
     """S3.8: per prompt, gradient×input ranks the tokens as occlusion does; the untrained twin's gradients do not."""
     tokens = min(len(subject.tokenizer.encode(SOURCE_PROMPT)), subject.context)
     n = inversions.scale.prompts_for(subject.d_model)
-    e = measure_agreement(subject, pool.get(subject.entry.twin), pool.text_windows(model_name, n, tokens), claim)
-    defined, twin_defined = ~np.isnan(e.rho), ~np.isnan(e.twin_rho)
+    e, shown = measure_agreement(subject, pool.get(subject.entry.twin), pool.text_windows(model_name, n, tokens), claim)
+    defined, twin_defined = ~np.isnan(shown.rho), ~np.isnan(shown.twin_rho)
     claim.record(
         agreement_checks(e),
         procedure=procedure("S3.8/gradient-times-input-agrees-with-occlusion", n=n, tokens=tokens,
                             SOURCE_PROMPT=SOURCE_PROMPT,
-                            undefined=e.undefined or 'every prompt has a defined rank correlation'),
+                            undefined=shown.undefined or 'every prompt has a defined rank correlation'),
         scaled=f"S3: trained GPT-2, one prompt shown; here {model_name} on {n} prompts",
         details={
-            "mean ρ over the prompts with a defined correlation": e.readings,
+            "mean ρ over the prompts with a defined correlation": shown.readings,
             "prompts left out (undefined rank correlation)": {"claim": int((~defined).sum()),
                                                               "control": int((~twin_defined).sum())},
             **_example(subject),

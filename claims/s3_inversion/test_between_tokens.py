@@ -33,13 +33,15 @@ Two tests:
 
 import pytest
 
-from claims.s3_inversion.between_tokens_checks import masked_checks, wide_layer_checks
+from claims.s3_inversion.between_tokens_checks import masked_checks, masked_gate, wide_layer_checks
 from claims.s3_inversion.between_tokens_measures import (
-    CPU_SEEDS, CPU_WIDTHS, HEADS, SOURCE_SEEDS, SOURCE_WIDTHS, WIDE_PROMPT, measure_masked, measure_wide_layers,
+    CPU_SEEDS, CPU_WIDTHS, HEADS, SOURCE_NARROW_RATE, SOURCE_SEEDS, SOURCE_WIDE_RATE, SOURCE_WIDTHS, WIDE_PROMPT,
+    continue_masked, measure_masked, measure_wide_layers,
 )
-from claims.s3_inversion.convergence import LONGER, SCHEDULE, deepens
+from claims.s3_inversion.convergence import LONGER, SCHEDULE, deepens, settled
 from claims.s3_inversion.inversions import first_prompt
 from fixtures.catalogue_text import procedure
+from reports.checks import PASSED
 from reports.plots import series
 
 
@@ -50,21 +52,25 @@ def test_later_positions_do_not_identify_a_masked_token(model_name, subject, gro
     """S3.9 (trained): from block 1's output without the first position, the first token comes back in fewer
     than a fifth of the prompts; the other tokens come back."""
     twin, scale = group_twins[0], inversions.scale
-    e = measure_masked(model_name, subject, twin, inversions, claim)
+    e, shown = measure_masked(model_name, subject, twin, inversions, claim)
+    if reason := masked_gate(e, twin.name):  # the unmasked tokens do not come back, where the twin's do
+        claim.not_informative(reason, details={"masked first token recovered": e.masked.value})
+    e = settled(e, lambda e: masked_checks(e, twin.name, scale.steps(model_name))[0],  # a hold: continued to 5N
+                lambda e: continue_masked(e, shown, model_name, subject, inversions), when=(PASSED,))
     claim.record(
         masked_checks(e, twin.name, scale.steps(model_name)),
-        procedure=procedure("S3.9/later-positions-do-not-identify-a-masked-token", own_prompts=e.prompts,
-                            reported_prompts=e.reported, tokens=inversions.problem(model_name, subject).tokens,
-                            setting=e.setting, headline_label=scale.headline_label, steps=e.run.steps,
+        procedure=procedure("S3.9/later-positions-do-not-identify-a-masked-token", own_prompts=shown.prompts,
+                            reported_prompts=shown.reported, tokens=inversions.problem(model_name, subject).tokens,
+                            setting=shown.setting, headline_label=scale.headline_label, steps=shown.run.steps,
                             convergence=deepens("it fails where the masked token comes back on too many prompts; a longer descent fits the "
                                          "later positions' outputs closer and can only find it more often"),
                             LONGER=LONGER, SCHEDULE=SCHEDULE),
         scaled=" ".join(filter(None, [f"S3: trained Llama 7B-65B (4096-8192 wide), a few prompts; here {model_name} "
                                       f"({subject.d_model} wide).", inversions.scale.note()])),
         details={"masked first token recovered": {model_name: e.masked.value, f"{twin.name} ({scale.headline_label})":
-                                                 e.twin_masked.value},
-                 "unmasked tokens recovered": {model_name: e.unmasked.value, twin.name: e.twin_unmasked},
-                 f"examples ({e.setting} setting; top-5 per position)": first_prompt(e.run.examples)},
+                                                 shown.twin_masked.value},
+                 "unmasked tokens recovered": {model_name: e.unmasked.value, twin.name: shown.twin_unmasked},
+                 f"examples ({shown.setting} setting; top-5 per position)": first_prompt(shown.run.examples)},
     )
 
 
@@ -74,7 +80,7 @@ def test_later_positions_do_not_identify_a_masked_token(model_name, subject, gro
 def test_wide_untrained_layers_identify_a_masked_token(model_name, subject, scale, inversions, claim):
     """S3.9 (untrained): more of the wider single layers' initialisations find the masked first token, and more
     than half of them."""
-    e = measure_wide_layers(subject, scale, inversions, claim)
+    e, shown = measure_wide_layers(subject, scale, inversions, claim)
     widths, seeds = (SOURCE_WIDTHS, SOURCE_SEEDS) if scale == "source-widths" else (CPU_WIDTHS, CPU_SEEDS)
     vocab = subject.model.get_input_embeddings().weight.shape[0]
     claim.record(
@@ -87,12 +93,12 @@ def test_wide_untrained_layers_identify_a_masked_token(model_name, subject, scal
             f"CPU widths {CPU_WIDTHS[0]} and {CPU_WIDTHS[1]}, {CPU_SEEDS} seeds each: S3's ratio of widths and its "
             f"{HEADS} heads, 16x narrower; S3's widths 4096 and 8192 over {SOURCE_SEEDS} seeds run with --source-scale on "
             "(the default with CUDA)"),
-        details={"masked token found, by width": {str(w): f.value for w, f in zip(widths, e.fraction)},
+        details={"masked token found, by width": {str(w): f.value for w, f in zip(widths, shown.fraction)},
                  "outcome by width and seed (found, unmasked accuracy, setting)": {
-                     f"{w}, seed {s}": f"{bool(e.outcomes[s, i, 0])}, {e.outcomes[s, i, 1]:.2f}, {e.chosen[w, s]}"
+                     f"{w}, seed {s}": f"{bool(shown.outcomes[s, i, 0])}, {shown.outcomes[s, i, 1]:.2f}, {shown.chosen[w, s]}"
                      for i, w in enumerate(widths) for s in range(seeds)}},
         plot={"kind": "bars", "title": f"S3.9: masked first token found by untrained single layers ({scale})",
               "categories": [str(w) for w in widths], "ylabel": "fraction of initialisations",
-              "series": {"found": series(e.fraction)}, "source": {"S3": [0.2, 0.8]}},
+              "series": {"found": series(shown.fraction)}, "source": {"S3": [SOURCE_NARROW_RATE, SOURCE_WIDE_RATE]}},
     )
 

@@ -1,13 +1,14 @@
 """S3.5 — larger (wider) trained models invert better, also from deeper layers.
 
 What S3 shows (decoded examples of 'The sky is blue.', no rates): trained GPT-2 (768 wide) fails from its
-first block; GPT-2 XL (1600) is "no noticeably better"; gains appear only from 4096 wide (GPT-J 6B
+first block; GPT-2 XL (1600) is "no noticeably better"; gains appear only from GAIN_ONSET wide (GPT-J 6B
 recovers part, Llama-7B more), and differ between families at one width (GPT-J against Llama-7B, both
-4096). Llama-13B and 30B (5120, 6656) come close, not exact: their first blocks give 'The sky is blue''
+GAIN_ONSET wide). Llama-13B and 30B (5120, 6656) come close, not exact: their first blocks give 'The sky is blue''
 and 'blue<s>'. Deeper blocks degrade less in the larger models (Llama-30B at 4 blocks as at 1).
 
-Where S3 says width helps: from 4096 wide. Its one step below that, 768 → 1600, is "no noticeably better", so
-on a ladder whose widest rung is narrower than 4096 S3 predicts nothing, a gain and its absence are both
+Where S3 says width helps: from GAIN_ONSET wide (the width gate's onset, in the topic's home ``width.toml``). Its
+one step below that, 768 → 1600, is "no noticeably better", so on a ladder whose widest rung is narrower than
+GAIN_ONSET S3 predicts nothing, a gain and its absence are both
 consistent with it, and the claim is not informative (version 3). That covers every ladder this suite trains
 (``tiny-ladder``: 96-192 wide; ``full-ladder``: 192-768): their rungs also train for a common number of steps,
 so a rung's accuracy follows how well it trained (the validation losses differ between seeds of one rung by
@@ -47,12 +48,12 @@ DECODING_BY_VARIANT = {"full-vocabulary": "the whole vocabulary",  # the decodin
 def test_wider_models_invert_better(model_name, variant, group, inversions, claim, corpus):
     """S3.5: at each training seed, the widest rung recovers more tokens than the narrowest, from the first
     block and from a deeper one (⌈L/3⌉, S3's 4 of 12)."""
-    e = measure_width(model_name, group, variant, inversions, corpus, claim)
-    scale, seeds, widths, blocks, per_rung = inversions.scale, e.seeds, e.widths, e.blocks, e.per_rung
+    e, shown = measure_width(model_name, group, variant, inversions, corpus, claim)
+    scale, seeds, widths, blocks, per_rung = inversions.scale, shown.seeds, e.widths, shown.blocks, shown.per_rung
     example_rungs = [seeds[next(iter(seeds))][i] for i in (0, -1)]
     claim.record(
         width_checks(e, scale.headline_label),
-        procedure=procedure("S3.5/wider-models-invert-better", prompts=e.prompts,
+        procedure=procedure("S3.5/wider-models-invert-better", prompts=shown.prompts,
                             SOURCE_PROMPT=SOURCE_PROMPT, blocks=', '.join(map(str, blocks)),
                             steps=inversions.run(group[0].name, group[0], 0, 'source').steps,
                             headline_label=scale.headline_label,
@@ -63,7 +64,7 @@ def test_wider_models_invert_better(model_name, variant, group, inversions, clai
             "a 2x range below the widths where S3 sees gains.", inversions.scale.note()])),
         details={
             "variant": variant,
-            "held-out loss (bits per character) by rung": e.losses,
+            "held-out loss (bits per character) by rung": shown.losses,
             f"token accuracy by rung ({scale.headline_label})": {
                 f"seed {seed}, block {b}": {m.name: x.value for m, x in zip(seeds[seed], per_rung[seed, b])}
                 for seed, b in per_rung},

@@ -1,8 +1,8 @@
 """S3.5's measurements: the width gain of a ladder's rungs and the gate on their widths and training. test_width.py
-records what these measure; width_checks.py decides.
+records what these measure; width_checks.py decides; the numbers both read are in the topic's home, width.toml.
 """
 
-
+from dataclasses import dataclass, field
 from itertools import groupby
 
 import numpy as np
@@ -10,16 +10,48 @@ import numpy as np
 from claims.s3_inversion.depth_measures import depths
 from claims.s3_inversion.inversions import DESCENT_SETTINGS
 from claims.s3_inversion.scale import Scale
-from claims.s3_inversion.width_checks import WidthEstimates
 from fixtures.catalogue_text import gate
+from fixtures.homes import numbers
+from latent_instruments.stats import Estimate
 from models.evaluation import held_out_bits_per_character
 from models.zoo import resolve
 
+# the width gate's onset (S3: gains from GPT-J's width) and the convergence gate's tolerance, bits per character
+GAIN_ONSET, LOSS_TOLERANCE = numbers(__file__, "GAIN_ONSET", "LOSS_TOLERANCE")
 
-GAIN_ONSET = 4096  # S3: gains appear from 4096 wide (GPT-J, Llama-7B); 768 -> 1600 is "no noticeably better"
+
+@dataclass(frozen=True)
+class WidthEstimates:
+    """What S3.5's checks decide on, measured on a ladder of widths over the reported prompts.
+
+    Attributes:
+        gains: {(training seed, block): token accuracy of the widest rung minus the narrowest, paired}.
+        success: {training seed: fraction of the narrowest rung's prompts passing S3's success test} (exact).
+        widths: {training seed: the rungs' d_model, narrowest first}.
+    """
+
+    gains: dict[tuple[int, int], Estimate]
+    success: dict[int, Estimate]
+    widths: dict[int, list[int]]
 
 
-LOSS_TOLERANCE = 0.0  # bits per character a wider rung may end above a narrower one (none: the ordering itself)
+@dataclass(frozen=True)
+class WidthShown:
+    """What S3.5's record shows beside its checks, deciding nothing (issue 79, item 3: report-only, out of the
+    estimates).
+
+    Attributes:
+        seeds: {training seed: its rungs (``LoadedModel``), narrowest first}.
+        blocks: the blocks inverted (1-based); losses: {rung: held-out bits per character}.
+        per_rung: {(training seed, block): each rung's headline token accuracy}.
+        prompts: the prompts each rung was inverted on.
+    """
+
+    seeds: dict[int, list] = field(default_factory=dict)
+    blocks: list[int] = field(default_factory=list)
+    losses: dict[str, float] = field(default_factory=dict)
+    per_rung: dict[tuple[int, int], list[Estimate]] = field(default_factory=dict)
+    prompts: int = 0
 
 
 def width_gain(units: np.ndarray, scale: Scale, chosen: np.ndarray) -> float:
@@ -63,7 +95,7 @@ def ladder_gate(widths: dict[str, int], rungs_by_seed: dict[int, list[str]], los
     """
     widest = max(widths.values())
     if widest < GAIN_ONSET:
-        return gate("S3.5/wider-models-invert-better/below-gain-onset", widest=widest, GAIN_ONSET=GAIN_ONSET)
+        return gate("S3.5/wider-models-invert-better/below-gain-onset", widest=widest)
     reordered = reordered_rungs(rungs_by_seed, losses)
     if reordered:
         return gate("S3.5/wider-models-invert-better/reordered", reordered="; ".join(reordered))
@@ -93,10 +125,12 @@ def headline_setting(inversions, rung) -> str:
     return DESCENT_SETTINGS[int(inversions.scale.chosen(units))]
 
 
-def measure_width(model_name: str, group: list, variant: str, inversions, corpus, claim) -> WidthEstimates:
+def measure_width(model_name: str, group: list, variant: str, inversions, corpus,
+                  claim) -> tuple[WidthEstimates, WidthShown]:
     """S3.5's measurement on a ladder of widths: at each training seed, from block 1 and from ⌈L/3⌉, the widest rung's
     token accuracy minus the narrowest's (each its headline setting), and the narrowest rung's success test (a
-    control); the ladder gated on its widths and its rungs' training first.
+    control); the ladder gated on its widths and its rungs' training first: (the checks' estimates, what the record
+    shows beside them).
 
     Args:
         model_name: the ladder's zoo name; group: its rungs (``LoadedModel``), by seed then width.
@@ -126,6 +160,7 @@ def measure_width(model_name: str, group: list, variant: str, inversions, corpus
          for key, u in units.items()},
         {seed: _success(inversions, rungs[0]) for seed, rungs in seeds.items()},  # the narrowest rung's
         {seed: [m.d_model for m in rungs] for seed, rungs in seeds.items()},
+    ), WidthShown(
         seeds=seeds, blocks=blocks, losses=losses,
         per_rung={key: [claim.bootstrap(scale.reported(u[:, i]), lambda v, c=chosen[key][i]: float(scale.headline(v, c)))
                         for i in range(u.shape[1])] for key, u in units.items()},
