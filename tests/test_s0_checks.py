@@ -9,6 +9,7 @@ states along a sequence.
 
 import math
 from functools import partial
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -16,20 +17,22 @@ import pytest
 import torch
 
 from claims.s0_spectra.model_spectra import beyond_null, early_blocks, estimate
-from claims.s0_spectra.residual_checks import (
-    BEND_MARGIN, S0_BLOCK1_BEND, attention_spike_checks, low_band_checks, mlp_spike_checks,
-)
+from claims.s0_spectra.residual_checks import BEND_MARGIN, attention_spike_checks, low_band_checks, mlp_spike_checks
 from claims.s0_spectra.bends import bends, largest_later_bend
-from claims.s0_spectra.residual_measures import measure_attention_spikes, measure_low_band, measure_mlp_spike
+from claims.s0_spectra.residual_measures import (
+    AttentionSpikeContext, BendContext, LowBandContext, measure_attention_spikes, measure_low_band, measure_mlp_spike,
+)
 from claims.s0_spectra.residual_spectra import (
     apart_over_clean_law, clean_law_tolerance, closeness_ratio, flattest_law, outlier_lead, pretty_close,
 )
-from claims.s0_spectra.straightening_checks import S0_BAND_DECADES, SPAN_LOW
+from claims.s0_spectra.straightening_checks import SHALLOW, STEEP
 from claims.s0_spectra.straightening_measures import learned_straightening, straightening
+from fixtures.homes import numbers
 from latent_instruments.spectra import LogBins, fit_power_law, power_spectral_density
 from tests.cases_s0 import CASES
 from tests.check_cases import check_of
 
+S0_BLOCK1_BEND = numbers(Path(__file__).resolve().parents[1] / "claims/s0_spectra/residual.toml", "S0_BLOCK1_BEND")
 FREQS = np.fft.rfftfreq(127)
 BINS = LogBins.of(FREQS)
 BATCH = 24
@@ -73,14 +76,15 @@ def spike_statuses(real: np.ndarray, null: np.ndarray) -> dict[str, str]:
     """{key: status} of S0.8's and S0.9's checks (``attention_spike_checks``, ``mlp_spike_checks``) on what their
     measures take of ``real`` and its position-shuffled ``null``, each (batch, n_blocks, n_freq)."""
     spectra, early = block_spectra(real, null), early_blocks(real.shape[1])
-    return {c.key: c.status for c in (*attention_spike_checks(measure_attention_spikes(spectra, RECORDER), early),
+    return {c.key: c.status for c in (*attention_spike_checks(measure_attention_spikes(spectra, RECORDER),
+                                                              AttentionSpikeContext(early)),
                                       *mlp_spike_checks(measure_mlp_spike(spectra, RECORDER)))}
 
 
 # S0.3 -------------------------------------------------------------------------------------------------------------
 
-DROP = "S0.3/straightening-scatter-at-minus-at"  # straightening_checks' claim check of the drop
-DROP_OVER_NULL = "S0.3/straightening-minus-minus-that-of-the-position-shuffled-stream"  # its control
+DROP = "S0.3/straightening"  # straightening_checks' claim check of the drop
+DROP_OVER_NULL = "S0.3/shuffled-control"  # its control
 
 
 def test_s0_3_control_fails_a_stream_whose_scatter_falls_only_because_its_noise_does():
@@ -121,15 +125,14 @@ def test_s0_4_control_fails_a_span_that_is_leakage_of_a_drift():
     white = torch.randn(16, 128, 32, generator=g)
     drift = torch.linspace(0, 1, 128)[None, :, None] * torch.randn(16, 1, 32, generator=g).sign()
     plain, hann = _slopes(white + 1.25 * drift)
-    shallow = -SPAN_LOW / S0_BAND_DECADES
-    assert -2 / S0_BAND_DECADES < plain < shallow  # the claim's range
-    assert hann > shallow  # the control's bound: the windowed law must still be steeper than the shallow end
+    assert STEEP < plain < SHALLOW  # the claim's range (span_checks' bounds)
+    assert hann > SHALLOW  # the control's bound: the windowed law must still be steeper than the shallow end
 
 
 # S0.5 -------------------------------------------------------------------------------------------------------------
 
-LEARNED = "S0.5/straightening-from-block-1-to-positions-removed-trained-minus-twin"  # learned_checks' claim check
-LEARNED_OVER_NULL = "S0.5/the-same-difference-minus-that-of-the-position-shuffled-streams"  # its control
+LEARNED = "S0.5/learned"  # learned_checks' claim check
+LEARNED_OVER_NULL = "S0.5/shuffled-control"  # its control
 
 
 def learned(units: np.ndarray) -> str:
@@ -172,9 +175,9 @@ def bent(c: float, length: int, sequences: int, seed: int, slope: float = -0.5, 
 
 CALIBRATION_4 = pretty_close("S0.6", 128, 128, 4)  # the calibration the claim reads at 4 blocks, 32x128's last look
 PRETTY_CLOSE_4 = CALIBRATION_4.margin
-LATER_BEND = "S0.6/largest-bend-of-blocks-2-l-beyond-a-straight-law-s-curvature-in-log"  # bend_checks' claim check
-OUTLIER = "S0.6/block-1-s-bend-minus-the-largest-of-blocks-2-l"  # its outlier check
-NOT_WHITE = "S0.6/flattest-exponent-of-blocks-2-l-minus-that-of-their-position-shuffled"  # its control
+LATER_BEND = "S0.6/pretty-close"  # bend_checks' claim check
+OUTLIER = "S0.6/outlier"  # its outlier check
+NOT_WHITE = "S0.6/white-control"  # its control
 
 
 def nearly_straight(later_bend: float, length: int, sequences: int, first_bend: float = S0_BLOCK1_BEND) -> str:
@@ -184,7 +187,7 @@ def nearly_straight(later_bend: float, length: int, sequences: int, first_bend: 
     units = np.stack([bent(first_bend, length, sequences, seed=0),
                       *(bent(later_bend, length, sequences, seed=s) for s in (1, 2, 3))], axis=1)
     later = estimate(units, lambda u: largest_later_bend(bins, u), seed=0)
-    return claim_check(LATER_BEND, {"calibration": CALIBRATION_4}, later=later).status
+    return claim_check(LATER_BEND, {"context": BendContext(CALIBRATION_4)}, later=later).status
 
 
 @pytest.mark.parametrize("length", [128, 2048])
@@ -246,11 +249,11 @@ def test_s0_7_check_fails_an_mlp_residual_of_another_shape_and_control_fails_a_b
 
     def close(mlp, attn=attention):  # closeness_checks against half (version 5's claim check, a reading since 6)
         units = np.concatenate([mlp, attn, hidden], axis=1)
-        return status("S0.7/shape-distance-mlp-residual-to-hidden-state-against-half",
+        return status("S0.7/closer",
                       close=estimate(units, lambda u: closeness_ratio(BINS, u, n), seed=0))
 
     def apart(attn):  # closeness_checks' control
-        return status("S0.7/shape-distance-attention-residual-to-hidden-state-mean-over-blocks",
+        return status("S0.7/apart-control",
                       apart=estimate(np.concatenate([attn, hidden], axis=1),
                                      lambda u: apart_over_clean_law(BINS, u, n, tolerance), seed=0))
 
@@ -264,11 +267,11 @@ def test_s0_7_check_fails_an_mlp_residual_of_another_shape_and_control_fails_a_b
 
 # S0.8 / S0.9 ------------------------------------------------------------------------------------------------------
 
-S0_8_EARLY = "S0.8/spike-of-blocks-1-minus-the-middle-blocks-mean"  # attention_spike_checks' claim checks
-S0_8_LAST = "S0.8/spike-of-the-last-block-minus-the-middle-blocks-mean"
-S0_8_ABOVE_NOISE = "S0.8/spike-minus-its-position-shuffled-null-smaller-of-blocks-1-mean-and"  # its control
-S0_9_FIRST = "S0.9/block-1-s-spike-minus-the-largest-of-blocks-2-l"  # mlp_spike_checks' claim check
-S0_9_ABOVE_NOISE = "S0.9/block-1-s-spike-minus-its-position-shuffled-null"  # its control
+S0_8_EARLY = "S0.8/early-spike"  # attention_spike_checks' claim checks
+S0_8_LAST = "S0.8/last-spike"
+S0_8_ABOVE_NOISE = "S0.8/shuffled-control"  # its control
+S0_9_FIRST = "S0.9/first-spike"  # mlp_spike_checks' claim check
+S0_9_ABOVE_NOISE = "S0.9/shuffled-control"  # its control
 
 
 def test_s0_8_and_s0_9_controls_fail_spikes_that_are_noise_and_the_checks_fail_without_spikes():
@@ -315,10 +318,11 @@ def test_s0_10_control_fails_a_low_band_share_that_only_leakage_gives():
     hann = np.stack([power_spectral_density(x, window="hann")[1].numpy() for x in (early, *late)], axis=1)
     def statuses(update: np.ndarray, hann: np.ndarray) -> dict[str, str]:  # low_band_checks on measure_low_band's
         spectra = block_spectra(update, update, hann)
-        return {c.key: c.status for c in low_band_checks(measure_low_band(spectra, RECORDER), early_blocks(4))}
+        return {c.key: c.status for c in low_band_checks(measure_low_band(spectra, RECORDER)[0],
+                                                         LowBandContext(early_blocks(4)))}
 
-    ratio = "S0.10/log10-of-the-low-band-share-of-blocks-1-s-updates-over-later-blocks"  # the claim check
-    windowed = "S0.10/the-same-log-ratio-of-the-hann-windowed-mean-removed-updates"  # its control
+    ratio = "S0.10/low-band-share"  # the claim check
+    windowed = "S0.10/hann-control"  # its control
     assert statuses(plain, hann) == {ratio: "passed", windowed: "failed"}
     # and the claim check fails where the early blocks add no more low band than the later ones
     white = np.stack([power_spectral_density(torch.randn(16, 128, 32, generator=g))[1].numpy() for _ in range(4)], 1)
@@ -341,8 +345,8 @@ def _tilts(pos: torch.Tensor) -> tuple[str, str]:
                for w in (None, "hann")}  # (batch, [tok, tok+pos], n_freq)
     bins = LogBins.of(np.fft.rfftfreq(127))
     tilt = {w: estimate(u, lambda v: position_tilt(bins, v[:, 1], v[:, 0]), seed=0) for w, u in spectra.items()}
-    return (status("S0.2/low-frequency-tilt-added-by-the-position-embeddings", trained=tilt[None]),
-            status("S0.2/the-same-tilt-hann-windowed-with-each-sequence-s-mean-removed", hann=tilt["hann"]))
+    return (status("S0.2/tilt", trained=tilt[None]),
+            status("S0.2/hann-control", hann=tilt["hann"]))
 
 
 def test_s0_2_control_fails_a_tilt_that_only_the_sequence_start_gives():
@@ -360,8 +364,8 @@ def test_s0_2_control_fails_a_tilt_that_only_the_sequence_start_gives():
 def test_s0_2_a_genuine_failure_reads_as_a_finding_not_a_failed_control():
     """Positions with no low-frequency structure (a high-frequency pattern alone): the tilt fails and so does its
     Hann control, which guards the pass only; the record fails on its claim check (a finding)."""
-    from claims.s0_spectra.embedding_checks import TiltEstimates, tilt_checks
-    from claims.s0_spectra.embedding_measures import position_tilt
+    from claims.s0_spectra.embedding_checks import tilt_checks
+    from claims.s0_spectra.embedding_measures import TiltEstimates, position_tilt
     from reports.checks import ClaimRecord
 
     t = torch.arange(128, dtype=torch.float32)

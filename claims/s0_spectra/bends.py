@@ -48,7 +48,8 @@ def calibration_figure(calibration, measured, label: str) -> dict:
                                   f"{calibration.seeds[-1]}), then this subject",
             "ylabel": f"largest |bend| of blocks 2..{calibration.blocks}, high end (decades/decade²)",
             "series": {"calibration inits' high ends (sorted)": {"value": sorted(calibration.values)},
-                       "margin: their largest, rounded up (a 95/95 tolerance bound)": {
+                       f"margin: their largest, rounded up (a {calibration.coverage * 100:.0f}/"
+                       f"{calibration.tolerance_confidence * 100:.0f} tolerance bound)": {
                            "x": [1, k + 1], "value": [calibration.margin, calibration.margin]},
                        f"{label} (95 % interval)": {"x": [k + 1], "value": [measured.value], "low": [measured.low],
                                                     "high": [measured.high]}}}

@@ -7,15 +7,16 @@ uses (:data:`SEEDS`), on windows of the training split (no run's prompts come fr
 validation split). Since issue 73 each init gives the statistic that decides, the high end of the claim's interval
 (the same bootstrap over sequences, at the level and sample size of the claim's last look at that length), once for
 each depth L = 2..12 (blocks 1..L of the init: an untrained block does not depend on the blocks after it, so these
-are L-block inits of the same architecture). The margin at a depth is the largest of the K high ends: a 95 %/95 %
-tolerance bound (Wilks: it lies above the 95 % point of S0's subject class with confidence 1 - 0.95^59 = 0.952),
-beside the class's 95 % point as the K values estimate it, which states the margin's own uncertainty. "Pretty close"
-is no more than what 19 in 20 of S0's subjects show.
+are L-block inits of the same architecture). The margin at a depth is the largest of the K high ends: a
+distribution-free tolerance bound (Wilks: it lies above the :data:`COVERAGE` point of S0's subject class with
+confidence 1 - COVERAGE^K), beside the class's COVERAGE point as the K values estimate it, which states the margin's
+own uncertainty; COVERAGE is in the claims' home, ``residual.toml``. "Pretty close" is no more than what 19 in 20 of
+S0's subjects show.
 
     python -m claims.s0_spectra.calibrate_pretty_close --positions 128 --sequences 128 [--device cuda] [--write]
 
-prints the tables; ``--write`` puts them in ``claims/catalogue.toml``'s S0.6 and S0.7 calibration tables for that
-length (between their markers), which the claim tests read. A judged record uses a margin only at the shape it was
+prints the tables; ``--write`` puts them in ``claims/s0_spectra/residual.toml``'s S0.6 and S0.7 calibration tables
+for that length (between their markers), which the claim tests read. A judged record uses a margin only at the shape it was
 calibrated for: its length, its last look's sequences and its depth. On 2 CPU cores 128 × 128 takes about 40 s an
 init (40 minutes); S0's 2048 positions (64 × 2048) about 3 minutes an init, so that length is calibrated on a GPU.
 """
@@ -32,8 +33,9 @@ import torch
 from claims.s0_spectra.calibration_tables import (  # noqa: F401 (table and markers: the command's, tested)
     CATALOGUE, CLAIMS, SUBJECT, WINDOW_SEED, check_writable, markers, table, write,
 )
+from fixtures.homes import numbers
 
-COVERAGE = 0.95  # "pretty close": no more bent than 19 in 20 of what S0 calls so
+COVERAGE = numbers(CATALOGUE, "COVERAGE")  # "pretty close": no more than 19 in 20 of what S0 calls so (residual.toml)
 MIN_INITS = math.ceil(math.log(1 - COVERAGE) / math.log(COVERAGE))  # 59: the fewest whose largest is a 95/95 bound
 SEEDS = tuple(range(1001, 1001 + MIN_INITS))  # none a run's default seed (0) or a recipe's (1337, 1442, 88, 99999)
 DEPTHS = tuple(range(2, 13))  # L = 2..12: blocks 1..L of each 12-block init, one margin per depth a model may have
@@ -277,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--positions", type=int, required=True, help="tokens per sequence (128, or S0's 2048)")
     parser.add_argument("--sequences", type=int, required=True, help="windows per init (the last look's: 128, 64)")
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto")
-    parser.add_argument("--write", action="store_true", help="write the tables into claims/catalogue.toml")
+    parser.add_argument("--write", action="store_true", help="write the tables into claims/s0_spectra/residual.toml")
     args = parser.parse_args(argv)
     device = check_arguments(args, parser)
     calibrations = calibrate(args.positions, args.sequences, device)

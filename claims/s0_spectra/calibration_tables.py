@@ -1,6 +1,6 @@
-"""The catalogue's calibration tables of S0.6's and S0.7's "pretty close" (``claims/catalogue.toml``'s
-``[[claims.calibrations]]``, between their markers): written by ``calibrate_pretty_close.py``, read by
-``fixtures.calibration``.
+"""The calibration tables of S0.6's and S0.7's "pretty close" in their topic's home (``residual.toml``'s
+``[[claims.calibrations]]``, between their markers): written by ``calibrate_pretty_close.py``, read through
+``fixtures.catalogue`` into ``fixtures.calibration``'s margins.
 """
 
 import json

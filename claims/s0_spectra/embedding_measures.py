@@ -1,12 +1,55 @@
 """S0.1 and S0.2's measurements on the embedding layers' spectra: the token embeddings' exponent and the low-band
-minus high-band gain of tok+pos over tok. test_embedding.py records what these measure; embedding_checks.py decides.
+minus high-band gain of tok+pos over tok. test_embedding.py records what these measure; embedding_checks.py decides;
+the numbers the checks decide with are in the topic's home, embedding.toml.
 """
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from claims.s0_spectra.model_spectra import mean_fit
-from claims.s0_spectra.embedding_checks import FlatEstimates, TiltEstimates
 from fixtures.catalogue_text import gate
+from latent_instruments.stats import Estimate
+
+
+@dataclass(frozen=True)
+class FlatEstimates:
+    """What S0.1's checks decide on, measured on the token-embedding states, over sequences.
+
+    Attributes:
+        slope: the power-law exponent of their mean spectrum (log-log slope).
+        shuffled: the magnitude of that exponent with positions shuffled within each sequence (white by construction).
+    """
+
+    slope: Estimate
+    shuffled: Estimate
+
+
+@dataclass(frozen=True)
+class TiltEstimates:
+    """What S0.2's checks decide on, over sequences: low-band minus high-band gain of tok+pos over tok (decades).
+
+    Attributes:
+        trained: the trained model's tilt.
+        learned: its tilt minus its untrained twin's, paired on the same token ids.
+        hann: the trained model's tilt, Hann-windowed with each sequence's mean removed.
+    """
+
+    trained: Estimate
+    learned: Estimate
+    hann: Estimate
+
+
+@dataclass(frozen=True)
+class TiltShown:
+    """What S0.2's record shows beside its checks, deciding nothing (issue 79, item 3: report-only, out of the
+    estimates).
+
+    Attributes:
+        twin: the untrained twin's tilt (a point value, decades).
+    """
+
+    twin: float = float("nan")
 
 
 def position_tilt(bins, pos: np.ndarray, tok: np.ndarray) -> float:
@@ -32,9 +75,10 @@ def measure_flat(spectra, claim) -> FlatEstimates:
                          claim.bootstrap(spectra.shuffled_embed, lambda u: abs(float(mean_fit(bins, u).slope))))
 
 
-def measure_tilt(spectra, twin_spectra, claim) -> TiltEstimates:
+def measure_tilt(spectra, twin_spectra, claim) -> tuple[TiltEstimates, TiltShown]:
     """S0.2's measurement over sequences: the tilt of tok+pos over tok in the trained model, its excess over the
-    untrained twin's on the same token ids, and the trained tilt Hann-windowed (the control).
+    untrained twin's on the same token ids, and the trained tilt Hann-windowed (the control): (the checks'
+    estimates, what the record shows beside them: the twin's tilt).
 
     Args:
         spectra, twin_spectra: the model's and its twin's spectra with ``hidden`` (and ``hidden_hann``).
@@ -52,4 +96,4 @@ def measure_tilt(spectra, twin_spectra, claim) -> TiltEstimates:
         claim.bootstrap(paired, lambda u: position_tilt(bins, u[:, 0, 1], u[:, 0, 0])
                         - position_tilt(bins, u[:, 1, 1], u[:, 1, 0])),
         claim.bootstrap(spectra.hidden_hann[:, [i_tok, i_pos]], lambda u: position_tilt(bins, u[:, 1], u[:, 0])),
-        twin=position_tilt(bins, paired[:, 1, 1], paired[:, 1, 0]))
+    ), TiltShown(twin=position_tilt(bins, paired[:, 1, 1], paired[:, 1, 0]))

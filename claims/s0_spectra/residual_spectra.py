@@ -22,7 +22,8 @@ from models.zoo import resolve
 
 # S0.6 and S0.7 since issue 73: "pretty close" calibrated out of sample on S0's subject class, a margin per length,
 # last-look sample size and depth: the largest of 59 random inits' high ends (a 95 %/95 % tolerance bound), written
-# into the catalogue's [[claims.calibrations]] by claims/s0_spectra/calibrate_pretty_close.py. A shape without one
+# into residual.toml's [[claims.calibrations]] (the topic's home) by claims/s0_spectra/calibrate_pretty_close.py,
+# and read back through the catalogue. A shape without one
 # (S0's 2048 until a GPU runs the script) has no margin: its record is inconclusive, and says how to calibrate it.
 CALIBRATIONS = {(claim, c.positions, c.sequences): c for claim in ("S0.6", "S0.7")
                 for c in load_catalogue().claims[claim].calibrations if c.name == "pretty close"}

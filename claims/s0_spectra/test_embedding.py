@@ -17,7 +17,8 @@ from fixtures.catalogue_text import procedure
 @pytest.mark.needs(*SPECTRA_NEEDS)
 @pytest.mark.spectra("hidden", "shuffled_embed")
 def test_token_embeddings_have_a_flat_spectrum(model_name, spectra, claim):
-    """S0.1: the fitted power-law exponent of the token-embedding states is within ±0.1 of zero.
+    """S0.1: the fitted power-law exponent of the token-embedding states is within ±FLAT_SLOPE of zero (the
+    topic's home, ``embedding.toml``).
 
     The control is the same embeddings with their positions shuffled within each
     sequence: white by construction, so its exponent must be within the band too,
@@ -50,13 +51,13 @@ def test_learned_positions_raise_low_frequencies(model_name, spectra, twin_spect
     uncorrelated with the tokens raises all frequencies alike, so only the tilt
     says that the positions carry low-frequency structure.
     """
-    e = measure_tilt(spectra, twin_spectra, claim)
+    e, shown = measure_tilt(spectra, twin_spectra, claim)
     bins, i_tok, i_pos = spectra.bins, spectra.labels.index("embed"), spectra.labels.index("embed+pos")
     claim.record(
         tilt_checks(e),
         procedure=procedure("S0.2/learned-positions-raise-low-frequencies",
                             sequences=spectra.hidden.shape[0], positions=spectra.positions),
-        details={"tilt (decades)": {"trained": e.trained.value, "untrained twin": e.twin,
+        details={"tilt (decades)": {"trained": e.trained.value, "untrained twin": shown.twin,
                                     "trained, Hann-windowed": e.hann.value}},
         plot={"kind": "loglog", "x": bins.freqs.tolist(), "xlabel": "frequency (cycles/token)", "ylabel": "power",
               "panels": {f"{model_name}": {"embed": spectra.hidden[:, i_tok].mean(0).tolist(),

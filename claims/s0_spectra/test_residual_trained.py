@@ -18,7 +18,9 @@ import pytest
 
 from claims.s0_spectra.model_spectra import SPECTRA_NEEDS, early_blocks
 from claims.s0_spectra.residual_checks import attention_spike_checks, low_band_checks, mlp_spike_checks
-from claims.s0_spectra.residual_measures import measure_attention_spikes, measure_low_band, measure_mlp_spike
+from claims.s0_spectra.residual_measures import (
+    AttentionSpikeContext, LowBandContext, measure_attention_spikes, measure_low_band, measure_mlp_spike,
+)
 from claims.s0_spectra.residual_spectra import block_labels, residual_procedure, spectra_figure, spikes
 from reports.plots import series
 
@@ -33,7 +35,7 @@ def test_trained_attention_residual_spikes(model_name, spectra, claim):
     bins, attn, n = spectra.bins, spectra.attn, spectra.n_blocks
     size, freq = spikes(bins, attn)
     claim.record(
-        attention_spike_checks(estimates, early_blocks(n)),
+        attention_spike_checks(estimates, AttentionSpikeContext(early_blocks(n))),
         procedure=residual_procedure(spectra, "each block's attention residual (attn_out)"),
         details={"spikes by block": {b: {"size (decades)": float(s), "at (cycles/token)": float(f)}
                                      for b, s, f in zip(block_labels(n), size, freq)}},
@@ -65,13 +67,13 @@ def test_trained_mlp_residual_spike_in_block_one(model_name, spectra, claim):
 @pytest.mark.spectra("update", "update_hann")
 def test_early_blocks_add_low_frequencies(model_name, spectra, claim):
     """S0.10: the early blocks' updates put a larger share of their power in the low band than later blocks'."""
-    estimates = measure_low_band(spectra, claim)
+    estimates, shown = measure_low_band(spectra, claim)
     n = spectra.n_blocks
     claim.record(
-        low_band_checks(estimates, early_blocks(n)),
+        low_band_checks(estimates, LowBandContext(early_blocks(n))),
         procedure=residual_procedure(spectra, "each block's update resid_post − resid_pre (attention + MLP residual)"),
-        details={"low-band share by block": dict(zip(block_labels(n), (x.value for x in estimates.per_block)))},
+        details={"low-band share by block": dict(zip(block_labels(n), (x.value for x in shown.per_block)))},
         plot={"kind": "bars", "title": f"S0.10 on {model_name}: low-band share of each block's update",
               "categories": block_labels(n), "xlabel": "block", "ylabel": "share of power in the low band",
-              "series": {"low-band share": series(estimates.per_block)}},
+              "series": {"low-band share": series(shown.per_block)}},
     )

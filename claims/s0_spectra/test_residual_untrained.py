@@ -43,11 +43,12 @@ def test_untrained_attention_residuals_are_nearly_straight(model_name, spectra, 
 
     Equivalence at a fixed margin: the whole interval of the largest later bend below it.
     """
-    e = measure_bends(model_name, spectra, claim)
-    bins, attn, calibration, straight, tolerance = spectra.bins, spectra.attn, e.calibration, e.straight, e.tolerance
+    e, context, shown = measure_bends(model_name, spectra, claim)
+    bins, attn, calibration = spectra.bins, spectra.attn, context.calibration
+    straight, tolerance = shown.straight, shown.tolerance
     deviation = mean_fit(bins, attn).deviation
     claim.record(
-        bend_checks(e, calibration),
+        bend_checks(e, context),
         procedure=procedure("S0.6/untrained-attention-residuals-are-nearly-straight",
                             spectra=residual_procedure(spectra, "each block's attention residual (attn_out)"),
                             straight_bends=", ".join(f"{b:.3f}" for b in straight), CLEAN_LAW_QUANTILE=CLEAN_LAW_QUANTILE,
@@ -83,11 +84,11 @@ def test_untrained_mlp_residuals_match_hidden_states(model_name, spectra, claim)
     position-shuffled (white) spectra, any two such spectra are "close": the claim
     is then not informative.
     """
-    e = measure_closeness(model_name, spectra, claim)
+    e, context, shown = measure_closeness(model_name, spectra, claim)
     bins, mlp, n = spectra.bins, spectra.mlp, spectra.n_blocks
-    hidden, white, by_block = spectra.hidden[:, -n:], e.white, e.by_block  # each block's output
+    hidden, white, by_block = spectra.hidden[:, -n:], shown.white, shown.by_block  # each block's output
     claim.record(
-        closeness_checks(e, e.calibration),
+        closeness_checks(e, context),
         procedure=procedure("S0.7/untrained-mlp-residuals-match-hidden-states",
                             spectra=residual_procedure(spectra, "each block's MLP and attention residuals and output "
                                                                 "(resid_post)"),

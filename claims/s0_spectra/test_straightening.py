@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 
 from claims.s0_spectra.model_spectra import SPECTRA_NEEDS, loglog_panels, mean_fit
-from claims.s0_spectra.straightening_checks import S0_BAND_DECADES, learned_checks, span_checks, straightening_checks
+from claims.s0_spectra.straightening_checks import learned_checks, span_checks, straightening_checks
 from claims.s0_spectra.straightening_measures import (
-    learned_straightening, measure_learned, measure_span, measure_straightening, straightening,
+    S0_BAND_DECADES, LearnedContext, SpanContext, StraighteningContext, learned_straightening, measure_learned,
+    measure_span, measure_straightening, span_over_s0_band, straightening,
 )
 from fixtures.catalogue_text import procedure
 from reports.plots import series
@@ -40,7 +41,7 @@ def test_power_law_straightens_with_depth(model_name, spectra, claim):
     deviation = mean_fit(bins, hidden).deviation
     deviation_hann = mean_fit(bins, spectra.hidden_hann).deviation
     claim.record(
-        straightening_checks(e, labels[start], labels[-1]),
+        straightening_checks(e, StraighteningContext(labels[start], labels[-1])),
         procedure=procedure("S0.3/power-law-straightens-with-depth", sequences=hidden.shape[0],
                             positions=spectra.positions, bins=bins.centers.size,
                             band_decades=bins.band_decades),
@@ -60,28 +61,31 @@ def test_power_law_straightens_with_depth(model_name, spectra, claim):
 @pytest.mark.needs(*SPECTRA_NEEDS)
 @pytest.mark.spectra("hidden", "hidden_hann")
 def test_final_power_law_spans_about_one_decade(model_name, spectra, claim):
-    """S0.4: the last block's power law falls by about one decade over S0's 3.0 decades of frequency.
+    """S0.4: the last block's power law falls by about one decade (S0_SPAN) over S0's S0_BAND_DECADES decades of
+    frequency (the topic's home, ``straightening.toml``).
 
     The span scales with the band (a power law's span is |exponent| × decades), so
-    the scaled form compares the exponent: S0's ~1 decade over 3.0 decades is an
+    the scaled form compares the exponent: S0's ~1 decade over its band is an
     exponent near −1/3, and "about" allows a factor of two in span.
     """
     bins, hidden, labels = spectra.bins, spectra.hidden, spectra.labels
-    e = measure_span(spectra, claim)
+    e, shown = measure_span(spectra, claim)
     claim.record(
-        span_checks(e, labels[-1]),
-        beside_source={"span of the final layers' power law": abs(e.slope.value) * S0_BAND_DECADES},
+        span_checks(e, SpanContext(labels[-1])),
+        beside_source={"span of the final layers' power law": span_over_s0_band(e.slope.value)},
         procedure=procedure("S0.4/final-power-law-spans-about-one-decade", sequences=hidden.shape[0],
                             positions=spectra.positions, bins=bins.centers.size,
                             band_decades=bins.band_decades),
-        scaled=(f"S0 measured the span over 3.0 decades of frequency (2048 tokens); {spectra.positions} tokens give "
+        scaled=(f"S0 measured the span over {S0_BAND_DECADES:.1f} decades of frequency (2048 tokens); "
+                f"{spectra.positions} tokens give "
                 f"{bins.band_decades:.2f}, so the exponent (span per decade) is compared"),
         details={"per layer": {label: {"exponent": x.value, "span over this band (decades)": abs(x.value) * bins.band_decades,
-                                       "span over S0's band (decades)": abs(x.value) * S0_BAND_DECADES}
-                               for label, x in zip(labels, e.by_layer)}},
+                                       "span over S0's band (decades)": span_over_s0_band(x.value)}
+                               for label, x in zip(labels, shown.by_layer)}},
         plot={"kind": "lines", "title": f"S0.4 on {model_name}: power-law exponent by layer", "x": list(range(len(labels))),
               "xlabel": "layer (0 = " + labels[0] + ")", "ylabel": "log-log slope",
-              "series": {"exponent": series(e.by_layer), "S0: −1/3 (1 decade over 3.0)": {"value": [-1 / S0_BAND_DECADES] * len(labels)}}},
+              "series": {"exponent": series(shown.by_layer),
+                         f"S0: −1/3 (1 decade over {S0_BAND_DECADES:.1f})": {"value": [-1 / S0_BAND_DECADES] * len(labels)}}},
     )
 
 
@@ -98,17 +102,17 @@ def test_straightening_is_learned(model_name, spectra, twin_spectra, claim):
     Here the position embedding is subtracted from every layer's state, and the straightening is
     counted from block 1's output (block 1 of both models applied, the bump's own start left out).
     """
-    e = measure_learned(spectra, twin_spectra, claim)
+    e, shown = measure_learned(spectra, twin_spectra, claim)
     bins, first = spectra.bins, spectra.labels.index("block 1")
     with_positions = np.stack([spectra.hidden, twin_spectra.hidden], axis=1)
     start = spectra.start
     claim.record(
-        learned_checks(e, spectra.labels[-1]),
+        learned_checks(e, LearnedContext(spectra.labels[-1])),
         procedure=procedure("S0.5/straightening-is-learned", sequences=spectra.hidden.shape[0],
                             positions=spectra.positions),
         details={"straightening (decades)": {
             "trained, positions removed, from block 1": straightening(bins, spectra.hidden_nopos, first),
-            "untrained twin, positions removed, from block 1": e.twin.value,
+            "untrained twin, positions removed, from block 1": shown.twin.value,
             f"trained minus twin with positions, from {spectra.labels[start]} (S0.3's, confounded)":
                 learned_straightening(bins, with_positions, start),
             f"confound: scatter at {spectra.labels[start]}, trained minus twin":
