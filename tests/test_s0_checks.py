@@ -18,7 +18,7 @@ import torch
 
 from claims.s0_spectra.model_spectra import beyond_null, early_blocks, estimate
 from claims.s0_spectra.residual_checks import BEND_MARGIN, attention_spike_checks, low_band_checks, mlp_spike_checks
-from claims.s0_spectra.bends import bends, largest_later_bend
+from claims.s0_spectra.bends import bends, largest_later_bend, straight_bends
 from claims.s0_spectra.residual_measures import (
     AttentionSpikeContext, BendContext, LowBandContext, measure_attention_spikes, measure_low_band, measure_mlp_spike,
 )
@@ -182,11 +182,13 @@ NOT_WHITE = "S0.6/white-control"  # its control
 
 def nearly_straight(later_bend: float, length: int, sequences: int, first_bend: float = S0_BLOCK1_BEND) -> str:
     """S0.6's claim check (``bend_checks`` at 4 blocks' calibration) on 4 blocks: block 1 bent by ``first_bend``,
-    blocks 2-4 by ``later_bend``, each with its own noise, ``sequences`` × ``length``."""
+    blocks 2-4 by ``later_bend``, each with its own noise, ``sequences`` × ``length``; the statistic as the claim's
+    measure computes it (``residual_measures.measure_bends``: the bend beyond a straight law's through the cut)."""
     bins = LogBins.of(np.fft.rfftfreq(length))
     units = np.stack([bent(first_bend, length, sequences, seed=0),
                       *(bent(later_bend, length, sequences, seed=s) for s in (1, 2, 3))], axis=1)
-    later = estimate(units, lambda u: largest_later_bend(bins, u), seed=0)
+    straight = straight_bends(bins, units)  # as the claim's measure: less what leakage alone bends
+    later = estimate(units, lambda u: largest_later_bend(bins, u, straight), seed=0)
     return claim_check(LATER_BEND, {"context": BendContext(CALIBRATION_4)}, later=later).status
 
 
@@ -198,7 +200,10 @@ def test_s0_6_decides_a_fixed_bend_the_same_at_s0s_length_and_the_cpus(length):
     positions (issue 64: out of sample), above version 5's half of S0's block 1 and below S0's block 1 itself."""
     assert BEND_MARGIN < PRETTY_CLOSE_4 < S0_BLOCK1_BEND
     assert nearly_straight(BEND_MARGIN / 4, length, 16) == "passed"
-    assert nearly_straight(S0_BLOCK1_BEND, length, 16) == "failed"
+    # S0's block-1 bend, a valley: fails at S0's length; at 128 positions the straight law's own bend through the cut,
+    # which the claim's measure takes off, leaves it undecided even at 64 sequences (issue 79: the self-test computes
+    # the statistic as the claim does, and so says what the claim can decide at the CPU's length)
+    assert nearly_straight(S0_BLOCK1_BEND, length, 16) == ("failed" if length == 2048 else "inconclusive")
     assert nearly_straight(-S0_BLOCK1_BEND, length, 16) == "failed"  # a hill bends as much as a valley
     assert nearly_straight(BEND_MARGIN / 4, length, 8) == nearly_straight(S0_BLOCK1_BEND, length, 8) == "inconclusive"
     assert nearly_straight(0.0, length, 64) == "passed"  # an exact law: more data can only confirm it
