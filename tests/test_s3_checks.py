@@ -15,8 +15,8 @@ import torch
 from claims.s3_inversion.bandwidth_checks import below_width_check
 from claims.s3_inversion.bandwidth_measures import crossing, crossing_fraction, longer_crossing
 from claims.s3_inversion.between_tokens_checks import RAREST
-from claims.s3_inversion.cosine_checks import RECOVERS, SUCCEEDS
-from claims.s3_inversion.cosine_measures import reached_over_start
+from claims.s3_inversion.cosine_checks import RECOVERS
+from claims.s3_inversion.cosine_measures import SUCCEEDS, reached_over_start
 from claims.s3_inversion.vocabulary_measures import accuracy_difference
 from latent_instruments.inversion import DIRECT_TARGET, InversionConfig, invert
 from latent_instruments.decoding import decode_top_k, direct_fit_decode, pseudo_inverse, zero_masked_decode
@@ -33,13 +33,13 @@ def _mean(u: np.ndarray) -> float:
 claim_check = partial(check_of, CASES)  # the claim's own check of a key (tests/check_cases.py)
 
 
-ORDERING = "S3.7/token-accuracy-token-minus-one-token-inputs-direct-cosine-loss"  # cosine_checks' claim check
-INDIRECT = "S3.7/token-accuracy-of-one-token-inputs-indirect-embedding-representation"  # its controls
-L2_DESCENT = "S3.7/least-token-accuracy-of-the-token-inputs-direct-l2-loss-the-same"
-MASKED = "S3.9/fraction-of-prompts-whose-masked-first-token-is-recovered-restricted"  # masked_checks' claim check
-FRACTION_OF_WIDTH = "S3.10/crossing-k-as-a-fraction-of-d-model"  # bandwidth_checks' reading
-TOKEN_GAP = "S3.3/token-accuracy-untrained-twin-minus-trained-each-its"  # gap_checks' claim checks
-EXACT_GAP = "S3.3/exact-recovery-rate-untrained-twin-minus-trained-each-its"
+ORDERING = "S3.7/ordering"  # cosine_checks' claim check
+INDIRECT = "S3.7/indirect-control"  # its controls
+L2_DESCENT = "S3.7/l2-descent-control"
+MASKED = "S3.9/masked-recovered"  # masked_checks' claim check
+FRACTION_OF_WIDTH = "S3.10/fraction-of-width"  # bandwidth_checks' reading
+TOKEN_GAP = "S3.3/token-gap"  # gap_checks' claim checks
+EXACT_GAP = "S3.3/exact-gap"
 
 
 def _start(batch: int, seq: int, vocab: int) -> torch.Tensor:
@@ -149,9 +149,26 @@ def test_the_restriction_gain_fails_where_answers_score_below_zero():
     whole = (scores.argmax(-1) == ids).double().mean(1)
     zero = (zero_masked_decode(scores, allowed) == ids).double().mean(1)
     counts = np.rint(torch.stack([whole, zero], 1).numpy() * seq).astype(np.int64)
-    gain = claim_check("S3.6/token-accuracy-prompt-only-minus-whole-vocabulary-decoding",
+    gain = claim_check("S3.6/prompt-only-gain",
                        prompt_only=bootstrap(counts, accuracy_difference(1, 0, seq), seed=0))
     assert (gain.value, gain.status) == (-0.875, "failed")
+
+
+def test_s3_6_continues_where_a_gain_is_decided_and_checks_only_a_decided_gains_convergence():
+    """S3.6's continuation (``convergence.settled``) runs where any of the three gains is decided at N
+    (``decided_gain``); a gain whose interval holds 0 at N gets no convergence control, its longer value aside."""
+    from claims.s3_inversion.vocabulary_checks import decided_gain, vocabulary_checks
+    from claims.s3_inversion.vocabulary_measures import VocabularyEstimates
+    from tests.check_cases import estimate
+
+    undecided = estimate(0.0, 0.1)
+    e = VocabularyEstimates(undecided, estimate(0.3, 0.1), undecided, estimate(0.6, 0.1),
+                            longer=(estimate(0.1, 0.05), estimate(0.35, 0.1), estimate(0.12, 0.05)))
+    assert [c.key for c in vocabulary_checks(e, 200) if c.convergence] == [
+        "S3.6/distractors-gain/after-5N", "S3.6/distractors-gain/plateau"]
+    assert decided_gain(e, 200).key == "S3.6/distractors-gain"
+    assert decided_gain(VocabularyEstimates(undecided, undecided, undecided, estimate(0.6, 0.1)), 200).status == \
+        "inconclusive"  # none decided: not continued
 
 
 def test_no_s3_row_set_after_looking_decides():
@@ -181,8 +198,9 @@ def test_s3_9s_bound_is_s3s_rarest_untrained_rate_among_its_source_numbers():
 
     claim = load_catalogue().claims["S3.9"]
     assert RAREST == min(n.value for n in claim.source_numbers)
-    row = next(t for t in claim.thresholds if t.key.startswith("S3.9/fraction-of-prompts-whose-masked"))
+    row = next(t for t in claim.thresholds if t.key == MASKED)
     assert row.provenance == "source's numbers" and "perhaps 1/5ths" in row.basis
+    assert row.bound == "RAREST" and row.threshold == f"RAREST = {RAREST:g}"  # the home's expression over S3's rates
 
 
 def test_a_model_that_never_finds_the_masked_token_passes_from_16_prompts_and_not_from_8():
@@ -258,12 +276,13 @@ def test_a_crossing_at_the_width_that_stays_there_at_5n_passes_its_convergence_c
 def test_s3_10s_fraction_of_the_width_is_a_reading_that_decides_nothing():
     """Version 10: k*/d_model < 0.77 (set after looking) is shown beside S3's 0.54 as a reading; a crossing at the
     width fails it and the claim's own bound alike, but only the bound decides."""
-    from claims.s3_inversion.bandwidth_checks import BandwidthEstimates, bandwidth_checks
+    from claims.s3_inversion.bandwidth_checks import bandwidth_checks
+    from claims.s3_inversion.bandwidth_measures import BandwidthContext, BandwidthEstimates
     from tests.check_cases import estimate, exact
     from tests.check_cases import per_unit as point
 
     e = BandwidthEstimates(estimate(0.9, 0.05), estimate(0.99, 0.01), exact(0.8), point(96.0))
-    checks = {c.name: c for c in bandwidth_checks(e, 96, 96, 200)}
+    checks = {c.name: c for c in bandwidth_checks(e, BandwidthContext(k_star=96, d_model=96, steps=200))}
     assert checks["crossing k* as a fraction of d_model"].role == "reading"
     assert checks["crossing k* as a fraction of d_model"].status == "failed"
     assert checks["crossing k* in features, below the width (96)"].status == "failed"
@@ -299,7 +318,7 @@ def test_a_stalled_descent_fails_the_control():
     rng = np.random.default_rng(0)
     start = rng.uniform(0.7, 0.9, 16)
     units = np.column_stack([start * rng.uniform(0.25, 0.35, 16), start])
-    control = claim_check("S3.13/cosine-distance-reached-without-layer-norms-over-its-start",
+    control = claim_check("S3.13/without-norms-control",
                           minimised=bootstrap(units, lambda u: reached_over_start(u, 0, 1), seed=0))
     assert control.role == "control" and control.status == "failed"
 
@@ -309,7 +328,7 @@ def test_norms_that_do_not_impede_fail_the_claim():
     rng = np.random.default_rng(0)
     start = rng.uniform(0.7, 0.9, 16)
     units = np.column_stack([start * rng.uniform(0.02, 0.04, 16), start])
-    check = claim_check("S3.13/cosine-distance-reached-with-layer-norms-over-its-start-token-inputs",
+    check = claim_check("S3.13/with-norms",
                         with_norms=bootstrap(units, lambda u: reached_over_start(u, 0, 1), seed=0))
     assert check.status == "failed"
 
@@ -327,7 +346,7 @@ def test_a_descent_that_does_not_reach_the_output_fails_the_success_control():
     found = invert(torch.tanh, ids, weight, torch.Generator().manual_seed(2), InversionConfig(steps=0), k=1)
     success = np.column_stack([found.success.double().numpy()] * 2)  # (prompts, settings)
     cpu = Scale.of(False)  # as S3.11 measures it: the setting chosen on a third of the prompts, the rest reported
-    control = claim_check("S3.11/fraction-of-s-prompts-passing-s3-s-success-test-without-the-attention",
+    control = claim_check("S3.11/success-test",
                           success=cpu.reported_fraction(success, cpu.chosen(success)))
     assert control.role == "control" and control.threshold == MATCHED and control.status == "failed"
 
@@ -399,7 +418,7 @@ def test_at_source_scale_the_headline_is_s3s_setting_even_where_the_adapted_one_
     assert gpu.headline(exact, gpu.chosen(exact)) == 0.0 and int(gpu.chosen(exact)) == 0
     assert cpu.headline(exact, cpu.chosen(exact)) == 1.0 and int(cpu.chosen(exact)) == 1
     assert gpu.headline_label == "S3's setting" and cpu.headline_label == "better setting"
-    check = claim_check("S3.2/fraction-of-prompts-recovered-exactly-restricted-vocabulary",
+    check = claim_check("S3.2/exact",
                         exact=gpu.reported_fraction(exact, gpu.chosen(exact)))
     assert check.status == "failed"
 
@@ -448,7 +467,7 @@ def test_a_ladder_whose_narrowest_rung_recovers_more_fails_the_gain():
     def gain(u: np.ndarray, scale) -> str:  # width_checks' claim check at block 1, seed 1337
         chosen = scale.chosen(u)
         gains = {(1337, 1): bootstrap(scale.reported(u), lambda v: width_gain(v, scale, chosen), seed=0)}
-        return claim_check("S3.5/token-accuracy-d-model-minus-block-1-seed-1337-each-rung-its", gains=gains).status
+        return claim_check("S3.5/gain-block-1-seed-1337", gains=gains).status
 
     for scale in (Scale.of(False), Scale.of(True)):
         assert gain(units, scale) == "failed"
@@ -487,7 +506,7 @@ def test_a_narrowest_rung_that_rarely_passes_the_success_test_fails_the_control(
         cpu = Scale.of(False)
         est = cpu.reported_fraction(success, cpu.chosen(success))
         assert est.method.startswith("exact binomial") and est.n == 16
-        check = claim_check("S3.5/narrowest-rung-s3-success-test-block-1-seed-1337", success={1337: est})
+        check = claim_check("S3.5/narrowest-success-seed-1337", success={1337: est})
         assert check.role == "control" and check.threshold == SUCCESS_MAJORITY
         return check.status
 
@@ -522,8 +541,8 @@ def test_s3_14s_share_fails_where_the_layers_together_close_the_gap_and_its_floo
         cpu = Scale.of(False)
         est = bootstrap(cpu.reported(units), lambda u: recovered_share(u, cpu, cpu.chosen(units)), seed=0)
 
-        share = claim_check("S3.14/share-of-block-1-s-advantage-over-block-recovered-by-blocks-1-together", share=est)
-        floor = claim_check("S3.14/the-same-share-as-a-floor-blocks-1-together-not-far-below-block-alone", share=est)
+        share = claim_check("S3.14/share", share=est)
+        floor = claim_check("S3.14/share-floor", share=est)
         assert (share.role, share.threshold, floor.role, floor.threshold) == ("claim", HALF, "control", -HALF)
         return share.status, floor.status
 
@@ -542,7 +561,7 @@ def test_s3_1_round_trip_fails_on_one_wrong_token_in_any_prompt_and_the_shuffle_
     from latent_instruments.stats import per_unit
 
     def round_trip(accuracy: np.ndarray) -> Check:  # round_trip_checks' claim check, as S3.1 measures it
-        return claim_check("S3.1/least-token-accuracy-of-argmax-w-e-ids-w-e-over-the-prompts",
+        return claim_check("S3.1/exact",
                            recovered=per_unit(accuracy, "min"))
 
     every = np.ones(24)
@@ -550,7 +569,7 @@ def test_s3_1_round_trip_fails_on_one_wrong_token_in_any_prompt_and_the_shuffle_
     one_wrong = np.r_[np.ones(23), 4 / 5]
     assert round_trip(one_wrong).status == "failed"
     shuffled = np.r_[np.zeros(23), 0.6]
-    control = claim_check("S3.1/largest-token-accuracy-over-the-prompts-with-w-e-s-rows-shuffled",
+    control = claim_check("S3.1/shuffled-rows",
                           permuted=per_unit(shuffled, "max"))
     assert (control.role, control.threshold, control.status) == ("control", PERMUTED_CEILING, "failed")
 
@@ -610,7 +629,7 @@ def test_s3_14s_gap_of_zero_on_every_prompt_is_undecided_not_a_gate():
 def test_s3_10s_crossing_at_the_first_feature_fails_its_own_check_instead_of_a_gate():
     """Issue 56, item 4: S3.10's k* = 1 gate (not informative) had no quote and no control that could fail; since
     version 8 a crossing at the first feature fails the claim check that the threshold lies inside the output."""
-    from claims.s3_inversion.bandwidth_measures import threshold_within
+    from claims.s3_inversion.bandwidth_checks import threshold_within
 
     assert threshold_within(1, 16).status == "failed"
     assert threshold_within(2, 16).status == "passed" and threshold_within(55, 16).status == "passed"
@@ -655,23 +674,28 @@ def test_a_hold_that_a_longer_descent_reverses_fails_its_convergence_control_and
 def test_the_mixer_checks_compose_the_pairs_that_were_compared():
     """S3.12: the trained pair's checks, then the twins' controls, then the twins' pair's; a pair that was not
     compared (gated, or twins whose control failed) adds no check of its own, the twins' controls stay."""
-    from claims.s3_inversion.mixer_checks import (
-        MixerEstimates, PairEstimates, TwinsEstimates, mixer_checks, pair_checks, works_checks,
-    )
+    from claims.s3_inversion.mixer_checks import compared, mixer_checks, not_compared, pair_checks, works_checks
+    from claims.s3_inversion.mixer_measures import MixerEstimates, PairContext, PairEstimates, TwinsEstimates
     from tests.check_cases import estimate, exact
 
     pair, twins = PairEstimates(exact(0.4, 16, 0.2), estimate(0.5, 0.1)), TwinsEstimates([exact(0.8), exact(0.9)])
-    names = {"trained": ("tiny-w96", "tiny-mixer-w96"),
-             "untrained twins": ("tiny-w96:untrained", "tiny-mixer-w96:untrained")}
-    steps = {"trained": 200, "untrained twins": 200}
-    both = mixer_checks(MixerEstimates(twins, {"trained": pair, "untrained twins": pair}, names, steps))
-    expected = (pair_checks(pair, "trained", *names["trained"], 200) + works_checks(twins, list(names["untrained twins"]))
-                + pair_checks(pair, "untrained twins", *names["untrained twins"], 200))
+    contexts = {"trained": PairContext("trained", "tiny-w96", "tiny-mixer-w96", 200),
+                "untrained twins": PairContext("untrained twins", "tiny-w96:untrained", "tiny-mixer-w96:untrained", 200)}
+    names = ["tiny-w96:untrained", "tiny-mixer-w96:untrained"]
+    both = mixer_checks(MixerEstimates(twins, {"trained": pair, "untrained twins": pair}, contexts))
+    expected = (pair_checks(pair, contexts["trained"]) + works_checks(twins, names)
+                + pair_checks(pair, contexts["untrained twins"]))
     assert [(c.name, c.derivation) for c in both] == [(c.name, c.derivation) for c in expected]
-    neither = mixer_checks(MixerEstimates(twins, {"trained": None, "untrained twins": None}, names, steps))
-    assert [c.name for c in neither] == [c.name for c in works_checks(twins, list(names["untrained twins"]))]
-    only_twins = mixer_checks(MixerEstimates(twins, {"trained": None, "untrained twins": pair}, names, steps))
+    neither = mixer_checks(MixerEstimates(twins, {"trained": None, "untrained twins": None}, contexts))
+    assert [c.name for c in neither] == [c.name for c in works_checks(twins, names)]
+    assert not_compared(MixerEstimates(twins, {"trained": None, "untrained twins": None}, contexts), ["gated"]) == \
+        "gated"  # nothing compared, every control passed: not informative
+    only_twins = mixer_checks(MixerEstimates(twins, {"trained": None, "untrained twins": pair}, contexts))
     assert [c.role for c in only_twins] == ["control", "control", "claim", "control"]
+    failing = TwinsEstimates([exact(0.8), exact(0.2)])  # a twin's descent fails: its controls, no pair of theirs
+    unworked = MixerEstimates(failing, {"trained": pair, "untrained twins": pair}, contexts)
+    assert list(compared(unworked)) == ["trained"] and not_compared(unworked, []) == ""
+    assert [c.role for c in mixer_checks(unworked)] == ["claim", "control", "control", "control"]
 
 
 # --- Issue 77: a decision stands at a plateau, and every control at the headline's budget ------------------
@@ -687,12 +711,13 @@ def test_a_descent_still_moving_past_the_plateau_fraction_is_unconverged_and_one
     (the statistic has not stopped moving); one that moved less stands; an untrained block's descent (S3's own N =
     200 reached) needs no plateau."""
     from claims.s3_inversion.convergence import PLATEAU, convergence_checks
-    from claims.s3_inversion.depth_checks import DepthEstimates, depth_checks
+    from claims.s3_inversion.depth_checks import depth_checks
+    from claims.s3_inversion.depth_measures import DepthContext, DepthEstimates
 
     def record(longer: float):
         e = DepthEstimates(Estimate(0.4, 0.3, 0.5, 0.95, 16, "BCa bootstrap, 1000 resamples"), proportion(np.ones(16)),
                            longer=Estimate(longer, longer - 0.1, longer + 0.1, 0.95, 16, "BCa bootstrap, 1000 resamples"))
-        return _decided_record(depth_checks(e, 4, "better setting", "", "adapted", 200))
+        return _decided_record(depth_checks(e, DepthContext(4, "better setting", "", "adapted", 200)))
 
     moving, stopped = record(0.4 * (1 - 2 * PLATEAU)), record(0.4 * (1 - PLATEAU / 2))
     assert moving.failed("claim") == [] and moving.headline.passed  # still on the passing side at 5N ...
@@ -709,25 +734,27 @@ def test_a_descent_still_moving_past_the_plateau_fraction_is_unconverged_and_one
 
 def test_a_failure_still_moving_is_unconverged_not_a_finding():
     """A failure that stays on its failing side at 5N but moved past the fraction is not confirmed: unconverged."""
-    from claims.s3_inversion.depth_checks import DepthEstimates, depth_checks
+    from claims.s3_inversion.depth_checks import depth_checks
+    from claims.s3_inversion.depth_measures import DepthContext, DepthEstimates
 
     boot = "BCa bootstrap, 1000 resamples"
     e = DepthEstimates(Estimate(-0.4, -0.5, -0.3, 0.95, 16, boot), proportion(np.ones(16)),
                        longer=Estimate(-0.1, -0.15, -0.05, 0.95, 16, boot))
-    rec = _decided_record(depth_checks(e, 4, "better setting", "", "adapted", 200))
+    rec = _decided_record(depth_checks(e, DepthContext(4, "better setting", "", "adapted", 200)))
     assert rec.failed("claim") and [c.key.rsplit("/", 1)[-1] for c in rec.unconverged()] == ["plateau"]
 
 
 def test_a_control_that_fails_only_at_the_later_budget_fails_the_record():
     """S3.14's gap control is checked again at 5N, the budget the headline share comes from: a gap that vanished
     there fails the record (red) though it passed at N."""
-    from claims.s3_inversion.layers_checks import LayersEstimates, layers_checks
+    from claims.s3_inversion.layers_checks import layers_checks
+    from claims.s3_inversion.layers_measures import LayersContext, LayersEstimates
 
     boot = "BCa bootstrap, 1000 resamples"
     e = LayersEstimates(Estimate(0.1, 0.0, 0.2, 0.95, 16, boot), Estimate(0.3, 0.25, 0.35, 0.95, 16, boot),
                         longer=Estimate(0.11, 0.01, 0.21, 0.95, 16, boot),
                         longer_advantage=Estimate(-0.2, -0.25, -0.15, 0.95, 16, boot))
-    rec = _decided_record(layers_checks(e, "", 200))
+    rec = _decided_record(layers_checks(e, LayersContext("", 200)))
     assert rec.unconverged() == [] and [c.name for c in rec.failed("control")] == [
         "block 1's advantage over block 3 (the gap the share is a fraction of), after 5N = 1000 steps"]
     assert [c for c in rec.checks if c.name.startswith("block 1's advantage") and c.passed]  # it passed at N
@@ -736,7 +763,8 @@ def test_a_control_that_fails_only_at_the_later_budget_fails_the_record():
 def test_s3s_own_setting_is_shown_beside_the_headline_and_a_disagreement_is_said():
     """Issue 77, item 2: the claim check again in S3's own setting is a reading (it decides nothing); where it fails
     and the headline setting holds, the record's cell and ``settings_disagree`` (its message) say so."""
-    from claims.s3_inversion.depth_checks import DepthEstimates, depth_checks
+    from claims.s3_inversion.depth_checks import depth_checks
+    from claims.s3_inversion.depth_measures import DepthContext, DepthEstimates
     from reports import tables
     from reports.records import settings_disagree
 
@@ -745,7 +773,7 @@ def test_s3s_own_setting_is_shown_beside_the_headline_and_a_disagreement_is_said
     def record(own: float):
         e = DepthEstimates(Estimate(0.4, 0.3, 0.5, 0.95, 16, boot), proportion(np.ones(16)),
                            source_setting=Estimate(own, own - 0.05, own + 0.05, 0.95, 16, boot))
-        rec = _decided_record(depth_checks(e, 4, "better setting", "", "adapted", 200))
+        rec = _decided_record(depth_checks(e, DepthContext(4, "better setting", "", "adapted", 200)))
         rec.outcome = "holds"
         return rec
 

@@ -1,28 +1,117 @@
 """S3.10's measurements: token accuracy against the number of output features kept, the crossing k* where it reaches
-half the full output's, and the jump at it. test_bandwidth.py records what these measure; bandwidth_checks.py decides.
+half the full output's, and the jump at it, with the convergence controls (:func:`continue_jump`,
+:func:`continue_crossing`, which the test runs through ``convergence.settled``). test_bandwidth.py records what these
+measure; bandwidth_checks.py decides; the numbers both read are in the topic's home, bandwidth.toml.
 """
 
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import numpy as np
 import torch
 
-from claims.s3_inversion.bandwidth_checks import (
-    EVERY, BandwidthEstimates, CrossingEstimates, bandwidth_checks, below_width_check, crossing_checks,
-    full_works_check,
-)
 from claims.s3_inversion.convergence import further_steps
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, TOP_K, layer_output, setting
 from claims.s3_inversion.scope import SMALL_TRAINED
-from fixtures.catalogue_text import gate, procedure
+from fixtures.catalogue_text import gate
+from fixtures.homes import numbers
 from latent_instruments.inversion import invert
 from latent_instruments.stats import Estimate, paired_difference, proportion, sample_mean
 from models.forwards import descents_at_once, frozen, side_by_side
-from reports.checks import FAILED, PASSED, Check
 
 
 GRID = 4  # first pass: k at quarters of d_model
+# bandwidth.toml: S3's Llama-7B width and its attention-only crossing (shown beside the record), and the full output's
+# token accuracy from which a model "recovers every token"
+SOURCE_WIDTH, SOURCE_ATTENTION_FEATURES, EVERY = numbers(__file__, "SOURCE_WIDTH", "SOURCE_ATTENTION_FEATURES",
+                                                         "EVERY")
+
+
+@dataclass(frozen=True)
+class CrossingEstimates:
+    """S3.10 where the crossing is the first feature: ``k_star`` an exact count (features); ``full_works`` as in
+    :class:`BandwidthEstimates` (None on a trained model)."""
+
+    k_star: Estimate
+    full_works: Estimate | None = None
+
+
+@dataclass(frozen=True)
+class BandwidthEstimates:
+    """What S3.10's checks decide on, measured on block 1's output cut to its first k features, over the reported
+    prompts.
+
+    Attributes:
+        jump: token accuracy from the first k* features minus the first k* − 1, paired.
+        fraction: the crossing k* as a fraction of d_model, recomputed on resampled prompts (a reading).
+        matched: fraction of prompts passing S3's success test on the first k* − 1 features (exact).
+        crossing: the crossing k* in features, an exact count (a deterministic Estimate).
+        full_works: on an untrained block, the fraction of prompts the full output gives back (exact); else None.
+        longer: ``jump`` after the descents at k* and k* − 1 continued to 5N (None where not continued).
+        longer_crossing: ``crossing`` after the same continued descents, where the crossing failed at the width
+            (:func:`longer_crossing`; None where not continued).
+    """
+
+    jump: Estimate
+    fraction: Estimate
+    matched: Estimate
+    crossing: Estimate
+    full_works: Estimate | None = None
+    longer: Estimate | None = None
+    longer_crossing: Estimate | None = None
+
+
+@dataclass(frozen=True)
+class BandwidthContext:
+    """What S3.10's checks are told beside the estimates (issue 79, item 3: a typed context, not positional).
+
+    Attributes:
+        k_star: the crossing (features); d_model: the width; steps: N.
+    """
+
+    k_star: int
+    d_model: int
+    steps: int
+
+
+@dataclass(frozen=True)
+class FullOutput:
+    """S3.10's first measurement, before any feature is removed: the recovery curves and the full output's recovery.
+
+    Attributes:
+        curves: {setting: :class:`Curve`}; how: the headline setting.
+        full: the full output's token accuracy (headline setting, a bootstrap over the reported prompts).
+        works: the fraction of prompts of which the full output gives back at least EVERY of the tokens (exact): on
+            an untrained block the control the test records first where it fails; None on a trained model.
+        steps: N; d_model: the width.
+    """
+
+    curves: dict
+    how: str
+    full: Estimate
+    works: Estimate | None
+    steps: int
+    d_model: int
+
+    @property
+    def curve(self) -> "Curve":
+        """The headline setting's curve."""
+        return self.curves[self.how]
+
+
+@dataclass(frozen=True)
+class BandwidthShown:
+    """What S3.10's record shows beside its checks, deciding nothing, and what its convergence controls continue.
+
+    Attributes:
+        full_output: :func:`measure_full_output`'s curves, setting and full-output recovery.
+        k_star: the crossing (features).
+        per_k: token accuracy at each k evaluated, in increasing k.
+    """
+
+    full_output: FullOutput
+    k_star: int
+    per_k: list[Estimate] = field(default_factory=list)
 
 
 class Curve:
@@ -45,6 +134,7 @@ class Curve:
         self.found: dict[int, torch.Tensor] = {}  # k -> found inputs, where a convergence control continues them
         self.rows: slice | np.ndarray = slice(None)
         self._ahead: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # k -> a descent run ahead (:meth:`ahead`)
+        self._continued: dict[tuple[int, ...], np.ndarray] = {}  # ks -> :meth:`continued`'s accuracies, run once
 
     def _descent(self, k: int, start: torch.Tensor | None = None, rows=slice(None)) -> tuple[torch.Tensor, ...]:
         """(prompts, T, TOP_K) decoded token ids over the whole vocabulary, (prompts,) S3's success test and the found
@@ -70,10 +160,13 @@ class Curve:
     def continued(self, *ks: int) -> np.ndarray:
         """(reported prompts, len(ks)) token accuracy from the first k features after the descents of ``ks`` (already
         evaluated) continue side by side to ``convergence.LONGER`` × N steps on the reported prompts (S3.10's
-        convergence control)."""
-        rows = torch.as_tensor(np.arange(self.ids.shape[0])[self.rows], device=self.ids.device)  # the reported ones
-        more = side_by_side(self.subject.model, [partial(self._descent, k, self.found[k][rows], rows) for k in ks])
-        return np.column_stack([(top[..., 0] == self.ids[rows]).double().mean(1).cpu().numpy() for top, _, _ in more])
+        convergence controls), run once for the same ``ks`` (both controls read the same continued descents)."""
+        if ks not in self._continued:
+            rows = torch.as_tensor(np.arange(self.ids.shape[0])[self.rows], device=self.ids.device)  # the reported
+            more = side_by_side(self.subject.model, [partial(self._descent, k, self.found[k][rows], rows) for k in ks])
+            self._continued[ks] = np.column_stack([(top[..., 0] == self.ids[rows]).double().mean(1).cpu().numpy()
+                                                   for top, _, _ in more])
+        return self._continued[ks]
 
     def ahead(self, *ks: int) -> None:
         """Run the descents of ``ks`` not yet run side by side (``models.forwards.side_by_side``; on a GPU, where they
@@ -134,12 +227,6 @@ def crossing_fraction(units: np.ndarray, ks: list[int], d_model: int) -> float:
     return next(k for k, m in zip(ks, means) if m >= means[-1] / 2) / d_model
 
 
-def threshold_within(k_star: int, prompts: int) -> Check:
-    """S3.10's crossing check (``crossing_checks``) of the count ``k_star`` over ``prompts`` (exact: no interval)."""
-    return crossing_checks(CrossingEstimates(Estimate(float(k_star), float(k_star), float(k_star), 1.0, prompts)),
-                           0)[0]
-
-
 def _curves(subject, ids: torch.Tensor, problem, steps: int, scale, seed: int) -> tuple[dict, str]:
     """S3.10's recovery curves ({setting: Curve}) and the headline setting: S3's at source scale, on a CPU the better
     on the full output, chosen once on the first third of the prompts; the headline curve reads the other two
@@ -179,58 +266,67 @@ def longer_crossing(continued: np.ndarray, k_star: int) -> Estimate:
     return Estimate(k, k, k, 1.0, continued.shape[0])
 
 
-def measure_bandwidth(model_name: str, subject, ids: torch.Tensor, inversions, claim) -> BandwidthEstimates:
-    """S3.10's measurement on block 1's output of ``ids`` (prompts, tokens): the recovery curve by features kept,
-    in the headline setting, its crossing k*, the jump in token accuracy from k* − 1 to k* features, k* / d_model
-    on resampled prompts, S3's success test at k* − 1 (a control), on an untrained block the full output's
-    recovery (a control), and where the jump fails or the crossing lies at the width, the jump or the crossing after
-    the two descents either side of the crossing continued to 5N.
+def measure_full_output(model_name: str, subject, ids: torch.Tensor, inversions, claim) -> FullOutput:
+    """S3.10's first measurement on block 1's output of ``ids`` (prompts, tokens): the recovery curves in both settings
+    at the full output, the headline setting, and the full output's recovery (on an untrained block a control).
 
     Args:
         model_name: the model's zoo name; subject: the loaded model (``LoadedModel``).
         inversions: the S3 family's inversion runner; claim: the claim's recorder (its ``bootstrap``, ``seed``).
     Raises:
-        ControlFailed: through ``claim.record`` where an untrained block's full output does not give back most
-            prompts (the descent failed).
         pytest.skip.Exception: through ``claim.not_informative`` where a trained model's full output does not
-            recover every token (no level to fall from).
-        ClaimDoesNotHold, ClaimInconclusive: through ``claim.record`` where k* = 1 (the crossing check decides
-            alone).
+            recover every token (below EVERY by the interval's low end: no level to fall from).
     """
     d, problem, steps = subject.d_model, inversions.problem(model_name, subject), inversions.scale.steps(model_name)
     curves, how = _curves(subject, ids, problem, steps, inversions.scale, claim.seed)
-    curve = curves[how]
-    full = claim.bootstrap(curve(d), sample_mean)
+    full = claim.bootstrap(curves[how](d), sample_mean)
     untrained = subject.entry.random_init
-    works = proportion(curve(d) >= EVERY)
-    if untrained and not (full_works := full_works_check(works, d)).passed:  # S3 says this block inverts: the descent failed, which must show
-        claim.record([full_works], details=full_output_by_setting(curves, d), procedure=procedure(
-            "S3.10/recovery-falls-sharply-with-output-features/descent-fails-on-the-full-output", n=ids.shape[0], how=how))
-    if full.low < EVERY and not untrained:  # an untrained block's full output is the control above, decided
+    if full.low < EVERY and not untrained:  # an untrained block's full output is a control instead, the checks'
         claim.not_informative(
             gate("S3.10/recovery-falls-sharply-with-output-features/not-every-token", d=d, value=full.value,
-                 low=full.low, high=full.high, EVERY=EVERY, SMALL_TRAINED=SMALL_TRAINED), details=full_output_by_setting(curves, d))
-    k_star = crossing(curve, d, full.value / 2)
+                 low=full.low, high=full.high, SMALL_TRAINED=SMALL_TRAINED), details=full_output_by_setting(curves, d))
+    works = proportion(curves[how](d) >= EVERY) if untrained else None
+    return FullOutput(curves, how, full, works, steps, d)
+
+
+def measure_bandwidth(full_output: FullOutput, claim
+                      ) -> tuple[BandwidthEstimates | CrossingEstimates, BandwidthContext, BandwidthShown]:
+    """S3.10's measurement from :func:`measure_full_output`'s curves: the crossing k* (the fewest features with half
+    the full output's token accuracy), the jump in token accuracy from k* − 1 to k* features, k* / d_model on
+    resampled prompts, and S3's success test at k* − 1 (a control): (the checks' estimates, their context, what the
+    record shows). Where k* = 1 there is no jump below the first feature: the estimates are the crossing's alone
+    (:class:`CrossingEstimates`), which the test records by themselves. The convergence controls are
+    :func:`continue_jump`'s and :func:`continue_crossing`'s.
+
+    Raises:
+        ValueError: as ``ClaimRecorder.bootstrap``.
+    """
+    curve, d, works = full_output.curve, full_output.d_model, full_output.works
+    k_star = crossing(curve, d, full_output.full.value / 2)
+    context, count = BandwidthContext(k_star, d, full_output.steps), Estimate(
+        float(k_star), float(k_star), float(k_star), 1.0, len(curve(d)))  # exact: the crossing itself
     if k_star == 1:  # no one-feature jump to measure below the first feature: the crossing check decides alone
-        k = Estimate(float(k_star), float(k_star), float(k_star), 1.0, len(curve(d)))
-        claim.record(crossing_checks(CrossingEstimates(k, works if untrained else None), d),
-                     procedure=procedure("S3.10/recovery-falls-sharply-with-output-features/the-first-feature-"
-                                         "recovers-half", prompts=len(curve(d)), how=how,
-                                         first_feature_accuracy=curve.mean(1)),
-                     details={"token accuracy by k": {str(k): round(curve.mean(k), 4) for k in sorted(curve.points)}})
-    jump = claim.bootstrap(np.column_stack([curve(k_star), curve(k_star - 1)]),
-                     paired_difference)
+        return CrossingEstimates(count, works), context, BandwidthShown(full_output, k_star)
+    jump = claim.bootstrap(np.column_stack([curve(k_star), curve(k_star - 1)]), paired_difference)
     matched = proportion(curve.passed(k_star - 1))  # 0/1 per prompt: an exact interval
     ks = sorted(curve.points)
     per_k = [claim.bootstrap(curve(k), sample_mean) for k in ks]
     fraction = claim.bootstrap(np.column_stack([curve(k) for k in ks]), lambda u: crossing_fraction(u, ks, d))
-    count = Estimate(float(k_star), float(k_star), float(k_star), 1.0, len(curve(d)))  # exact: the crossing itself
-    estimates = BandwidthEstimates(jump, fraction, matched, count, works if untrained else None, k_star=k_star,
-                                   steps=steps, curves=curves, how=how, full=full, per_k=per_k)
-    sharp_decided = bandwidth_checks(estimates, k_star, d, steps)[0].status in (FAILED, PASSED)  # issue 77: holds too
-    at_width = below_width_check(count, d).status == FAILED  # k* = d_model (a crossing below it can only move lower)
-    if sharp_decided or at_width:  # the two descents either side of the crossing, continued: does the decision stay?
-        continued = curve.continued(k_star, k_star - 1)
-        estimates = replace(estimates, longer=claim.bootstrap(continued, paired_difference) if sharp_decided else None,
-                            longer_crossing=longer_crossing(continued, k_star) if at_width else None)
-    return estimates
+    return (BandwidthEstimates(jump, fraction, matched, count, works), context,
+            BandwidthShown(full_output, k_star, per_k))
+
+
+def continue_jump(e: BandwidthEstimates, shown: BandwidthShown, claim) -> BandwidthEstimates:
+    """S3.10's convergence control of a decided jump (held or failed, issue 77; the test's ``convergence.settled``):
+    the descents at k* and k* − 1 continued to 5N on the reported prompts (``Curve.continued``), the jump measured
+    again. Returns ``e`` with ``longer``."""
+    k_star = shown.k_star
+    return replace(e, longer=claim.bootstrap(shown.full_output.curve.continued(k_star, k_star - 1), paired_difference))
+
+
+def continue_crossing(e: BandwidthEstimates, shown: BandwidthShown) -> BandwidthEstimates:
+    """S3.10's convergence control of a crossing that failed at the width (k* = d_model; a crossing below it can only
+    move lower): the same two continued descents as :func:`continue_jump`'s (run once, ``Curve.continued``'s cache),
+    the crossing read again (:func:`longer_crossing`). Returns ``e`` with ``longer_crossing``."""
+    k_star = shown.k_star
+    return replace(e, longer_crossing=longer_crossing(shown.full_output.curve.continued(k_star, k_star - 1), k_star))

@@ -1,22 +1,61 @@
 """S3.1's measurement: the round trip of a prompt's token embeddings through W_E⁺, per prompt, with S3's coordinate
 ratio, its shifted input and a row-shuffled W_E (the control). test_round_trip.py records what this measures;
-round_trip_checks.py decides.
+round_trip_checks.py decides; the numbers both read are in the topic's home, round_trip.toml.
 """
 
+from dataclasses import dataclass
+
+import numpy as np
 import torch
 
-from claims.s3_inversion.round_trip_checks import RoundTripEstimates
 from fixtures.catalogue_text import gate
+from fixtures.homes import numbers
 from latent_instruments.decoding import PseudoInverse, decode_top_k
-from latent_instruments.stats import per_unit
+from latent_instruments.stats import Estimate, per_unit
 
 SHIFT_STD = 0.05  # S3's shifted input a′ = a + 0.05·noise, said to tokenize as a (reported)
+SOURCE_RATIO = numbers(__file__, "SOURCE_RATIO")  # S3's true coordinate over the largest other (round_trip.toml)
 
 
-def measure_round_trip(problem, claim) -> RoundTripEstimates:
+@dataclass(frozen=True)
+class RoundTripEstimates:
+    """What S3.1's checks decide on, decided prompt by prompt (per-unit extremes of token accuracy).
+
+    Attributes:
+        recovered: the least token accuracy of argmax(W_E[ids]·W_E⁺) over the prompts.
+        permuted: the largest token accuracy with W_E's rows shuffled (a control).
+        prompts: prompts; tokens: tokens per prompt (the derivation names both).
+    """
+
+    recovered: Estimate
+    permuted: Estimate
+    prompts: int
+    tokens: int
+
+
+@dataclass(frozen=True)
+class RoundTripShown:
+    """What S3.1's record shows beside its checks, deciding nothing (issue 79, item 3: report-only, out of the
+    estimates).
+
+    Attributes:
+        rank: rank(W_E).
+        ratio: per token, the true coordinate over the largest other, (prompts · tokens,) (S3: about SOURCE_RATIO).
+        shifted: the token accuracy of a′ = a + SHIFT_STD·noise, (prompts, tokens) 0/1.
+        top: (prompts, tokens, 5) the round trip's top-5 token ids.
+    """
+
+    rank: int
+    ratio: np.ndarray
+    shifted: torch.Tensor
+    top: torch.Tensor
+
+
+def measure_round_trip(problem, claim) -> tuple[RoundTripEstimates, RoundTripShown]:
     """S3.1's measurement: argmax(W_E[ids]·W_E⁺) against ids, per prompt, and the same decoded with W_E's rows
     shuffled (the control); the round trip is a deterministic map, so each is asserted of every prompt (a bootstrap
-    of all-equal accuracies would be a zero-width interval, which decides nothing).
+    of all-equal accuracies would be a zero-width interval, which decides nothing): (the checks' estimates, what the
+    record shows beside them).
 
     Args:
         problem: the model's inversion problem (``inversions.Problem``): ``weight`` W_E (vocab, d_model), ``ids``
@@ -47,5 +86,5 @@ def measure_round_trip(problem, claim) -> RoundTripEstimates:
     order = torch.randperm(vocab, generator=torch.Generator().manual_seed(claim.seed)).to(weight.device)
     shuffled = PseudoInverse(problem.pinv.gram_pinv, weight[order])  # WᵀW does not change when rows are permuted
     permuted = (decode_top_k(embeddings, 1, pinv=shuffled)[..., 0] == ids).double().mean(1).cpu().numpy()
-    return RoundTripEstimates(per_unit(accuracy, "min"), per_unit(permuted, "max"), len(accuracy), ids.shape[1],
-                              rank=rank, ratio=ratio, shifted=shifted, top=scores.topk(min(5, vocab), dim=-1).indices)
+    return (RoundTripEstimates(per_unit(accuracy, "min"), per_unit(permuted, "max"), len(accuracy), ids.shape[1]),
+            RoundTripShown(rank, ratio, shifted, scores.topk(min(5, vocab), dim=-1).indices))

@@ -20,11 +20,12 @@ source scale, the better of the two on a CPU).
 import numpy as np
 import pytest
 
-from claims.s3_inversion.convergence import continues
-from claims.s3_inversion.depth_checks import DepthEstimates, depth_checks
-from claims.s3_inversion.depth_measures import measure_depth
+from claims.s3_inversion.convergence import continues, settled
+from claims.s3_inversion.depth_checks import depth_checks, first_works_check
+from claims.s3_inversion.depth_measures import DepthShown, continue_depth, measure_depth
 from claims.s3_inversion.inversions import DESCENT_SETTINGS, SOURCE_PROMPT, first_prompt
 from fixtures.catalogue_text import procedure
+from reports.checks import FAILED, PASSED
 from reports.plots import series
 
 
@@ -42,9 +43,9 @@ UNTRAINED_DECIDED = ("An untrained model's drop is decided at S3's own N = 200 (
                      "invert after N = 200).")
 
 
-def _depth_plot(model_name: str, headline_label: str, e: DepthEstimates) -> dict:
+def _depth_plot(model_name: str, headline_label: str, shown: DepthShown) -> dict:
     """S3.4's figure: recovery by depth in the headline setting, in each setting, and chance."""
-    blocks, per_depth, start, by_setting = e.blocks, e.per_depth, e.start, e.by_setting
+    blocks, per_depth, start, by_setting = shown.blocks, shown.per_depth, shown.start, shown.by_setting
     return {"kind": "lines", "title": f"S3.4 on {model_name}: recovery by depth (restricted vocabulary)",
             "x": blocks, "xlabel": "block whose output is inverted", "ylabel": "token accuracy", "ylim": [-0.02, 1.02],
             "series": {headline_label: series(per_depth), "S3's own setting": series(by_setting["source"]),
@@ -69,13 +70,20 @@ def test_untrained_inversion_degrades_with_depth(model_name, subject, inversions
 
 
 def check_depth(model_name, subject, inversions, claim) -> None:
-    """S3.4's record on one model, trained or not: ``measure_depth``'s estimates, ``depth_checks`` on them, and the
-    details and figure (see the module docstring)."""
-    e = measure_depth(model_name, subject, inversions, claim)
+    """S3.4's record on one model, trained or not: ``measure_depth``'s estimates, on an untrained model its block-1
+    control recorded alone where it does not pass, on a trained one a decided drop continued to 5N
+    (``continue_depth``), ``depth_checks`` on them, and the details and figure (see the module docstring)."""
+    e, context, shown = measure_depth(model_name, subject, inversions, claim)
     problem, scale, untrained = inversions.problem(model_name, subject), inversions.scale, subject.entry.random_init
-    blocks, best, runs, accuracy = e.blocks, e.best, e.runs, e.accuracy
+    blocks, best, runs, accuracy = shown.blocks, shown.best, shown.runs, shown.accuracy
+    if e.first_works is not None and not (works := first_works_check(e.first_works)).passed:  # S3: it inverts
+        claim.record([works], procedure=procedure("S3.4/inversion-degrades-with-depth/descent-fails-on-block-1",
+                                                  prompts=accuracy.shape[0]), details=shown.by_block)
+    if not untrained:  # a decided drop: blocks 1 and L's headline descents continued (a hold rests on L's failure)
+        e = settled(e, lambda e: depth_checks(e, context)[0],
+                    lambda e: continue_depth(e, shown, model_name, subject, inversions, claim), when=(FAILED, PASSED))
     claim.record(
-        depth_checks(e, *e.context),
+        depth_checks(e, context),
         procedure=procedure("S3.4/inversion-degrades-with-depth", prompts=accuracy.shape[0], tokens=problem.tokens,
                             SOURCE_PROMPT=SOURCE_PROMPT, blocks=', '.join(map(str, blocks)),
                             steps=runs[blocks[0], 'source'].steps, headline_label=scale.headline_label,
@@ -87,9 +95,9 @@ def check_depth(model_name, subject, inversions, claim) -> None:
             "the same depth fractions.", inversions.scale.note()])),
         details={
             "by block": {f"block {b}": _row(runs, b, best[i]) for i, b in enumerate(blocks)},
-            "random start (chance)": float(e.start.mean()),
+            "random start (chance)": float(shown.start.mean()),
             **{f"examples, block {b} ({best[i]} setting; top-5 per position, as S3 shows them)":
                first_prompt(runs[b, best[i]].examples) for i, b in enumerate(blocks)},
         },
-        plot=_depth_plot(model_name, scale.headline_label, e),
+        plot=_depth_plot(model_name, scale.headline_label, shown),
     )
