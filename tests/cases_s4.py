@@ -1,15 +1,17 @@
 """S4's claims' checks functions with estimates on which each claim holds (``tests/check_cases.py``)."""
 
-from claims.s4_ffn.feedforward_checks import FeedforwardEstimates, feedforward_checks
-from claims.s4_ffn.ffn_path_checks import FfnPathEstimates, ffn_path_checks
-from claims.s4_ffn.ffn_output_checks import FfnOutputEstimates, ffn_output_checks
-from claims.s4_ffn.parameters_checks import ParameterEstimates, parameters_checks
-from claims.s4_ffn.similar_strings_checks import (
-    ApproximationEstimates, GainEstimates, SiblingEstimates, approximation_checks, gain_checks, sibling_checks,
-)
-from claims.s4_ffn.token_subspace_checks import (
-    SubspaceEstimates, TokenEmbeddingEstimates, subspace_checks, token_embedding_checks,
-)
+from claims.s4_ffn.feedforward_checks import feedforward_checks
+from claims.s4_ffn.feedforward_measures import FeedforwardEstimates
+from claims.s4_ffn.ffn_path_checks import ffn_path_checks
+from claims.s4_ffn.ffn_path_measures import FfnPathEstimates
+from claims.s4_ffn.ffn_output_checks import ffn_output_checks
+from claims.s4_ffn.ffn_output_measures import FfnOutputEstimates
+from claims.s4_ffn.parameters_checks import parameters_checks
+from claims.s4_ffn.parameters_measures import ParameterEstimates
+from claims.s4_ffn.similar_strings_checks import approximation_checks, gain_checks, sibling_checks
+from claims.s4_ffn.similar_strings_measures import ApproximationEstimates, GainEstimates, SiblingEstimates
+from claims.s4_ffn.token_subspace_checks import subspace_checks, token_embedding_checks
+from claims.s4_ffn.token_subspace_measures import SubspaceEstimates, TokenEmbeddingEstimates
 from claims.s4_ffn.final_norm_checks import final_norm_checks
 from claims.s4_ffn.final_norm_measures import FinalNormEstimates
 from latent_instruments.stats import Estimate

@@ -213,18 +213,17 @@ def test_every_derivation_lives_in_the_catalogue_beside_its_threshold():
 def test_a_derivation_is_read_by_key_and_filled():
     from fixtures.catalogue_text import catalogued
 
-    filled = catalogued("S3.7/token-accuracy-of-one-token-inputs-indirect-embedding-representation", RECOVERS=0.5,
-                        control_inputs=64)
-    assert filled["key"] == "S3.7/token-accuracy-of-one-token-inputs-indirect-embedding-representation"
+    filled = catalogued("S3.7/indirect-control", control_inputs=64)  # RECOVERS from the topic's home
+    assert filled["key"] == "S3.7/indirect-control"
     assert "most tokens (> 0.5) must come back" in filled["derivation"] and "of 64 one-token" in filled["derivation"]
-    deeper = catalogued("S3.5/token-accuracy-d-model-minus-block-4-seed-1-each-rung-its", "deeper blocks", b=4)
+    deeper = catalogued("S3.5/gain-block-4-seed-1", "deeper blocks", b=4)
     assert "block 4 is S3's 'also from deeper layers'" in deeper["derivation"]
     with pytest.raises(LookupError, match="0 rows .* have this key"):
         catalogued("S3.7/a-check-no-row-names")
-    with pytest.raises(LookupError, match="names .RECOVERS., which the code does not give"):
-        catalogued("S3.7/token-accuracy-of-one-token-inputs-indirect-embedding-representation", control_inputs=64)
+    with pytest.raises(LookupError, match="names .control_inputs., which the code does not give"):
+        catalogued("S3.7/indirect-control")
     with pytest.raises(LookupError, match="variant 'wide' of a row whose derivation is a table of block 1, deeper"):
-        catalogued("S3.5/token-accuracy-d-model-minus-block-4-seed-1-each-rung-its", "wide", b=4)
+        catalogued("S3.5/gain-block-4-seed-1", "wide", b=4)
 
 
 def _procedure_keys() -> tuple[list[str], list[str]]:
@@ -315,16 +314,17 @@ def test_a_gate_reason_is_read_by_key_and_filled():
 
 
 def test_the_most_specific_row_gives_a_checks_provenance_as_it_gives_its_derivation():
-    """S4.7's distinct-models control matches its own row and its claim check's ("S4.7/mean-h-model-{}"); its
+    """S4.7's distinct-models control matches its own row and its claim check's ("S4.7/sibling-{}"); its
     provenance, like its derivation, is its own row's."""
     from fixtures.catalogue import catalogue_json
     from fixtures.catalogue_text import catalogued
     from reports.source_numbers import provenance
 
-    key = "S4.7/mean-h-model-tiny-w96-seed88-distinct-models"
-    own = next(t for t in load_catalogue().claims["S4.7"].thresholds if t.key == "S4.7/mean-h-model-{}-distinct-models")
+    key = "S4.7/sibling-tiny-w96-seed88-distinct-models"
+    claim = load_catalogue().claims["S4.7"]
+    own = next(t for t in claim.thresholds if t.key == "S4.7/sibling-{}-distinct-models")
     assert provenance(catalogue_json()["S4.7"], "any name", key) == own.provenance == "reading, before"
-    assert catalogued(key)["derivation"] == own.derivation
+    assert catalogued(key)["derivation"] == own.derivation.format(**claim.values)
 
 
 def test_a_claim_of_a_family_without_its_source_says_which_table_to_add(tmp_path):

@@ -62,7 +62,8 @@ def _home_numbers(home: Path) -> dict[str, float]:
 
 
 def _texts(home: Path) -> dict[str, str]:
-    """{where: text} of a home's derivations, procedures, reasons and threshold texts (demoted rows are history)."""
+    """{where: text} of a home's derivations, procedures, reasons, threshold texts (demoted rows are history) and its
+    row of docs/measurements.md."""
     out = {}
     for claim in read_home(home).get("claims", []):
         for row in claim.get("thresholds", []):
@@ -74,6 +75,7 @@ def _texts(home: Path) -> dict[str, str]:
             out[f"{claim['id']} threshold of {row.get('key') or row['check']!r}"] = row.get("threshold", "")
         for table in ("procedures", "gates"):
             out |= {f"{claim['id']} {table[:-1]} {p['key']!r}": p["text"] for p in claim.get(table, [])}
+    out["docs/measurements.md's row ([docs] measured)"] = read_home(home).get("docs", {}).get("measured", "")
     return out
 
 

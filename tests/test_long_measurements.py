@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from claims.s4_ffn.token_subspace_measures import CONTINUED_TOKENS, DRAWN_TOKENS, LONG, STEPS, expected_duration
+from claims.s4_ffn.token_vectors import CONTINUED_TOKENS, DRAWN_TOKENS, LONG, STEPS, expected_duration
 from fixtures.recording import ClaimRecorder
 from latent_instruments.token_subspaces import learn_token_embeddings
 

@@ -3,8 +3,9 @@
 import pytest
 import torch
 
-from claims.s4_ffn.parameters_checks import SOURCE_FFN, SOURCE_TOTAL
-from claims.s4_ffn.parameters_measures import count_parameters, s4_shape_as_gpt2, s4_source_count, s4_source_model
+from claims.s4_ffn.parameters_measures import (
+    SOURCE_FFN, SOURCE_TOTAL, count_parameters, s4_shape_as_gpt2, s4_source_count, s4_source_model,
+)
 from models.adapters import adapter_for
 from tests.conftest import TINY_CONFIGS, tiny_model
 

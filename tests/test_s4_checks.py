@@ -42,8 +42,10 @@ def _capture(attn: list[torch.Tensor], mlp: list[torch.Tensor]) -> Captured:
 def _s4_3(model: Captured, twin: Captured) -> ClaimRecord:
     """S4.3's checks (``ffn_output_checks``) on the estimates its test measures from a model's and its twin's capture,
     as a record (``failed(role)`` is what the plugin's outcome reads)."""
-    from claims.s4_ffn.ffn_output_checks import FfnOutputEstimates, ffn_output_checks
-    from claims.s4_ffn.ffn_output_measures import block_cosine, cosine_excess, output_norm_ratio, least_above_twin
+    from claims.s4_ffn.ffn_output_checks import ffn_output_checks
+    from claims.s4_ffn.ffn_output_measures import (
+        FfnOutputEstimates, block_cosine, cosine_excess, least_above_twin, output_norm_ratio,
+    )
 
     units, twin_units = block_readings(model), block_readings(twin)
     blocks = range(units.shape[1])
@@ -105,7 +107,7 @@ def test_s4_3s_cosine_check_fails_where_attention_and_ffn_outputs_point_apart_an
     """S4.3: the claim check is a positive mean cosine, a bound read off S4's notebook (0.04 in its weakest blocks is
     S4's 'roughly the same direction'). FFN outputs turned against the attention outputs fail it (and the twin
     control then decides nothing); FFN outputs at a mean cosine of about 0.04 pass it, as S4's own model does."""
-    from claims.s4_ffn.block_vectors import SOURCE_COSINE
+    from claims.s4_ffn.ffn_output_measures import SOURCE_COSINE
 
     g = torch.Generator().manual_seed(0)
     attn = torch.randn(32, 64, 256, generator=g)
@@ -241,7 +243,7 @@ def test_all_blocks_worse_than_the_first_fails_the_claim():
 
     first = np.random.default_rng(0).uniform(0.1, 0.3, 200)
     every = first + np.random.default_rng(1).uniform(0.0, 0.04, 200)
-    gain = claim_check("S4.8/mean-h-first-block-alone-mean-h-all-blocks-held-out-prompts",
+    gain = claim_check("S4.8/all-blocks-gain",
                        gain=bootstrap(np.stack([first, every], 1), paired_difference, seed=0))
     assert gain.status == "failed"
 
@@ -300,7 +302,7 @@ def test_s4_2_fails_where_a_later_block_leads_or_attention_dominates_one_block()
 
 # --- S4.10: the excess over a prompt-shuffled null -------------------------------------------------------------
 
-BLOCK_1_EXCESS = "S4.10/block-1-excess-over-the-prompt-shuffled-null-final-layer"  # subspace_checks' claim check
+BLOCK_1_EXCESS = "S4.10/block-1/final-layer"  # subspace_checks' claim check
 
 
 def test_a_ranking_biased_towards_frequent_tokens_passes_the_old_chance_and_fails_the_null():
@@ -351,7 +353,7 @@ def _norm_readout():
 
 
 def test_an_optimisation_stopped_after_two_steps_fails_the_convergence_control():
-    from claims.s4_ffn.token_subspace_measures import LR, RESTARTS, continued
+    from claims.s4_ffn.token_vectors import LR, RESTARTS, continued
     from claims.s4_ffn.token_subspace_checks import CONVERGED
     from latent_instruments.token_subspaces import learn_token_embeddings
 
@@ -382,7 +384,7 @@ def test_s4_9s_null_fails_vectors_that_share_one_direction_across_tokens():
 
 
 def test_a_converged_optimisation_passes_the_convergence_control():
-    from claims.s4_ffn.token_subspace_measures import LR, RESTARTS, STEPS, continued
+    from claims.s4_ffn.token_vectors import LR, RESTARTS, STEPS, continued
     from claims.s4_ffn.token_subspace_checks import CONVERGED
     from latent_instruments.token_subspaces import learn_token_embeddings
 
@@ -399,7 +401,7 @@ def test_a_prediction_farther_than_the_siblings_fails_the_floor_check():
     rng = np.random.default_rng(0)
     floor = rng.uniform(0.05, 0.15, 64)
     h = floor + rng.uniform(0.02, 0.06, 64)  # the FFN-only prediction: farther from the model than a sibling is
-    check = claim_check("S4.4/mean-h-prediction-from-input-ffn-outputs-model-s-mean-h-seed-siblings",
+    check = claim_check("S4.4/sibling-floor",
                         below_siblings=bootstrap(np.stack([h, floor], 1), paired_difference, seed=0))
     assert check.status == "failed"
 
@@ -429,7 +431,7 @@ def test_s4_2s_control_fails_an_attention_ablation_that_changed_nothing():
         if dead_block is not None:
             h[:, dead_block, 0] = 1e-7 * np.linspace(1, 2, len(h))  # the hook did nothing: float rounding
         checks = feedforward_checks(s4_2_estimates(h, seed=0))
-        [check] = [c for c in checks if c.key == "S4.2/min-over-blocks-of-h-no-attention"]
+        [check] = [c for c in checks if c.key == "S4.2/dead-ablation"]
         assert check.role == "control" and check.threshold == DEAD_ABLATION
         return check.status
 
@@ -444,8 +446,8 @@ def test_s4_8s_control_fails_a_gain_that_another_prompts_approximation_shows_as_
     """units (P, 4): H(first), H(all) on the prompt's own approximations, then on the next prompt's. All blocks
     pulling every approximation towards the text's common tokens lowers H for any pairing: the check passes, the
     control fails; a gain the prompt's own similar strings give passes both."""
-    from claims.s4_ffn.similar_strings_checks import GainEstimates, gain_checks
-    from claims.s4_ffn.similar_strings_measures import gain_over_shuffled
+    from claims.s4_ffn.similar_strings_checks import gain_checks
+    from claims.s4_ffn.similar_strings_measures import GainEstimates, gain_over_shuffled
 
     rng = np.random.default_rng(0)
 
@@ -463,8 +465,8 @@ def test_s4_8s_control_fails_a_gain_that_another_prompts_approximation_shows_as_
 def test_s4_8_a_genuine_failure_reads_as_a_finding_not_a_failed_control():
     """All blocks worse than the first (H rises), on the prompt's own approximations as on another's: the gain
     fails and so does the control, which guards the pass only; the record fails on its claim check (a finding)."""
-    from claims.s4_ffn.similar_strings_checks import GainEstimates, gain_checks
-    from claims.s4_ffn.similar_strings_measures import gain_over_shuffled
+    from claims.s4_ffn.similar_strings_checks import gain_checks
+    from claims.s4_ffn.similar_strings_measures import GainEstimates, gain_over_shuffled
     from reports.checks import Check, ClaimRecord
 
     rng = np.random.default_rng(0)
@@ -483,7 +485,7 @@ def test_s4_4s_readout_control_fails_a_readout_that_misses_a_step_on_one_prompt(
     from latent_instruments.stats import per_unit
 
     def control(h):  # ffn_path_checks' readout control, as S4.4 measures it
-        check = claim_check("S4.4/largest-h-final-norm-head-applied-to-the-captured-final-state-model-s",
+        check = claim_check("S4.4/readout",
                             readout=per_unit(np.asarray(h), "max"))
         assert check.role == "control" and check.threshold == READOUT_TOLERANCE
         return check.status
@@ -500,7 +502,7 @@ def test_s4_9s_fraction_is_a_census_of_a_whole_vocabulary_and_exact_over_drawn_t
     from claims.s4_ffn.token_subspace_checks import EVERY_TOKEN
 
     def status(predicts, vocab):  # token_embedding_checks' claim check
-        check = claim_check("S4.9/fraction-of-tokens-whose-first-singular-direction-alone-predicts-them",
+        check = claim_check("S4.9/first-direction-predicts",
                             predicts=fraction_of_tokens(np.asarray(predicts), vocab))
         assert check.threshold == EVERY_TOKEN
         return check.status
@@ -523,7 +525,7 @@ def test_s4_4s_excess_control_fails_where_every_final_state_points_one_way_and_p
 
     def status(own: float, shared: float) -> str:
         units = np.column_stack([own + rng.normal(0, 0.01, 64), shared + rng.normal(0, 0.01, 64)])
-        check = claim_check("S4.4/cosine-excess-over-the-cross-token-baseline-c-b-1-b",
+        check = claim_check("S4.4/cross-token-excess",
                             excess=bootstrap(units, excess_over_cross_token, seed=0))
         assert check.role == "control" and check.threshold == EXCESS_FLOOR
         return check.status
@@ -552,13 +554,13 @@ def test_s4_5s_identity_control_is_exact_and_decides_where_a_bootstrap_could_not
 def test_s4_6s_reading_against_s4s_own_floor_fails_an_approximation_far_above_it():
     """S4.6's reading (issue 56): in-sample H minus S4's floor (0.106) under S4's floor SD (0.082). An approximation
     at H ≈ 0.30 fails it; one at S4's own 0.1677 passes, as S4's sentence says of its model."""
-    from claims.s4_ffn.similar_strings_checks import S4_FLOOR, S4_FLOOR_SD, SOURCE_FLOOR, SOURCE_FLOOR_SD
+    from claims.s4_ffn.similar_strings_measures import S4_FLOOR, S4_FLOOR_SD, SOURCE_FLOOR, SOURCE_FLOOR_SD
 
     assert (S4_FLOOR, S4_FLOOR_SD) == pytest.approx((np.mean(SOURCE_FLOOR), np.mean(SOURCE_FLOOR_SD)))
     rng = np.random.default_rng(0)
     for centre, status in ((0.30, "failed"), (0.1677, "passed")):
         h = np.clip(rng.normal(centre, 0.05, 2000), 0, 1)
-        check = claim_check("S4.6/mean-h-approximation-model-s4-s-in-sample-prompts-s4-s-floor",
+        check = claim_check("S4.6/s4-floor",
                             in_sample=bootstrap(h - S4_FLOOR, sample_mean, seed=0))  # as S4.6 measures it
         assert check.role == "reading" and check.threshold == S4_FLOOR_SD and check.status == status
 

@@ -4,8 +4,9 @@ S4 (spather/transformer-experiments) takes every unique 10-character substring o
 1,115,394-character corpus (858,923 strings) and 20,000 prompts drawn from them; per block,
 the strings whose FFN output at the last position has cosine > t_b with the prompt's are
 "similar", and the characters that follow their occurrences, weighted over blocks on the raw
-counts, approximate the model's next-character distribution (Hellinger 0.1677 ± 0.1215 per
-prompt, against a seed-sibling floor of 0.106 ± 0.082).
+counts, approximate the model's next-character distribution (Hellinger SOURCE_APPROXIMATION_H
+± SOURCE_APPROXIMATION_SD per prompt, against a seed-sibling floor of S4_FLOOR ± S4_FLOOR_SD; S4's
+figures and tuned values are in S4.6-S4.8's home, ``similar_strings.toml``).
 
 Here: the first ``TEXT_CHARS`` characters of the training split (as many as S4's file),
 ``N_PROMPTS`` prompts (S4's 20,000 in the full profile; 2,000 in the tiny one, a CPU run), two variants:
@@ -22,6 +23,7 @@ a transplant from another model.
 """
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import scipy.optimize
@@ -30,6 +32,7 @@ import torch
 from latent_instruments.distances import hellinger_distance
 from latent_instruments.similar_strings import CHUNK, combine, following, normalised, similar_string_counts
 from latent_instruments.strings import StringTable, SuffixMatcher
+from fixtures.homes import numbers
 from models.capture import run_with_cache
 from models.string_outputs import string_directions
 from models.zoo import resolve
@@ -37,12 +40,16 @@ from models.zoo import resolve
 TEXT_CHARS = 1_115_394  # S4's corpus, TinyShakespeare, is 1,115,394 characters: as many from our training split
 STRING_LENGTH = 10  # S4: 10-character strings and prompts
 N_PROMPTS = {"tiny": 2_000, "full": 20_000}  # per --zoo profile of the run; S4: 20,000 (tiny: a CPU run)
-SOURCE_THRESHOLDS = (0.95, 0.94, 0.85, 0.76, 0.81, 0.89)  # S4, blocks 1..6, strict ">"
-SOURCE_WEIGHTS = (0.01, 0.01, 0.1, 1.5, 6.0, 0.01)  # S4, blocks 1..6, on raw counts
+HOME = Path(__file__).with_name("similar_strings.toml")  # S4.6-S4.8's home, where S4's tuned values are
+SOURCE_THRESHOLDS = numbers(HOME, "SOURCE_THRESHOLD_1", "SOURCE_THRESHOLD_2", "SOURCE_THRESHOLD_3",  # S4, blocks
+                            "SOURCE_THRESHOLD_4", "SOURCE_THRESHOLD_5", "SOURCE_THRESHOLD_6")  # 1..6, strict ">"
+SOURCE_WEIGHTS = numbers(HOME, "SOURCE_WEIGHT_1", "SOURCE_WEIGHT_2", "SOURCE_WEIGHT_3",  # S4, blocks 1..6, on raw
+                         "SOURCE_WEIGHT_4", "SOURCE_WEIGHT_5", "SOURCE_WEIGHT_6")  # counts
 FIT_GRID = (0.85, 0.90, 0.95)  # thresholds tried per block when fitting (S4's tuned values: 0.76..0.95; each costs a pass)
 VARIANTS = ("source", "held-out")
-# S4's worked prompts (q_idx 57, 40, 33, 36): 'hing tremb' goes from H 0.6305 with the first block alone to 0.0233
-# with all six; 'And only l' from 0.0711 to 0.0731 (slightly worse). Shown on our model, at both sets of values.
+# S4's worked prompts (q_idx 57, 40, 33, 36): 'hing tremb' goes from H SOURCE_FIRST_BLOCK_H with the first block alone
+# to SOURCE_ALL_BLOCKS_H with all six; 'And only l' gets slightly worse (similar_strings.toml). Shown on our model, at
+# both sets of values.
 EXAMPLES = ("And only l", "hing tremb", "med me Aut", "if and thy")
 
 

@@ -19,13 +19,7 @@ from latent_instruments.geometry import unit
 
 FIRST_POSITION = 1  # positions before it are left out of every S4.3 / S4.4 statistic
 EPS = 1e-12  # floor of a norm before dividing by it (a zero vector has no direction)
-
-# S4's companion notebook (spather/transformer-experiments, nbs/analyses/70_embedding_adjustments.ipynb,
-# "Distribution of Norms" and "How Aligned Are the Block Intermediates?"), 20,000 prompts, last position,
-# blocks 1..6: mean norm of the self-attention and FFN outputs, and mean cos(sa_out, ffwd_out).
-SOURCE_ATTN_NORM = [1.78, 2.44, 3.23, 3.43, 2.86, 2.38]
-SOURCE_FFN_NORM = [5.79, 3.54, 4.15, 4.53, 5.19, 7.54]
-SOURCE_COSINE = [0.31, 0.10, 0.09, 0.04, 0.04, 0.09]
+# S4's notebook norms and cosines, which S4.3 sets beside these, are in S4.3's home (ffn_output.toml)
 
 
 def _kept(x: torch.Tensor, what: str) -> torch.Tensor:

@@ -1,23 +1,59 @@
 """S4.2's measurements: the Hellinger distance of each block's ablations at the last position, and S4.2's estimates from
-them. test_feedforward.py records what these measure; feedforward_checks.py decides.
+them. test_feedforward.py records what these measure; feedforward_checks.py decides; S4's table is in the topic's
+home, feedforward.toml.
 """
 
-from dataclasses import replace
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from claims.s4_ffn.feedforward_checks import FeedforwardEstimates
+from fixtures.homes import numbers
 from latent_instruments.distances import hellinger_distance
-from latent_instruments.stats import bootstrap
+from latent_instruments.stats import Estimate, bootstrap
 from models.forwards import ablated_logits
 
+# S4 Appendix IV, mean Hellinger distance to the full model per block (1..6), attention or FFN output dropped
+SOURCE_NO_ATTN = list(numbers(__file__, *(f"SOURCE_NO_ATTN_{b}" for b in range(1, 7))))
+SOURCE_NO_FFN = list(numbers(__file__, *(f"SOURCE_NO_FFN_{b}" for b in range(1, 7))))
+SOURCE_RATIO = [f / a for f, a in zip(SOURCE_NO_FFN, SOURCE_NO_ATTN)]  # S4's H(no FFN) / H(no attention) per block
 
-# S4 Appendix IV, mean Hellinger distance to the full model per block (1..6).
-SOURCE_NO_ATTN = [0.11, 0.07, 0.09, 0.06, 0.04, 0.03]
+
+@dataclass(frozen=True)
+class FeedforwardEstimates:
+    """What S4.2's checks decide on, measured at the last position of short prompts, over prompts (Hellinger
+    distances H to the full model's prediction).
+
+    Attributes:
+        ratios: per block, H(no FFN) / H(no attention) (a ratio of means).
+        lead: block 1's H(no FFN) − H(no attention) minus the largest later block's (None for one block).
+        floor: the smallest block's mean H(no attention) (a control: a dead ablation gives ~1e-7).
+    """
+
+    ratios: list[Estimate]
+    lead: Estimate | None
+    floor: Estimate
 
 
-SOURCE_NO_FFN = [0.70, 0.19, 0.15, 0.13, 0.14, 0.17]
+@dataclass(frozen=True)
+class FeedforwardShown:
+    """What S4.2's record shows beside its checks, deciding nothing (issue 79, item 3: report-only, out of the
+    estimates).
+
+    Attributes:
+        h, twin_h, context_h: per-prompt H (prompts, n_blocks, 2; [..., 0] attention dropped, [..., 1] FFN dropped)
+            at the last position, of the untrained twin there, and over every position of full-context prompts
+            (version 3's reading).
+        sides: per block, [mean H(no attention), mean H(no FFN)].
+        twin_ratios, context_ratios: per block, the twin's ratio and the full-context ratio.
+    """
+
+    h: np.ndarray
+    twin_h: np.ndarray
+    context_h: np.ndarray
+    sides: list[list[Estimate]]
+    twin_ratios: list[Estimate]
+    context_ratios: list[Estimate]
 
 
 def last_position_distances(subject, input_ids: torch.Tensor) -> np.ndarray:
@@ -112,9 +148,11 @@ def _side_mean(block: int, side: int):
     return lambda units: float(units[:, block, side].mean())
 
 
-def measure_ffn_dominance(subject, twin, input_ids: torch.Tensor, captured, claim) -> FeedforwardEstimates:
+def measure_ffn_dominance(subject, twin, input_ids: torch.Tensor, captured,
+                          claim) -> tuple[FeedforwardEstimates, FeedforwardShown]:
     """S4.2's measurement: the ablations' H at the last position of ``input_ids`` (batch, seq) on the model and its
-    untrained twin, and over every position of ``captured``'s full-context prompts (version 3's reading).
+    untrained twin, and over every position of ``captured``'s full-context prompts (version 3's reading): (the
+    checks' estimates, what the record shows beside them).
 
     Args:
         subject, twin: the loaded model and its untrained twin (``LoadedModel``).
@@ -127,8 +165,7 @@ def measure_ffn_dominance(subject, twin, input_ids: torch.Tensor, captured, clai
     twin_h = last_position_distances(twin, input_ids.to(twin.input_device))
     context_h = ablation_distances(subject, captured)
     blocks = range(h.shape[1])
-    return replace(
-        s4_2_estimates(h, claim.seed),
+    return s4_2_estimates(h, claim.seed), FeedforwardShown(
         h=h, twin_h=twin_h, context_h=context_h,
         sides=[[claim.bootstrap(h, _side_mean(b, s)) for s in (0, 1)] for b in blocks],
         twin_ratios=[claim.bootstrap(twin_h, ablation_ratio(b)) for b in blocks],

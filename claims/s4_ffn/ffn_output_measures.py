@@ -1,12 +1,58 @@
 """S4.3's measurements: per block the attention and FFN outputs' norms and cosines, and their statistics.
-test_ffn_output.py records what these measure; ffn_output_checks.py decides.
+test_ffn_output.py records what these measure; ffn_output_checks.py decides; S4's notebook figures are in the topic's
+home, ffn_output.toml.
 """
+
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from claims.s4_ffn.block_vectors import mean_cosine, mean_norm
-from claims.s4_ffn.ffn_output_checks import FfnOutputEstimates
+from fixtures.homes import numbers
+from latent_instruments.stats import Estimate
+
+# S4's companion notebook (70_embedding_adjustments.ipynb), 20,000 prompts, last position, blocks 1..6: mean norm of
+# the self-attention and FFN outputs, and mean cos(sa_out, ffwd_out)
+SOURCE_ATTN_NORM = list(numbers(__file__, *(f"SOURCE_ATTN_NORM_{b}" for b in range(1, 7))))
+SOURCE_FFN_NORM = list(numbers(__file__, *(f"SOURCE_FFN_NORM_{b}" for b in range(1, 7))))
+SOURCE_COSINE = list(numbers(__file__, *(f"SOURCE_COSINE_{b}" for b in range(1, 7))))
+SOURCE_RATIO = [f / a for f, a in zip(SOURCE_FFN_NORM, SOURCE_ATTN_NORM)]  # S4's FFN / attention norm per block
+
+
+@dataclass(frozen=True)
+class FfnOutputEstimates:
+    """What S4.3's checks decide on, measured on the attention and FFN outputs of every block, each over prompts (the
+    bootstrap unit), one estimate per block where a list.
+
+    Attributes:
+        ratios: mean FFN output norm / mean attention output norm (a ratio of means).
+        cosines: mean cos(attention output, FFN output) of the same token (cosine units).
+        excess: that cosine minus the cross-token baseline (the FFN output of another prompt's token at the same
+            position).
+        above_twin: least over blocks of the mean cosine minus the untrained twin's, on the same token ids.
+    """
+
+    ratios: list[Estimate]
+    cosines: list[Estimate]
+    excess: list[Estimate]
+    above_twin: Estimate
+
+
+@dataclass(frozen=True)
+class FfnOutputShown:
+    """What S4.3's record shows beside its checks, deciding nothing (issue 79, item 3: report-only, out of the
+    estimates).
+
+    Attributes:
+        units, twin_units: the model's and its twin's per-prompt readings (prompts, n_blocks, 4) of
+            :func:`block_readings`.
+        twin_ratios: the twin's norm ratio per block.
+    """
+
+    units: np.ndarray
+    twin_units: np.ndarray
+    twin_ratios: list[Estimate]
 
 
 def block_readings(captured) -> np.ndarray:
@@ -62,9 +108,10 @@ def least_above_twin(paired: np.ndarray) -> float:
     return float((paired[:, :, 0].mean(axis=0) - paired[:, :, 1].mean(axis=0)).min())
 
 
-def measure_ffn_outputs(captured, twin_captured, claim) -> FfnOutputEstimates:
+def measure_ffn_outputs(captured, twin_captured, claim) -> tuple[FfnOutputEstimates, FfnOutputShown]:
     """S4.3's measurement: every block's norm ratio, cosine and cross-token excess over prompts, and the least
-    excess of the cosine over the untrained twin's, on the same token ids.
+    excess of the cosine over the untrained twin's, on the same token ids: (the checks' estimates, what the record
+    shows beside them).
 
     Args:
         captured, twin_captured: the model's and its twin's captures (see :func:`block_readings`).
@@ -79,4 +126,5 @@ def measure_ffn_outputs(captured, twin_captured, claim) -> FfnOutputEstimates:
         cosines=[claim.bootstrap(units, block_cosine(b)) for b in blocks],
         excess=[claim.bootstrap(units, cosine_excess(b)) for b in blocks],
         above_twin=claim.bootstrap(np.stack([units[:, :, 2], twin[:, :, 2]], axis=-1), least_above_twin),
-        units=units, twin_units=twin, twin_ratios=[claim.bootstrap(twin, output_norm_ratio(b)) for b in blocks])
+    ), FfnOutputShown(units=units, twin_units=twin, twin_ratios=[claim.bootstrap(twin, output_norm_ratio(b))
+                                                                 for b in blocks])

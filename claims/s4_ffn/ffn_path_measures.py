@@ -1,20 +1,74 @@
 """S4.4's measurements: the FFN-only and attention-only sums against the stream, their predictions' Hellinger distances,
 the seed-sibling floor, and the cosine excess over the cross-token baseline. test_ffn_path.py records what these
-measure; ffn_path_checks.py decides.
+measure; ffn_path_checks.py decides; the numbers both read are in the topic's home, ffn_path.toml.
 """
+
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from claims.s4_ffn.block_vectors import FIRST_POSITION, mean_cosine, mean_norm_ratio
-from claims.s4_ffn.ffn_path_checks import FfnPathEstimates
+from fixtures.homes import numbers
 from latent_instruments.distances import hellinger_distance
 from latent_instruments.errors import require_finite
 from latent_instruments.geometry import excess_over_baseline
-from latent_instruments.stats import paired_difference, per_unit, sample_mean
+from latent_instruments.stats import Estimate, paired_difference, per_unit, sample_mean
+
+# S4 Appendix II: H between S4's model and its three seed siblings on 20,000 prompts, "~0.11 is probably a reasonable
+# lower bound for the threshold Hellinger distance" of a meaningful change; kept in S4.6-S4.8's home, where it is a
+# claim's floor. Shown beside S4.4's own floor, never used for it.
+SOURCE_FLOOR = numbers(Path(__file__).with_name("similar_strings.toml"),
+                       "SOURCE_FLOOR_1", "SOURCE_FLOOR_2", "SOURCE_FLOOR_3")
+SOURCE_SIBLING_FLOOR = sum(SOURCE_FLOOR) / len(SOURCE_FLOOR)
 
 NEEDS = ("blocks.0.hook_resid_pre", "blocks.*.hook_attn_out", "blocks.*.hook_mlp_out", "blocks.*.hook_resid_post",
          "logits")
+
+
+@dataclass(frozen=True)
+class FfnPathEstimates:
+    """What S4.4's checks decide on, measured at the last block, over sequences (the bootstrap unit).
+
+    Attributes:
+        ratio: ‖input + Σ FFN outputs‖ / ‖final state‖.
+        cos: cos(input + Σ FFN outputs, final state).
+        excess: that cosine's excess over the cross-token baseline, (c − b) / (1 − b) (fraction).
+        input_cos: cos(input alone, final state).
+        readout: largest H of the final norm + head applied to the captured final state to the model's logits
+            (per prompt, Hellinger).
+        below_siblings: mean H(prediction from input + Σ FFN outputs, model's) minus the seed siblings' (a reading;
+            None without siblings).
+        siblings: how many seed siblings ``below_siblings`` is measured against.
+    """
+
+    ratio: Estimate
+    cos: Estimate
+    excess: Estimate
+    input_cos: Estimate
+    readout: Estimate
+    below_siblings: Estimate | None = None
+    siblings: int = 0
+
+
+@dataclass(frozen=True)
+class FfnPathShown:
+    """What S4.4's record shows beside its checks, deciding nothing (issue 79, item 3: report-only, out of the
+    estimates).
+
+    Attributes:
+        h: H of the final FFN-only state's prediction to the model's.
+        readings, twin_readings: :func:`path_readings` of the model and of its untrained twin.
+        floor: (prompts,) H between the model's prediction and its seed siblings' (None without siblings).
+        by_depth: {"cos", "ratio"}: per block, the FFN-only state's estimates against the stream.
+    """
+
+    h: Estimate
+    readings: dict[str, np.ndarray]
+    twin_readings: dict[str, np.ndarray]
+    floor: np.ndarray | None
+    by_depth: dict[str, list[Estimate]] = field(default_factory=dict)
 
 
 def excess_over_cross_token(units: np.ndarray) -> float:
@@ -111,10 +165,11 @@ def path_readings(subject, captured, contrasts: bool = True) -> dict[str, np.nda
     return out
 
 
-def measure_ffn_path(subject, twin, captured, twin_captured, siblings, claim) -> FfnPathEstimates:
+def measure_ffn_path(subject, twin, captured, twin_captured, siblings,
+                     claim) -> tuple[FfnPathEstimates, FfnPathShown]:
     """S4.4's measurement at the last block, over prompts: the FFN-only state's norm ratio, cosine and its excess
     over the cross-token baseline, the input-alone and readout controls, and (with seed siblings) its prediction's
-    H against the siblings' floor on the same prompts.
+    H against the siblings' floor on the same prompts: (the checks' estimates, what the record shows beside them).
 
     Args:
         subject, twin: the loaded model and its untrained twin (``LoadedModel``).
@@ -138,5 +193,4 @@ def measure_ffn_path(subject, twin, captured, twin_captured, siblings, claim) ->
         claim.bootstrap(np.stack([r["cos"][:, last], r["cross"]], axis=1), excess_over_cross_token),
         est(r["input_cos"]), per_unit(r["readout_H"], "max"),
         None if floor is None else claim.bootstrap(np.stack([r["H"], floor], axis=1), paired_difference),
-        len(siblings or []), h=est(r["H"]), readings=r, twin_readings=t, floor=floor,
-        by_depth=by_depth)
+        len(siblings or [])), FfnPathShown(h=est(r["H"]), readings=r, twin_readings=t, floor=floor, by_depth=by_depth)

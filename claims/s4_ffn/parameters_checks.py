@@ -1,42 +1,28 @@
 """S4.1's checks as a pure function of its estimates: ``parameters_measures.py`` counts, this decides, and the
-self-tests (``tests/cases_s4.py``) drive the same function to hold and to fail each check.
+self-tests (``tests/cases_s4.py``) drive the same function to hold and to fail each check. Every number it decides
+with is in the topic's home, ``parameters.toml``, with its derivation.
 """
 
-from dataclasses import dataclass, field
-
+from claims.s4_ffn.parameters_measures import ParameterEstimates
 from fixtures.catalogue_text import catalogued
-from latent_instruments.stats import Estimate
+from fixtures.homes import numbers
 from reports.checks import Check
 
-SOURCE_TOTAL, SOURCE_FFN = 10_788_929, 7_089_408  # S4 Appendix I
-MOST = 0.5  # "most": more than half
-
-
-@dataclass(frozen=True)
-class ParameterEstimates:
-    """What S4.1's test counts (exact: no interval).
-
-    Attributes:
-        ffn_share: FFN parameters / all parameters of the model (fraction).
-        source_miss: |FFN parameters of S4's shape built as the zoo's GPT-2 − S4's figure| (parameters).
-        count, gpt2_count: shown beside the checks, deciding nothing: the model's and S4's shape as GPT-2's
-            ``parameters_measures.ParameterCount``.
-    """
-
-    ffn_share: Estimate
-    source_miss: Estimate
-    count: object | None = field(default=None, compare=False)
-    gpt2_count: object | None = field(default=None, compare=False)
+SOURCE_TOTAL, SOURCE_FFN, MOST, SAME_COUNT = numbers(__file__, "SOURCE_TOTAL", "SOURCE_FFN", "MOST", "SAME_COUNT")
 
 
 def parameters_checks(e: ParameterEstimates) -> list[Check]:
-    """S4.1's claim check (the FFN share above one half) and the count's control (S4's own figure comes back)."""
+    """S4.1's claim check (the FFN share above MOST) and the count's control (S4's own figure comes back, to within
+    SAME_COUNT parameters). Pure: the same estimates give the same checks.
+
+    Returns:
+        one claim check and one control, in that order.
+    """
     return [
         Check.of("FFN parameters / all parameters", e.ffn_share, "fraction", ">", MOST,
-                 **catalogued("S4.1/ffn-parameters-all-parameters", SOURCE_FFN=SOURCE_FFN, SOURCE_TOTAL=SOURCE_TOTAL,
-                              source_percent=100 * SOURCE_FFN / SOURCE_TOTAL, MOST=MOST,
+                 **catalogued("S4.1/ffn-share", source_percent=100 * SOURCE_FFN / SOURCE_TOTAL,
                               source_margin=SOURCE_FFN / SOURCE_TOTAL - MOST)),
         Check.of(f"FFN parameters the same count finds in S4's shape built as the zoo's GPT-2, minus {SOURCE_FFN:,}",
-                 e.source_miss, "parameters", "<", 0.5, role="control",
-                 **catalogued("S4.1/ffn-parameters-the-same-count-finds-in-s4-s-shape-built-as-the-zoo-s")),
+                 e.source_miss, "parameters", "<", SAME_COUNT, role="control",
+                 **catalogued("S4.1/source-count")),
     ]

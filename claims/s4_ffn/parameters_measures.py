@@ -1,5 +1,5 @@
 """S4.1's measurements: parameters by module of a model, and S4's own model rebuilt from its code. test_parameters.py
-records what these count; parameters_checks.py decides.
+records what these count; parameters_checks.py decides; S4's figures are in the topic's home, parameters.toml.
 """
 
 from dataclasses import dataclass
@@ -8,15 +8,30 @@ import torch
 from torch import nn
 from transformers import GPT2Config, GPT2LMHeadModel
 
-from claims.s4_ffn.parameters_checks import SOURCE_FFN, ParameterEstimates
+from fixtures.homes import numbers
 from latent_instruments.stats import Estimate
 from models.adapters import Adapter, adapter_for
+
+SOURCE_TOTAL, SOURCE_FFN = numbers(__file__, "SOURCE_TOTAL", "SOURCE_FFN")  # S4 Appendix I
 
 
 # The FFN's modules where the adapter's ``mlp`` names only the summand module: OPT's FFN is inline (fc1, fc2),
 # BLOOM's and Gemma 2's summand is the FFN's last linear / post-norm, their FFN is "mlp". Norms before or after
 # the FFN are not FFN parameters (S4 counts its ``ffwd`` Sequential: the two linears and their biases).
 FFN_MODULES = {"opt": ("fc1", "fc2"), "bloom": ("mlp",), "gemma2": ("mlp",)}
+
+
+@dataclass(frozen=True)
+class ParameterEstimates:
+    """What S4.1's checks decide on (exact counts: no interval).
+
+    Attributes:
+        ffn_share: FFN parameters / all parameters of the model (fraction).
+        source_miss: |FFN parameters of S4's shape built as the zoo's GPT-2 − S4's figure| (parameters).
+    """
+
+    ffn_share: Estimate
+    source_miss: Estimate
 
 
 @dataclass(frozen=True)
@@ -127,8 +142,8 @@ def s4_shape_as_gpt2() -> nn.Module:
     """S4's shape as a Hugging Face GPT-2 (the zoo's architecture) on the meta device.
 
     It differs from S4's code in two places only: GPT-2's fused q/k/v projection has biases (+3 × 384 per
-    block) and its output head has none (−65), so it has 10,788,929 + 6,912 − 65 = 10,795,776 parameters, with
-    the same 7,089,408 in the FFNs.
+    block) and its output head has none (−65), so it has SOURCE_TOTAL + 6,912 − 65 = 10,795,776 parameters, with
+    the same SOURCE_FFN in the FFNs.
     """
     config = GPT2Config(vocab_size=65, n_embd=384, n_layer=6, n_head=6, n_positions=256, n_inner=4 * 384,
                         activation_function="relu", tie_word_embeddings=False, bos_token_id=0, eos_token_id=0)
@@ -136,14 +151,28 @@ def s4_shape_as_gpt2() -> nn.Module:
         return GPT2LMHeadModel(config)
 
 
+@dataclass(frozen=True)
+class ParameterShown:
+    """What S4.1's record shows beside its checks, deciding nothing (issue 79, item 3: report-only, out of the
+    estimates).
+
+    Attributes:
+        count: the model's :class:`ParameterCount`.
+        gpt2_count: S4's shape built as the zoo's GPT-2 (:func:`s4_shape_as_gpt2`), counted the same way.
+    """
+
+    count: ParameterCount
+    gpt2_count: ParameterCount
+
+
 def _exact(value: float) -> Estimate:
     """A count as an estimate: exact, no interval."""
     return Estimate(value, value, value, 1.0, 1)
 
 
-def measure_parameters(subject) -> ParameterEstimates:
+def measure_parameters(subject) -> tuple[ParameterEstimates, ParameterShown]:
     """S4.1's measurement (exact counts): the model's FFN share, and how far the same count is from S4's figure on
-    S4's shape built as the zoo's GPT-2 (the count's control).
+    S4's shape built as the zoo's GPT-2 (the count's control): (the checks' estimates, the counts the record shows).
 
     Args:
         subject: the loaded model (``LoadedModel``).
@@ -153,4 +182,5 @@ def measure_parameters(subject) -> ParameterEstimates:
     count = count_parameters(subject.model, subject.adapter)
     gpt2 = s4_shape_as_gpt2()
     gpt2_count = count_parameters(gpt2, adapter_for(gpt2))
-    return ParameterEstimates(_exact(count.ffn_share), _exact(abs(gpt2_count.ffn - SOURCE_FFN)), count, gpt2_count)
+    return (ParameterEstimates(_exact(count.ffn_share), _exact(abs(gpt2_count.ffn - SOURCE_FFN))),
+            ParameterShown(count, gpt2_count))

@@ -9,22 +9,22 @@ predicts, far above chance, even in early blocks (``latent_instruments.token_sub
 import numpy as np
 import pytest
 
-from claims.s4_ffn.token_subspace_checks import (
-    SOURCE_CHANCE, SOURCE_SATISFIED, SOURCE_SPECIFIC, TokenEmbeddingEstimates, subspace_checks, token_embedding_checks,
-)
+from claims.s4_ffn.token_subspace_checks import subspace_checks, token_embedding_checks
 from claims.s4_ffn.token_subspace_measures import (
-    ALL_TOKENS_UP_TO, CONTINUED_TOKENS, DRAWN_TOKENS, LR, ONE_DIRECTION, RESTARTS, STEPS, beside_s4, measure_subspaces,
-    measure_token_embeddings,
+    ONE_DIRECTION, SOURCE_CHANCE, SOURCE_SATISFIED, SOURCE_SPECIFIC, TokenEmbeddingShown, beside_s4,
+    measure_subspaces, measure_token_embeddings,
 )
+from claims.s4_ffn.token_vectors import ALL_TOKENS_UP_TO, CONTINUED_TOKENS, DRAWN_TOKENS, LR, RESTARTS, STEPS
 from fixtures.catalogue_text import procedure
 from reports.plots import series
 
 
-def _embedding_details(e: TokenEmbeddingEstimates, decode) -> dict:
+def _embedding_details(shown: TokenEmbeddingShown, decode) -> dict:
     """S4.9's details: each token subspace's facts for the model and its untrained twin, the σ1/σ2 reading beside
     the verdict (its least over tokens, per token, and its shuffled-token null), the eight tokens least predicted by
     their learned vectors, and those tokens after ``STEPS`` more steps."""
-    f, t, ratio, shuffled, more, tokens = e.facts, e.twin_facts, e.least_ratio, e.shuffled, e.more, e.learned.tokens
+    f, t, ratio, shuffled = shown.facts, shown.twin_facts, shown.least_ratio, shown.shuffled
+    more, tokens = shown.more, shown.learned.tokens
     one_direction = {  # S4 gives 6× for one token; required of every token it would be a claim S4 does not make
         "why a reading": "S4 Appendix V: 'the first singular value is much larger (over 6x) than the next' for the "
                          "token 'a' only; of the other tokens it says 'the first right singular vector forms a good "
@@ -59,18 +59,18 @@ def _embedding_details(e: TokenEmbeddingEstimates, decode) -> dict:
 @pytest.mark.models("trained", "hf", twin=True)
 def test_token_embeddings_lie_along_one_direction(model_name, subject, pool, claim):
     """S4.9: learned vectors give p ≈ 1 for every token, and each token's first singular direction alone predicts it;
-    σ1/σ2 (S4: over 6× for the token 'a') is a reading beside the verdict."""
-    e = measure_token_embeddings(subject, lambda: pool.get(subject.entry.twin), claim)
-    f, t = e.facts, e.twin_facts
+    σ1/σ2 (S4: above ONE_DIRECTION for the token 'a') is a reading beside the verdict."""
+    e, shown = measure_token_embeddings(subject, lambda: pool.get(subject.entry.twin), claim)
+    f, t = shown.facts, shown.twin_facts
     decode = subject.tokenizer.decode
     vocab = subject.model.get_output_embeddings().weight.shape[0]
-    a = [i for i, tok in enumerate(e.learned.tokens.tolist()) if decode([int(tok)]) == "a"]  # S4's token, if learned
+    a = [i for i, tok in enumerate(shown.learned.tokens.tolist()) if decode([int(tok)]) == "a"]  # S4's token
     claim.record(
         token_embedding_checks(e),
         procedure=procedure("S4.9/token-embeddings-lie-along-one-direction", RESTARTS=RESTARTS, tokens=len(f['p']),
                             vocab=vocab, ALL_TOKENS_UP_TO=ALL_TOKENS_UP_TO, DRAWN_TOKENS=DRAWN_TOKENS, LR=LR,
                             STEPS=STEPS, CONTINUED_TOKENS=CONTINUED_TOKENS),
-        details=_embedding_details(e, decode),
+        details=_embedding_details(shown, decode),
         beside_source={"σ1/σ2 of the learned embeddings of 'a'": float(f["ratio"][a[0]])} if a else {},
         plot={"kind": "bars", "title": f"S4.9 on {model_name}: σ1/σ2 of each token's learned vectors",
               "categories": ["uncentred (S4)", "centred"], "xlabel": "SVD", "ylabel": "σ1/σ2 (median over tokens)",
@@ -84,10 +84,10 @@ def test_token_embeddings_lie_along_one_direction(model_name, subject, pool, cla
 def test_ffn_outputs_point_to_predicted_tokens(model_name, approximation, pool, claim):
     """S4.10: per block, the fraction of prompts whose 90 %-mass tokens all rank in the top half of final-layer
     subspaces by |cos| with the FFN output, in excess of the prompt-shuffled null by more than S4's weakest excess
-    over its chance, 0.40."""
+    over its chance, FAR_ABOVE_NULL."""
     a = approximation
-    e = measure_subspaces(a, pool.get(a.model), claim)
-    rows, chances = dict(e.rows), [row["chance"] for row in e.rows.values()]
+    e, shown = measure_subspaces(a, pool.get(a.model), claim)
+    rows, chances = dict(shown.rows), [row["chance"] for row in shown.rows.values()]
     for i, (s, c) in enumerate(zip(SOURCE_SATISFIED, SOURCE_CHANCE)):
         rows[f"S4 block {i + 1} (of 6)"] = {"satisfied (|cos|)": s / 100, "chance": c / 100}
         if i + 1 in SOURCE_SPECIFIC:
@@ -95,11 +95,11 @@ def test_ffn_outputs_point_to_predicted_tokens(model_name, approximation, pool, 
     claim.record(
         subspace_checks(e),
         procedure=procedure("S4.10/ffn-outputs-point-to-predicted-tokens", fitted_thresholds=a.fitted_thresholds,
-                            half_vocab=e.vocab // 2, vocab=e.vocab, half_tokens=len(a.eval_half)),
+                            half_vocab=shown.vocab // 2, vocab=shown.vocab, half_tokens=len(a.eval_half)),
         details={"subspace criterion": rows},
         plot={"kind": "lines", "title": f"S4.10 on {a.model}: FFN outputs in the predicted tokens' subspaces",
               "x": list(range(1, a.n_blocks + 1)), "xlabel": "block", "ylabel": "fraction of prompts",
-              "series": {"satisfied": series(e.fractions), "chance": {"value": chances}}},
-        scaled=f"{a.n_blocks} blocks, vocabulary {e.vocab}, {a.n_prompts:,} prompts",
-        beside_source=beside_s4([f.value for f in e.fractions], chances[-1]),
+              "series": {"satisfied": series(shown.fractions), "chance": {"value": chances}}},
+        scaled=f"{a.n_blocks} blocks, vocabulary {shown.vocab}, {a.n_prompts:,} prompts",
+        beside_source=beside_s4([f.value for f in shown.fractions], chances[-1]),
     )

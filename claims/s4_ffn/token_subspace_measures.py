@@ -1,31 +1,93 @@
 """S4.9 and S4.10's measurements: the vectors learned per token, their singular directions and the FFN outputs' excess
-over a prompt-shuffled null. test_token_subspace.py records what these measure; token_subspace_checks.py decides.
+over a prompt-shuffled null. test_token_subspace.py records what these measure; token_subspace_checks.py decides;
+S4's figures are in the topic's home, token_subspace.toml.
 """
+
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from claims.s4_ffn.token_subspace_checks import SOURCE_SATISFIED, SubspaceEstimates, TokenEmbeddingEstimates
-from fixtures.memory import large_blocks_reused
+from claims.s4_ffn.token_vectors import LONG, STEPS, continued, expected_duration, token_embeddings
+from fixtures.homes import numbers
 from latent_instruments.similar_strings import mass_tokens
 from latent_instruments.stats import Estimate, per_unit, proportion, sample_mean
 from latent_instruments.token_subspaces import (
-    chance_in_top_half, first_directions, in_top_half, learn_token_embeddings, singular_values, subspace_scores,
+    chance_in_top_half, first_directions, in_top_half, singular_values, subspace_scores,
 )
-from models.forwards import logits_from_block_input_fn
+
+ONE_DIRECTION = numbers(__file__, "ONE_DIRECTION")  # S4 Appendix V: σ1/σ2 'over 6x' for the token 'a' (a reading)
+# S4 Appendix V's Aggregate Performance (%), blocks 1-6: prompts satisfied (final-layer subspaces), S4's chance, and
+# {block: (prompts satisfied with block-specific subspaces, chance)}
+SOURCE_SATISFIED = numbers(__file__, *(f"SOURCE_SATISFIED_{b}" for b in range(1, 7)))
+SOURCE_CHANCE = numbers(__file__, *(f"SOURCE_CHANCE_{b}" for b in range(1, 7)))
+SOURCE_SPECIFIC = {b: numbers(__file__, f"SOURCE_SPECIFIC_{b}", f"SOURCE_CHANCE_{b}") for b in (6, 5, 4)}
 
 
-RESTARTS = 100  # S4: 100 embeddings per token
+@dataclass(frozen=True)
+class TokenEmbeddingEstimates:
+    """What S4.9's checks decide on, measured on the vectors learned for each token at the final norm's input.
+
+    Attributes:
+        p: the least mean p(token) of a token's learned vectors (per token).
+        predicts: fraction of tokens whose first singular direction alone predicts them (a census, or exact).
+        gain: the largest gain in mean p of the least predicted tokens from more steps (per token; a control).
+        continued: how many tokens were continued; steps: the more steps.
+    """
+
+    p: Estimate
+    predicts: Estimate
+    gain: Estimate
+    continued: int
+    steps: int
 
 
-STEPS, LR = 300, 0.2  # Adam; S4's AdamW at 3e-4 took 14,000-50,000 steps. On tiny-w96 and tiny-bpe-w96 every token's
+@dataclass(frozen=True)
+class TokenEmbeddingShown:
+    """What S4.9's record shows beside its checks, deciding nothing (issue 79, item 3: report-only, out of the
+    estimates).
+
+    Attributes:
+        learned: the learned vectors (``latent_instruments.token_subspaces.learn_token_embeddings``).
+        facts, twin_facts: per token, the model's and its untrained twin's :func:`subspace_facts`.
+        least_ratio, shuffled: the least σ1/σ2 over tokens (per token), and over shuffled-token groups.
+        more: the least predicted tokens after more steps (:func:`continued`).
+    """
+
+    learned: object
+    facts: dict
+    twin_facts: dict
+    least_ratio: Estimate
+    shuffled: Estimate
+    more: dict
 
 
-# mean p is where 1,000 steps at lr 0.2 and 6,000 at lr 0.05 leave it (to 1e-4): the readout's plateau
-ONE_DIRECTION = 6.0  # S4 Appendix V: 'the first singular value is much larger (over 6x) than the next' (token 'a')
+@dataclass(frozen=True)
+class SubspaceEstimates:
+    """What S4.10's checks decide on, measured over the evaluation half of the prompts: excesses over the
+    prompt-shuffled null, (rate − null) / (1 − null), of the fraction of prompts whose 90 %-mass tokens all rank in
+    the top half of the subspaces by |cos|.
+
+    Attributes:
+        final_state: at the final state, with the model's own 90 %-mass tokens (a control).
+        excess: per block, the FFN output against the final-layer subspaces.
+        specific: per block but the last, against the block-specific subspaces.
+    """
+
+    final_state: Estimate
+    excess: list[Estimate]
+    specific: list[Estimate]
 
 
-CONTINUED_TOKENS = 8  # the least predicted tokens, whose mean p decides the "≈ 1" check, are continued
+@dataclass(frozen=True)
+class SubspaceShown:
+    """What S4.10's record shows beside its checks, deciding nothing: ``rows``, per block the criterion's details
+    row (:func:`block_criterion`); ``fractions``, per block the fraction of prompts satisfied (|cos|, final-layer
+    subspaces); ``vocab``, the vocabulary's size."""
+
+    rows: dict[str, dict]
+    fractions: list[Estimate]
+    vocab: int
 
 
 def fraction_of_tokens(predicts: np.ndarray, vocab: int) -> Estimate:
@@ -60,21 +122,6 @@ def shuffled_ratios(vectors: torch.Tensor, seed: int) -> np.ndarray:
     return (s[:, 0] / s[:, 1]).numpy()
 
 
-def continued(learned, readout, device, seed: int) -> dict[str, np.ndarray]:
-    """S4.9's convergence control: the ``CONTINUED_TOKENS`` least predicted tokens' vectors optimised for ``STEPS``
-    more steps from where they ended. Returns per continued token (by rank): "token", mean p "before" and "after",
-    and "argmax", the fraction of its vectors for which the readout's argmax is the token (after)."""
-    worst = torch.as_tensor(np.argsort(learned.probability.mean(dim=1).numpy())[:CONTINUED_TOKENS])
-    with large_blocks_reused():
-        more = learn_token_embeddings(readout, learned.tokens[worst], learned.vectors.shape[-1], RESTARTS, STEPS, LR,
-                                      seed, device, start=learned.vectors[worst])
-    with torch.no_grad():
-        top = readout(more.vectors.flatten(0, 1).to(device)).argmax(-1).cpu().view(len(worst), RESTARTS)
-    return {"token": learned.tokens[worst].numpy(), "before": learned.probability[worst].mean(dim=1).numpy(),
-            "after": more.probability.mean(dim=1).numpy(),
-            "argmax": (top == learned.tokens[worst][:, None]).double().mean(dim=1).numpy()}
-
-
 def prompt_shuffled(token_sets: list[torch.Tensor]) -> list[torch.Tensor]:
     """S4.10's null pairing: each prompt's token set moved to the next prompt (the last to the first), so a block's
     FFN output is ranked against another prompt's predicted tokens. Raises ValueError for fewer than 2 prompts."""
@@ -107,73 +154,8 @@ def beside_s4(satisfied: list[float], last_chance: float) -> dict[str, float]:
             for b, value in enumerate(satisfied, 1)} | {f"block {last}: chance": last_chance}
 
 
-ALL_TOKENS_UP_TO = 128  # a vocabulary up to this size: every token (S4: all 65)
-DRAWN_TOKENS = 32  # a larger one: this many, a seeded draw (the readout's cost grows with tokens × R × vocabulary)
 SCALES = (0.1, 10.0, 100.0)  # positive scales along the direction (S4: 'any vector along its span')
 MASS = 0.9  # S4.10: the tokens carrying 90 % of the approximation's mass
-
-
-def tokens_learned(vocab: int, every_token: bool = False) -> int:
-    """How many tokens :func:`token_embeddings` learns vectors for in a ``vocab``-token vocabulary: all of them up
-    to ``ALL_TOKENS_UP_TO`` (or with ``every_token``), else ``DRAWN_TOKENS``."""
-    return vocab if vocab <= ALL_TOKENS_UP_TO or every_token else DRAWN_TOKENS
-
-
-def token_embeddings(subject, seed: int, every_token: bool = False, block: int | None = None, first_step=None):
-    """S4.9 and S4.10's learned token vectors: ``RESTARTS`` vectors per token that make the readout predict it.
-
-    Args:
-        subject: the loaded model (``LoadedModel``).
-        seed: seeds the draw of tokens and the vectors' starts.
-        every_token: learn every token of the vocabulary (else all up to ``ALL_TOKENS_UP_TO``, or ``DRAWN_TOKENS``
-            drawn).
-        block: learn at that block's input, read through the later blocks (S4.10's block-specific subspaces); None:
-            at the final norm's input.
-        first_step: passed to ``learn_token_embeddings`` (seconds of the first step), or None.
-    Returns:
-        (the learned vectors, ``latent_instruments.token_subspaces.learn_token_embeddings``'s: ``vectors`` (tokens,
-        RESTARTS, d_model), ``probability`` (tokens, RESTARTS), ``tokens`` (tokens,); the readout, (n, d_model) ->
-        (n, vocab) logits).
-    """
-    model = subject.model
-    norm, head = model.get_submodule(subject.adapter.final_norm), model.get_output_embeddings()
-    vocab, d_model = head.weight.shape
-    tokens = torch.arange(vocab)
-    if tokens_learned(vocab, every_token) < vocab:
-        tokens = torch.randperm(vocab, generator=torch.Generator().manual_seed(seed))[:DRAWN_TOKENS].sort().values
-    model.requires_grad_(False)
-
-    def final_readout(x):
-        return head(norm(x.to(head.weight.dtype))).float()
-
-    readout = final_readout if block is None else logits_from_block_input_fn(model, subject.adapter, block)
-
-    with large_blocks_reused():  # the readout's logits and their gradient at every step: 52 MB on 4,096 tokens
-        return learn_token_embeddings(readout, tokens, d_model, RESTARTS, STEPS, LR, seed, head.weight.device,
-                                      first_step=first_step), readout
-
-
-LONG = 60.0  # seconds: an S4.9 expected to take longer says so on the terminal when its first step is timed
-
-
-def expected_duration(subject, seconds_per_step: float) -> tuple[float, str]:
-    """S4.9's cost, estimated from its first step (issue 74, case 16: a 200k-token vocabulary ran for over 10
-    minutes on 2 cores with nothing said): the model's and its twin's ``STEPS`` steps each, and the least predicted
-    tokens' continuation; an upper bound, since a descent that reaches ``TARGET_NLL`` stops early.
-
-    Args:
-        subject: the loaded model (``LoadedModel``); seconds_per_step: wall-clock seconds of the model's first step.
-    Returns:
-        (seconds, the line a run prints where they exceed ``LONG``).
-    """
-    vocab, _ = subject.model.get_output_embeddings().weight.shape
-    tokens = tokens_learned(vocab)
-    seconds = seconds_per_step * STEPS * (2 + min(CONTINUED_TOKENS, tokens) / tokens)
-    return seconds, (f"S4.9 on {subject.name}: {tokens * RESTARTS:,} token vectors against a {vocab:,}-token "
-                     f"vocabulary take {seconds_per_step:.2g} s a step here, so this test takes up to about "
-                     f"{seconds / 60:.0f} min ({STEPS} steps on the model, {STEPS} on its untrained twin, {STEPS} on "
-                     f"its {min(CONTINUED_TOKENS, tokens)} least predicted tokens). Leave it "
-                     "out with --deselect or -k 'not token_embeddings'")
 
 
 def subspace_facts(learned, readout, device) -> dict[str, np.ndarray]:
@@ -242,12 +224,12 @@ def block_criterion(b: int, a, subject, directions, model_tokens: list, claim) -
     return row, excess, own, satisfied[False].astype(np.float64)
 
 
-def measure_token_embeddings(subject, load_twin, claim) -> TokenEmbeddingEstimates:
+def measure_token_embeddings(subject, load_twin, claim) -> tuple[TokenEmbeddingEstimates, TokenEmbeddingShown]:
     """S4.9's measurement: vectors learned per token at the final norm's input, on the model and its untrained twin;
     the least mean p, the fraction of tokens whose first singular direction predicts them, and the convergence
-    control (the least predicted tokens continued). "Every token" is decided token by token (the bootstrap of a
-    minimum is no interval); the fraction is a census where every token was measured, else an exact binomial
-    interval over the drawn tokens.
+    control (the least predicted tokens continued): (the checks' estimates, what the record shows beside them).
+    "Every token" is decided token by token (the bootstrap of a minimum is no interval); the fraction is a census
+    where every token was measured, else an exact binomial interval over the drawn tokens.
 
     Args:
         subject: the loaded model (``LoadedModel``).
@@ -272,13 +254,15 @@ def measure_token_embeddings(subject, load_twin, claim) -> TokenEmbeddingEstimat
         per_unit(f["p"].astype(np.float64), "min"),
         fraction_of_tokens(f["predicts"], vocab=subject.model.get_input_embeddings().weight.shape[0]),
         per_unit(more["after"] - more["before"], "max"), len(more["token"]), STEPS,
+    ), TokenEmbeddingShown(
         learned=learned, facts=f, twin_facts=t, least_ratio=per_unit(f["ratio"].astype(np.float64), "min"),
         shuffled=per_unit(shuffled_ratios(learned.vectors, seed).astype(np.float64), "min"), more=more)
 
 
-def measure_subspaces(a, subject, claim) -> SubspaceEstimates:
+def measure_subspaces(a, subject, claim) -> tuple[SubspaceEstimates, SubspaceShown]:
     """S4.10's measurement on the evaluation half of S4's prompts: the final-state control, and per block the
-    excess over the prompt-shuffled null in the final-layer and block-specific subspaces (:func:`block_criterion`).
+    excess over the prompt-shuffled null in the final-layer and block-specific subspaces (:func:`block_criterion`):
+    (the checks' estimates, what the record shows beside them).
 
     Args:
         a: the similar-strings approximation of the model's sibling group (``approximation.Approximation``).
@@ -301,5 +285,5 @@ def measure_subspaces(a, subject, claim) -> SubspaceEstimates:
         specifics.extend([] if specific is None else [specific])
         fractions.append(claim.bootstrap(satisfied, sample_mean))
         rows[f"block {b + 1}"] = row
-    return SubspaceEstimates(claim.bootstrap(control, excess_over_null), excesses, specifics, rows=rows,
-                             fractions=fractions, vocab=directions.shape[0])
+    return (SubspaceEstimates(claim.bootstrap(control, excess_over_null), excesses, specifics),
+            SubspaceShown(rows=rows, fractions=fractions, vocab=directions.shape[0]))
