@@ -10,6 +10,7 @@
 """
 
 import ast
+import functools
 import importlib
 import math
 import re
@@ -160,7 +161,7 @@ def changed_home(monkeypatch):
         importlib.reload(final_norm_measures)
         importlib.reload(final_norm_checks)
 
-    monkeypatch.setattr(homes_module, "read_home", __import__("functools").cache(read))
+    monkeypatch.setattr(homes_module, "read_home", functools.cache(read))
     monkeypatch.setattr(catalogue, "read_home", homes_module.read_home)
     monkeypatch.setattr(catalogue, "values_of", homes_module.values_of)
     homes_module.values_of.cache_clear()
@@ -172,10 +173,9 @@ def changed_home(monkeypatch):
 
 
 def test_changing_one_value_in_its_home_changes_every_text_that_shows_it(changed_home):
-    """Issue 79's done-when: one edit, in the home, and the check, its derivation, the catalogue's threshold text
-    and the report's row follow."""
+    """Issue 79's done-when: one edit, in the home, and the check, its derivation (what the report shows beside it),
+    the catalogue's threshold text and docs/measurements.md's row follow."""
     from claims.s4_ffn.final_norm_measures import FinalNormEstimates
-    from reports.source_numbers import provenance  # noqa: F401  (the report reads rows through the catalogue)
     from tests.cases_s4 import CASES
 
     [case] = [c for c in CASES if c.claim == "S4.5"]
@@ -185,6 +185,10 @@ def test_changing_one_value_in_its_home_changes_every_text_that_shows_it(changed
     assert "5%" not in little.derivation
     row = _row_of(load_catalogue().claims["S4.5"], "S4.5/a-little")
     assert row.threshold.startswith("ALPHA_ONE_DRAW = 0.07 of the vectors")
+    from fixtures.measurements_page import table
+
+    [row_text] = [line for line in table().splitlines() if line.startswith("| S4.5 ")]
+    assert "at least 7% of its vectors" in row_text and "5%" not in row_text
 
 
 def test_a_baseline_made_with_a_former_key_pairs_with_the_check():
