@@ -413,8 +413,8 @@ def test_a_catalogue_entry_of_an_unknown_kind_is_refused_with_its_id(tmp_path):
 def test_a_source_number_that_is_not_a_number_or_repeats_a_quantity_is_refused(tmp_path):
     from fixtures.catalogue import load_catalogue
     from tests.helpers import claims_copy
-    bad = claims_copy(tmp_path / "a", ("s4_ffn/parameters.toml", "value = 0.6571", 'value = "65.71 %"'))
-    with pytest.raises(ValueError, match="S4.1: a source number's value must be a number"):
+    bad = claims_copy(tmp_path / "a", ("s4_ffn/parameters.toml", 'value = "SOURCE_SHARE"', 'value = "65.71 %"'))
+    with pytest.raises(ValueError, match="S4.1: a source number's value: '65.71 %' is not an expression"):
         load_catalogue(bad)
     bad = claims_copy(tmp_path / "b", ("s4_ffn/feedforward.toml", 'quantity = "block 2: H(no attention)"',
                                        'quantity = "block 1: H(no attention)"'))
