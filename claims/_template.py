@@ -1,7 +1,7 @@
 """TEMPLATE — the four parts of a claim (docs/new-claim.md): the home (commented below) goes to
 claims/<family folder>/<topic>.toml, the checks part to claims/<family folder>/<topic>_checks.py, the measure part to
 claims/<family folder>/<topic>_measures.py, the test part to claims/<family folder>/test_<topic>.py; then a Case in
-tests/cases_<family>.py.
+tests/cases_<sN>.py (the family id in lower case: tests/cases_s4.py).
 
 SX.Y — the claim in one sentence, as claims/catalogue.toml states it.
 
@@ -26,8 +26,19 @@ from reports.checks import Check
 # # the source's figure this comes from (e.g. "S4 Appendix IV: smallest ratio 1.67"), and the margin taken
 # THRESHOLD = 1.0
 #
+# [docs]  # docs/measurements.md's row (python -m fixtures.docs_pages --write)
+# title = "a few words"
+# measured = """what is measured, numbers as {THRESHOLD:g} (controls in brackets)"""
+#
 # [[claims]]
 # id = "SX.Y"
+#
+# [[claims.source_numbers]]  # a number the source reports on its own subject, set beside ours (beside_source=)
+# quantity = "the catalogue's quantity"
+# value = 1.67               # or a value's name: "SOURCE_RATIO"
+# unit = "ratio"
+# where = "its place in the source and a short quote"
+# subject = "the source's model and setting"
 #
 # [[claims.thresholds]]
 # check = "what the statistic is"
@@ -43,6 +54,10 @@ from reports.checks import Check
 # [[claims.procedures]]
 # key = "SX.Y/the-claim-in-words"
 # text = """{prompts} held-out prompts ..."""
+#
+# [[claims.gates]]
+# key = "SX.Y/the-claim-in-words/identity"
+# text = """why the claim says nothing on this subject, {prompts} filled by the measure"""
 
 # ---- <topic>_checks.py: the checks, a pure function of the estimates ---------------------------------------------
 
@@ -127,4 +142,4 @@ def test_the_claim_in_words(model_name, activations, twin_activations, claim):
         beside_source={"the catalogue's quantity": float(estimates.statistic.value)},
     )
 
-# ---- tests/cases_<family>.py: Case("SX.Y", topic_checks, TopicEstimates(estimate(2.0), estimate(0.5))) -----------
+# ---- tests/cases_<sN>.py: Case("SX.Y", topic_checks, TopicEstimates(estimate(2.0), estimate(0.5))) -----------

@@ -254,6 +254,8 @@ def test_every_procedure_lives_in_the_catalogue():
     keys, written = _procedure_keys()
     entries = [p.key for c in load_catalogue().claims.values() for p in c.procedures]
     assert written == []
+    assert (sorted(set(keys) - set(entries)), sorted(set(entries) - set(keys))) == ([], []), \
+        "(keys the code reads with no [[claims.procedures]] entry in its home, entries no code reads)"
     assert sorted(keys) == sorted(entries) and len(set(entries)) == len(entries)
 
 
@@ -299,6 +301,8 @@ def test_every_not_informative_reason_lives_in_the_catalogue():
     keys, written = _gate_reasons()
     entries = [g.key for c in load_catalogue().claims.values() for g in c.gates]
     assert written == []
+    assert (sorted(set(keys) - set(entries)), sorted(set(entries) - set(keys))) == ([], []), \
+        "(keys the code reads with no [[claims.gates]] entry in its home, entries no code reads)"
     assert sorted(keys) == sorted(entries) and len(set(entries)) == len(entries)
 
 
@@ -332,8 +336,8 @@ def test_a_claim_of_a_family_without_its_source_says_which_table_to_add(tmp_path
     "repeats an id or names an unknown family"."""
     from fixtures.catalogue import CATALOGUE, load_catalogue
 
-    text = CATALOGUE.read_text(encoding="utf-8") + ('\n[[claims]]\nid = "S9.1"\nfamily = "S9"\nstatement = "s"\n'
+    text = CATALOGUE.read_text(encoding="utf-8") + ('\n[[claims]]\nid = "S99.1"\nfamily = "S99"\nstatement = "s"\n'
                                                     'section = "x"\nfigures = "f"\nnotes = ""\n')
     (tmp_path / "catalogue.toml").write_text(text, encoding="utf-8")
-    with pytest.raises(ValueError, match=r"family 'S9' has no \[sources\.S9\] table"):
+    with pytest.raises(ValueError, match=r"family 'S99' has no \[sources\.S99\] table"):
         load_catalogue(tmp_path / "catalogue.toml")
