@@ -1,6 +1,6 @@
 """The report's "source vs measured" table: the numbers a source reports on its own subject beside this run's.
 
-The numbers are the catalogue's (``claims/catalogue.toml``, ``source_numbers`` of each claim, carried into
+The numbers are the catalogue's (each claim's home ``claims/<family>/<topic>.toml``, its ``source_numbers``, carried into
 results.json's ``catalogue``); a claim test that measures the same quantity keeps its value beside the source's
 (``ClaimRecord.beside_source``, by the number's ``quantity``). A number no record of the run measured is shown with
 "—" under each model: the reader sees what the source reported, and that this run has nothing to set beside it.
@@ -11,7 +11,7 @@ import re
 from reports.checks import ClaimRecord
 from reports.tables import label, num
 
-NOTE = ("the numbers the source reports on its own subject (claims/catalogue.toml), and this run's value of the same "
+NOTE = ("the numbers the source reports on its own subject (each claim's home, claims/<family>/<topic>.toml), and this run's value of the same "
         "quantity on each subject that measures it; a replica or a scaled form is no source's subject, so a "
         "difference there names where the models differ, not a verdict")
 

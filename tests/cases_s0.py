@@ -11,7 +11,7 @@ from claims.s0_spectra.residual_measures import (
 )
 from claims.s0_spectra.straightening_checks import learned_checks, span_checks, straightening_checks
 from claims.s0_spectra.straightening_measures import (
-    LearnedContext, LearnedEstimates, SpanContext, SpanEstimates, StraighteningContext, StraighteningEstimates,
+    LearnedEstimates, LastBlockContext, SpanEstimates, StraighteningContext, StraighteningEstimates,
 )
 from fixtures.catalogue import load_catalogue
 from tests.check_cases import Case, estimate
@@ -33,7 +33,7 @@ CASES = [
         trend=estimate(-0.8, 0.1), drop=estimate(-0.05), slope=estimate(-0.4), windowed=estimate(-0.04),
         ordered=estimate(-0.03)), {"context": StraighteningContext("embed", "block 6")}),
     Case("S0.4", span_checks, SpanEstimates(slope=estimate(-0.33), windowed=estimate(-0.3)),
-         {"context": SpanContext("block 6")}),
+         {"context": LastBlockContext("block 6")}),
     Case("S0.5", learned_checks, LearnedEstimates(learned=estimate(-0.05), ordered=estimate(-0.04)),
-         {"context": LearnedContext("block 6")}),
+         {"context": LastBlockContext("block 6")}),
 ]

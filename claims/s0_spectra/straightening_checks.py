@@ -9,7 +9,7 @@ images' ~5 OOM (exponent about -1.7) fall far outside.
 """
 
 from claims.s0_spectra.straightening_measures import (
-    LearnedContext, LearnedEstimates, SpanContext, SpanEstimates, StraighteningContext, StraighteningEstimates,
+    LearnedEstimates, LastBlockContext, SpanEstimates, StraighteningContext, StraighteningEstimates,
 )
 from fixtures.catalogue_text import catalogued
 from fixtures.homes import numbers
@@ -40,7 +40,7 @@ def straightening_checks(e: StraighteningEstimates, context: StraighteningContex
     ]
 
 
-def span_checks(e: SpanEstimates, context: SpanContext) -> list[Check]:
+def span_checks(e: SpanEstimates, context: LastBlockContext) -> list[Check]:
     """S0.4's checks: the exponent inside [``STEEP``, ``SHALLOW``], S0's span of about one decade over its band (two
     claim checks), and the Hann-window control guarding a pass; ``context`` names the last block."""
     last = context.last
@@ -57,7 +57,7 @@ def span_checks(e: SpanEstimates, context: SpanContext) -> list[Check]:
     ]
 
 
-def learned_checks(e: LearnedEstimates, context: LearnedContext) -> list[Check]:
+def learned_checks(e: LearnedEstimates, context: LastBlockContext) -> list[Check]:
     """S0.5's checks: the trained model straightens more than its twin (claim check), by more than the shuffled
     streams do (control guarding a pass); ``context`` names the last block."""
     return [

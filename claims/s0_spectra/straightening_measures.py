@@ -59,8 +59,8 @@ class SpanEstimates:
 
 
 @dataclass(frozen=True)
-class SpanContext:
-    """What S0.4's checks are told beside their estimates: ``last``, the last block's label ("block 6")."""
+class LastBlockContext:
+    """What S0.4's and S0.5's checks are told beside their estimates: ``last``, the last block's label ("block 6")."""
 
     last: str
 
@@ -89,13 +89,6 @@ class LearnedEstimates:
 
     learned: Estimate
     ordered: Estimate
-
-
-@dataclass(frozen=True)
-class LearnedContext:
-    """What S0.5's checks are told beside their estimates: ``last``, the last block's label ("block 6")."""
-
-    last: str
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import pytest
 from claims.s0_spectra.model_spectra import SPECTRA_NEEDS, loglog_panels, mean_fit
 from claims.s0_spectra.straightening_checks import learned_checks, span_checks, straightening_checks
 from claims.s0_spectra.straightening_measures import (
-    S0_BAND_DECADES, LearnedContext, SpanContext, StraighteningContext, learned_straightening, measure_learned,
+    S0_BAND_DECADES, LastBlockContext, StraighteningContext, learned_straightening, measure_learned,
     measure_span, measure_straightening, span_over_s0_band, straightening,
 )
 from fixtures.catalogue_text import procedure
@@ -71,7 +71,7 @@ def test_final_power_law_spans_about_one_decade(model_name, spectra, claim):
     bins, hidden, labels = spectra.bins, spectra.hidden, spectra.labels
     e, shown = measure_span(spectra, claim)
     claim.record(
-        span_checks(e, SpanContext(labels[-1])),
+        span_checks(e, LastBlockContext(labels[-1])),
         beside_source={"span of the final layers' power law": span_over_s0_band(e.slope.value)},
         procedure=procedure("S0.4/final-power-law-spans-about-one-decade", sequences=hidden.shape[0],
                             positions=spectra.positions, bins=bins.centers.size,
@@ -107,7 +107,7 @@ def test_straightening_is_learned(model_name, spectra, twin_spectra, claim):
     with_positions = np.stack([spectra.hidden, twin_spectra.hidden], axis=1)
     start = spectra.start
     claim.record(
-        learned_checks(e, LearnedContext(spectra.labels[-1])),
+        learned_checks(e, LastBlockContext(spectra.labels[-1])),
         procedure=procedure("S0.5/straightening-is-learned", sequences=spectra.hidden.shape[0],
                             positions=spectra.positions),
         details={"straightening (decades)": {
